@@ -1,0 +1,157 @@
+//! Command line: global logging flags, `run` (the fault proxy) and `agent [OPTIONS] tool` (the MCP server).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use url::Url;
+
+/// Reliability tools for coding assistants, and a fault-injecting TCP proxy.
+#[derive(Debug, Parser)]
+#[command(name = "fault", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// Write logs to this file instead of stderr (stdout is never used for logs).
+    #[arg(long, env = "FAULT_LOG_FILE", global = true, value_name = "PATH")]
+    pub log_file: Option<PathBuf>,
+
+    /// Log filter: a level (error, warn, info, debug, trace) or a tracing directive such as `fault=debug`.
+    #[arg(long, env = "FAULT_LOG_LEVEL", global = true, value_name = "FILTER", default_value = "info")]
+    pub log_level: String,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the fault-injecting TCP proxy until --duration elapses or Ctrl-C.
+    Run(Box<crate::proxy::cli::RunArgs>),
+    /// AI agent tools for coding assistants.
+    Agent(AgentCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct AgentCommand {
+    #[command(flatten)]
+    pub options: AgentOptions,
+
+    #[command(subcommand)]
+    pub command: AgentSubcommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AgentSubcommand {
+    /// Serve the fault tools over MCP on stdin/stdout (start it from an MCP client such as Cursor or Claude).
+    ///
+    /// Tools: fault_list_function_names, fault_extract_code_block, fault_index_source_code,
+    /// fault_score_performance, fault_score_reliability, fault_suggest_better_function_performance,
+    /// fault_suggest_better_function_reliability, fault_suggest_service_level_objectives_slo,
+    /// fault_make_reliability_and_perf_changes, fault_function_reliability_deep_analysis and the
+    /// fault_run_*_impact_scenario tools. No API key, network or database is needed to start; the
+    /// LLM tools read their key (OPENAI_API_KEY or OPENROUTER_API_KEY) when they are called.
+    Tool,
+}
+
+/// The LLM provider behind the LLM and indexing tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LlmClient {
+    /// OpenAI, or any OpenAI-compatible server given with --llm-base-url (key: OPENAI_API_KEY).
+    #[value(name = "openai", alias = "open-ai")]
+    OpenAi,
+    /// OpenRouter (key: OPENROUTER_API_KEY).
+    #[value(name = "open-router", alias = "openrouter")]
+    OpenRouter,
+    /// Ollama (host: --llm-base-url, else OLLAMA_HOST, else http://localhost:11434).
+    #[value(name = "ollama")]
+    Ollama,
+}
+
+/// Where the source index is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum VectorStoreKind {
+    /// The Qdrant server at --qdrant-url, or at http://localhost:6334 when one answers there; else embedded.
+    #[default]
+    Auto,
+    /// An embedded store on disk, in the per-user data directory.
+    Embedded,
+    /// A Qdrant server (--qdrant-url, default http://localhost:6334).
+    Qdrant,
+}
+
+/// Options of `fault agent`; accepted before and after `tool`.
+#[derive(Debug, Clone, Args)]
+pub struct AgentOptions {
+    /// LLM provider: openai, open-router or ollama.
+    #[arg(long, env = "FAULT_AGENT_CLIENT", global = true, value_enum, default_value = "openai")]
+    pub llm_client: LlmClient,
+
+    /// Chat model used by the scoring and suggestion tools.
+    #[arg(long, env = "FAULT_AGENT_PROMPT_REASONING_MODEL", global = true, default_value = "o4-mini")]
+    pub llm_prompt_reasoning_model: String,
+
+    /// Embedding model used by the source index.
+    #[arg(long, env = "FAULT_AGENT_EMBED_MODEL", global = true, default_value = "text-embedding-3-small")]
+    pub llm_embed_model: String,
+
+    /// Dimension of the embedding model's vectors.
+    #[arg(long, env = "FAULT_AGENT_EMBED_MODEL_DIMENSION", global = true, default_value_t = 1536,
+          value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub llm_embed_model_dim: u32,
+
+    /// Base URL of the chat API (an OpenAI-compatible server, or the Ollama host).
+    #[arg(long, env = "FAULT_AGENT_LLM_BASE_URL", global = true, value_parser = parse_http_url)]
+    pub llm_base_url: Option<Url>,
+
+    /// Base URL of the embeddings API; defaults to --llm-base-url.
+    #[arg(long, env = "FAULT_AGENT_EMBED_BASE_URL", global = true, value_parser = parse_http_url)]
+    pub llm_embed_base_url: Option<Url>,
+
+    /// Qdrant gRPC URL, e.g. http://localhost:6334 (also read from QDRANT_URL).
+    #[arg(long, env = "FAULT_QDRANT_URL", global = true, value_parser = parse_http_url)]
+    pub qdrant_url: Option<Url>,
+
+    /// Vector store for the source index: auto, embedded or qdrant.
+    #[arg(long, env = "FAULT_VECTOR_STORE", global = true, value_enum, default_value = "auto")]
+    pub vector_store: VectorStoreKind,
+}
+
+impl AgentOptions {
+    /// Fills what clap cannot express: `QDRANT_URL` as a second variable for the Qdrant URL.
+    pub fn resolve_env(mut self) -> Result<Self, String> {
+        if self.qdrant_url.is_none()
+            && let Ok(raw) = std::env::var("QDRANT_URL")
+            && !raw.trim().is_empty()
+        {
+            self.qdrant_url = Some(parse_http_url(&raw).map_err(|e| format!("QDRANT_URL: {e}"))?);
+        }
+        Ok(self)
+    }
+
+    /// The embeddings base URL: its own flag, else the chat one.
+    pub fn embed_base_url(&self) -> Option<&Url> {
+        self.llm_embed_base_url.as_ref().or(self.llm_base_url.as_ref())
+    }
+}
+
+impl Default for AgentOptions {
+    fn default() -> Self {
+        Self {
+            llm_client: LlmClient::OpenAi,
+            llm_prompt_reasoning_model: "o4-mini".into(),
+            llm_embed_model: "text-embedding-3-small".into(),
+            llm_embed_model_dim: 1536,
+            llm_base_url: None,
+            llm_embed_base_url: None,
+            qdrant_url: None,
+            vector_store: VectorStoreKind::Auto,
+        }
+    }
+}
+
+/// An absolute http(s) URL.
+pub fn parse_http_url(raw: &str) -> Result<Url, String> {
+    let url = Url::parse(raw.trim()).map_err(|e| format!("'{raw}' is not a valid URL ({e}); expected e.g. http://localhost:11434"))?;
+    match url.scheme() {
+        "http" | "https" => Ok(url),
+        other => Err(format!("'{raw}' has scheme '{other}'; expected http or https")),
+    }
+}

@@ -1,0 +1,16 @@
+//! `fault`: reliability tools for coding assistants.
+//!
+//! The binary's `agent tool` command serves these over MCP on stdio; `run` exposes the
+//! fault-injecting proxy on the command line. Each module is one concern (see README.md).
+
+pub mod advice;
+pub mod cli;
+pub mod code;
+pub mod index;
+pub mod llm;
+pub mod load;
+pub mod logging;
+pub mod mcp;
+pub mod proxy;
+pub mod report;
+pub mod scenario;

@@ -1,0 +1,114 @@
+//! The MCP surface: tool inputs, descriptions and result shaping. Domain work lives in the other modules.
+//!
+//! One file per tool family; each contributes a router that `FaultServer::new` adds together.
+
+mod advice;
+mod code;
+mod index;
+mod scenario;
+
+use std::sync::Arc;
+
+use rmcp::{
+    ServerHandler, ServiceExt,
+    handler::server::router::tool::ToolRouter,
+    model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig},
+    tool_handler,
+};
+use serde::Serialize;
+
+use crate::cli::AgentOptions;
+
+const INSTRUCTIONS: &str = "fault gives you reliability tools for the code you write. \
+Code: fault_list_function_names lists the functions of a file; fault_extract_code_block returns one function \
+(`full` with signature and decorators, `body` without). \
+Index: fault_index_source_code embeds a source tree so the LLM tools get context from it. \
+LLM review: fault_score_performance / fault_score_reliability score a snippet 0..1 with an explanation; \
+fault_suggest_better_function_performance / _reliability return a unified diff; \
+fault_suggest_service_level_objectives_slo proposes SLOs; fault_make_reliability_and_perf_changes proposes a \
+whole-file change; fault_function_reliability_deep_analysis reviews one function in depth. \
+Impact scenarios: fault_run_{latency,jitter,packet_loss,bandwidth,blackhole,http_error}_impact_scenario put a \
+fault-injecting proxy on the path to a URL (or on the `proxies` you map), send load, and return a markdown report \
+with latency percentiles and SLO verdicts. Paths must be absolute.";
+
+/// The `fault agent tool` MCP server.
+#[derive(Clone)]
+pub struct FaultServer {
+    options: Arc<AgentOptions>,
+    tool_router: ToolRouter<Self>,
+    /// One impact scenario at a time: they bind ports and measure latency, so a second one is refused.
+    scenario_slot: Arc<tokio::sync::Semaphore>,
+}
+
+impl FaultServer {
+    pub fn new(options: AgentOptions) -> Self {
+        Self {
+            options: Arc::new(options),
+            tool_router: Self::code_router() + Self::advice_router() + Self::index_router() + Self::scenario_router(),
+            scenario_slot: Arc::new(tokio::sync::Semaphore::new(1)),
+        }
+    }
+
+    pub fn options(&self) -> &AgentOptions {
+        &self.options
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for FaultServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("fault", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("MCP session failed to start: {0}")]
+    Start(String),
+    #[error("MCP session ended with an error: {0}")]
+    Run(String),
+}
+
+/// Serves MCP on stdin/stdout until the client closes stdin.
+pub async fn serve(options: AgentOptions) -> Result<(), ServeError> {
+    tracing::info!(version = env!("CARGO_PKG_VERSION"), ?options, "fault agent tool: serving MCP on stdio");
+    let service = FaultServer::new(options)
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| ServeError::Start(e.to_string()))?;
+    let reason = service.waiting().await.map_err(|e| ServeError::Run(e.to_string()))?;
+    tracing::info!(?reason, "MCP session closed");
+    Ok(())
+}
+
+/// A tool result flagged `isError`, with a message a person or a model can act on.
+pub(crate) fn tool_error(message: impl std::fmt::Display) -> CallToolResult {
+    let message = message.to_string();
+    tracing::debug!(%message, "tool error");
+    CallToolResult::error(vec![ContentBlock::text(message)])
+}
+
+/// A successful result whose text content is `text` and whose `structuredContent` is `structured`.
+pub(crate) fn text_and_structured(text: impl Into<String>, structured: &impl Serialize) -> CallToolResult {
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    match serde_json::to_value(structured) {
+        Ok(value) => result.structured_content = Some(value),
+        Err(e) => return tool_error(format!("internal error: cannot encode the result: {e}")),
+    }
+    result
+}
+
+/// A successful result whose text content is the JSON encoding of `text_value`.
+pub(crate) fn json_and_structured(text_value: &impl Serialize, structured: &impl Serialize) -> CallToolResult {
+    match serde_json::to_string(text_value) {
+        Ok(text) => text_and_structured(text, structured),
+        Err(e) => tool_error(format!("internal error: cannot encode the result: {e}")),
+    }
+}
+
+/// The JSON Schema of `T`, for a tool's `outputSchema`.
+pub(crate) fn output_schema<T: schemars::JsonSchema + 'static>() -> Arc<rmcp::model::JsonObject> {
+    rmcp::handler::server::common::schema_for_output::<T>()
+}

@@ -1,0 +1,3 @@
+//! The fault-injecting TCP proxy.
+
+pub mod cli;
