@@ -14,7 +14,13 @@ pub struct Cli {
     pub log_file: Option<PathBuf>,
 
     /// Log filter: a level (error, warn, info, debug, trace) or a tracing directive such as `fault=debug`.
-    #[arg(long, env = "FAULT_LOG_LEVEL", global = true, value_name = "FILTER", default_value = "info")]
+    #[arg(
+        long,
+        env = "FAULT_LOG_LEVEL",
+        global = true,
+        value_name = "FILTER",
+        default_value = "info"
+    )]
     pub log_level: String,
 
     #[command(subcommand)]
@@ -81,15 +87,31 @@ pub enum VectorStoreKind {
 #[derive(Debug, Clone, Args)]
 pub struct AgentOptions {
     /// LLM provider: openai, open-router or ollama.
-    #[arg(long, env = "FAULT_AGENT_CLIENT", global = true, value_enum, default_value = "openai")]
+    #[arg(
+        long,
+        env = "FAULT_AGENT_CLIENT",
+        global = true,
+        value_enum,
+        default_value = "openai"
+    )]
     pub llm_client: LlmClient,
 
     /// Chat model used by the scoring and suggestion tools.
-    #[arg(long, env = "FAULT_AGENT_PROMPT_REASONING_MODEL", global = true, default_value = "o4-mini")]
+    #[arg(
+        long,
+        env = "FAULT_AGENT_PROMPT_REASONING_MODEL",
+        global = true,
+        default_value = "o4-mini"
+    )]
     pub llm_prompt_reasoning_model: String,
 
     /// Embedding model used by the source index.
-    #[arg(long, env = "FAULT_AGENT_EMBED_MODEL", global = true, default_value = "text-embedding-3-small")]
+    #[arg(
+        long,
+        env = "FAULT_AGENT_EMBED_MODEL",
+        global = true,
+        default_value = "text-embedding-3-small"
+    )]
     pub llm_embed_model: String,
 
     /// Dimension of the embedding model's vectors.
@@ -110,7 +132,13 @@ pub struct AgentOptions {
     pub qdrant_url: Option<Url>,
 
     /// Vector store for the source index: auto, embedded or qdrant.
-    #[arg(long, env = "FAULT_VECTOR_STORE", global = true, value_enum, default_value = "auto")]
+    #[arg(
+        long,
+        env = "FAULT_VECTOR_STORE",
+        global = true,
+        value_enum,
+        default_value = "auto"
+    )]
     pub vector_store: VectorStoreKind,
 }
 
@@ -128,7 +156,9 @@ impl AgentOptions {
 
     /// The embeddings base URL: its own flag, else the chat one.
     pub fn embed_base_url(&self) -> Option<&Url> {
-        self.llm_embed_base_url.as_ref().or(self.llm_base_url.as_ref())
+        self.llm_embed_base_url
+            .as_ref()
+            .or(self.llm_base_url.as_ref())
     }
 }
 
@@ -149,9 +179,13 @@ impl Default for AgentOptions {
 
 /// An absolute http(s) URL.
 pub fn parse_http_url(raw: &str) -> Result<Url, String> {
-    let url = Url::parse(raw.trim()).map_err(|e| format!("'{raw}' is not a valid URL ({e}); expected e.g. http://localhost:11434"))?;
+    let url = Url::parse(raw.trim()).map_err(|e| {
+        format!("'{raw}' is not a valid URL ({e}); expected e.g. http://localhost:11434")
+    })?;
     match url.scheme() {
         "http" | "https" => Ok(url),
-        other => Err(format!("'{raw}' has scheme '{other}'; expected http or https")),
+        other => Err(format!(
+            "'{raw}' has scheme '{other}'; expected http or https"
+        )),
     }
 }

@@ -6,17 +6,28 @@ use tracing_subscriber::{EnvFilter, fmt};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LoggingError {
-    #[error("--log-level '{filter}' is not a valid filter ({source}); use error, warn, info, debug, trace or e.g. fault=debug")]
-    Filter { filter: String, source: tracing_subscriber::filter::ParseError },
+    #[error(
+        "--log-level '{filter}' is not a valid filter ({source}); use error, warn, info, debug, trace or e.g. fault=debug"
+    )]
+    Filter {
+        filter: String,
+        source: tracing_subscriber::filter::ParseError,
+    },
     #[error("cannot open --log-file {path}: {source}")]
-    File { path: String, source: std::io::Error },
+    File {
+        path: String,
+        source: std::io::Error,
+    },
 }
 
 /// Installs the global subscriber. Logs go to `log_file` (appended) when given, else to stderr.
 pub fn init(log_file: Option<&Path>, filter: &str) -> Result<(), LoggingError> {
     let env_filter = EnvFilter::builder()
         .parse(filter)
-        .map_err(|source| LoggingError::Filter { filter: filter.to_owned(), source })?;
+        .map_err(|source| LoggingError::Filter {
+            filter: filter.to_owned(),
+            source,
+        })?;
     let builder = fmt().with_env_filter(env_filter).with_target(true);
     match log_file {
         Some(path) => {
@@ -24,8 +35,14 @@ pub fn init(log_file: Option<&Path>, filter: &str) -> Result<(), LoggingError> {
                 .create(true)
                 .append(true)
                 .open(path)
-                .map_err(|source| LoggingError::File { path: path.display().to_string(), source })?;
-            builder.with_ansi(false).with_writer(Mutex::new(file)).init();
+                .map_err(|source| LoggingError::File {
+                    path: path.display().to_string(),
+                    source,
+                })?;
+            builder
+                .with_ansi(false)
+                .with_writer(Mutex::new(file))
+                .init();
         }
         None => builder.with_writer(std::io::stderr).init(),
     }

@@ -9,7 +9,10 @@ fn main() -> ExitCode {
         eprintln!("fault: {e}");
         return ExitCode::from(2);
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("fault: cannot start the async runtime: {e}");
@@ -18,7 +21,9 @@ fn main() -> ExitCode {
     };
     let outcome = runtime.block_on(async move {
         match cli.command {
-            Command::Run(args) => fault::proxy::cli::run(*args).await.map_err(|e| e.to_string()),
+            Command::Run(args) => fault::proxy::cli::run(*args)
+                .await
+                .map_err(|e| e.to_string()),
             Command::Agent(agent) => match agent.command {
                 AgentSubcommand::Tool => {
                     let options = agent.options.resolve_env().map_err(|e| e.to_string())?;

@@ -44,7 +44,10 @@ impl FaultServer {
     pub fn new(options: AgentOptions) -> Self {
         Self {
             options: Arc::new(options),
-            tool_router: Self::code_router() + Self::advice_router() + Self::index_router() + Self::scenario_router(),
+            tool_router: Self::code_router()
+                + Self::advice_router()
+                + Self::index_router()
+                + Self::scenario_router(),
             scenario_slot: Arc::new(tokio::sync::Semaphore::new(1)),
         }
     }
@@ -73,12 +76,19 @@ pub enum ServeError {
 
 /// Serves MCP on stdin/stdout until the client closes stdin.
 pub async fn serve(options: AgentOptions) -> Result<(), ServeError> {
-    tracing::info!(version = env!("CARGO_PKG_VERSION"), ?options, "fault agent tool: serving MCP on stdio");
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        ?options,
+        "fault agent tool: serving MCP on stdio"
+    );
     let service = FaultServer::new(options)
         .serve(rmcp::transport::stdio())
         .await
         .map_err(|e| ServeError::Start(e.to_string()))?;
-    let reason = service.waiting().await.map_err(|e| ServeError::Run(e.to_string()))?;
+    let reason = service
+        .waiting()
+        .await
+        .map_err(|e| ServeError::Run(e.to_string()))?;
     tracing::info!(?reason, "MCP session closed");
     Ok(())
 }
@@ -91,7 +101,10 @@ pub(crate) fn tool_error(message: impl std::fmt::Display) -> CallToolResult {
 }
 
 /// A successful result whose text content is `text` and whose `structuredContent` is `structured`.
-pub(crate) fn text_and_structured(text: impl Into<String>, structured: &impl Serialize) -> CallToolResult {
+pub(crate) fn text_and_structured(
+    text: impl Into<String>,
+    structured: &impl Serialize,
+) -> CallToolResult {
     let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
     match serde_json::to_value(structured) {
         Ok(value) => result.structured_content = Some(value),
@@ -101,7 +114,10 @@ pub(crate) fn text_and_structured(text: impl Into<String>, structured: &impl Ser
 }
 
 /// A successful result whose text content is the JSON encoding of `text_value`.
-pub(crate) fn json_and_structured(text_value: &impl Serialize, structured: &impl Serialize) -> CallToolResult {
+pub(crate) fn json_and_structured(
+    text_value: &impl Serialize,
+    structured: &impl Serialize,
+) -> CallToolResult {
     match serde_json::to_string(text_value) {
         Ok(text) => text_and_structured(text, structured),
         Err(e) => tool_error(format!("internal error: cannot encode the result: {e}")),

@@ -1,0 +1,94 @@
+//! Shared test support: the built `fault` binary driven by rmcp's MCP client over stdio.
+#![allow(dead_code)]
+
+use std::{collections::HashMap, process::Stdio};
+
+use rmcp::{
+    RoleClient, ServiceExt,
+    model::{CallToolRequestParams, CallToolResult, JsonObject},
+    service::RunningService,
+    transport::{ConfigureCommandExt, TokioChildProcess},
+};
+use serde_json::Value;
+
+pub type Client = RunningService<RoleClient, ()>;
+
+/// Path of the `fault` binary built for these tests.
+pub fn fault_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_fault")
+}
+
+/// A `fault agent tool` server spawned with `args` before `agent` (e.g. logging flags), `agent_args` after
+/// `tool`, and `env` added to a cleaned environment (no inherited provider keys or FAULT_* settings).
+pub struct ServerSpec<'a> {
+    pub global_args: &'a [&'a str],
+    pub agent_args: &'a [&'a str],
+    pub env: HashMap<String, String>,
+}
+
+impl Default for ServerSpec<'_> {
+    fn default() -> Self {
+        Self {
+            global_args: &[],
+            agent_args: &[],
+            env: HashMap::new(),
+        }
+    }
+}
+
+/// Spawns the server with default settings and completes the MCP handshake.
+pub async fn spawn() -> Client {
+    spawn_with(ServerSpec::default()).await
+}
+
+pub async fn spawn_with(spec: ServerSpec<'_>) -> Client {
+    let command = tokio::process::Command::new(fault_bin()).configure(|cmd| {
+        cmd.args(spec.global_args)
+            .arg("agent")
+            .arg("tool")
+            .args(spec.agent_args);
+        for (key, _) in std::env::vars() {
+            if key.starts_with("FAULT_")
+                || key.ends_with("_API_KEY")
+                || key == "QDRANT_URL"
+                || key == "OLLAMA_HOST"
+            {
+                cmd.env_remove(key);
+            }
+        }
+        cmd.envs(&spec.env);
+    });
+    let (transport, _stderr) = TokioChildProcess::builder(command)
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the fault binary");
+    ().serve(transport).await.expect("MCP handshake with fault")
+}
+
+/// Calls `tool` with a JSON object of arguments; protocol errors come back as `Err`.
+pub async fn call(
+    client: &Client,
+    tool: &str,
+    args: Value,
+) -> Result<CallToolResult, rmcp::ServiceError> {
+    let arguments: JsonObject = match args {
+        Value::Object(map) => map,
+        other => panic!("tool arguments must be a JSON object, got {other}"),
+    };
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
+        .await
+}
+
+/// The first text content of a result.
+pub fn text(result: &CallToolResult) -> &str {
+    result
+        .content
+        .iter()
+        .find_map(|block| block.as_text().map(|t| t.text.as_str()))
+        .expect("a text content block")
+}
+
+pub fn is_error(result: &CallToolResult) -> bool {
+    result.is_error.unwrap_or(false)
+}
