@@ -15,4 +15,5 @@
         (pointer_type (generic_type type: (type_identifier) @qualifier))
       ]))
   name: (field_identifier) @name
-  body: (block)? @body) @definition
+  body: (block)? @body
+  (#set! kind "method")) @definition

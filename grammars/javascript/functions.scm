@@ -21,17 +21,27 @@
 ; Class and object-literal methods: `foo() {}`, `get x() {}`, `static async *gen() {}`, `#secret() {}`.
 (method_definition
   name: [(property_identifier) (private_property_identifier) (string) (number)] @name
-  body: (statement_block) @body) @definition
+  body: (statement_block) @body
+  (#set! kind "method")) @definition
 
 ; `const foo = function () {}`, `let bar = async () => x`, `var gen = function* () {}`.
-([(lexical_declaration) (variable_declaration)] @definition
+(lexical_declaration
   (variable_declarator
     name: (identifier) @name
     value: [
       (function_expression body: (_) @body)
       (arrow_function body: (_) @body)
       (generator_function body: (_) @body)
-    ]))
+    ])) @definition
+
+(variable_declaration
+  (variable_declarator
+    name: (identifier) @name
+    value: [
+      (function_expression body: (_) @body)
+      (arrow_function body: (_) @body)
+      (generator_function body: (_) @body)
+    ])) @definition
 
 (export_statement
   declaration: (lexical_declaration
@@ -53,7 +63,23 @@
       (generator_function body: (_) @body)
     ])) @definition
 
-; `exports.foo = function`, `module.exports.foo = () => {}`, `Foo.prototype.bar = function`.
+; `Foo.prototype.bar = function` defines a method of Foo.
+(expression_statement
+  (assignment_expression
+    left: (member_expression
+      object: (member_expression
+        object: (_) @qualifier
+        property: (property_identifier) @prototype)
+      property: (property_identifier) @name)
+    right: [
+      (function_expression body: (_) @body)
+      (arrow_function body: (_) @body)
+      (generator_function body: (_) @body)
+    ])
+  (#eq? @prototype "prototype")
+  (#set! kind "method")) @definition
+
+; `exports.foo = function`, `module.exports.foo = () => {}`, `Foo.bar = function` (static-like).
 (expression_statement
   (assignment_expression
     left: (member_expression

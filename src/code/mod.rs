@@ -205,7 +205,7 @@ fn closest_names(wanted: &str, blocks: &[FunctionBlock], limit: usize) -> Vec<St
     scored.sort_by(|a, b| b.0.total_cmp(&a.0));
     scored
         .into_iter()
-        .filter(|(score, _)| *score >= 0.5)
+        .filter(|(score, _)| *score >= 0.7)
         .take(limit)
         .map(|(_, name)| name.to_owned())
         .collect()
