@@ -168,7 +168,15 @@ pub trait Embedder: Send + Sync {
 
 /// The chat model the options describe. Nothing is sent and no key is read until it is used.
 pub fn chat_model(options: &AgentOptions) -> Result<Arc<dyn ChatModel>, LlmError> {
-    let transport = transport::Transport::new(RetryPolicy::from_env()?)?;
+    chat_model_with_policy(options, RetryPolicy::from_env()?)
+}
+
+/// [`chat_model`] with an explicit timeout and retry policy.
+pub fn chat_model_with_policy(
+    options: &AgentOptions,
+    policy: RetryPolicy,
+) -> Result<Arc<dyn ChatModel>, LlmError> {
+    let transport = transport::Transport::new(policy)?;
     let model = options.llm_prompt_reasoning_model.clone();
     Ok(match options.llm_client {
         LlmClient::Ollama => Arc::new(ollama::OllamaChat::new(
@@ -186,7 +194,15 @@ pub fn chat_model(options: &AgentOptions) -> Result<Arc<dyn ChatModel>, LlmError
 
 /// The embedder the options describe. Nothing is sent and no key is read until it is used.
 pub fn embedder(options: &AgentOptions) -> Result<Arc<dyn Embedder>, LlmError> {
-    let transport = transport::Transport::new(RetryPolicy::from_env()?)?;
+    embedder_with_policy(options, RetryPolicy::from_env()?)
+}
+
+/// [`embedder`] with an explicit timeout and retry policy.
+pub fn embedder_with_policy(
+    options: &AgentOptions,
+    policy: RetryPolicy,
+) -> Result<Arc<dyn Embedder>, LlmError> {
+    let transport = transport::Transport::new(policy)?;
     let model = options.llm_embed_model.clone();
     let dimension = options.llm_embed_model_dim as usize;
     Ok(match options.llm_client {
