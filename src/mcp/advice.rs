@@ -330,9 +330,9 @@ impl FaultServer {
         tokio::pin!(work);
         tokio::pin!(notifier);
         let mut notifier_done = false;
-        loop {
+        let outcome = loop {
             tokio::select! {
-                outcome = &mut work => return outcome.map_err(|e| e.to_string()),
+                outcome = &mut work => break outcome,
                 _ = context.ct.cancelled() => {
                     tracing::info!("LLM tool call cancelled by the client");
                     return Err(llm::LlmError::Cancelled.to_string());
@@ -340,7 +340,12 @@ impl FaultServer {
                 // Ends only when the task drops its progress sender, i.e. once `work` is done.
                 _ = &mut notifier, if !notifier_done => notifier_done = true,
             }
+        };
+        // Deliver the last progress messages before the result, without waiting on a stuck client.
+        if !notifier_done {
+            let _ = tokio::time::timeout(Duration::from_secs(1), &mut notifier).await;
         }
+        outcome.map_err(|e| e.to_string())
     }
 }
 
