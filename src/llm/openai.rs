@@ -115,6 +115,12 @@ impl Endpoint {
         Ok((client, probe))
     }
 
+    /// OpenAI's strict mode (and OpenRouter's pass-through to it) refuses length keywords; other servers
+    /// (llama.cpp, vLLM) turn them into a grammar that keeps a small model from rambling.
+    fn refuses_length_keywords(&self) -> bool {
+        matches!(self.key, Key::Required(_))
+    }
+
     fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base_url)
     }
@@ -282,7 +288,7 @@ impl OpenAiChat {
                 json_schema: ResponseFormatJsonSchema {
                     description: None,
                     name: s.name.clone(),
-                    schema: if s.strict {
+                    schema: if s.strict && self.endpoint.refuses_length_keywords() {
                         strict_subset(&s.schema)
                     } else {
                         s.schema.clone()
