@@ -1,1 +1,324 @@
-//! placeholder
+//! Source code understanding with tree-sitter: which functions a file defines, one function's text, syntax
+//! errors, and function-sized chunks for indexing.
+//!
+//! Languages come from a registry ([`Language`]) driven by the query files in `grammars/<language>/`.
+//! Nothing is parsed or compiled until a function here is called.
+
+pub mod chunk;
+mod error;
+mod functions;
+mod language;
+mod source;
+
+use std::{ops::Range, path::Path};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+pub use error::{CodeError, MAX_SOURCE_BYTES};
+pub use language::{Language, UnknownLanguage};
+pub use source::{read_source, read_source_file, resolve_path};
+
+/// What kind of function-like definition was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum FunctionKind {
+    /// A free function, or a function nested in another one.
+    Function,
+    /// A function defined in a class, impl, trait or object literal, or a Go method.
+    Method,
+    /// A declaration without a body (Rust trait or extern fn, Go function implemented elsewhere).
+    Signature,
+}
+
+impl FunctionKind {
+    pub(crate) fn from_label(label: &str) -> Option<Self> {
+        match label {
+            "function" => Some(Self::Function),
+            "method" => Some(Self::Method),
+            "signature" => Some(Self::Signature),
+            _ => None,
+        }
+    }
+}
+
+/// One function-like definition of a file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct FunctionInfo {
+    /// The function's own name, e.g. `handle`.
+    pub name: String,
+    /// The name with its containers, e.g. `Server.handle` (Python, Go, JavaScript) or `Server::handle` (Rust).
+    pub qualified_name: String,
+    /// `function`, `method` or `signature` (no body).
+    pub kind: FunctionKind,
+    /// First line of the definition (its first decorator or attribute), 1-based.
+    pub start_line: usize,
+    /// Last line of the definition, 1-based, inclusive.
+    pub end_line: usize,
+}
+
+/// A function with its location and text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FunctionBlock {
+    pub info: FunctionInfo,
+    /// Byte range of the whole definition, decorators/attributes included.
+    pub full: Range<usize>,
+    /// Byte range of the body; `None` for a signature.
+    pub body: Option<Range<usize>>,
+    /// `source[full]`.
+    pub full_text: String,
+    /// `source[body]`, empty for a signature.
+    pub body_text: String,
+}
+
+/// One function extracted from a file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Extracted {
+    /// The whole definition, from its first decorator (Python) or attribute (Rust) to its end.
+    pub full: String,
+    /// The body without the signature (empty for a signature).
+    pub body: String,
+    /// Which function this is.
+    pub function: FunctionInfo,
+    /// How many other functions matched the requested name (the first in document order is returned).
+    pub other_matches: usize,
+}
+
+/// A syntax error found by the parser.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SyntaxError {
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column, in bytes.
+    pub column: usize,
+    pub message: String,
+}
+
+/// Every function of `source`, in document order (nested functions after their parent).
+pub fn functions_in_source(language: Language, source: &str) -> Vec<FunctionBlock> {
+    match try_functions_in_source(language, source) {
+        Ok(blocks) => blocks,
+        Err(e) => {
+            tracing::error!("{e}");
+            Vec::new()
+        }
+    }
+}
+
+fn try_functions_in_source(
+    language: Language,
+    source: &str,
+) -> Result<Vec<FunctionBlock>, CodeError> {
+    let tree = functions::parse(language, source)?;
+    functions::find_functions(language, source, &tree)
+}
+
+/// The functions of a file (absolute path), in document order.
+pub fn list_functions(path: &Path) -> Result<Vec<FunctionInfo>, CodeError> {
+    let (_, language, source) = read_source_file(path.to_owned())?;
+    Ok(try_functions_in_source(language, &source)?
+        .into_iter()
+        .map(|block| block.info)
+        .collect())
+}
+
+/// One function of a file, by plain (`handle`) or qualified name (`Server.handle`, `Server::handle`).
+/// With several matches, the first in document order is returned and `other_matches` counts the rest.
+pub fn extract_function(path: &Path, func: &str) -> Result<Extracted, CodeError> {
+    let (path, language, source) = read_source_file(path.to_owned())?;
+    let blocks = try_functions_in_source(language, &source)?;
+    select_function(&path, blocks, func)
+}
+
+/// Picks `func` among `blocks`: an exact qualified name first, then a qualified suffix
+/// (`Class.method` matches `module.Class.method`), then the plain name. `.` and `::` are both accepted.
+pub fn select_function(
+    path: &Path,
+    blocks: Vec<FunctionBlock>,
+    func: &str,
+) -> Result<Extracted, CodeError> {
+    let wanted = func.trim().trim_end_matches("()");
+    if wanted.is_empty() {
+        return Err(CodeError::EmptyFunctionName);
+    }
+    let wanted_parts = split_qualified(wanted);
+    let tiers: [&dyn Fn(&FunctionBlock) -> bool; 3] = [
+        &|b| {
+            b.info.qualified_name == wanted
+                || split_qualified(&b.info.qualified_name) == wanted_parts
+        },
+        &|b| {
+            wanted_parts.len() > 1
+                && split_qualified(&b.info.qualified_name).ends_with(&wanted_parts)
+        },
+        &|b| b.info.name == wanted,
+    ];
+    for matches_tier in tiers {
+        let mut matching = blocks.iter().filter(|b| matches_tier(b));
+        if let Some(first) = matching.next() {
+            let other_matches = matching.count();
+            return Ok(Extracted {
+                full: first.full_text.clone(),
+                body: first.body_text.clone(),
+                function: first.info.clone(),
+                other_matches,
+            });
+        }
+    }
+    Err(CodeError::FunctionNotFound {
+        func: wanted.to_owned(),
+        path: path.to_owned(),
+        closest: closest_names(wanted, &blocks, 5),
+        total: blocks.len(),
+    })
+}
+
+fn split_qualified(name: &str) -> Vec<&str> {
+    name.split("::")
+        .flat_map(|part| part.split('.'))
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .collect()
+}
+
+/// The names (or qualified names, when the request was qualified) most like `wanted`, best first.
+fn closest_names(wanted: &str, blocks: &[FunctionBlock], limit: usize) -> Vec<String> {
+    let qualified = split_qualified(wanted).len() > 1;
+    let lowered = wanted.to_lowercase();
+    let mut scored: Vec<(f64, &str)> = Vec::new();
+    for block in blocks {
+        let candidate = if qualified {
+            block.info.qualified_name.as_str()
+        } else {
+            block.info.name.as_str()
+        };
+        if scored.iter().any(|(_, seen)| *seen == candidate) {
+            continue;
+        }
+        let lowered_candidate = candidate.to_lowercase();
+        let mut score = strsim::jaro_winkler(&lowered, &lowered_candidate);
+        if lowered_candidate.contains(&lowered) || lowered.contains(&lowered_candidate) {
+            score = score.max(0.9);
+        }
+        scored.push((score, candidate));
+    }
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+    scored
+        .into_iter()
+        .filter(|(score, _)| *score >= 0.7)
+        .take(limit)
+        .map(|(_, name)| name.to_owned())
+        .collect()
+}
+
+/// Syntax errors in `source` (empty when it parses cleanly), at most 100.
+pub fn parse_errors(language: Language, source: &str) -> Vec<SyntaxError> {
+    const LIMIT: usize = 100;
+    let tree = match functions::parse(language, source) {
+        Ok(tree) => tree,
+        Err(e) => {
+            return vec![SyntaxError {
+                line: 1,
+                column: 1,
+                message: e.to_string(),
+            }];
+        }
+    };
+    let mut errors = Vec::new();
+    let mut cursor = tree.walk();
+    let mut visited_children = false;
+    loop {
+        let node = cursor.node();
+        if !visited_children && (node.is_error() || node.is_missing()) {
+            let position = node.start_position();
+            let message = if node.is_missing() {
+                format!("missing `{}`", node.kind())
+            } else {
+                let text = functions::node_text(node, source);
+                let first_line = text.lines().next().unwrap_or_default();
+                let excerpt: String = first_line.chars().take(40).collect();
+                format!("unexpected `{}`", excerpt.trim())
+            };
+            errors.push(SyntaxError {
+                line: position.row + 1,
+                column: position.column + 1,
+                message,
+            });
+            if errors.len() >= LIMIT {
+                break;
+            }
+            // Do not descend into an error: one report per broken region.
+            visited_children = true;
+            continue;
+        }
+        if !visited_children && node.has_error() && cursor.goto_first_child() {
+            continue;
+        }
+        if cursor.goto_next_sibling() {
+            visited_children = false;
+        } else if cursor.goto_parent() {
+            visited_children = true;
+        } else {
+            break;
+        }
+    }
+    errors
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn language_names_and_extensions() {
+        for (name, canonical) in [
+            ("python", "python"),
+            ("py", "python"),
+            ("go", "go"),
+            ("golang", "go"),
+            ("Rust", "rust"),
+            ("rs", "rust"),
+            ("javascript", "javascript"),
+            ("js", "javascript"),
+            ("node", "javascript"),
+        ] {
+            assert_eq!(Language::from_name(name).unwrap().name(), canonical);
+        }
+        assert!(Language::from_name("cobol").is_none());
+        for (file, canonical) in [
+            ("/a/b.py", "python"),
+            ("/a/b.pyi", "python"),
+            ("/a/b.go", "go"),
+            ("/a/b.rs", "rust"),
+            ("/a/b.js", "javascript"),
+            ("/a/b.MJS", "javascript"),
+            ("/a/b.cjs", "javascript"),
+            ("/a/b.jsx", "javascript"),
+        ] {
+            assert_eq!(
+                Language::from_path(Path::new(file)).unwrap().name(),
+                canonical
+            );
+        }
+        assert!(Language::from_path(Path::new("/a/b.ts")).is_none());
+        assert_eq!(Language::all().count(), 4);
+    }
+
+    #[test]
+    fn every_query_compiles() {
+        for language in Language::all() {
+            language.queries().unwrap();
+        }
+    }
+
+    #[test]
+    fn parse_errors_are_located() {
+        let python = Language::from_name("python").unwrap();
+        assert!(parse_errors(python, "def f():\n    return 1\n").is_empty());
+        let errors = parse_errors(python, "def f(:\n    return 1\n");
+        assert!(!errors.is_empty());
+        assert_eq!(errors[0].line, 1);
+        let rust = Language::from_name("rust").unwrap();
+        assert!(!parse_errors(rust, "fn f() { let x = 1 }\nfn g( {}").is_empty());
+    }
+}

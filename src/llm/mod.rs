@@ -1,15 +1,159 @@
-//! LLM providers behind one trait: chat, chat answering JSON under a schema, and embeddings.
+//! LLM providers behind two small traits: [`ChatModel`] (chat, and chat answering JSON under a schema) and
+//! [`Embedder`] (embeddings).
 //!
-//! Implementations: OpenAI-compatible (OpenAI, OpenRouter, any base URL) and Ollama.
-//! Keys are read when a tool needs them, never at start-up.
+//! Implementations: OpenAI-compatible on `async-openai` (OpenAI, OpenRouter, any base URL) and Ollama on
+//! `ollama-rs`. Both share one HTTP transport with a request timeout and bounded retries with backoff and
+//! jitter. Keys are read when a tool needs them, never at start-up; keys and prompt text are logged at debug
+//! level at most.
+
+mod ollama;
+mod openai;
+pub mod structured;
+pub mod transport;
+
+use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-/// What went wrong talking to a model.
+use crate::cli::{AgentOptions, LlmClient};
+
+pub use structured::{JsonAnswer, OutputSchema, ask_json};
+pub use transport::{MAX_RETRIES_ENV, RetryPolicy, TIMEOUT_ENV};
+
+/// OpenAI's API key variable.
+pub const OPENAI_KEY_ENV: &str = "OPENAI_API_KEY";
+/// OpenRouter's API key variable.
+pub const OPENROUTER_KEY_ENV: &str = "OPENROUTER_API_KEY";
+/// Ollama's host variable (`host[:port]` or a URL).
+pub const OLLAMA_HOST_ENV: &str = "OLLAMA_HOST";
+
+pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+pub const OPENROUTER_BASE_URL: &str = "https://openrouter.ai/api/v1";
+pub const OLLAMA_DEFAULT_HOST: &str = "http://localhost:11434";
+
+/// What went wrong talking to a model. Messages name the provider, the model or the setting involved.
 #[derive(Debug, thiserror::Error)]
 pub enum LlmError {
-    #[error("{0}")]
-    NotImplemented(&'static str),
+    #[error("{provider} needs an API key: set the {var} environment variable for the fault agent")]
+    MissingKey {
+        provider: &'static str,
+        var: &'static str,
+    },
+    #[error("invalid LLM setting: {0}")]
+    Config(String),
+    #[error(
+        "{provider} did not answer within {secs}s (model '{model}', {url}); raise {env} if the model is slow",
+        env = TIMEOUT_ENV
+    )]
+    Timeout {
+        provider: &'static str,
+        model: String,
+        url: String,
+        secs: u64,
+    },
+    #[error("cannot reach {provider} at {url} (model '{model}'): {detail}")]
+    Unreachable {
+        provider: &'static str,
+        model: String,
+        url: String,
+        detail: String,
+    },
+    #[error("{provider} refused the request for model '{model}' (HTTP {status}): {message}")]
+    Api {
+        provider: &'static str,
+        model: String,
+        status: u16,
+        message: String,
+    },
+    #[error(
+        "{provider} at {url} has no embeddings for model '{model}' ({detail}). Point embeddings at a server \
+         that has them, e.g. an Ollama: --llm-embed-base-url http://localhost:11434/v1 --llm-embed-model \
+         nomic-embed-text --llm-embed-model-dim 768 (or --llm-client ollama --llm-embed-base-url \
+         http://localhost:11434), or OpenAI's text-embedding-3-small with OPENAI_API_KEY"
+    )]
+    NoEmbeddings {
+        provider: &'static str,
+        model: String,
+        url: String,
+        detail: String,
+    },
+    #[error(
+        "embedding model '{model}' returned vectors of dimension {received}, expected {expected} \
+         (set --llm-embed-model-dim {received} if that model is the one you want)"
+    )]
+    Dimension {
+        model: String,
+        expected: usize,
+        received: usize,
+    },
+    #[error("{provider} returned an unusable answer for model '{model}': {detail}")]
+    BadResponse {
+        provider: &'static str,
+        model: String,
+        detail: String,
+    },
+    #[error(
+        "model '{model}' ({provider}) did not give a valid answer after one repair request: {detail}"
+    )]
+    InvalidAnswer {
+        provider: &'static str,
+        model: String,
+        detail: String,
+    },
+    #[error("the request was cancelled")]
+    Cancelled,
+}
+
+/// Who speaks in a chat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+}
+
+/// One chat message.
+#[derive(Debug, Clone)]
+pub struct Message {
+    pub role: Role,
+    pub content: String,
+}
+
+impl Message {
+    pub fn system(content: impl Into<String>) -> Self {
+        Self {
+            role: Role::System,
+            content: content.into(),
+        }
+    }
+    pub fn user(content: impl Into<String>) -> Self {
+        Self {
+            role: Role::User,
+            content: content.into(),
+        }
+    }
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self {
+            role: Role::Assistant,
+            content: content.into(),
+        }
+    }
+}
+
+/// A chat model. `chat_json` asks the provider for JSON under `schema` (OpenAI `response_format`
+/// json_schema, Ollama `format`) and returns the answer's text as written: parsing and validation are
+/// [`ask_json`]'s job, so that a bad answer can be repaired.
+pub trait ChatModel: Send + Sync {
+    fn chat<'a>(&'a self, messages: &'a [Message]) -> BoxFuture<'a, Result<String, LlmError>>;
+    fn chat_json<'a>(
+        &'a self,
+        messages: &'a [Message],
+        schema: &'a OutputSchema,
+    ) -> BoxFuture<'a, Result<String, LlmError>>;
+    /// The chat model's name, as sent to the provider.
+    fn model(&self) -> &str;
+    /// The provider's name for messages: "OpenAI", "OpenRouter", "Ollama" or "OpenAI-compatible server".
+    fn provider(&self) -> &'static str;
 }
 
 /// Embeddings for the source index.
@@ -20,4 +164,132 @@ pub trait Embedder: Send + Sync {
     fn model(&self) -> &str;
     /// The configured vector dimension.
     fn dimension(&self) -> usize;
+}
+
+/// The chat model the options describe. Nothing is sent and no key is read until it is used.
+pub fn chat_model(options: &AgentOptions) -> Result<Arc<dyn ChatModel>, LlmError> {
+    chat_model_with_policy(options, RetryPolicy::from_env()?)
+}
+
+/// [`chat_model`] with an explicit timeout and retry policy.
+pub fn chat_model_with_policy(
+    options: &AgentOptions,
+    policy: RetryPolicy,
+) -> Result<Arc<dyn ChatModel>, LlmError> {
+    let transport = transport::Transport::new(policy)?;
+    let model = options.llm_prompt_reasoning_model.clone();
+    Ok(match options.llm_client {
+        LlmClient::Ollama => Arc::new(ollama::OllamaChat::new(
+            ollama_host(options.llm_base_url.as_ref())?,
+            model,
+            transport,
+        )),
+        client => Arc::new(openai::OpenAiChat::new(
+            openai::Endpoint::for_chat(client, options.llm_base_url.as_ref()),
+            model,
+            transport,
+        )),
+    })
+}
+
+/// The embedder the options describe. Nothing is sent and no key is read until it is used.
+pub fn embedder(options: &AgentOptions) -> Result<Arc<dyn Embedder>, LlmError> {
+    embedder_with_policy(options, RetryPolicy::from_env()?)
+}
+
+/// [`embedder`] with an explicit timeout and retry policy.
+pub fn embedder_with_policy(
+    options: &AgentOptions,
+    policy: RetryPolicy,
+) -> Result<Arc<dyn Embedder>, LlmError> {
+    let transport = transport::Transport::new(policy)?;
+    let model = options.llm_embed_model.clone();
+    let dimension = options.llm_embed_model_dim as usize;
+    Ok(match options.llm_client {
+        LlmClient::Ollama => Arc::new(ollama::OllamaEmbedder::new(
+            ollama_host(options.embed_base_url())?,
+            model,
+            dimension,
+            transport,
+        )),
+        client => Arc::new(openai::OpenAiEmbedder::new(
+            openai::Endpoint::for_embeddings(
+                client,
+                options.llm_base_url.as_ref(),
+                options.llm_embed_base_url.as_ref(),
+            ),
+            model,
+            dimension,
+            transport,
+        )),
+    })
+}
+
+/// The Ollama host: the given URL, else `OLLAMA_HOST` (`host`, `host:port` or a URL), else localhost:11434.
+fn ollama_host(base_url: Option<&url::Url>) -> Result<url::Url, LlmError> {
+    if let Some(url) = base_url {
+        return Ok(url.clone());
+    }
+    let Some(raw) = transport::non_empty_env(OLLAMA_HOST_ENV) else {
+        return url::Url::parse(OLLAMA_DEFAULT_HOST).map_err(|e| LlmError::Config(e.to_string()));
+    };
+    let with_scheme = if raw.contains("://") {
+        raw.clone()
+    } else {
+        format!("http://{raw}")
+    };
+    let mut url = url::Url::parse(&with_scheme).map_err(|e| {
+        LlmError::Config(format!(
+            "{OLLAMA_HOST_ENV}='{raw}' is not a host or URL ({e})"
+        ))
+    })?;
+    if url.port().is_none() && !raw.contains("://") {
+        let _ = url.set_port(Some(11434));
+    }
+    Ok(url)
+}
+
+/// Checks that the provider returned `expected_count` vectors of `dimension` floats each.
+fn check_vectors(
+    model: &str,
+    provider: &'static str,
+    dimension: usize,
+    expected_count: usize,
+    vectors: &[Vec<f32>],
+) -> Result<(), LlmError> {
+    if vectors.len() != expected_count {
+        return Err(LlmError::BadResponse {
+            provider,
+            model: model.to_owned(),
+            detail: format!("{} vectors for {expected_count} texts", vectors.len()),
+        });
+    }
+    if let Some(bad) = vectors.iter().find(|v| v.len() != dimension) {
+        return Err(LlmError::Dimension {
+            model: model.to_owned(),
+            expected: dimension,
+            received: bad.len(),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrong_dimension_names_model_and_both_sizes() {
+        let err = check_vectors("m1", "Ollama", 3, 1, &[vec![0.0; 4]]).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("'m1'") && text.contains("dimension 4") && text.contains("expected 3")
+        );
+    }
+
+    #[test]
+    fn ollama_host_defaults_to_localhost() {
+        let url = ollama_host(Some(&url::Url::parse("http://h:1").unwrap())).unwrap();
+        assert_eq!(url.as_str(), "http://h:1/");
+    }
 }

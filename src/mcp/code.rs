@@ -1,11 +1,129 @@
-//! MCP tools of the code family.
+//! MCP tools of the code family: list the functions of a file, extract one.
 
-use rmcp::handler::server::router::tool::ToolRouter;
+use std::collections::HashSet;
 
-use super::FaultServer;
+use rmcp::{handler::server::wrapper::Parameters, model::CallToolResult, tool, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
+use super::{FaultServer, json_and_structured, output_schema, tool_error};
+use crate::code::{self, CodeError, Extracted, FunctionInfo};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ListFunctionsInput {
+    /// Absolute path (or file:// URI) of a source file: .py/.pyi, .go, .rs, .js/.mjs/.cjs/.jsx.
+    pub file: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ExtractInput {
+    /// Absolute path (or file:// URI) of a source file: .py/.pyi, .go, .rs, .js/.mjs/.cjs/.jsx.
+    pub file: String,
+    /// The function's name, plain (`handle`) or qualified to pick among several (`Server.handle`,
+    /// `Server::handle`). With several matches for a plain name, the first in the file is returned.
+    pub func: String,
+}
+
+/// `structuredContent` of `fault_list_function_names`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ListFunctionsOutput {
+    /// Every function-like definition, in document order (nested functions after their parent).
+    pub functions: Vec<FunctionInfo>,
+}
+
+/// The text content of `fault_extract_code_block`: exactly these two keys.
+#[derive(Serialize)]
+struct FullAndBody<'a> {
+    full: &'a str,
+    body: &'a str,
+}
+
+#[tool_router(router = code_router, vis = "pub(super)")]
 impl FaultServer {
-    pub(super) fn code_router() -> ToolRouter<Self> {
-        ToolRouter::new()
+    #[tool(
+        name = "fault_list_function_names",
+        description = "List the functions defined in a source file (Python, Go, Rust, JavaScript). \
+            The text result is a JSON array of the names in document order, each once; the structured \
+            result gives each function's qualified name (Class.method, Type::method), kind \
+            (function|method|signature) and 1-based start/end lines. `file` must be an absolute path.",
+        output_schema = output_schema::<ListFunctionsOutput>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn list_function_names(
+        &self,
+        Parameters(input): Parameters<ListFunctionsInput>,
+    ) -> Result<CallToolResult, rmcp::ErrorData> {
+        let outcome = run_blocking(move || {
+            let (path, language, source) = code::read_source(&input.file)?;
+            let functions: Vec<FunctionInfo> = code::functions_in_source(language, &source)
+                .into_iter()
+                .map(|block| block.info)
+                .collect();
+            tracing::debug!(file = %path.display(), %language, count = functions.len(), "listed functions");
+            Ok(functions)
+        })
+        .await;
+        Ok(match outcome {
+            Ok(functions) => {
+                let mut seen = HashSet::new();
+                let names: Vec<&str> = functions
+                    .iter()
+                    .map(|f| f.name.as_str())
+                    .filter(|name| seen.insert(*name))
+                    .collect();
+                let text = serde_json::to_string(&names).unwrap_or_else(|_| "[]".to_owned());
+                super::text_and_structured(text, &ListFunctionsOutput { functions })
+            }
+            Err(message) => tool_error(message),
+        })
+    }
+
+    #[tool(
+        name = "fault_extract_code_block",
+        description = "Extract one function from a source file (Python, Go, Rust, JavaScript). The text \
+            result is the JSON object {\"full\": ..., \"body\": ...}: `full` is the whole definition from its \
+            first decorator (Python) or attribute (Rust) to its end, `body` the body without the signature. \
+            `func` may be plain (`handle`) or qualified (`Server.handle`, `Server::handle`, `Type.Method`); \
+            for an ambiguous plain name the first in the file is returned, and the structured result says \
+            which (lines) and how many others matched. `file` must be an absolute path.",
+        output_schema = output_schema::<Extracted>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn extract_code_block(
+        &self,
+        Parameters(input): Parameters<ExtractInput>,
+    ) -> Result<CallToolResult, rmcp::ErrorData> {
+        let outcome = run_blocking(move || {
+            let (path, language, source) = code::read_source(&input.file)?;
+            let blocks = code::functions_in_source(language, &source);
+            code::select_function(&path, blocks, &input.func)
+        })
+        .await;
+        Ok(match outcome {
+            Ok(extracted) => json_and_structured(
+                &FullAndBody {
+                    full: &extracted.full,
+                    body: &extracted.body,
+                },
+                &extracted,
+            ),
+            Err(message) => tool_error(message),
+        })
+    }
+}
+
+/// Runs file reading and parsing off the async workers; any failure becomes the message of a tool error.
+async fn run_blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, CodeError> + Send + 'static,
+) -> Result<T, String> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(error)) => Err(error.to_string()),
+        Err(join_error) => {
+            tracing::error!(%join_error, "code tool task failed");
+            Err(format!(
+                "internal error while reading the file: {join_error}"
+            ))
+        }
     }
 }

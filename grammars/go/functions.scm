@@ -1,0 +1,19 @@
+; Go: function and method declarations. A method is qualified by its receiver type (`Type.Method`);
+; a declaration without a body (implemented in assembly) is listed as a signature.
+
+(function_declaration
+  name: (identifier) @name
+  body: (block)? @body) @definition
+
+(method_declaration
+  receiver: (parameter_list
+    (parameter_declaration
+      type: [
+        (type_identifier) @qualifier
+        (pointer_type (type_identifier) @qualifier)
+        (generic_type type: (type_identifier) @qualifier)
+        (pointer_type (generic_type type: (type_identifier) @qualifier))
+      ]))
+  name: (field_identifier) @name
+  body: (block)? @body
+  (#set! kind "method")) @definition

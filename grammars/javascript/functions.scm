@@ -1,0 +1,110 @@
+; JavaScript (.js .mjs .cjs .jsx): function declarations (async and generators too), class methods (getters,
+; setters, static, private), class fields holding a function, functions and arrow functions assigned to a
+; variable or a member (`exports.foo = function`, `Foo.prototype.bar = function`), object-literal methods.
+; Anonymous functions passed as arguments (callbacks) have no name and are not listed.
+; An `export` in front of a declaration belongs to its definition.
+
+(function_declaration
+  name: (identifier) @name
+  body: (statement_block) @body) @definition
+
+(generator_function_declaration
+  name: (identifier) @name
+  body: (statement_block) @body) @definition
+
+(export_statement
+  declaration: [
+    (function_declaration name: (identifier) @name body: (statement_block) @body)
+    (generator_function_declaration name: (identifier) @name body: (statement_block) @body)
+  ]) @definition
+
+; Class and object-literal methods: `foo() {}`, `get x() {}`, `static async *gen() {}`, `#secret() {}`.
+(method_definition
+  name: [(property_identifier) (private_property_identifier) (string) (number)] @name
+  body: (statement_block) @body
+  (#set! kind "method")) @definition
+
+; `const foo = function () {}`, `let bar = async () => x`, `var gen = function* () {}`.
+(lexical_declaration
+  (variable_declarator
+    name: (identifier) @name
+    value: [
+      (function_expression body: (_) @body)
+      (arrow_function body: (_) @body)
+      (generator_function body: (_) @body)
+    ])) @definition
+
+(variable_declaration
+  (variable_declarator
+    name: (identifier) @name
+    value: [
+      (function_expression body: (_) @body)
+      (arrow_function body: (_) @body)
+      (generator_function body: (_) @body)
+    ])) @definition
+
+(export_statement
+  declaration: (lexical_declaration
+    (variable_declarator
+      name: (identifier) @name
+      value: [
+        (function_expression body: (_) @body)
+        (arrow_function body: (_) @body)
+        (generator_function body: (_) @body)
+      ]))) @definition
+
+; `foo = function () {}` (no declaration keyword).
+(expression_statement
+  (assignment_expression
+    left: (identifier) @name
+    right: [
+      (function_expression body: (_) @body)
+      (arrow_function body: (_) @body)
+      (generator_function body: (_) @body)
+    ])) @definition
+
+; `Foo.prototype.bar = function` defines a method of Foo.
+(expression_statement
+  (assignment_expression
+    left: (member_expression
+      object: (member_expression
+        object: (_) @qualifier
+        property: (property_identifier) @prototype)
+      property: (property_identifier) @name)
+    right: [
+      (function_expression body: (_) @body)
+      (arrow_function body: (_) @body)
+      (generator_function body: (_) @body)
+    ])
+  (#eq? @prototype "prototype")
+  (#set! kind "method")) @definition
+
+; `exports.foo = function`, `module.exports.foo = () => {}`, `Foo.bar = function` (static-like).
+(expression_statement
+  (assignment_expression
+    left: (member_expression
+      object: (_) @qualifier
+      property: (property_identifier) @name)
+    right: [
+      (function_expression body: (_) @body)
+      (arrow_function body: (_) @body)
+      (generator_function body: (_) @body)
+    ])) @definition
+
+; Object-literal entries holding a function: `{ foo: function () {}, bar: () => 1 }`.
+(pair
+  key: [(property_identifier) (string) (number)] @name
+  value: [
+    (function_expression body: (_) @body)
+    (arrow_function body: (_) @body)
+    (generator_function body: (_) @body)
+  ]) @definition
+
+; Class fields holding a function: `handle = () => {}`, `static make = function () {}`.
+(field_definition
+  property: [(property_identifier) (private_property_identifier) (string) (number)] @name
+  value: [
+    (function_expression body: (_) @body)
+    (arrow_function body: (_) @body)
+    (generator_function body: (_) @body)
+  ]) @definition

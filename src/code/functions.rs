@@ -1,0 +1,295 @@
+//! Finding function definitions with the language's query files.
+
+use std::{collections::HashMap, ops::Range};
+
+use streaming_iterator::StreamingIterator;
+use tree_sitter::{Node, Parser, Query, QueryCursor, Tree};
+
+use super::{CodeError, FunctionBlock, FunctionInfo, FunctionKind, Language};
+
+/// Parses `source`; `None` only when the grammar cannot be loaded (a build problem).
+pub(crate) fn parse(language: Language, source: &str) -> Result<Tree, CodeError> {
+    let internal = |message: String| CodeError::Internal {
+        language: language.name().to_owned(),
+        message,
+    };
+    let mut parser = Parser::new();
+    parser
+        .set_language(&language.grammar())
+        .map_err(|e| internal(e.to_string()))?;
+    parser
+        .parse(source, None)
+        .ok_or_else(|| internal("the parser returned no tree".to_owned()))
+}
+
+/// A class-like container (class, impl, trait, named object literal) that qualifies what it contains.
+struct Scope {
+    range: Range<usize>,
+    name: String,
+}
+
+/// One function as the query found it, before qualification.
+struct Found<'tree> {
+    name: Node<'tree>,
+    definition: Range<usize>,
+    /// Start of the leading attributes or decorators, when there are any.
+    full_start: usize,
+    body: Option<Node<'tree>>,
+    qualifier: Option<String>,
+    kind: Option<FunctionKind>,
+}
+
+/// Every function in `tree`, in document order.
+pub(crate) fn find_functions(
+    language: Language,
+    source: &str,
+    tree: &Tree,
+) -> Result<Vec<FunctionBlock>, CodeError> {
+    let queries = language.queries().map_err(|message| CodeError::Internal {
+        language: language.name().to_owned(),
+        message,
+    })?;
+    let root = tree.root_node();
+    let scopes = find_scopes(&queries.scopes, root, source);
+    let found = run_functions_query(&queries.functions, root, source);
+
+    // Functions are scopes for what they contain (nested functions), next to the class-like ones.
+    let function_scopes: Vec<(Range<usize>, String)> = found
+        .iter()
+        .map(|f| (f.definition.clone(), node_text(f.name, source).to_owned()))
+        .collect();
+
+    let separator = language.separator();
+    let lines = LineIndex::new(source);
+    let mut blocks = Vec::with_capacity(found.len());
+    for function in &found {
+        let name = node_text(function.name, source).to_owned();
+        let name = unquote(&name).to_owned();
+        // Enclosing containers, outermost first: (start, is_function, name).
+        let mut enclosing: Vec<(usize, usize, bool, &str)> = Vec::new();
+        for scope in &scopes {
+            if strictly_contains(&scope.range, &function.definition) {
+                enclosing.push((scope.range.start, scope.range.end, false, &scope.name));
+            }
+        }
+        for (range, scope_name) in &function_scopes {
+            if strictly_contains(range, &function.definition) {
+                enclosing.push((range.start, range.end, true, scope_name));
+            }
+        }
+        // Outermost first; on equal starts the wider one is outer.
+        enclosing.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+
+        let qualified_name = match &function.qualifier {
+            Some(qualifier) => format!("{qualifier}{separator}{name}"),
+            None => enclosing
+                .iter()
+                .map(|(_, _, _, scope_name)| unquote(scope_name))
+                .chain(std::iter::once(name.as_str()))
+                .collect::<Vec<_>>()
+                .join(separator),
+        };
+        let kind = if function.body.is_none() {
+            FunctionKind::Signature
+        } else if let Some(kind) = function.kind {
+            kind
+        } else if enclosing
+            .last()
+            .is_some_and(|(_, _, is_function, _)| !is_function)
+        {
+            FunctionKind::Method
+        } else {
+            FunctionKind::Function
+        };
+
+        let full = function.full_start..function.definition.end;
+        let body = function.body.map(|b| b.byte_range());
+        blocks.push(FunctionBlock {
+            info: FunctionInfo {
+                name,
+                qualified_name,
+                kind,
+                start_line: lines.line_of(full.start),
+                end_line: lines.end_line_of(full.clone()),
+            },
+            full_text: source[full.clone()].to_owned(),
+            body_text: body
+                .as_ref()
+                .map(|b| source[b.clone()].to_owned())
+                .unwrap_or_default(),
+            full,
+            body,
+        });
+    }
+    Ok(blocks)
+}
+
+fn run_functions_query<'tree>(query: &Query, root: Node<'tree>, source: &str) -> Vec<Found<'tree>> {
+    let index = |name: &str| query.capture_index_for_name(name);
+    let (name_ix, definition_ix, body_ix, attribute_ix, qualifier_ix) = (
+        index("name"),
+        index("definition"),
+        index("body"),
+        index("attribute"),
+        index("qualifier"),
+    );
+    let mut cursor = QueryCursor::new();
+    let mut matches = cursor.matches(query, root, source.as_bytes());
+    // Keyed by the name node: several patterns may match one function (plain, decorated, exported);
+    // the widest definition wins.
+    let mut by_name: HashMap<usize, Found<'tree>> = HashMap::new();
+    while let Some(m) = matches.next() {
+        let mut name = None;
+        let mut definition: Option<Range<usize>> = None;
+        let mut body = None;
+        let mut full_start = usize::MAX;
+        let mut qualifier = None;
+        for capture in m.captures() {
+            let ix = Some(capture.index);
+            let node = capture.node;
+            if ix == name_ix {
+                name = Some(node);
+            } else if ix == definition_ix {
+                definition = Some(node.byte_range());
+            } else if ix == body_ix {
+                body = Some(node);
+            } else if ix == attribute_ix {
+                full_start = full_start.min(node.start_byte());
+            } else if ix == qualifier_ix {
+                qualifier = Some(clean_qualifier(node_text(node, source)));
+            }
+        }
+        let (Some(name), Some(definition)) = (name, definition) else {
+            continue;
+        };
+        let kind = query
+            .property_settings(m.pattern_index)
+            .iter()
+            .find(|p| &*p.key == "kind")
+            .and_then(|p| p.value.as_deref())
+            .and_then(FunctionKind::from_label);
+        let full_start = full_start.min(definition.start);
+        let candidate = Found {
+            name,
+            definition,
+            full_start,
+            body,
+            qualifier,
+            kind,
+        };
+        match by_name.get_mut(&name.id()) {
+            Some(existing) => merge(existing, candidate),
+            None => {
+                by_name.insert(name.id(), candidate);
+            }
+        }
+    }
+    let mut found: Vec<Found<'tree>> = by_name.into_values().collect();
+    found.sort_by_key(|f| (f.name.start_byte(), f.definition.start));
+    found
+}
+
+/// Keeps the widest definition of one function and whatever either match knew.
+fn merge<'tree>(existing: &mut Found<'tree>, other: Found<'tree>) {
+    let other_width = other.definition.len() + (other.definition.start - other.full_start);
+    let existing_width =
+        existing.definition.len() + (existing.definition.start - existing.full_start);
+    existing.kind = existing.kind.or(other.kind);
+    existing.body = existing.body.or(other.body);
+    if existing.qualifier.is_none() {
+        existing.qualifier = other.qualifier.clone();
+    }
+    if other_width > existing_width {
+        existing.definition = other.definition;
+        existing.full_start = other.full_start;
+    } else {
+        existing.full_start = existing.full_start.min(other.full_start);
+    }
+}
+
+fn find_scopes(query: &Query, root: Node<'_>, source: &str) -> Vec<Scope> {
+    let (Some(scope_ix), Some(name_ix)) = (
+        query.capture_index_for_name("scope"),
+        query.capture_index_for_name("scope.name"),
+    ) else {
+        return Vec::new();
+    };
+    let mut cursor = QueryCursor::new();
+    let mut matches = cursor.matches(query, root, source.as_bytes());
+    // Keyed by the scope node; the earliest pattern (the most specific) names it.
+    let mut by_node: HashMap<usize, (usize, Scope)> = HashMap::new();
+    while let Some(m) = matches.next() {
+        let scope = m.captures().iter().find(|c| c.index == scope_ix);
+        let name = m.captures().iter().find(|c| c.index == name_ix);
+        let (Some(scope), Some(name)) = (scope, name) else {
+            continue;
+        };
+        let entry = (
+            m.pattern_index,
+            Scope {
+                range: scope.node.byte_range(),
+                name: clean_qualifier(node_text(name.node, source)),
+            },
+        );
+        match by_node.get(&scope.node.id()) {
+            Some((pattern, _)) if *pattern <= m.pattern_index => {}
+            _ => {
+                by_node.insert(scope.node.id(), entry);
+            }
+        }
+    }
+    by_node.into_values().map(|(_, scope)| scope).collect()
+}
+
+fn strictly_contains(outer: &Range<usize>, inner: &Range<usize>) -> bool {
+    outer.start <= inner.start && inner.end <= outer.end && outer != inner
+}
+
+pub(crate) fn node_text<'s>(node: Node<'_>, source: &'s str) -> &'s str {
+    source.get(node.byte_range()).unwrap_or_default()
+}
+
+/// A qualifier as it reads in a qualified name: one line, `Foo.prototype` shortened to `Foo`.
+fn clean_qualifier(raw: &str) -> String {
+    let one_line: String = raw.split_whitespace().collect::<Vec<_>>().join(" ");
+    one_line
+        .strip_suffix(".prototype")
+        .map(str::to_owned)
+        .unwrap_or(one_line)
+}
+
+/// `'name'` / `"name"` (JavaScript string keys) without quotes.
+fn unquote(name: &str) -> &str {
+    let bytes = name.as_bytes();
+    if bytes.len() >= 2 {
+        let (first, last) = (bytes[0], bytes[bytes.len() - 1]);
+        if first == last && matches!(first, b'"' | b'\'' | b'`') {
+            return &name[1..name.len() - 1];
+        }
+    }
+    name
+}
+
+/// Byte offset → 1-based line, by binary search over line starts.
+pub(crate) struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    pub(crate) fn new(source: &str) -> Self {
+        let starts = std::iter::once(0)
+            .chain(source.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        Self { starts }
+    }
+
+    /// 1-based line of a byte offset.
+    pub(crate) fn line_of(&self, byte: usize) -> usize {
+        self.starts.partition_point(|&start| start <= byte)
+    }
+
+    /// 1-based line of the last character of `range`.
+    pub(crate) fn end_line_of(&self, range: Range<usize>) -> usize {
+        self.line_of(range.end.saturating_sub(1).max(range.start))
+    }
+}

@@ -1,0 +1,444 @@
+//! OpenAI-compatible provider on `async-openai`: OpenAI, OpenRouter, or any server at a base URL
+//! (vLLM, llama.cpp's server, LM Studio, Gemini's OpenAI endpoint, Ollama's /v1).
+//!
+//! Requests go through our [`Transport`] (timeout, retries with jitter) plugged into async-openai as its
+//! HTTP service, so the crate builds the requests and parses the answers while we own the retry policy.
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicU16, Ordering},
+    },
+    task::{Context, Poll},
+};
+
+use async_openai::{
+    Client,
+    config::OpenAIConfig,
+    error::OpenAIError,
+    middleware::HttpRequestFactory,
+    types::{
+        chat::{
+            ChatCompletionRequestAssistantMessage, ChatCompletionRequestMessage,
+            ChatCompletionRequestSystemMessage, ChatCompletionRequestUserMessage,
+            CreateChatCompletionRequest, ResponseFormat, ResponseFormatJsonSchema,
+        },
+        embeddings::{CreateEmbeddingRequest, EmbeddingInput, EncodingFormat},
+    },
+};
+use futures::future::BoxFuture;
+use url::Url;
+
+use super::{
+    ChatModel, Embedder, LlmError, Message, OPENAI_BASE_URL, OPENAI_KEY_ENV, OPENROUTER_BASE_URL,
+    OPENROUTER_KEY_ENV, OutputSchema, Role, check_vectors,
+    transport::{Transport, non_empty_env, redacted},
+};
+use crate::cli::LlmClient;
+
+/// Where the key comes from.
+#[derive(Debug, Clone, Copy)]
+enum Key {
+    /// The provider needs it: a clear error when it is missing.
+    Required(&'static str),
+    /// Sent when set (local servers usually need none).
+    Optional(&'static str),
+}
+
+/// An OpenAI-compatible API: its base URL, its key and its name in messages.
+#[derive(Debug, Clone)]
+pub(super) struct Endpoint {
+    base_url: String,
+    key: Key,
+    provider: &'static str,
+}
+
+impl Endpoint {
+    pub(super) fn for_chat(client: LlmClient, base_url: Option<&Url>) -> Self {
+        match (client, base_url) {
+            (LlmClient::OpenRouter, base) => Self {
+                base_url: base.map_or(OPENROUTER_BASE_URL.to_owned(), base_string),
+                key: Key::Required(OPENROUTER_KEY_ENV),
+                provider: "OpenRouter",
+            },
+            (_, Some(base)) => Self::compatible(base),
+            (_, None) => Self {
+                base_url: OPENAI_BASE_URL.to_owned(),
+                key: Key::Required(OPENAI_KEY_ENV),
+                provider: "OpenAI",
+            },
+        }
+    }
+
+    /// Embeddings follow the chat endpoint unless --llm-embed-base-url names another server; that one
+    /// never receives the OpenRouter key.
+    pub(super) fn for_embeddings(
+        client: LlmClient,
+        chat_base: Option<&Url>,
+        embed_base: Option<&Url>,
+    ) -> Self {
+        match embed_base {
+            Some(base) if Some(base) != chat_base => Self::compatible(base),
+            _ => Self::for_chat(client, chat_base),
+        }
+    }
+
+    fn compatible(base: &Url) -> Self {
+        Self {
+            base_url: base_string(base),
+            key: Key::Optional(OPENAI_KEY_ENV),
+            provider: "OpenAI-compatible server",
+        }
+    }
+
+    /// An async-openai client for one call, with the key read now and our transport as its HTTP service.
+    fn client(
+        &self,
+        transport: &Transport,
+    ) -> Result<(Client<OpenAIConfig>, StatusProbe), LlmError> {
+        let key = match self.key {
+            Key::Required(var) => non_empty_env(var).ok_or(LlmError::MissingKey {
+                provider: self.provider,
+                var,
+            })?,
+            Key::Optional(var) => non_empty_env(var).unwrap_or_default(),
+        };
+        let config = OpenAIConfig::new()
+            .with_api_base(self.base_url.clone())
+            .with_api_key(key);
+        let probe = StatusProbe::default();
+        let service = RetryingService {
+            transport: transport.clone(),
+            probe: probe.clone(),
+        };
+        let client = Client::build(transport.http().clone(), config).with_http_service(service);
+        Ok((client, probe))
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base_url)
+    }
+}
+
+fn base_string(url: &Url) -> String {
+    url.as_str().trim_end_matches('/').to_owned()
+}
+
+/// The HTTP status of the last response, kept because async-openai drops it when an error body is not JSON.
+#[derive(Clone, Default)]
+struct StatusProbe(Arc<AtomicU16>);
+
+impl StatusProbe {
+    fn status(&self) -> Option<u16> {
+        match self.0.load(Ordering::Relaxed) {
+            0 => None,
+            s => Some(s),
+        }
+    }
+}
+
+/// async-openai's HTTP service: our transport, so retries follow our policy.
+#[derive(Clone)]
+struct RetryingService {
+    transport: Transport,
+    probe: StatusProbe,
+}
+
+impl tower::Service<HttpRequestFactory> for RetryingService {
+    type Response = reqwest::Response;
+    type Error = OpenAIError;
+    type Future = BoxFuture<'static, Result<reqwest::Response, OpenAIError>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, factory: HttpRequestFactory) -> Self::Future {
+        let transport = self.transport.clone();
+        let probe = self.probe.clone();
+        Box::pin(async move {
+            let response = transport
+                .send(|| {
+                    let factory = factory.clone();
+                    Box::pin(async move { factory.build().await })
+                })
+                .await?
+                .map_err(OpenAIError::Reqwest)?;
+            probe.0.store(response.status().as_u16(), Ordering::Relaxed);
+            Ok(response)
+        })
+    }
+}
+
+/// Turns an async-openai error into ours, with provider, model and URL.
+fn map_error(
+    error: OpenAIError,
+    endpoint: &Endpoint,
+    path: &str,
+    model: &str,
+    probe: &StatusProbe,
+    transport: &Transport,
+) -> LlmError {
+    let url = Url::parse(&endpoint.url(path))
+        .map(|u| redacted(&u))
+        .unwrap_or_else(|_| endpoint.url(path));
+    match error {
+        OpenAIError::Reqwest(e) if e.is_timeout() => LlmError::Timeout {
+            provider: endpoint.provider,
+            model: model.to_owned(),
+            url,
+            secs: transport.policy().timeout.as_secs().max(1),
+        },
+        OpenAIError::Reqwest(e) => LlmError::Unreachable {
+            provider: endpoint.provider,
+            model: model.to_owned(),
+            url,
+            detail: error_chain(&e),
+        },
+        OpenAIError::ApiError(api) => LlmError::Api {
+            provider: endpoint.provider,
+            model: model.to_owned(),
+            status: api.status_code.as_u16(),
+            message: api.api_error.message,
+        },
+        OpenAIError::JSONDeserialize(e, content) => {
+            tracing::debug!(%content, "unparsable response body");
+            match probe.status().filter(|s| !(200..300).contains(s)) {
+                Some(status) => LlmError::Api {
+                    provider: endpoint.provider,
+                    model: model.to_owned(),
+                    status,
+                    message: snippet_of(&content),
+                },
+                None => LlmError::BadResponse {
+                    provider: endpoint.provider,
+                    model: model.to_owned(),
+                    detail: format!("the response is not the expected JSON ({e})"),
+                },
+            }
+        }
+        other => LlmError::BadResponse {
+            provider: endpoint.provider,
+            model: model.to_owned(),
+            detail: other.to_string(),
+        },
+    }
+}
+
+/// The first line of an error body, shortened: enough to act on, never a whole HTML page.
+fn snippet_of(body: &str) -> String {
+    let line = body.trim().lines().next().unwrap_or("(empty body)");
+    let mut short: String = line.chars().take(200).collect();
+    if short.len() < line.len() {
+        short.push('…');
+    }
+    short
+}
+
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+pub(super) struct OpenAiChat {
+    endpoint: Endpoint,
+    model: String,
+    transport: Transport,
+}
+
+impl OpenAiChat {
+    pub(super) fn new(endpoint: Endpoint, model: String, transport: Transport) -> Self {
+        Self {
+            endpoint,
+            model,
+            transport,
+        }
+    }
+
+    async fn complete(
+        &self,
+        messages: &[Message],
+        schema: Option<&OutputSchema>,
+    ) -> Result<String, LlmError> {
+        let (client, probe) = self.endpoint.client(&self.transport)?;
+        let request = CreateChatCompletionRequest {
+            model: self.model.clone(),
+            messages: messages.iter().map(to_openai_message).collect(),
+            response_format: schema.map(|s| ResponseFormat::JsonSchema {
+                json_schema: ResponseFormatJsonSchema {
+                    description: None,
+                    name: s.name.clone(),
+                    schema: s.schema.clone(),
+                    strict: Some(s.strict),
+                },
+            }),
+            ..Default::default()
+        };
+        tracing::debug!(provider = self.endpoint.provider, model = %self.model,
+            messages = messages.len(), schema = schema.map(|s| s.name.as_str()), "chat request");
+        let response = client.chat().create(request).await.map_err(|e| {
+            map_error(
+                e,
+                &self.endpoint,
+                "/chat/completions",
+                &self.model,
+                &probe,
+                &self.transport,
+            )
+        })?;
+        let bad = |detail: String| LlmError::BadResponse {
+            provider: self.endpoint.provider,
+            model: self.model.clone(),
+            detail,
+        };
+        let choice = response
+            .choices
+            .into_iter()
+            .next()
+            .ok_or_else(|| bad("the answer has no choices".into()))?;
+        match (choice.message.content, choice.message.refusal) {
+            (Some(text), _) if !text.trim().is_empty() => Ok(text),
+            (_, Some(refusal)) => Err(bad(format!("the model refused: {refusal}"))),
+            _ => Err(bad(format!(
+                "the answer is empty (finish reason: {:?})",
+                choice.finish_reason
+            ))),
+        }
+    }
+}
+
+fn to_openai_message(message: &Message) -> ChatCompletionRequestMessage {
+    let text = message.content.clone();
+    match message.role {
+        Role::System => ChatCompletionRequestSystemMessage::from(text).into(),
+        Role::User => ChatCompletionRequestUserMessage::from(text).into(),
+        Role::Assistant => ChatCompletionRequestAssistantMessage::from(text).into(),
+    }
+}
+
+impl ChatModel for OpenAiChat {
+    fn chat<'a>(&'a self, messages: &'a [Message]) -> BoxFuture<'a, Result<String, LlmError>> {
+        Box::pin(self.complete(messages, None))
+    }
+
+    fn chat_json<'a>(
+        &'a self,
+        messages: &'a [Message],
+        schema: &'a OutputSchema,
+    ) -> BoxFuture<'a, Result<String, LlmError>> {
+        Box::pin(self.complete(messages, Some(schema)))
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn provider(&self) -> &'static str {
+        self.endpoint.provider
+    }
+}
+
+pub(super) struct OpenAiEmbedder {
+    endpoint: Endpoint,
+    model: String,
+    dimension: usize,
+    transport: Transport,
+}
+
+impl OpenAiEmbedder {
+    pub(super) fn new(
+        endpoint: Endpoint,
+        model: String,
+        dimension: usize,
+        transport: Transport,
+    ) -> Self {
+        Self {
+            endpoint,
+            model,
+            dimension,
+            transport,
+        }
+    }
+
+    async fn embed_all(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, LlmError> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (client, probe) = self.endpoint.client(&self.transport)?;
+        let request = CreateEmbeddingRequest {
+            model: self.model.clone(),
+            input: EmbeddingInput::StringArray(texts.to_vec()),
+            encoding_format: Some(EncodingFormat::Float),
+            user: None,
+            dimensions: None,
+        };
+        tracing::debug!(provider = self.endpoint.provider, model = %self.model, texts = texts.len(),
+            "embeddings request");
+        let response = client.embeddings().create(request).await.map_err(|e| {
+            let error = map_error(
+                e,
+                &self.endpoint,
+                "/embeddings",
+                &self.model,
+                &probe,
+                &self.transport,
+            );
+            no_embeddings_hint(error, &self.endpoint)
+        })?;
+        let mut data = response.data;
+        data.sort_by_key(|e| e.index);
+        let vectors: Vec<Vec<f32>> = data.into_iter().map(|e| e.embedding).collect();
+        check_vectors(
+            &self.model,
+            self.endpoint.provider,
+            self.dimension,
+            texts.len(),
+            &vectors,
+        )?;
+        Ok(vectors)
+    }
+}
+
+/// A 404/405, or a "model not found"-like refusal, from an embeddings endpoint means the provider has no
+/// embeddings for this model: say how to point embeddings elsewhere.
+fn no_embeddings_hint(error: LlmError, endpoint: &Endpoint) -> LlmError {
+    match error {
+        LlmError::Api {
+            provider,
+            model,
+            status,
+            message,
+        } if status == 404
+            || status == 405
+            || (status == 400 && message.to_lowercase().contains("model")) =>
+        {
+            LlmError::NoEmbeddings {
+                provider,
+                model,
+                url: endpoint.url("/embeddings"),
+                detail: format!("HTTP {status}: {message}"),
+            }
+        }
+        other => other,
+    }
+}
+
+impl Embedder for OpenAiEmbedder {
+    fn embed<'a>(&'a self, texts: &'a [String]) -> BoxFuture<'a, Result<Vec<Vec<f32>>, LlmError>> {
+        Box::pin(self.embed_all(texts))
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn dimension(&self) -> usize {
+        self.dimension
+    }
+}

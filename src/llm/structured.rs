@@ -1,0 +1,179 @@
+//! JSON answers: ask for JSON under a schema, accept it bare or fenced, validate it, and on failure send
+//! one repair request quoting what was wrong.
+
+use serde_json::Value;
+
+use super::{ChatModel, LlmError, Message};
+
+/// A JSON Schema the answer must match, with the name providers want for it.
+#[derive(Debug, Clone)]
+pub struct OutputSchema {
+    /// a-z, A-Z, 0-9, `_` or `-`, at most 64 characters (OpenAI's rule).
+    pub name: String,
+    pub schema: Value,
+    /// OpenAI strict mode: only for schemas where every property is required and no object is open.
+    pub strict: bool,
+}
+
+/// A validated answer, and whether it took a repair request to get it.
+#[derive(Debug, Clone)]
+pub struct JsonAnswer {
+    pub value: Value,
+    pub repaired: bool,
+}
+
+/// Extra checks beyond the schema (e.g. "the code parses"); `Err` is quoted in the repair request.
+pub type AnswerCheck<'a> = dyn Fn(&Value) -> Result<(), String> + Send + Sync + 'a;
+
+/// Asks `model` for JSON matching `schema`, then checks it with `check`. One repair round at most.
+pub async fn ask_json(
+    model: &dyn ChatModel,
+    messages: &[Message],
+    schema: &OutputSchema,
+    check: Option<&AnswerCheck<'_>>,
+) -> Result<JsonAnswer, LlmError> {
+    let validator = jsonschema::validator_for(&schema.schema)
+        .map_err(|e| LlmError::Config(format!("schema '{}' is invalid: {e}", schema.name)))?;
+    let first = model.chat_json(messages, schema).await?;
+    let problem = match judge(&first, &validator, check) {
+        Ok(value) => {
+            return Ok(JsonAnswer {
+                value,
+                repaired: false,
+            });
+        }
+        Err(problem) => problem,
+    };
+    tracing::info!(model = model.model(), %problem, "answer rejected; asking for a repair");
+    let mut repair = messages.to_vec();
+    repair.push(Message::assistant(first));
+    repair.push(Message::user(format!(
+        "Your answer was rejected: {problem}\n\nReply again with only the corrected JSON, matching this \
+         JSON Schema exactly:\n{}",
+        serde_json::to_string(&schema.schema).unwrap_or_default()
+    )));
+    let second = model.chat_json(&repair, schema).await?;
+    match judge(&second, &validator, check) {
+        Ok(value) => Ok(JsonAnswer {
+            value,
+            repaired: true,
+        }),
+        Err(problem) => Err(LlmError::InvalidAnswer {
+            provider: model.provider(),
+            model: model.model().to_owned(),
+            detail: problem,
+        }),
+    }
+}
+
+/// The answer's JSON if it parses, matches the schema and passes `check`; else what was wrong.
+fn judge(
+    answer: &str,
+    validator: &jsonschema::Validator,
+    check: Option<&AnswerCheck<'_>>,
+) -> Result<Value, String> {
+    let value = extract_json(answer).ok_or_else(|| {
+        let preview: String = answer.trim().chars().take(80).collect();
+        format!("the answer is not JSON (it starts with {preview:?})")
+    })?;
+    let errors: Vec<String> = validator
+        .iter_errors(&value)
+        .take(5)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            if at.is_empty() {
+                format!("{e}")
+            } else {
+                format!("at {at}: {e}")
+            }
+        })
+        .collect();
+    if !errors.is_empty() {
+        return Err(format!(
+            "the JSON does not match the schema: {}",
+            errors.join("; ")
+        ));
+    }
+    if let Some(check) = check {
+        check(&value)?;
+    }
+    Ok(value)
+}
+
+/// The JSON value in a model's answer: the whole text, a ```json fenced block, or the first balanced
+/// object/array in the text.
+pub fn extract_json(answer: &str) -> Option<Value> {
+    let trimmed = answer.trim();
+    if let Ok(value) = serde_json::from_str(trimmed) {
+        return Some(value);
+    }
+    for block in fenced_blocks(trimmed) {
+        if let Ok(value) = serde_json::from_str(block.trim()) {
+            return Some(value);
+        }
+    }
+    // Prose around the JSON: parse the first value that starts at a `{` or `[`.
+    for (start, _) in trimmed.match_indices(['{', '[']) {
+        let mut stream = serde_json::Deserializer::from_str(&trimmed[start..]).into_iter::<Value>();
+        if let Some(Ok(value)) = stream.next()
+            && (value.is_object() || value.is_array())
+        {
+            return Some(value);
+        }
+    }
+    None
+}
+
+/// The contents of the markdown code fences in `text`, in order.
+pub fn fenced_blocks(text: &str) -> Vec<&str> {
+    let mut blocks = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find("```") {
+        let after_ticks = &rest[open + 3..];
+        // Skip the info string (e.g. "json") up to the end of the line.
+        let Some(line_end) = after_ticks.find('\n') else {
+            break;
+        };
+        let body = &after_ticks[line_end + 1..];
+        let Some(close) = find_closing_fence(body) else {
+            blocks.push(body);
+            break;
+        };
+        blocks.push(&body[..close]);
+        rest = &body[close + 3..];
+    }
+    blocks
+}
+
+/// The closing fence: "```" at the start of a line.
+fn find_closing_fence(body: &str) -> Option<usize> {
+    if body.starts_with("```") {
+        return Some(0);
+    }
+    body.match_indices("\n```").next().map(|(i, _)| i + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bare_fenced_and_prose_wrapped_json_are_found() {
+        assert_eq!(extract_json(r#"{"a":1}"#).unwrap()["a"], 1);
+        assert_eq!(
+            extract_json("Here:\n```json\n{\"a\": 2}\n```\nbye").unwrap()["a"],
+            2
+        );
+        assert_eq!(
+            extract_json("The answer is {\"a\": 3} as asked").unwrap()["a"],
+            3
+        );
+        assert!(extract_json("no json here").is_none());
+    }
+
+    #[test]
+    fn fences_inside_strings_do_not_cut_the_block() {
+        let text = "```json\n{\"code\": \"x = '```'\"}\n```";
+        assert_eq!(extract_json(text).unwrap()["code"], "x = '```'");
+    }
+}

@@ -1,0 +1,192 @@
+//! The HTTP transport shared by both providers: one reqwest client with a request timeout, and bounded
+//! retries with exponential backoff and jitter on 429, 5xx and connection errors.
+
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use reqwest::{Request, Response, StatusCode};
+
+use super::LlmError;
+
+/// Environment variable: seconds a single request may take before it is abandoned (default 120).
+pub const TIMEOUT_ENV: &str = "FAULT_LLM_TIMEOUT_SECS";
+/// Environment variable: how many times a request is retried after a 429, 5xx or connection error (default 3).
+pub const MAX_RETRIES_ENV: &str = "FAULT_LLM_MAX_RETRIES";
+
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+const DEFAULT_MAX_RETRIES: u32 = 3;
+/// Upper bound of any single wait, including a server's Retry-After.
+const MAX_BACKOFF: Duration = Duration::from_secs(20);
+
+/// How long to wait for a provider and how often to try again.
+#[derive(Debug, Clone, Copy)]
+pub struct RetryPolicy {
+    pub timeout: Duration,
+    pub max_retries: u32,
+    pub base_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            timeout: DEFAULT_TIMEOUT,
+            max_retries: DEFAULT_MAX_RETRIES,
+            base_delay: Duration::from_millis(250),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The defaults, overridden by `FAULT_LLM_TIMEOUT_SECS` and `FAULT_LLM_MAX_RETRIES` when set.
+    pub fn from_env() -> Result<Self, LlmError> {
+        let mut policy = Self::default();
+        if let Some(raw) = non_empty_env(TIMEOUT_ENV) {
+            let secs: f64 = raw
+                .parse()
+                .ok()
+                .filter(|s: &f64| s.is_finite() && *s > 0.0)
+                .ok_or_else(|| {
+                    LlmError::Config(format!(
+                        "{TIMEOUT_ENV}='{raw}' is not a positive number of seconds"
+                    ))
+                })?;
+            policy.timeout = Duration::from_secs_f64(secs);
+        }
+        if let Some(raw) = non_empty_env(MAX_RETRIES_ENV) {
+            policy.max_retries = raw.parse().ok().filter(|n| *n <= 10).ok_or_else(|| {
+                LlmError::Config(format!(
+                    "{MAX_RETRIES_ENV}='{raw}' is not a whole number from 0 to 10"
+                ))
+            })?;
+        }
+        Ok(policy)
+    }
+
+    /// Exponential backoff with "equal jitter": half the step fixed, half random.
+    fn backoff(&self, retry: u32) -> Duration {
+        let step = self
+            .base_delay
+            .saturating_mul(2u32.saturating_pow(retry))
+            .min(MAX_BACKOFF);
+        let half = step / 2;
+        let jitter_ms = rand::random_range(0..=half.as_millis().max(1) as u64);
+        half + Duration::from_millis(jitter_ms)
+    }
+}
+
+pub(crate) fn non_empty_env(name: &str) -> Option<String> {
+    std::env::var(name)
+        .ok()
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
+}
+
+/// A reqwest client plus the retry policy; cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Transport {
+    http: reqwest::Client,
+    policy: RetryPolicy,
+}
+
+impl Transport {
+    pub fn new(policy: RetryPolicy) -> Result<Self, LlmError> {
+        // reqwest is built without a default crypto provider: install ring (an error means one is already set).
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder()
+            .timeout(policy.timeout)
+            .connect_timeout(policy.timeout.min(Duration::from_secs(10)))
+            .build()
+            .map_err(|e| LlmError::Config(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Self { http, policy })
+    }
+
+    pub fn policy(&self) -> &RetryPolicy {
+        &self.policy
+    }
+
+    pub fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+
+    /// Sends the request `build` makes, again after a 429/5xx/connection error, at most `max_retries` times.
+    /// The last response is returned whatever its status: callers read error bodies themselves.
+    pub async fn send<E>(
+        &self,
+        build: impl Fn() -> BoxFuture<'static, Result<Request, E>>,
+    ) -> Result<Result<Response, reqwest::Error>, E> {
+        let mut retry = 0;
+        loop {
+            let request = build().await?;
+            let url = request.url().clone();
+            let outcome = self.http.execute(request).await;
+            let retry_after = match &outcome {
+                Ok(response) if is_retryable_status(response.status()) => {
+                    Some(retry_after(response).unwrap_or_else(|| self.policy.backoff(retry)))
+                }
+                Err(e) if e.is_connect() => Some(self.policy.backoff(retry)),
+                _ => None,
+            };
+            match retry_after {
+                Some(delay) if retry < self.policy.max_retries => {
+                    let status = outcome.as_ref().map(|r| r.status().as_u16()).ok();
+                    tracing::info!(
+                        url = %redacted(&url),
+                        ?status,
+                        retry = retry + 1,
+                        delay_ms = delay.as_millis() as u64,
+                        "LLM request failed; retrying"
+                    );
+                    drop(outcome);
+                    tokio::time::sleep(delay).await;
+                    retry += 1;
+                }
+                _ => return Ok(outcome),
+            }
+        }
+    }
+}
+
+fn is_retryable_status(status: StatusCode) -> bool {
+    status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error()
+}
+
+/// A server's `Retry-After` in seconds, capped so a hostile value cannot stall a tool.
+fn retry_after(response: &Response) -> Option<Duration> {
+    response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(|s| Duration::from_secs_f64(s).min(MAX_BACKOFF))
+}
+
+/// A URL without query string or credentials, for logs.
+pub(crate) fn redacted(url: &url::Url) -> String {
+    let mut url = url.clone();
+    let _ = url.set_password(None);
+    let _ = url.set_username("");
+    url.set_query(None);
+    url.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_and_stays_bounded() {
+        let policy = RetryPolicy::default();
+        for retry in 0..12 {
+            let delay = policy.backoff(retry);
+            let step = policy
+                .base_delay
+                .saturating_mul(2u32.saturating_pow(retry))
+                .min(MAX_BACKOFF);
+            assert!(delay >= step / 2 && delay <= step + Duration::from_millis(1));
+        }
+    }
+}
