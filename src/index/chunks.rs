@@ -2,10 +2,15 @@
 
 use std::path::Path;
 
+use crate::code::chunk::{ChunkKind, chunk_source};
+pub use crate::code::Language as Lang;
+
 /// One piece of a file to embed.
 #[derive(Debug, Clone)]
 pub struct SourceChunk {
+    /// `function` or `top_level`.
     pub kind: String,
+    /// Function name; empty for top-level code.
     pub name: String,
     pub qualified_name: String,
     pub start_line: u32,
@@ -13,56 +18,41 @@ pub struct SourceChunk {
     pub text: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Lang {
-    Python,
-    Go,
-    Rust,
-    JavaScript,
-}
-
 pub fn all_languages() -> Vec<Lang> {
-    vec![Lang::Python, Lang::Go, Lang::Rust, Lang::JavaScript]
+    Lang::all().collect()
 }
 
 pub fn language_name(lang: Lang) -> &'static str {
-    match lang {
-        Lang::Python => "python",
-        Lang::Go => "go",
-        Lang::Rust => "rust",
-        Lang::JavaScript => "javascript",
-    }
+    lang.name()
 }
 
 pub fn language_from_name(name: &str) -> Option<Lang> {
-    all_languages()
-        .into_iter()
-        .find(|l| language_name(*l).eq_ignore_ascii_case(name.trim()))
+    Lang::from_name(name)
 }
 
 pub fn language_for_path(path: &Path) -> Option<Lang> {
-    match path.extension()?.to_str()? {
-        "py" => Some(Lang::Python),
-        "go" => Some(Lang::Go),
-        "rs" => Some(Lang::Rust),
-        "js" | "mjs" | "cjs" => Some(Lang::JavaScript),
-        _ => None,
-    }
+    Lang::from_path(path)
 }
 
-pub fn chunk(_lang: Lang, source: &str, max_lines: usize) -> Vec<SourceChunk> {
-    let lines: Vec<&str> = source.lines().collect();
-    lines
-        .chunks(max_lines.max(1))
-        .enumerate()
-        .filter(|(_, part)| part.iter().any(|l| !l.trim().is_empty()))
-        .map(|(i, part)| SourceChunk {
-            kind: "block".into(),
-            name: part.first().map(|l| l.trim().to_string()).unwrap_or_default(),
-            qualified_name: format!("block{i}"),
-            start_line: (i * max_lines + 1) as u32,
-            end_line: (i * max_lines + part.len()) as u32,
-            text: part.join("\n"),
+pub fn contains(languages: &[Lang], lang: Lang) -> bool {
+    languages.iter().any(|l| l.name() == lang.name())
+}
+
+/// Function-sized chunks of `source`, functions longer than `max_lines` split.
+pub fn chunk(lang: Lang, source: &str, max_lines: usize) -> Vec<SourceChunk> {
+    chunk_source(lang, source, max_lines)
+        .into_iter()
+        .map(|c| SourceChunk {
+            kind: match c.kind {
+                ChunkKind::Function => "function",
+                ChunkKind::TopLevel => "top_level",
+            }
+            .to_owned(),
+            name: c.name.unwrap_or_default(),
+            qualified_name: c.qualified_name.unwrap_or_default(),
+            start_line: u32::try_from(c.start_line).unwrap_or(u32::MAX),
+            end_line: u32::try_from(c.end_line).unwrap_or(u32::MAX),
+            text: c.text,
         })
         .collect()
 }

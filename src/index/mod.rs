@@ -92,7 +92,7 @@ pub fn parse_languages(names: &[String]) -> Result<Vec<chunks::Lang>, IndexError
             return Ok(chunks::all_languages());
         }
         match chunks::language_from_name(name) {
-            Some(lang) if !languages.contains(&lang) => languages.push(lang),
+            Some(lang) if !chunks::contains(&languages, lang) => languages.push(lang),
             Some(_) => {}
             None => {
                 return Err(IndexError::Language(format!(
@@ -151,8 +151,8 @@ pub async fn open_store(
 }
 
 /// The configured embedding provider.
-pub fn embedder(_options: &AgentOptions) -> Result<Arc<dyn Embedder>, IndexError> {
-    Err(IndexError::Embedder(LlmError::NotImplemented("embeddings")))
+pub fn embedder(options: &AgentOptions) -> Result<Arc<dyn Embedder>, IndexError> {
+    crate::llm::embedder(options).map_err(IndexError::Embedder)
 }
 
 /// Indexes `source_dir` for `languages` with the configured embedder and store, and records the project.
@@ -234,8 +234,18 @@ pub async fn retrieve_context(
     query: &str,
     k: usize,
 ) -> Result<Vec<RetrievedChunk>, IndexError> {
-    let data_dir = project::data_dir()?;
-    let Some(registry) = project::Registry::open_existing(&data_dir)? else {
+    retrieve_context_in(&project::data_dir()?, options, hint_path, query, k).await
+}
+
+/// [`retrieve_context`] with an explicit data directory.
+pub async fn retrieve_context_in(
+    data_dir: &Path,
+    options: &AgentOptions,
+    hint_path: Option<&Path>,
+    query: &str,
+    k: usize,
+) -> Result<Vec<RetrievedChunk>, IndexError> {
+    let Some(registry) = project::Registry::open_existing(data_dir)? else {
         return Ok(Vec::new());
     };
     let Some(record) = registry.find(hint_path)? else {

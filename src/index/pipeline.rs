@@ -17,7 +17,7 @@ use super::{
     IndexError,
     chunks::{self, Lang},
     project::Project,
-    store::{ChunkMeta, ChunkPoint, Relocation, StoreKind, StoredPoint, VectorStore},
+    store::{ChunkMeta, ChunkPoint, FileStamp, LineMove, StoreKind, StoredPoint, VectorStore},
 };
 use crate::llm::Embedder;
 
@@ -99,7 +99,8 @@ struct Plan {
     files_skipped: u64,
     seen_paths: HashSet<String>,
     to_embed: Vec<Pending>,
-    moves: Vec<Relocation>,
+    moves: Vec<LineMove>,
+    stamps: Vec<FileStamp>,
     stale_ids: Vec<String>,
     unchanged: u64,
 }
@@ -183,7 +184,7 @@ fn plan(
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
         }
-        let Some(lang) = chunks::language_for_path(entry.path()).filter(|l| languages.contains(l)) else {
+        let Some(lang) = chunks::language_for_path(entry.path()).filter(|l| chunks::contains(languages, *l)) else {
             continue;
         };
         let Some(rel_path) = relative_path(&project.root, entry.path()) else {
@@ -236,6 +237,7 @@ fn plan_file(
     let by_id: HashMap<&str, &StoredPoint> = stored.iter().map(|p| (p.id.as_str(), p)).collect();
     let mut ordinals: HashMap<(String, String), usize> = HashMap::new();
     let mut current_ids = HashSet::new();
+    let mut restamp = false;
     for chunk in pieces {
         let ordinal = ordinals
             .entry((chunk.kind.clone(), chunk.qualified_name.clone()))
@@ -257,13 +259,12 @@ fn plan_file(
         match by_id.get(id.as_str()) {
             Some(old) if old.meta.content_hash == meta.content_hash => {
                 plan.unchanged += 1;
-                if old.meta != meta {
-                    plan.moves.push(Relocation {
+                restamp |= old.meta.file_hash != meta.file_hash || old.meta.file_chunks != file_chunks;
+                if (old.meta.start_line, old.meta.end_line) != (meta.start_line, meta.end_line) {
+                    plan.moves.push(LineMove {
                         id,
                         start_line: meta.start_line,
                         end_line: meta.end_line,
-                        file_hash: meta.file_hash,
-                        file_chunks,
                     });
                 }
             }
@@ -274,6 +275,13 @@ fn plan_file(
                 input,
             }),
         }
+    }
+    if restamp {
+        plan.stamps.push(FileStamp {
+            path: rel_path.to_owned(),
+            file_hash,
+            file_chunks,
+        });
     }
     plan.stale_ids.extend(
         stored
@@ -337,7 +345,7 @@ pub async fn index_project(
     chunks_deleted += store.delete_ids(plan.stale_ids).await?;
     let chunks_moved = plan.moves.len() as u64;
     if !plan.moves.is_empty() {
-        store.relocate(plan.moves).await?;
+        store.move_lines(plan.moves).await?;
     }
 
     let total = plan.to_embed.len() as u64;
@@ -395,6 +403,12 @@ pub async fn index_project(
                 .batch_committed(embedded, total, format!("embedded {embedded}/{total} chunks"))
                 .await;
         }
+    }
+
+    // Last: a file is marked complete only once every one of its chunks is stored, so a run interrupted
+    // before this point re-examines the file next time instead of skipping it.
+    if !plan.stamps.is_empty() {
+        store.stamp_files(plan.stamps).await?;
     }
 
     let chunks_total = store

@@ -44,12 +44,18 @@ pub struct StoredPoint {
     pub meta: ChunkMeta,
 }
 
-/// New location metadata for a chunk whose content (and so vector) did not change.
+/// New lines for a chunk whose content (and so vector) did not change but moved within its file.
 #[derive(Debug, Clone)]
-pub struct Relocation {
+pub struct LineMove {
     pub id: String,
     pub start_line: u32,
     pub end_line: u32,
+}
+
+/// The file hash and chunk count to write on every point of a path once all its chunks are stored.
+#[derive(Debug, Clone)]
+pub struct FileStamp {
+    pub path: String,
     pub file_hash: String,
     pub file_chunks: u32,
 }
@@ -150,7 +156,8 @@ pub trait VectorStore: Send + Sync {
     fn list_points(&self) -> BoxFuture<'_, Result<Vec<StoredPoint>, StoreError>>;
     /// Inserts or replaces points, atomically for the batch where the store allows it.
     fn upsert(&self, points: Vec<ChunkPoint>) -> BoxFuture<'_, Result<(), StoreError>>;
-    fn relocate(&self, moves: Vec<Relocation>) -> BoxFuture<'_, Result<(), StoreError>>;
+    fn move_lines(&self, moves: Vec<LineMove>) -> BoxFuture<'_, Result<(), StoreError>>;
+    fn stamp_files(&self, stamps: Vec<FileStamp>) -> BoxFuture<'_, Result<(), StoreError>>;
     fn delete_ids(&self, ids: Vec<String>) -> BoxFuture<'_, Result<u64, StoreError>>;
     /// Removes every point of these relative paths.
     fn delete_paths(&self, paths: Vec<String>) -> BoxFuture<'_, Result<u64, StoreError>>;

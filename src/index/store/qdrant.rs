@@ -15,7 +15,7 @@ use qdrant_client::{
 };
 
 use super::{
-    ChunkMeta, ChunkPoint, CollectionInfo, Relocation, SearchFilter, SearchHit, StoreError,
+    ChunkMeta, ChunkPoint, CollectionInfo, FileStamp, LineMove, SearchFilter, SearchHit, StoreError,
     StoreKind, StoredPoint, VectorStore,
 };
 
@@ -295,20 +295,38 @@ impl VectorStore for QdrantStore {
         .boxed()
     }
 
-    fn relocate(&self, moves: Vec<Relocation>) -> BoxFuture<'_, Result<(), StoreError>> {
+    fn move_lines(&self, moves: Vec<LineMove>) -> BoxFuture<'_, Result<(), StoreError>> {
         async move {
             for m in moves {
-                let mut payload = Payload::with_capacity(4);
+                let mut payload = Payload::with_capacity(2);
                 payload.insert("start_line", i64::from(m.start_line));
                 payload.insert("end_line", i64::from(m.end_line));
-                payload.insert("file_hash", m.file_hash.as_str());
-                payload.insert("file_chunks", i64::from(m.file_chunks));
                 self.client
                     .set_payload(
                         SetPayloadPointsBuilder::new(&self.collection, payload)
                             .points_selector(PointsIdsList {
-                                ids: vec![PointId::from(m.id.clone())],
+                                ids: vec![PointId::from(m.id)],
                             })
+                            .wait(true),
+                    )
+                    .await
+                    .map_err(|e| self.err(e))?;
+            }
+            Ok(())
+        }
+        .boxed()
+    }
+
+    fn stamp_files(&self, stamps: Vec<FileStamp>) -> BoxFuture<'_, Result<(), StoreError>> {
+        async move {
+            for f in stamps {
+                let mut payload = Payload::with_capacity(2);
+                payload.insert("file_hash", f.file_hash.as_str());
+                payload.insert("file_chunks", i64::from(f.file_chunks));
+                self.client
+                    .set_payload(
+                        SetPayloadPointsBuilder::new(&self.collection, payload)
+                            .points_selector(Self::path_filter(std::slice::from_ref(&f.path)))
                             .wait(true),
                     )
                     .await

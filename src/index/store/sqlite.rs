@@ -12,7 +12,7 @@ use futures::{FutureExt, future::BoxFuture};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{
-    ChunkMeta, ChunkPoint, CollectionInfo, Relocation, SearchFilter, SearchHit, StoreError,
+    ChunkMeta, ChunkPoint, CollectionInfo, FileStamp, LineMove, SearchFilter, SearchHit, StoreError,
     StoreKind, StoredPoint, VectorStore, normalize,
 };
 
@@ -476,25 +476,35 @@ impl VectorStore for SqliteStore {
         })
     }
 
-    fn relocate(&self, moves: Vec<Relocation>) -> BoxFuture<'_, Result<(), StoreError>> {
+    fn move_lines(&self, moves: Vec<LineMove>) -> BoxFuture<'_, Result<(), StoreError>> {
         self.with_inner(move |inner| {
             let tx = inner.conn.transaction()?;
             {
                 let mut stmt = tx.prepare_cached(
-                    "UPDATE chunks SET start_line = ?2, end_line = ?3, file_hash = ?4, file_chunks = ?5 WHERE id = ?1",
+                    "UPDATE chunks SET start_line = ?2, end_line = ?3 WHERE id = ?1",
                 )?;
                 for m in &moves {
-                    stmt.execute(params![
-                        m.id,
-                        m.start_line,
-                        m.end_line,
-                        m.file_hash,
-                        m.file_chunks
-                    ])?;
+                    stmt.execute(params![m.id, m.start_line, m.end_line])?;
                 }
             }
             tx.commit()?;
             inner.cache = None;
+            Ok(())
+        })
+    }
+
+    fn stamp_files(&self, stamps: Vec<FileStamp>) -> BoxFuture<'_, Result<(), StoreError>> {
+        self.with_inner(move |inner| {
+            let tx = inner.conn.transaction()?;
+            {
+                let mut stmt = tx.prepare_cached(
+                    "UPDATE chunks SET file_hash = ?2, file_chunks = ?3 WHERE path = ?1",
+                )?;
+                for f in &stamps {
+                    stmt.execute(params![f.path, f.file_hash, f.file_chunks])?;
+                }
+            }
+            tx.commit()?;
             Ok(())
         })
     }
