@@ -193,7 +193,11 @@ async fn lang_accepts_a_name_a_list_or_auto_and_rejects_unknown_ones() {
     let data = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
     let repo = fixture_repo(&work.path().join("langs"));
-    let embed = EmbedServer::start(EmbedConfig::default()).await;
+    let embed = EmbedServer::start(EmbedConfig {
+        local_only: true,
+        ..Default::default()
+    })
+    .await;
     let client = spawn(data.path(), &embed.base_url, &[]).await;
 
     let python = structured(&index(&client, &repo, json!("python")).await);

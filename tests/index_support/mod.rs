@@ -121,8 +121,12 @@ impl EmbedServer {
     }
 }
 
-/// The real local embedding server's base URL, when it answers within a second.
+/// The real local embedding server's base URL, when it answers within a second (and
+/// `FAULT_TEST_EMBED_STAND_IN` is not set).
 pub async fn real_server() -> Option<String> {
+    if std::env::var_os("FAULT_TEST_EMBED_STAND_IN").is_some() {
+        return None;
+    }
     let base = std::env::var("FAULT_TEST_EMBED_BASE_URL")
         .unwrap_or_else(|_| "http://127.0.0.1:18081/v1".into());
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -289,7 +293,8 @@ pub fn server_env(data_dir: &Path) -> HashMap<String, String> {
         ("FAULT_DATA_DIR".to_owned(), data_dir.display().to_string()),
         ("OPENAI_API_KEY".to_owned(), "test-key".to_owned()),
         ("FAULT_LLM_MAX_RETRIES".to_owned(), "0".to_owned()),
-        ("FAULT_LLM_TIMEOUT_SECS".to_owned(), "30".to_owned()),
+        // The real local model on a loaded 2-core machine can take tens of seconds per batch.
+        ("FAULT_LLM_TIMEOUT_SECS".to_owned(), "300".to_owned()),
     ])
 }
 
