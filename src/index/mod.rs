@@ -1,1 +1,322 @@
-//! placeholder
+//! The source index: walk a tree (respecting .gitignore), chunk each file by function with the code registry,
+//! embed changed chunks in batches, and keep them in a vector store (embedded SQLite by default, or Qdrant).
+//! Retrieval gives the LLM tools the chunks of the user's own code closest to a query.
+
+pub mod chunks;
+pub mod pipeline;
+pub mod project;
+pub mod store;
+
+use std::{
+    path::{Path, PathBuf},
+    sync::Arc,
+    time::Duration,
+};
+
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+pub use pipeline::{IndexSettings, IndexSummary, ProgressSink, index_project};
+pub use project::{DATA_DIR_ENV, Project};
+use store::{SearchFilter, StoreError, VectorStore, qdrant::QdrantStore, sqlite::SqliteStore};
+
+use crate::{
+    cli::{AgentOptions, VectorStoreKind},
+    llm::{Embedder, LlmError},
+};
+
+/// Where the guide tells users to run Qdrant (gRPC port).
+pub const DEFAULT_QDRANT_URL: &str = "http://localhost:6334";
+/// How long `--vector-store auto` waits for a Qdrant at the default URL before using the embedded store.
+const QDRANT_PROBE: Duration = Duration::from_millis(500);
+
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error("source_dir {0}")]
+    SourceDir(String),
+    #[error("lang: {0}")]
+    Language(String),
+    #[error("data directory: {0}")]
+    DataDir(String),
+    #[error("project registry: {0}")]
+    Registry(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("embedding model: {0}")]
+    Embedder(#[source] LlmError),
+    #[error(
+        "embedding failed after {committed} chunks were committed ({remaining} left; they are kept, and running \
+         the index again continues from there): {source}"
+    )]
+    Embedding {
+        #[source]
+        source: LlmError,
+        committed: u64,
+        remaining: u64,
+    },
+    #[error("embedding provider answered unexpectedly: {0}")]
+    EmbeddingShape(String),
+    #[error("indexing cancelled after {committed} chunks were committed ({remaining} left for the next run)")]
+    Cancelled { committed: u64, remaining: u64 },
+    #[error(
+        "the index of {root} was built with embedding model '{indexed_model}' ({indexed_dim} dimensions) but the \
+         configured model is '{model}' ({dim}); index again with the configured model or configure the original one"
+    )]
+    ModelMismatch {
+        root: String,
+        indexed_model: String,
+        indexed_dim: usize,
+        model: String,
+        dim: usize,
+    },
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// The languages a `lang` value names: `auto` (or nothing) means every language the registry knows.
+pub fn parse_languages(names: &[String]) -> Result<Vec<chunks::Lang>, IndexError> {
+    let known = || {
+        let mut names: Vec<&str> = chunks::all_languages()
+            .into_iter()
+            .map(chunks::language_name)
+            .collect();
+        names.push("auto");
+        names.join(", ")
+    };
+    let mut languages = Vec::new();
+    for name in names.iter().flat_map(|n| n.split(',')).map(str::trim) {
+        if name.is_empty() {
+            continue;
+        }
+        if name.eq_ignore_ascii_case("auto") {
+            return Ok(chunks::all_languages());
+        }
+        match chunks::language_from_name(name) {
+            Some(lang) if !chunks::contains(&languages, lang) => languages.push(lang),
+            Some(_) => {}
+            None => {
+                return Err(IndexError::Language(format!(
+                    "unknown language '{name}'; expected one of {}",
+                    known()
+                )));
+            }
+        }
+    }
+    if languages.is_empty() {
+        return Ok(chunks::all_languages());
+    }
+    Ok(languages)
+}
+
+fn qdrant_api_key() -> Option<String> {
+    std::env::var("QDRANT_API_KEY").ok().filter(|k| !k.trim().is_empty())
+}
+
+/// The store for `project` as `--vector-store` asks; `auto` probes the default Qdrant URL briefly.
+pub async fn open_store(
+    options: &AgentOptions,
+    project: &Project,
+    data_dir: &Path,
+) -> Result<Arc<dyn VectorStore>, IndexError> {
+    let embedded = || -> Result<Arc<dyn VectorStore>, IndexError> {
+        Ok(SqliteStore::open(&project.embedded_file(data_dir), &project.collection)?)
+    };
+    let qdrant = |url: &str| -> Result<Arc<dyn VectorStore>, IndexError> {
+        Ok(Arc::new(QdrantStore::connect(
+            url,
+            qdrant_api_key(),
+            &project.collection,
+        )?))
+    };
+    let configured_url = options.qdrant_url.as_ref().map(|u| u.as_str().trim_end_matches('/').to_owned());
+    let store = match options.vector_store {
+        VectorStoreKind::Embedded => embedded()?,
+        VectorStoreKind::Qdrant => qdrant(configured_url.as_deref().unwrap_or(DEFAULT_QDRANT_URL))?,
+        VectorStoreKind::Auto => match configured_url {
+            Some(url) => qdrant(&url)?,
+            None if QdrantStore::answers(DEFAULT_QDRANT_URL, qdrant_api_key(), QDRANT_PROBE).await => {
+                qdrant(DEFAULT_QDRANT_URL)?
+            }
+            None => embedded()?,
+        },
+    };
+    tracing::info!(
+        store = store.kind().as_str(),
+        location = %store.location(),
+        collection = %project.collection,
+        requested = ?options.vector_store,
+        "vector store selected"
+    );
+    Ok(store)
+}
+
+/// The configured embedding provider.
+pub fn embedder(options: &AgentOptions) -> Result<Arc<dyn Embedder>, IndexError> {
+    crate::llm::embedder(options).map_err(IndexError::Embedder)
+}
+
+/// Indexes `source_dir` for `languages` with the configured embedder and store, and records the project.
+pub async fn index_source(
+    options: &AgentOptions,
+    source_dir: &Path,
+    languages: &[chunks::Lang],
+    progress: Option<&dyn ProgressSink>,
+    ct: &CancellationToken,
+) -> Result<IndexSummary, IndexError> {
+    if !source_dir.is_absolute() {
+        return Err(IndexError::SourceDir(format!(
+            "must be an absolute path; got '{}'",
+            source_dir.display()
+        )));
+    }
+    let project = Project::at(source_dir)?;
+    let embedder = embedder(options)?;
+    let data_dir = project::data_dir()?;
+    let store = open_store(options, &project, &data_dir).await?;
+    let registry = project::Registry::open(&data_dir)?;
+    let record = |at_ms| project::ProjectRecord {
+        root: project.root.clone(),
+        collection: project.collection.clone(),
+        store: store.kind().as_str().to_owned(),
+        location: store.location(),
+        embed_model: embedder.model().to_owned(),
+        dimension: embedder.dimension(),
+        indexed_at_ms: at_ms,
+    };
+    // Recorded before the run too, so an interrupted index is still found (and completed) later.
+    let now_ms = || chrono::Utc::now().timestamp_millis();
+    registry.record(&record(now_ms()))?;
+    let summary = index_project(
+        &project,
+        languages,
+        embedder.clone(),
+        store.clone(),
+        &IndexSettings::default(),
+        progress,
+        ct,
+    )
+    .await?;
+    registry.record(&record(now_ms()))?;
+    tracing::info!(
+        store = summary.store.as_str(),
+        collection = %summary.collection,
+        files_seen = summary.files_seen,
+        chunks_embedded = summary.chunks_embedded,
+        chunks_unchanged = summary.chunks_unchanged,
+        chunks_deleted = summary.chunks_deleted,
+        elapsed_ms = summary.elapsed_ms,
+        "source index updated"
+    );
+    Ok(summary)
+}
+
+/// A chunk of the user's code returned for a prompt, citable by path and lines.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct RetrievedChunk {
+    /// Absolute path of the file.
+    pub path: PathBuf,
+    pub language: String,
+    /// Function (or block) name; `qualified_name` includes the enclosing class or impl.
+    pub function: String,
+    pub qualified_name: String,
+    pub start_line: u32,
+    pub end_line: u32,
+    pub text: String,
+    /// Cosine similarity to the query, higher is closer.
+    pub score: f32,
+}
+
+/// The `k` chunks closest to `query` in the project containing `hint_path` (else the most recently indexed
+/// project); empty when nothing was indexed.
+pub async fn retrieve_context(
+    options: &AgentOptions,
+    hint_path: Option<&Path>,
+    query: &str,
+    k: usize,
+) -> Result<Vec<RetrievedChunk>, IndexError> {
+    retrieve_context_in(&project::data_dir()?, options, hint_path, query, k).await
+}
+
+/// [`retrieve_context`] with an explicit data directory.
+pub async fn retrieve_context_in(
+    data_dir: &Path,
+    options: &AgentOptions,
+    hint_path: Option<&Path>,
+    query: &str,
+    k: usize,
+) -> Result<Vec<RetrievedChunk>, IndexError> {
+    let Some(registry) = project::Registry::open_existing(data_dir)? else {
+        return Ok(Vec::new());
+    };
+    let Some(record) = registry.find(hint_path)? else {
+        return Ok(Vec::new());
+    };
+    let embedder = embedder(options)?;
+    retrieve_from(&record, embedder, query, k).await
+}
+
+/// Retrieval against a known project with a given embedder.
+pub async fn retrieve_from(
+    record: &project::ProjectRecord,
+    embedder: Arc<dyn Embedder>,
+    query: &str,
+    k: usize,
+) -> Result<Vec<RetrievedChunk>, IndexError> {
+    if embedder.model() != record.embed_model || embedder.dimension() != record.dimension {
+        return Err(IndexError::ModelMismatch {
+            root: record.root.display().to_string(),
+            indexed_model: record.embed_model.clone(),
+            indexed_dim: record.dimension,
+            model: embedder.model().to_owned(),
+            dim: embedder.dimension(),
+        });
+    }
+    let store: Arc<dyn VectorStore> = match record.store.as_str() {
+        "qdrant" => Arc::new(QdrantStore::connect(
+            &record.location,
+            qdrant_api_key(),
+            &record.collection,
+        )?),
+        _ => SqliteStore::open(Path::new(&record.location), &record.collection)?,
+    };
+    let mut vectors = embedder
+        .embed(&[query.to_owned()])
+        .await
+        .map_err(IndexError::Embedder)?;
+    let Some(vector) = vectors.pop() else {
+        return Err(IndexError::EmbeddingShape("no vector for the query".into()));
+    };
+    let hits = store.search(vector, k, SearchFilter::default()).await?;
+    Ok(hits
+        .into_iter()
+        .map(|hit| RetrievedChunk {
+            path: record.root.join(&hit.path),
+            language: hit.language,
+            function: hit.name,
+            qualified_name: hit.qualified_name,
+            start_line: hit.start_line,
+            end_line: hit.end_line,
+            text: hit.text,
+            score: hit.score,
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn languages_parse_single_list_auto_and_reject_unknown() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(parse_languages(&names(&["python"])).unwrap().len(), 1);
+        assert_eq!(parse_languages(&names(&["Python", "go"])).unwrap().len(), 2);
+        assert_eq!(parse_languages(&names(&["python,go"])).unwrap().len(), 2);
+        assert_eq!(
+            parse_languages(&names(&["auto"])).unwrap().len(),
+            chunks::all_languages().len()
+        );
+        let err = parse_languages(&names(&["cobol"])).unwrap_err().to_string();
+        assert!(err.contains("'cobol'") && err.contains("python"), "{err}");
+    }
+}

@@ -1,11 +1,106 @@
-//! MCP tools of the index family.
+//! MCP tools of the index family: `fault_index_source_code`.
 
-use rmcp::handler::server::router::tool::ToolRouter;
+use std::path::PathBuf;
 
-use super::FaultServer;
+use futures::{FutureExt, future::BoxFuture};
+use rmcp::{
+    ErrorData, Peer, RoleServer,
+    handler::server::wrapper::Parameters,
+    model::{CallToolResult, ProgressNotificationParam, ProgressToken},
+    service::RequestContext,
+    tool, tool_router,
+};
+use schemars::JsonSchema;
+use serde::Deserialize;
 
+use super::{FaultServer, output_schema, text_and_structured, tool_error};
+use crate::index::{self, IndexSummary, ProgressSink};
+
+/// `lang`: one language, `auto`, or a list.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum LangSpec {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct IndexSourceCodeInput {
+    /// Absolute path of the top-level directory of the source tree to index.
+    pub source_dir: String,
+    /// Which files to index: a language (python, go, rust, javascript), a list of them, or `auto` for every
+    /// supported language. Defaults to `auto`.
+    #[serde(default)]
+    pub lang: Option<LangSpec>,
+}
+
+/// Sends an MCP progress notification after each committed batch.
+struct McpProgress {
+    peer: Peer<RoleServer>,
+    token: ProgressToken,
+}
+
+impl ProgressSink for McpProgress {
+    fn batch_committed(&self, embedded: u64, total: u64, message: String) -> BoxFuture<'_, ()> {
+        async move {
+            let notification = ProgressNotificationParam::new(self.token.clone(), embedded as f64)
+                .with_total(total as f64)
+                .with_message(message);
+            if let Err(e) = self.peer.notify_progress(notification).await {
+                tracing::debug!(error = %e, "progress notification not delivered");
+            }
+        }
+        .boxed()
+    }
+}
+
+#[tool_router(router = index_router, vis = "pub(super)")]
 impl FaultServer {
-    pub(super) fn index_router() -> ToolRouter<Self> {
-        ToolRouter::new()
+    #[tool(
+        name = "fault_index_source_code",
+        description = "Index a source tree so the LLM tools get context from your own code. Walks `source_dir` \
+        (absolute path; .gitignore and hidden files respected), chunks each file by function, embeds changed \
+        chunks with the configured embedding model and stores them (embedded store by default, or Qdrant). \
+        Incremental: unchanged chunks are not re-embedded; chunks of changed or deleted files are removed. \
+        Returns the text `done`; structuredContent has the store used and the counts.",
+        output_schema = output_schema::<IndexSummary>()
+    )]
+    async fn fault_index_source_code(
+        &self,
+        Parameters(input): Parameters<IndexSourceCodeInput>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let names = match input.lang {
+            None => Vec::new(),
+            Some(LangSpec::One(name)) => vec![name],
+            Some(LangSpec::Many(names)) => names,
+        };
+        let languages = match index::parse_languages(&names) {
+            Ok(languages) => languages,
+            Err(e) => return Ok(tool_error(e)),
+        };
+        let source_dir = PathBuf::from(input.source_dir.trim());
+        let progress = context
+            .meta
+            .get_progress_token()
+            .map(|token| McpProgress {
+                peer: context.peer.clone(),
+                token,
+            });
+        let outcome = index::index_source(
+            self.options(),
+            &source_dir,
+            &languages,
+            progress.as_ref().map(|p| p as &dyn ProgressSink),
+            &context.ct,
+        )
+        .await;
+        match outcome {
+            Ok(summary) => Ok(text_and_structured("done", &summary)),
+            Err(e) => {
+                tracing::warn!(error = %e, source_dir = %source_dir.display(), "indexing failed");
+                Ok(tool_error(e))
+            }
+        }
     }
 }
