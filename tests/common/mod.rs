@@ -20,6 +20,7 @@ pub fn fault_bin() -> &'static str {
 
 /// A `fault agent tool` server spawned with `args` before `agent` (e.g. logging flags), `agent_args` after
 /// `tool`, and `env` added to a cleaned environment (no inherited provider keys or FAULT_* settings).
+#[derive(Default)]
 pub struct ServerSpec<'a> {
     pub global_args: &'a [&'a str],
     pub agent_args: &'a [&'a str],
