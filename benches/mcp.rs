@@ -1,0 +1,371 @@
+//! MCP round-trip benchmark of the code tools, each figure next to a peer measured in the same run.
+//!
+//! `cargo bench --bench mcp` (release build). Measures, as medians over repeated runs:
+//! - spawn of `fault agent tool` → `initialize` answer, vs. starting `python3 -c pass`;
+//! - `tools/list` round trip;
+//! - `fault_list_function_names` on a generated 10,000-line Python file, vs. a python3 process listing it
+//!   with `ast` (and vs. `ast.parse` alone, timed inside Python);
+//! - the same on a generated 10,000-line Rust file, vs. `syn::parse_file` + a visitor in this process;
+//! - `fault_extract_code_block` of one function of each file.
+
+use std::{
+    io::{BufRead, BufReader, Write},
+    path::Path,
+    process::{Child, ChildStdin, ChildStdout, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use serde_json::{Value, json};
+use syn::visit::Visit;
+
+const RUNS: usize = 21;
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn time<T>(runs: usize, mut f: impl FnMut() -> T) -> Duration {
+    median(
+        (0..runs)
+            .map(|_| {
+                let start = Instant::now();
+                std::hint::black_box(f());
+                start.elapsed()
+            })
+            .collect(),
+    )
+}
+
+struct Server {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl Server {
+    fn spawn() -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_fault"))
+            .args(["--log-level", "warn", "agent", "tool"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn fault");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Self {
+            child,
+            stdin,
+            stdout,
+            next_id: 1,
+        }
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(self.stdin, "{message}").unwrap();
+        self.stdin.flush().unwrap();
+        loop {
+            let mut line = String::new();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "server closed stdout"
+            );
+            let answer: Value = serde_json::from_str(&line).unwrap();
+            if answer["id"] == id {
+                return answer;
+            }
+        }
+    }
+
+    fn initialize(&mut self) -> Value {
+        let answer = self.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "bench", "version": "1"}}),
+        );
+        writeln!(
+            self.stdin,
+            r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+        )
+        .unwrap();
+        answer
+    }
+
+    fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        let answer = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
+        assert_ne!(answer["result"]["isError"], true, "{answer}");
+        answer
+    }
+
+    fn close(self) {
+        let Self {
+            mut child, stdin, ..
+        } = self;
+        drop(stdin);
+        let status = child.wait().unwrap();
+        assert!(status.success());
+    }
+}
+
+/// A Python module of `lines` lines: classes with decorated methods, nested functions, free functions.
+fn python_source(lines: usize) -> String {
+    let mut out = String::from("import functools\n\n\n");
+    let mut i = 0;
+    while out.lines().count() < lines - 30 {
+        out.push_str(&format!(
+            "class Service{i}:\n    rate = {i}\n\n    def __init__(self, name):\n        self.name = name\n\n    \
+             @property\n    def label(self):\n        return self.name.upper()\n\n    async def run(self, n):\n        \
+             def helper(x):\n            return x * 2\n        return helper(n) + {i}\n\n\n\
+             @functools.lru_cache(maxsize=None)\ndef compute_{i}(a, b=1):\n    total = 0\n    for k in range(a):\n        \
+             total += k * b\n    return total\n\n\n"
+        ));
+        i += 1;
+    }
+    while out.lines().count() < lines - 2 {
+        out.push_str("# padding\n");
+    }
+    out.push_str("def target_function(x):\n    return x + 1\n");
+    out
+}
+
+/// A Rust file of `lines` lines: structs with impl blocks, traits with default methods, free functions.
+fn rust_source(lines: usize) -> String {
+    let mut out = String::from("use std::fmt;\n\n");
+    let mut i = 0;
+    while out.lines().count() < lines - 40 {
+        out.push_str(&format!(
+            "pub struct Point{i} {{\n    x: i64,\n}}\n\nimpl Point{i} {{\n    pub fn new(x: i64) -> Self {{\n        \
+             Self {{ x }}\n    }}\n\n    #[inline]\n    pub fn x(&self) -> i64 {{\n        self.x + {i}\n    }}\n}}\n\n\
+             pub trait Shape{i} {{\n    fn area(&self) -> f64;\n\n    fn describe(&self) -> String {{\n        \
+             format!(\"area {{}}\", self.area())\n    }}\n}}\n\n#[must_use]\npub fn compute_{i}(a: i64) -> i64 {{\n    \
+             fn inner(v: i64) -> i64 {{\n        v * 2\n    }}\n    inner(a) + {i}\n}}\n\n"
+        ));
+        i += 1;
+    }
+    while out.lines().count() < lines - 3 {
+        out.push_str("// padding\n");
+    }
+    out.push_str("pub fn target_function(x: i64) -> i64 {\n    x + 1\n}\n");
+    out
+}
+
+#[derive(Default)]
+struct SynCount(usize);
+
+impl<'ast> Visit<'ast> for SynCount {
+    fn visit_item_fn(&mut self, item: &'ast syn::ItemFn) {
+        self.0 += 1;
+        syn::visit::visit_item_fn(self, item);
+    }
+    fn visit_impl_item_fn(&mut self, item: &'ast syn::ImplItemFn) {
+        self.0 += 1;
+        syn::visit::visit_impl_item_fn(self, item);
+    }
+    fn visit_trait_item_fn(&mut self, item: &'ast syn::TraitItemFn) {
+        self.0 += 1;
+        syn::visit::visit_trait_item_fn(self, item);
+    }
+}
+
+const PYTHON_LISTING: &str = "
+import ast, json, sys, time
+source = open(sys.argv[1], 'rb').read()
+start = time.perf_counter()
+tree = ast.parse(source)
+names = [n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+elapsed = time.perf_counter() - start
+print(json.dumps({'count': len(names), 'seconds': elapsed}))
+";
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
+}
+
+fn row(what: &str, ours: Duration, peer_name: &str, peer: Duration) {
+    println!(
+        "| {what} | {} | {peer_name} | {} | {:.2} |",
+        ms(ours),
+        ms(peer),
+        ours.as_secs_f64() / peer.as_secs_f64()
+    );
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --benches` passes nothing special: run a short version then.
+    let quick = !std::env::args().any(|a| a == "--bench");
+    let runs = if quick { 3 } else { RUNS };
+
+    let dir = tempfile::tempdir().unwrap();
+    let python_file = dir.path().join("generated.py");
+    let rust_file = dir.path().join("generated.rs");
+    let python = python_source(10_000);
+    let rust = rust_source(10_000);
+    std::fs::write(&python_file, &python).unwrap();
+    std::fs::write(&rust_file, &rust).unwrap();
+    let path = |p: &Path| p.to_string_lossy().into_owned();
+
+    // Spawn → initialize answer, and the peer: a Python interpreter that does nothing.
+    let spawn_to_initialize = median(
+        (0..runs)
+            .map(|_| {
+                let start = Instant::now();
+                let mut server = Server::spawn();
+                let answer = server.initialize();
+                let elapsed = start.elapsed();
+                assert_eq!(answer["result"]["serverInfo"]["name"], "fault");
+                server.close();
+                elapsed
+            })
+            .collect(),
+    );
+    let python_available = Command::new("python3")
+        .args(["-c", "pass"])
+        .status()
+        .is_ok_and(|s| s.success());
+    let python_start = if python_available {
+        time(runs, || {
+            Command::new("python3")
+                .args(["-c", "pass"])
+                .status()
+                .unwrap()
+        })
+    } else {
+        Duration::ZERO
+    };
+
+    let mut server = Server::spawn();
+    server.initialize();
+    let tools_list = time(runs * 5, || server.request("tools/list", json!({})));
+
+    let list_python = time(runs, || {
+        server.call(
+            "fault_list_function_names",
+            json!({"file": path(&python_file)}),
+        )
+    });
+    let listed = server.call(
+        "fault_list_function_names",
+        json!({"file": path(&python_file)}),
+    );
+    let python_count = listed["result"]["structuredContent"]["functions"]
+        .as_array()
+        .unwrap()
+        .len();
+    let extract_python = time(runs, || {
+        server.call(
+            "fault_extract_code_block",
+            json!({"file": path(&python_file), "func": "target_function"}),
+        )
+    });
+    let list_rust = time(runs, || {
+        server.call(
+            "fault_list_function_names",
+            json!({"file": path(&rust_file)}),
+        )
+    });
+    let rust_count = server.call(
+        "fault_list_function_names",
+        json!({"file": path(&rust_file)}),
+    )["result"]["structuredContent"]["functions"]
+        .as_array()
+        .unwrap()
+        .len();
+    let extract_rust = time(runs, || {
+        server.call(
+            "fault_extract_code_block",
+            json!({"file": path(&rust_file), "func": "Point7::x"}),
+        )
+    });
+    server.close();
+
+    // Peers for listing: python3 + ast (whole process, and ast alone), syn in this process.
+    let (python_process, python_ast_only, ast_count) = if python_available {
+        let mut inside = Vec::new();
+        let mut count = 0;
+        let whole = time(runs, || {
+            let output = Command::new("python3")
+                .args(["-c", PYTHON_LISTING])
+                .arg(&python_file)
+                .output()
+                .unwrap();
+            let answer: Value = serde_json::from_slice(&output.stdout).unwrap();
+            count = answer["count"].as_u64().unwrap() as usize;
+            inside.push(Duration::from_secs_f64(answer["seconds"].as_f64().unwrap()));
+        });
+        (whole, median(inside), count)
+    } else {
+        (Duration::ZERO, Duration::ZERO, 0)
+    };
+    let mut syn_count = 0;
+    let syn_listing = time(runs, || {
+        let file = syn::parse_file(&rust).unwrap();
+        let mut counter = SynCount::default();
+        counter.visit_file(&file);
+        syn_count = counter.0;
+    });
+
+    println!();
+    println!(
+        "fault MCP code tools, median of {runs} runs (10,000-line files: Python {} lines / {python_count} functions \
+         (ast: {ast_count}), Rust {} lines / {rust_count} functions (syn: {syn_count}))",
+        python.lines().count(),
+        rust.lines().count()
+    );
+    println!();
+    println!("| measurement | fault | peer | peer time | ratio fault/peer |");
+    println!("|---|---|---|---|---|");
+    if python_available {
+        row(
+            "spawn → initialize answer",
+            spawn_to_initialize,
+            "python3 -c pass (start + exit)",
+            python_start,
+        );
+        row(
+            "list functions, Python 10k lines (MCP round trip)",
+            list_python,
+            "python3 process: read + ast.parse + walk",
+            python_process,
+        );
+        row(
+            "list functions, Python 10k lines (MCP round trip)",
+            list_python,
+            "ast.parse + walk inside Python",
+            python_ast_only,
+        );
+        row(
+            "extract one function, Python 10k lines",
+            extract_python,
+            "ast.parse + walk inside Python",
+            python_ast_only,
+        );
+    } else {
+        println!(
+            "| spawn → initialize answer | {} | (python3 not found) | | |",
+            ms(spawn_to_initialize)
+        );
+    }
+    row(
+        "tools/list round trip",
+        tools_list,
+        "spawn → initialize",
+        spawn_to_initialize,
+    );
+    row(
+        "list functions, Rust 10k lines (MCP round trip)",
+        list_rust,
+        "syn::parse_file + visit, in process",
+        syn_listing,
+    );
+    row(
+        "extract one function, Rust 10k lines",
+        extract_rust,
+        "syn::parse_file + visit, in process",
+        syn_listing,
+    );
+}
