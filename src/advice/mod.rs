@@ -74,7 +74,7 @@ impl Progress {
 
 /// The system message of every task.
 const SYSTEM: &str = "You are a senior site reliability engineer reviewing code. You answer with a single \
-JSON object that matches the JSON Schema you are given, and nothing else.";
+JSON object with exactly the fields you are asked for, and nothing else.";
 
 /// Renders the task's prompt and asks the model, with one repair round.
 async fn ask(
@@ -87,13 +87,9 @@ async fn ask(
     let prompt = prompts::render(task.template(), values)
         .map_err(|e| AdviceError::Internal(e.to_string()))?;
     let schema = task.schema();
-    let messages = [
-        Message::system(format!(
-            "{SYSTEM}\nJSON Schema of the answer:\n{}",
-            serde_json::to_string(&schema.schema).unwrap_or_default()
-        )),
-        Message::user(prompt),
-    ];
+    // The schema travels as the provider's structured-output setting (and in a repair request), not here:
+    // the prompt names the fields, and every prompt token counts on small local models.
+    let messages = [Message::system(SYSTEM), Message::user(prompt)];
     progress.report(format!(
         "asking {} model '{}'",
         model.provider(),

@@ -96,11 +96,13 @@ fn judge(
         .iter_errors(&value)
         .take(5)
         .map(|e| {
+            // The message quotes the offending value, which may be a whole file: keep it short.
+            let message = shorten(&e.to_string(), 200);
             let at = e.instance_path().to_string();
             if at.is_empty() {
-                format!("{e}")
+                message
             } else {
-                format!("at {at}: {e}")
+                format!("at {at}: {message}")
             }
         })
         .collect();
@@ -111,9 +113,18 @@ fn judge(
         ));
     }
     if let Some(check) = check {
-        check(&value)?;
+        check(&value).map_err(|problem| shorten(&problem, 600))?;
     }
     Ok(value)
+}
+
+fn shorten(text: &str, max_chars: usize) -> String {
+    if text.chars().count() <= max_chars {
+        return text.to_owned();
+    }
+    let mut short: String = text.chars().take(max_chars).collect();
+    short.push('…');
+    short
 }
 
 /// A bare array answering a schema whose root is an object with one required array property (OpenAI wants
