@@ -1,7 +1,8 @@
 ; JavaScript (.js .mjs .cjs .jsx): function declarations (async and generators too), class methods (getters,
 ; setters, static, private), class fields holding a function, functions and arrow functions assigned to a
 ; variable or a member (`exports.foo = function`, `Foo.prototype.bar = function`), object-literal methods.
-; Anonymous functions passed as arguments (callbacks) have no name and are not listed.
+; Anonymous functions passed as arguments (callbacks) have no name and are not listed. A function value may be
+; parenthesized (`var f = (function () {...});`).
 ; An `export` in front of a declaration belongs to its definition.
 
 (function_declaration
@@ -32,6 +33,8 @@
       (function_expression body: (_) @body)
       (arrow_function body: (_) @body)
       (generator_function body: (_) @body)
+      (parenthesized_expression (function_expression body: (_) @body))
+      (parenthesized_expression (arrow_function body: (_) @body))
     ])) @definition
 
 (variable_declaration
@@ -41,6 +44,8 @@
       (function_expression body: (_) @body)
       (arrow_function body: (_) @body)
       (generator_function body: (_) @body)
+      (parenthesized_expression (function_expression body: (_) @body))
+      (parenthesized_expression (arrow_function body: (_) @body))
     ])) @definition
 
 (export_statement
@@ -51,6 +56,20 @@
         (function_expression body: (_) @body)
         (arrow_function body: (_) @body)
         (generator_function body: (_) @body)
+        (parenthesized_expression (function_expression body: (_) @body))
+        (parenthesized_expression (arrow_function body: (_) @body))
+      ]))) @definition
+
+(export_statement
+  declaration: (variable_declaration
+    (variable_declarator
+      name: (identifier) @name
+      value: [
+        (function_expression body: (_) @body)
+        (arrow_function body: (_) @body)
+        (generator_function body: (_) @body)
+        (parenthesized_expression (function_expression body: (_) @body))
+        (parenthesized_expression (arrow_function body: (_) @body))
       ]))) @definition
 
 ; `foo = function () {}` (no declaration keyword).
@@ -61,6 +80,8 @@
       (function_expression body: (_) @body)
       (arrow_function body: (_) @body)
       (generator_function body: (_) @body)
+      (parenthesized_expression (function_expression body: (_) @body))
+      (parenthesized_expression (arrow_function body: (_) @body))
     ])) @definition
 
 ; `Foo.prototype.bar = function` defines a method of Foo.
@@ -75,6 +96,8 @@
       (function_expression body: (_) @body)
       (arrow_function body: (_) @body)
       (generator_function body: (_) @body)
+      (parenthesized_expression (function_expression body: (_) @body))
+      (parenthesized_expression (arrow_function body: (_) @body))
     ])
   (#eq? @prototype "prototype")
   (#set! kind "method")) @definition
@@ -89,6 +112,8 @@
       (function_expression body: (_) @body)
       (arrow_function body: (_) @body)
       (generator_function body: (_) @body)
+      (parenthesized_expression (function_expression body: (_) @body))
+      (parenthesized_expression (arrow_function body: (_) @body))
     ])) @definition
 
 ; Object-literal entries holding a function: `{ foo: function () {}, bar: () => 1 }`.
@@ -98,6 +123,8 @@
     (function_expression body: (_) @body)
     (arrow_function body: (_) @body)
     (generator_function body: (_) @body)
+    (parenthesized_expression (function_expression body: (_) @body))
+    (parenthesized_expression (arrow_function body: (_) @body))
   ]) @definition
 
 ; Class fields holding a function: `handle = () => {}`, `static make = function () {}`.
@@ -107,4 +134,6 @@
     (function_expression body: (_) @body)
     (arrow_function body: (_) @body)
     (generator_function body: (_) @body)
+    (parenthesized_expression (function_expression body: (_) @body))
+    (parenthesized_expression (arrow_function body: (_) @body))
   ]) @definition

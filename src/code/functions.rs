@@ -103,7 +103,9 @@ pub(crate) fn find_functions(
         };
 
         let full = function.full_start..function.definition.end;
-        let body = function.body.map(|b| b.byte_range());
+        let body = function
+            .body
+            .map(|b| b.start_byte()..end_without_trailing_comments(b));
         blocks.push(FunctionBlock {
             info: FunctionInfo {
                 name,
@@ -150,7 +152,7 @@ fn run_functions_query<'tree>(query: &Query, root: Node<'tree>, source: &str) ->
             if ix == name_ix {
                 name = Some(node);
             } else if ix == definition_ix {
-                definition = Some(node.byte_range());
+                definition = Some(node.start_byte()..end_without_trailing_comments(node));
             } else if ix == body_ix {
                 body = Some(node);
             } else if ix == attribute_ix {
@@ -241,6 +243,22 @@ fn find_scopes(query: &Query, root: Node<'_>, source: &str) -> Vec<Scope> {
     by_node.into_values().map(|(_, scope)| scope).collect()
 }
 
+/// Where `node` really ends: comments after its last statement (Python blocks keep them) are not part of it.
+fn end_without_trailing_comments(node: Node<'_>) -> usize {
+    let mut current = node;
+    loop {
+        let mut cursor = current.walk();
+        let last = current
+            .children(&mut cursor)
+            .filter(|child| !child.is_extra())
+            .last();
+        match last {
+            Some(child) => current = child,
+            None => return current.end_byte(),
+        }
+    }
+}
+
 fn strictly_contains(outer: &Range<usize>, inner: &Range<usize>) -> bool {
     outer.start <= inner.start && inner.end <= outer.end && outer != inner
 }
@@ -249,13 +267,39 @@ pub(crate) fn node_text<'s>(node: Node<'_>, source: &'s str) -> &'s str {
     source.get(node.byte_range()).unwrap_or_default()
 }
 
-/// A qualifier as it reads in a qualified name: one line, `Foo.prototype` shortened to `Foo`.
+/// A qualifier or scope name as it reads in a qualified name: one line, and reduced to its base name
+/// (`Foo.prototype` → `Foo`, `&'a mut fmt::Point<T>` → `Point`).
 fn clean_qualifier(raw: &str) -> String {
-    let one_line: String = raw.split_whitespace().collect::<Vec<_>>().join(" ");
-    one_line
-        .strip_suffix(".prototype")
-        .map(str::to_owned)
-        .unwrap_or(one_line)
+    let one_line = raw.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut name = one_line.strip_suffix(".prototype").unwrap_or(&one_line);
+    loop {
+        let trimmed = name.trim_start_matches(['&', '*', ' ']);
+        let trimmed = ["mut ", "dyn ", "const "]
+            .iter()
+            .find_map(|prefix| trimmed.strip_prefix(prefix))
+            .unwrap_or(trimmed);
+        // A lifetime (`'a `).
+        let trimmed = match trimmed.strip_prefix('\'') {
+            Some(rest) => rest.split_once(' ').map_or(rest, |(_, after)| after),
+            None => trimmed,
+        };
+        if trimmed == name {
+            break;
+        }
+        name = trimmed;
+    }
+    if name.starts_with(['(', '[']) {
+        return name.to_owned();
+    }
+    // A trait object's first bound (`dyn Error + Send` → `Error`).
+    let name = name.split(" +").next().unwrap_or(name);
+    let without_generics = name.split('<').next().unwrap_or(name);
+    without_generics
+        .rsplit("::")
+        .next()
+        .unwrap_or(without_generics)
+        .trim()
+        .to_owned()
 }
 
 /// `'name'` / `"name"` (JavaScript string keys) without quotes.
@@ -291,5 +335,28 @@ impl LineIndex {
     /// 1-based line of the last character of `range`.
     pub(crate) fn end_line_of(&self, range: Range<usize>) -> usize {
         self.line_of(range.end.saturating_sub(1).max(range.start))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clean_qualifier;
+
+    #[test]
+    fn qualifiers_reduce_to_base_names() {
+        for (raw, clean) in [
+            ("Foo.prototype", "Foo"),
+            ("module.exports", "module.exports"),
+            ("Point<T>", "Point"),
+            ("&'a mut fmt::Point<T>", "Point"),
+            ("std::vec::Vec<u8>", "Vec"),
+            ("dyn Error + Send", "Error"),
+            ("dyn Expected + '_", "Expected"),
+            ("[T]", "[T]"),
+            ("(A,\n B)", "(A, B)"),
+            ("*const Node", "Node"),
+        ] {
+            assert_eq!(clean_qualifier(raw), clean, "{raw}");
+        }
     }
 }

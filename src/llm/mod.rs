@@ -17,8 +17,8 @@ use futures::future::BoxFuture;
 
 use crate::cli::{AgentOptions, LlmClient};
 
-pub use structured::{JsonAnswer, OutputSchema, ask_json};
-pub use transport::{MAX_RETRIES_ENV, RetryPolicy, TIMEOUT_ENV};
+pub use structured::{AnswerCheck, JsonAnswer, OutputSchema, RepairNotice, ask_json};
+pub use transport::{MAX_RETRIES_ENV, MAX_TOKENS_ENV, RetryPolicy, TIMEOUT_ENV};
 
 /// OpenAI's API key variable.
 pub const OPENAI_KEY_ENV: &str = "OPENAI_API_KEY";
@@ -178,15 +178,18 @@ pub fn chat_model_with_policy(
 ) -> Result<Arc<dyn ChatModel>, LlmError> {
     let transport = transport::Transport::new(policy)?;
     let model = options.llm_prompt_reasoning_model.clone();
+    let max_tokens = transport::max_output_tokens_from_env()?;
     Ok(match options.llm_client {
         LlmClient::Ollama => Arc::new(ollama::OllamaChat::new(
             ollama_host(options.llm_base_url.as_ref())?,
             model,
+            max_tokens,
             transport,
         )),
         client => Arc::new(openai::OpenAiChat::new(
             openai::Endpoint::for_chat(client, options.llm_base_url.as_ref()),
             model,
+            max_tokens,
             transport,
         )),
     })

@@ -4,13 +4,16 @@
 //! gets the same timeout and retry policy as the OpenAI-compatible provider, and errors keep their status.
 
 use futures::future::BoxFuture;
-use ollama_rs::generation::{
-    chat::{ChatMessage, ChatMessageResponse, MessageRole, request::ChatMessageRequest},
-    embeddings::{
-        GenerateEmbeddingsResponse,
-        request::{EmbeddingsInput, GenerateEmbeddingsRequest},
+use ollama_rs::{
+    generation::{
+        chat::{ChatMessage, ChatMessageResponse, MessageRole, request::ChatMessageRequest},
+        embeddings::{
+            GenerateEmbeddingsResponse,
+            request::{EmbeddingsInput, GenerateEmbeddingsRequest},
+        },
+        parameters::{FormatType, JsonStructure},
     },
-    parameters::{FormatType, JsonStructure},
+    models::ModelOptions,
 };
 use serde::{Serialize, de::DeserializeOwned};
 use url::Url;
@@ -132,13 +135,20 @@ fn error_message(body: &[u8]) -> String {
 pub(super) struct OllamaChat {
     api: OllamaApi,
     model: String,
+    max_tokens: Option<u32>,
 }
 
 impl OllamaChat {
-    pub(super) fn new(host: Url, model: String, transport: Transport) -> Self {
+    pub(super) fn new(
+        host: Url,
+        model: String,
+        max_tokens: Option<u32>,
+        transport: Transport,
+    ) -> Self {
         Self {
             api: OllamaApi { host, transport },
             model,
+            max_tokens,
         }
     }
 
@@ -149,6 +159,10 @@ impl OllamaChat {
     ) -> Result<String, LlmError> {
         let messages = messages.iter().map(to_ollama_message).collect();
         let mut request = ChatMessageRequest::new(self.model.clone(), messages);
+        if let Some(max_tokens) = self.max_tokens {
+            let limit = i32::try_from(max_tokens).unwrap_or(i32::MAX);
+            request = request.options(ModelOptions::default().num_predict(limit));
+        }
         if let Some(schema) = schema {
             let structure = schemars::Schema::try_from(schema.schema.clone()).map_err(|e| {
                 LlmError::Config(format!("schema '{}' is not an object: {e}", schema.name))

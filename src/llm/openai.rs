@@ -115,6 +115,12 @@ impl Endpoint {
         Ok((client, probe))
     }
 
+    /// OpenAI's strict mode (and OpenRouter's pass-through to it) refuses length keywords; other servers
+    /// (llama.cpp, vLLM) turn them into a grammar that keeps a small model from rambling.
+    fn refuses_length_keywords(&self) -> bool {
+        matches!(self.key, Key::Required(_))
+    }
+
     fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base_url)
     }
@@ -249,14 +255,21 @@ fn error_chain(error: &dyn std::error::Error) -> String {
 pub(super) struct OpenAiChat {
     endpoint: Endpoint,
     model: String,
+    max_tokens: Option<u32>,
     transport: Transport,
 }
 
 impl OpenAiChat {
-    pub(super) fn new(endpoint: Endpoint, model: String, transport: Transport) -> Self {
+    pub(super) fn new(
+        endpoint: Endpoint,
+        model: String,
+        max_tokens: Option<u32>,
+        transport: Transport,
+    ) -> Self {
         Self {
             endpoint,
             model,
+            max_tokens,
             transport,
         }
     }
@@ -270,11 +283,16 @@ impl OpenAiChat {
         let request = CreateChatCompletionRequest {
             model: self.model.clone(),
             messages: messages.iter().map(to_openai_message).collect(),
+            max_completion_tokens: self.max_tokens,
             response_format: schema.map(|s| ResponseFormat::JsonSchema {
                 json_schema: ResponseFormatJsonSchema {
                     description: None,
                     name: s.name.clone(),
-                    schema: s.schema.clone(),
+                    schema: if s.strict && self.endpoint.refuses_length_keywords() {
+                        strict_subset(&s.schema)
+                    } else {
+                        s.schema.clone()
+                    },
                     strict: Some(s.strict),
                 },
             }),
@@ -310,6 +328,20 @@ impl OpenAiChat {
                 choice.finish_reason
             ))),
         }
+    }
+}
+
+/// The schema without the keywords OpenAI's strict mode refuses; we still validate against the full one.
+fn strict_subset(schema: &serde_json::Value) -> serde_json::Value {
+    const REFUSED: [&str; 4] = ["minLength", "maxLength", "minItems", "maxItems"];
+    match schema {
+        serde_json::Value::Object(map) => map
+            .iter()
+            .filter(|(key, _)| !REFUSED.contains(&key.as_str()))
+            .map(|(key, value)| (key.clone(), strict_subset(value)))
+            .collect(),
+        serde_json::Value::Array(items) => items.iter().map(strict_subset).collect(),
+        other => other.clone(),
     }
 }
 

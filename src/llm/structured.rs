@@ -25,18 +25,23 @@ pub struct JsonAnswer {
 /// Extra checks beyond the schema (e.g. "the code parses"); `Err` is quoted in the repair request.
 pub type AnswerCheck<'a> = dyn Fn(&Value) -> Result<(), String> + Send + Sync + 'a;
 
+/// Told what was wrong with a first answer, before the repair request goes out.
+pub type RepairNotice<'a> = dyn Fn(&str) + Send + Sync + 'a;
+
 /// Asks `model` for JSON matching `schema`, then checks it with `check`. One repair round at most.
 pub async fn ask_json(
     model: &dyn ChatModel,
     messages: &[Message],
     schema: &OutputSchema,
     check: Option<&AnswerCheck<'_>>,
+    on_repair: Option<&RepairNotice<'_>>,
 ) -> Result<JsonAnswer, LlmError> {
     let validator = jsonschema::validator_for(&schema.schema)
         .map_err(|e| LlmError::Config(format!("schema '{}' is invalid: {e}", schema.name)))?;
     let first = model.chat_json(messages, schema).await?;
-    let problem = match judge(&first, &validator, check) {
+    let problem = match judge(&first, schema, &validator, check) {
         Ok(value) => {
+            tracing::info!(model = model.model(), "answer valid first time");
             return Ok(JsonAnswer {
                 value,
                 repaired: false,
@@ -45,6 +50,9 @@ pub async fn ask_json(
         Err(problem) => problem,
     };
     tracing::info!(model = model.model(), %problem, "answer rejected; asking for a repair");
+    if let Some(notify) = on_repair {
+        notify(&problem);
+    }
     let mut repair = messages.to_vec();
     repair.push(Message::assistant(first));
     repair.push(Message::user(format!(
@@ -53,22 +61,29 @@ pub async fn ask_json(
         serde_json::to_string(&schema.schema).unwrap_or_default()
     )));
     let second = model.chat_json(&repair, schema).await?;
-    match judge(&second, &validator, check) {
-        Ok(value) => Ok(JsonAnswer {
-            value,
-            repaired: true,
-        }),
-        Err(problem) => Err(LlmError::InvalidAnswer {
-            provider: model.provider(),
-            model: model.model().to_owned(),
-            detail: problem,
-        }),
+    match judge(&second, schema, &validator, check) {
+        Ok(value) => {
+            tracing::info!(model = model.model(), "answer valid after one repair");
+            Ok(JsonAnswer {
+                value,
+                repaired: true,
+            })
+        }
+        Err(problem) => {
+            tracing::info!(model = model.model(), %problem, "answer invalid after one repair");
+            Err(LlmError::InvalidAnswer {
+                provider: model.provider(),
+                model: model.model().to_owned(),
+                detail: problem,
+            })
+        }
     }
 }
 
 /// The answer's JSON if it parses, matches the schema and passes `check`; else what was wrong.
 fn judge(
     answer: &str,
+    schema: &OutputSchema,
     validator: &jsonschema::Validator,
     check: Option<&AnswerCheck<'_>>,
 ) -> Result<Value, String> {
@@ -76,15 +91,18 @@ fn judge(
         let preview: String = answer.trim().chars().take(80).collect();
         format!("the answer is not JSON (it starts with {preview:?})")
     })?;
+    let value = wrap_bare_list(schema, value);
     let errors: Vec<String> = validator
         .iter_errors(&value)
         .take(5)
         .map(|e| {
+            // The message quotes the offending value, which may be a whole file: keep it short.
+            let message = shorten(&e.to_string(), 200);
             let at = e.instance_path().to_string();
             if at.is_empty() {
-                format!("{e}")
+                message
             } else {
-                format!("at {at}: {e}")
+                format!("at {at}: {message}")
             }
         })
         .collect();
@@ -95,9 +113,38 @@ fn judge(
         ));
     }
     if let Some(check) = check {
-        check(&value)?;
+        check(&value).map_err(|problem| shorten(&problem, 600))?;
     }
     Ok(value)
+}
+
+fn shorten(text: &str, max_chars: usize) -> String {
+    if text.chars().count() <= max_chars {
+        return text.to_owned();
+    }
+    let mut short: String = text.chars().take(max_chars).collect();
+    short.push('…');
+    short
+}
+
+/// A bare array answering a schema whose root is an object with one required array property (OpenAI wants
+/// an object at the root, so lists travel wrapped): wrap it rather than reject it.
+fn wrap_bare_list(schema: &OutputSchema, value: Value) -> Value {
+    let Value::Array(_) = value else {
+        return value;
+    };
+    let required = schema.schema.get("required").and_then(Value::as_array);
+    let Some([Value::String(key)]) = required.map(Vec::as_slice) else {
+        return value;
+    };
+    let is_list = schema.schema["properties"][key.as_str()]["type"] == "array";
+    if is_list {
+        let mut wrapped = serde_json::Map::new();
+        wrapped.insert(key.clone(), value);
+        Value::Object(wrapped)
+    } else {
+        value
+    }
 }
 
 /// The JSON value in a model's answer: the whole text, a ```json fenced block, or the first balanced

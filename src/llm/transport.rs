@@ -10,6 +10,8 @@ use super::LlmError;
 
 /// Environment variable: seconds a single request may take before it is abandoned (default 120).
 pub const TIMEOUT_ENV: &str = "FAULT_LLM_TIMEOUT_SECS";
+/// Environment variable: the most tokens a chat answer may have (unset: the provider's default).
+pub const MAX_TOKENS_ENV: &str = "FAULT_LLM_MAX_TOKENS";
 /// Environment variable: how many times a request is retried after a 429, 5xx or connection error (default 3).
 pub const MAX_RETRIES_ENV: &str = "FAULT_LLM_MAX_RETRIES";
 
@@ -72,6 +74,22 @@ impl RetryPolicy {
         let jitter_ms = rand::random_range(0..=half.as_millis().max(1) as u64);
         half + Duration::from_millis(jitter_ms)
     }
+}
+
+/// `FAULT_LLM_MAX_TOKENS` when set.
+pub fn max_output_tokens_from_env() -> Result<Option<u32>, LlmError> {
+    non_empty_env(MAX_TOKENS_ENV)
+        .map(|raw| {
+            raw.parse::<u32>()
+                .ok()
+                .filter(|n| (1..=1_000_000).contains(n))
+                .ok_or_else(|| {
+                    LlmError::Config(format!(
+                        "{MAX_TOKENS_ENV}='{raw}' is not a whole number from 1 to 1000000"
+                    ))
+                })
+        })
+        .transpose()
 }
 
 pub(crate) fn non_empty_env(name: &str) -> Option<String> {

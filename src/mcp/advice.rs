@@ -1,11 +1,353 @@
-//! MCP tools of the advice family.
+//! MCP tools of the advice family: LLM scores, improvement diffs, SLOs, whole-file changes, deep analysis.
+//!
+//! Thin: decode the input, build the chat model from the agent options (keys are read here, at call
+//! time), run the `advice` task with progress notifications and cancellation, shape the result.
 
-use rmcp::handler::server::router::tool::ToolRouter;
+use std::{future::Future, sync::Arc, time::Duration};
 
-use super::FaultServer;
+use rmcp::{
+    RoleServer,
+    handler::server::wrapper::Parameters,
+    model::{CallToolResult, ProgressNotificationParam},
+    service::RequestContext,
+    tool, tool_router,
+};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
+use super::{FaultServer, json_and_structured, output_schema, text_and_structured, tool_error};
+use crate::{
+    advice::{
+        self, AdviceError, Aspect, Concern, DeepAnalysis, FileChanges, Progress, Score, Slo,
+        SuggestRequest, Suggestion,
+        context::{CONTEXT_CHUNKS, related_chunks},
+        diff::markdown_block,
+    },
+    llm::{self, ChatModel},
+};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SnippetInput {
+    /// The full code of a function or any code snippet (e.g. the `full` field of fault_extract_code_block).
+    pub snippet: String,
+    /// The snippet's language: python, go, rust, javascript, or any other name as a hint.
+    #[serde(default)]
+    pub lang: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SuggestInput {
+    /// The full code of a function or any code snippet.
+    pub snippet: String,
+    /// The snippet's language: python, go, rust, javascript, or any other name as a hint.
+    #[serde(default)]
+    pub lang: String,
+    /// The snippet's current score, 0.0 to 1.0 (from fault_score_* or chosen).
+    pub score: f64,
+    /// The score the improved code should reach, 0.0 to 1.0.
+    pub target_score: f64,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct FileInput {
+    /// Absolute path (or file:// URI) of the file to improve.
+    pub file: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct DeepAnalysisInput {
+    /// Absolute path (or file:// URI) of a source file: .py, .go, .rs, .js.
+    pub file: String,
+    /// The function's name, plain (`handle`) or qualified (`Server.handle`, `Server::handle`).
+    pub func: String,
+    /// The file's language; optional, it is taken from the extension.
+    #[serde(default)]
+    pub lang: Option<String>,
+    /// Which concerns to analyse: any of performance, reliability, threat (default: all three).
+    #[serde(default)]
+    pub concerns: Option<Vec<String>>,
+}
+
+/// `structuredContent` of fault_suggest_service_level_objectives_slo (the text is the bare array).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SloList {
+    pub slos: Vec<Slo>,
+}
+
+#[tool_router(router = advice_router, vis = "pub(super)")]
 impl FaultServer {
-    pub(super) fn advice_router() -> ToolRouter<Self> {
-        ToolRouter::new()
+    #[tool(
+        name = "fault_score_performance",
+        description = "Score the performance of a function or snippet with the configured LLM. The text result \
+            is the JSON object {\"score\": 0.0..1.0, \"explanation\": \"...\"} (1.0 is excellent).",
+        output_schema = output_schema::<Score>(),
+        annotations(read_only_hint = true, open_world_hint = true)
+    )]
+    async fn score_performance(
+        &self,
+        Parameters(input): Parameters<SnippetInput>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, rmcp::ErrorData> {
+        self.score_tool(Aspect::Performance, input, context).await
+    }
+
+    #[tool(
+        name = "fault_score_reliability",
+        description = "Score the reliability of a function or snippet with the configured LLM. The text result \
+            is the JSON object {\"score\": 0.0..1.0, \"explanation\": \"...\"} (1.0 is very robust).",
+        output_schema = output_schema::<Score>(),
+        annotations(read_only_hint = true, open_world_hint = true)
+    )]
+    async fn score_reliability(
+        &self,
+        Parameters(input): Parameters<SnippetInput>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, rmcp::ErrorData> {
+        self.score_tool(Aspect::Reliability, input, context).await
+    }
+
+    #[tool(
+        name = "fault_suggest_better_function_performance",
+        description = "Propose a faster version of a function. The LLM rewrites the code; fault computes the \
+            unified diff against your snippet and returns it as a ```diff markdown block (text). The structured \
+            result has `diff`, `new_code` and `explanation`. For python, go, rust and javascript the new code is \
+            checked to parse. `score` is the current score and `target_score` the aim, both 0.0..1.0.",
+        output_schema = output_schema::<Suggestion>(),
+        annotations(read_only_hint = true, open_world_hint = true)
+    )]
+    async fn suggest_performance(
+        &self,
+        Parameters(input): Parameters<SuggestInput>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, rmcp::ErrorData> {
+        self.suggest_tool(Aspect::Performance, input, context).await
+    }
+
+    #[tool(
+        name = "fault_suggest_better_function_reliability",
+        description = "Propose a more reliable version of a function (timeouts, retries, error handling). The \
+            LLM rewrites the code; fault computes the unified diff against your snippet and returns it as a \
+            ```diff markdown block (text). The structured result has `diff`, `new_code` and `explanation`. For \
+            python, go, rust and javascript the new code is checked to parse.",
+        output_schema = output_schema::<Suggestion>(),
+        annotations(read_only_hint = true, open_world_hint = true)
+    )]
+    async fn suggest_reliability(
+        &self,
+        Parameters(input): Parameters<SuggestInput>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, rmcp::ErrorData> {
+        self.suggest_tool(Aspect::Reliability, input, context).await
+    }
+
+    #[tool(
+        name = "fault_suggest_service_level_objectives_slo",
+        description = "Suggest SLOs for the endpoint a function implements. The text result is a JSON array of \
+            objects with type (latency|availability|error), title, objective (in [0, 100)), explanation, \
+            threshold, unit, window and sli {prometheus, gcp/cloudrun}; each is validated.",
+        output_schema = output_schema::<SloList>(),
+        annotations(read_only_hint = true, open_world_hint = true)
+    )]
+    async fn suggest_slos(
+        &self,
+        Parameters(input): Parameters<SnippetInput>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, rmcp::ErrorData> {
+        let outcome = self
+            .run_llm(&context, async move |model, progress| {
+                advice::slos(&*model, &input.snippet, &input.lang, &progress).await
+            })
+            .await;
+        Ok(match outcome {
+            Ok(slos) => json_and_structured(&slos, &SloList { slos: slos.clone() }),
+            Err(message) => tool_error(message),
+        })
+    }
+
+    #[tool(
+        name = "fault_make_reliability_and_perf_changes",
+        description = "Review a whole file for reliability and performance and propose a new version. The text \
+            result is the JSON object {score, explanation, old, new, dependencies, diff}: `old` is the file as \
+            read, `new` the proposal, `dependencies` the packages it adds, and `diff` a unified diff computed \
+            by fault (--- a/<name> / +++ b/<name>) that `git apply` or `patch -p1` applies in the file's \
+            directory. The file is not modified. `file` must be an absolute path.",
+        output_schema = output_schema::<FileChanges>(),
+        annotations(read_only_hint = true, open_world_hint = true)
+    )]
+    async fn make_changes(
+        &self,
+        Parameters(input): Parameters<FileInput>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, rmcp::ErrorData> {
+        let file = input.file;
+        let read = tokio::task::spawn_blocking(move || advice::read_exact(&file)).await;
+        let (path, old) = match read {
+            Ok(Ok(read)) => read,
+            Ok(Err(e)) => return Ok(tool_error(e)),
+            Err(e) => return Ok(tool_error(format!("internal error reading the file: {e}"))),
+        };
+        let options = self.options.clone();
+        let outcome = self
+            .run_llm(&context, async move |model, progress| {
+                let chunks = related_chunks(&options, Some(&path), &old, CONTEXT_CHUNKS).await;
+                advice::file_changes(&*model, &path, old, &chunks, &progress).await
+            })
+            .await;
+        Ok(match outcome {
+            Ok(changes) => json_and_structured(&changes, &changes),
+            Err(message) => tool_error(message),
+        })
+    }
+
+    #[tool(
+        name = "fault_function_reliability_deep_analysis",
+        description = "Analyse one function of a file in depth for the chosen concerns (performance, \
+            reliability, threat; default all). The text result is a markdown report with findings per concern \
+            (severity, detail, recommendation); the structured result has the same findings and the \
+            function's location. `file` must be an absolute path.",
+        output_schema = output_schema::<DeepAnalysis>(),
+        annotations(read_only_hint = true, open_world_hint = true)
+    )]
+    async fn deep_analysis(
+        &self,
+        Parameters(input): Parameters<DeepAnalysisInput>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, rmcp::ErrorData> {
+        let concerns: Result<Vec<Concern>, AdviceError> = input
+            .concerns
+            .unwrap_or_default()
+            .iter()
+            .map(|c| Concern::parse(c))
+            .collect();
+        let concerns = match concerns {
+            Ok(concerns) => concerns,
+            Err(e) => return Ok(tool_error(e)),
+        };
+        let outcome = self
+            .run_llm(&context, async move |model, progress| {
+                advice::deep_analysis(
+                    &*model,
+                    &input.file,
+                    &input.func,
+                    input.lang.as_deref(),
+                    &concerns,
+                    &progress,
+                )
+                .await
+            })
+            .await;
+        Ok(match outcome {
+            Ok(analysis) => text_and_structured(analysis.markdown.clone(), &analysis),
+            Err(message) => tool_error(message),
+        })
     }
 }
+
+impl FaultServer {
+    async fn score_tool(
+        &self,
+        aspect: Aspect,
+        input: SnippetInput,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, rmcp::ErrorData> {
+        let outcome = self
+            .run_llm(&context, async move |model, progress| {
+                advice::score(&*model, aspect, &input.snippet, &input.lang, &progress).await
+            })
+            .await;
+        Ok(match outcome {
+            Ok(score) => json_and_structured(&score, &score),
+            Err(message) => tool_error(message),
+        })
+    }
+
+    async fn suggest_tool(
+        &self,
+        aspect: Aspect,
+        input: SuggestInput,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, rmcp::ErrorData> {
+        let options = self.options.clone();
+        let outcome = self
+            .run_llm(&context, async move |model, progress| {
+                let chunks = related_chunks(&options, None, &input.snippet, CONTEXT_CHUNKS).await;
+                let request = SuggestRequest {
+                    snippet: &input.snippet,
+                    lang: &input.lang,
+                    score: input.score,
+                    target_score: input.target_score,
+                };
+                advice::suggest(&*model, aspect, request, &chunks, &progress).await
+            })
+            .await;
+        Ok(match outcome {
+            Ok(suggestion) => text_and_structured(markdown_block(&suggestion.diff), &suggestion),
+            Err(message) => tool_error(message),
+        })
+    }
+
+    /// Runs one LLM task: builds the chat model (reading keys now), forwards progress messages as MCP
+    /// progress notifications when the client asked for them (with a heartbeat while the model thinks), and
+    /// stops when the client cancels the request. Errors come back as the tool error's message.
+    async fn run_llm<T, F, Fut>(
+        &self,
+        context: &RequestContext<RoleServer>,
+        task: F,
+    ) -> Result<T, String>
+    where
+        F: FnOnce(Arc<dyn ChatModel>, Progress) -> Fut,
+        Fut: Future<Output = Result<T, AdviceError>>,
+    {
+        let model = llm::chat_model(self.options()).map_err(|e| e.to_string())?;
+        let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let progress = Progress::new(sender);
+        let token = context.meta.get_progress_token();
+        let peer = context.peer.clone();
+        let notifier = async move {
+            let mut step = 0u32;
+            let mut last = String::from("working");
+            let mut heartbeat = tokio::time::interval(HEARTBEAT);
+            heartbeat.tick().await;
+            loop {
+                tokio::select! {
+                    message = receiver.recv() => match message {
+                        Some(message) => last = message,
+                        None => return,
+                    },
+                    _ = heartbeat.tick() => {}
+                }
+                step += 1;
+                if let Some(token) = &token {
+                    let note = ProgressNotificationParam::new(token.clone(), f64::from(step))
+                        .with_message(last.clone());
+                    if let Err(e) = peer.notify_progress(note).await {
+                        tracing::debug!(%e, "progress notification not sent");
+                    }
+                }
+            }
+        };
+        let work = task(model, progress);
+        tokio::pin!(work);
+        tokio::pin!(notifier);
+        let mut notifier_done = false;
+        let outcome = loop {
+            tokio::select! {
+                outcome = &mut work => break outcome,
+                _ = context.ct.cancelled() => {
+                    tracing::info!("LLM tool call cancelled by the client");
+                    return Err(llm::LlmError::Cancelled.to_string());
+                }
+                // Ends only when the task drops its progress sender, i.e. once `work` is done.
+                _ = &mut notifier, if !notifier_done => notifier_done = true,
+            }
+        };
+        // Deliver the last progress messages before the result, without waiting on a stuck client.
+        if !notifier_done {
+            let _ = tokio::time::timeout(Duration::from_secs(1), &mut notifier).await;
+        }
+        outcome.map_err(|e| e.to_string())
+    }
+}
+
+/// How often a long call reports that it is still waiting for the model.
+const HEARTBEAT: Duration = Duration::from_secs(5);

@@ -81,10 +81,18 @@ pub async fn serve(options: AgentOptions) -> Result<(), ServeError> {
         ?options,
         "fault agent tool: serving MCP on stdio"
     );
-    let service = FaultServer::new(options)
+    let service = match FaultServer::new(options)
         .serve(rmcp::transport::stdio())
         .await
-        .map_err(|e| ServeError::Start(e.to_string()))?;
+    {
+        Ok(service) => service,
+        // The client went away before the handshake (e.g. a config check): a clean end, not a failure.
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(when)) => {
+            tracing::info!(%when, "stdin closed before the MCP handshake");
+            return Ok(());
+        }
+        Err(e) => return Err(ServeError::Start(e.to_string())),
+    };
     let reason = service
         .waiting()
         .await

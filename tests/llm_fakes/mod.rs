@@ -145,6 +145,8 @@ type Handler = dyn Fn(usize, &Recorded) -> Reply + Send + Sync;
 pub struct FakeServer {
     pub addr: SocketAddr,
     requests: Arc<Mutex<Vec<Recorded>>>,
+    /// Connections the client closed while a delayed reply was pending (e.g. a cancelled call).
+    abandoned: Arc<Mutex<usize>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -156,20 +158,24 @@ impl FakeServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let requests = Arc::new(Mutex::new(Vec::new()));
+        let abandoned = Arc::new(Mutex::new(0));
         let handler: Arc<Handler> = Arc::new(handler);
         let recorded = requests.clone();
+        let abandoned_count = abandoned.clone();
         let task = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
                 let handler = handler.clone();
                 let recorded = recorded.clone();
+                let abandoned = abandoned_count.clone();
                 tokio::spawn(async move {
-                    let _ = serve_connection(stream, handler, recorded).await;
+                    let _ = serve_connection(stream, handler, recorded, abandoned).await;
                 });
             }
         });
         Self {
             addr,
             requests,
+            abandoned,
             task,
         }
     }
@@ -181,6 +187,11 @@ impl FakeServer {
 
     pub fn requests(&self) -> Vec<Recorded> {
         self.requests.lock().expect("lock").clone()
+    }
+
+    /// How many connections were closed by the client before their delayed reply was sent.
+    pub fn abandoned(&self) -> usize {
+        *self.abandoned.lock().expect("lock")
     }
 }
 
@@ -194,6 +205,7 @@ async fn serve_connection(
     mut stream: TcpStream,
     handler: Arc<Handler>,
     recorded: Arc<Mutex<Vec<Recorded>>>,
+    abandoned: Arc<Mutex<usize>>,
 ) -> std::io::Result<()> {
     // Keep-alive: serve requests until the client closes.
     let mut buffer = Vec::new();
@@ -208,7 +220,17 @@ async fn serve_connection(
         };
         let reply = handler(index, &request);
         if !reply.delay.is_zero() {
-            tokio::time::sleep(reply.delay).await;
+            // Wait, but notice a client that gives up (EOF) meanwhile.
+            let mut probe = [0u8; 1];
+            tokio::select! {
+                _ = tokio::time::sleep(reply.delay) => {}
+                read = stream.read(&mut probe) => {
+                    if matches!(read, Ok(0) | Err(_)) {
+                        *abandoned.lock().expect("lock") += 1;
+                        return Ok(());
+                    }
+                }
+            }
         }
         let mut head = format!(
             "HTTP/1.1 {} {}\r\nContent-Length: {}\r\n",

@@ -1,0 +1,50 @@
+//! `fault_score_performance` / `fault_score_reliability`: a 0..1 score with an explanation.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::{
+    AdviceError, Aspect, Progress, ask, check_snippet, clamp_score, lang_label, prompts::Task,
+    string_field,
+};
+use crate::llm::ChatModel;
+
+/// A score and the reasons for it.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Score {
+    /// From 0.0 (poor) to 1.0 (excellent).
+    pub score: f64,
+    /// The main reasons for the score.
+    pub explanation: String,
+}
+
+pub async fn score(
+    model: &dyn ChatModel,
+    aspect: Aspect,
+    snippet: &str,
+    lang: &str,
+    progress: &Progress,
+) -> Result<Score, AdviceError> {
+    check_snippet(snippet)?;
+    let task = match aspect {
+        Aspect::Performance => Task::ScorePerformance,
+        Aspect::Reliability => Task::ScoreReliability,
+    };
+    let lang = lang_label(lang);
+    let answer = ask(
+        model,
+        task,
+        &[("lang", &lang), ("snippet", snippet)],
+        None,
+        progress,
+    )
+    .await?;
+    let score = answer
+        .get("score")
+        .and_then(clamp_score)
+        .ok_or_else(|| AdviceError::Internal("validated answer lacks a numeric `score`".into()))?;
+    Ok(Score {
+        score,
+        explanation: string_field(&answer, "explanation")?,
+    })
+}

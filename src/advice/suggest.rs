@@ -1,0 +1,104 @@
+//! `fault_suggest_better_function_{performance,reliability}`: the model rewrites the function, we diff.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{
+    AdviceError, Aspect, Progress, ask, check_snippet, context::ContextChunk, diff, lang_label,
+    match_final_newline, prompts::Task, string_field, strip_code_fence, syntax_problems,
+};
+use crate::{code::Language, llm::ChatModel};
+
+/// An improved version of a function, as a diff against the original.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Suggestion {
+    /// Unified diff from the given snippet to `new_code` (`--- a/snippet.<ext>` / `+++ b/snippet.<ext>`);
+    /// empty when the model changed nothing.
+    pub diff: String,
+    /// The complete improved code.
+    pub new_code: String,
+    /// What changed and why.
+    pub explanation: String,
+}
+
+/// What the user asked for.
+#[derive(Debug, Clone, Copy)]
+pub struct SuggestRequest<'a> {
+    pub snippet: &'a str,
+    pub lang: &'a str,
+    pub score: f64,
+    pub target_score: f64,
+}
+
+pub async fn suggest(
+    model: &dyn ChatModel,
+    aspect: Aspect,
+    request: SuggestRequest<'_>,
+    context: &[ContextChunk],
+    progress: &Progress,
+) -> Result<Suggestion, AdviceError> {
+    check_snippet(request.snippet)?;
+    for (name, value) in [
+        ("score", request.score),
+        ("target_score", request.target_score),
+    ] {
+        if !(0.0..=1.0).contains(&value) {
+            return Err(AdviceError::Input(format!(
+                "{name} must be a number from 0.0 to 1.0; got {value}"
+            )));
+        }
+    }
+    let task = match aspect {
+        Aspect::Performance => Task::SuggestPerformance,
+        Aspect::Reliability => Task::SuggestReliability,
+    };
+    // The new code must parse when the language is known and the original parses: a broken rewrite is sent
+    // back once with the parser's complaint.
+    let language = Language::from_name(request.lang)
+        .filter(|language| syntax_problems(*language, request.snippet).is_none());
+    let check = move |answer: &Value| -> Result<(), String> {
+        let code = answer
+            .get("new_code")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        match language.and_then(|language| syntax_problems(language, strip_code_fence(code))) {
+            Some(problem) => Err(format!("`new_code` is not valid: {problem}")),
+            None => Ok(()),
+        }
+    };
+    let lang = lang_label(request.lang);
+    let score = format!("{:.2}", request.score);
+    let target = format!("{:.2}", request.target_score);
+    let context = super::context::render(context);
+    let answer = ask(
+        model,
+        task,
+        &[
+            ("lang", &lang),
+            ("snippet", request.snippet),
+            ("score", &score),
+            ("target_score", &target),
+            ("context", &context),
+        ],
+        Some(&check),
+        progress,
+    )
+    .await?;
+    let new_code = match_final_newline(
+        request.snippet,
+        strip_code_fence(&string_field(&answer, "new_code")?),
+    );
+    let name = format!(
+        "snippet.{}",
+        language
+            .or_else(|| Language::from_name(request.lang))
+            .and_then(|l| l.extensions().first().copied())
+            .unwrap_or("txt")
+    );
+    Ok(Suggestion {
+        diff: diff::unified_diff(request.snippet, &new_code, &name),
+        new_code,
+        explanation: string_field(&answer, "explanation")?,
+    })
+}

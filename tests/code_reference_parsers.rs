@@ -1,0 +1,454 @@
+//! Function listing compared with each language's own parser on real code: recall and precision.
+//!
+//! - Python: `ast` (tests/parsers/python_functions.py) on standard-library modules of the installed python3.
+//! - Go: `go/ast` (tests/parsers/go_functions) on Go's standard library (`go env GOROOT`).
+//! - Rust: `syn` on crate sources copied into tests/fixtures/code/reference/rust.
+//! - JavaScript: acorn (tests/parsers/js_functions.cjs) on npm packages installed into the target directory.
+//!
+//! A language whose reference tool is missing is skipped with a message. Run with `--nocapture` to see
+//! the figures. Each comparison must reach recall = precision = 1.0.
+
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use fault::code::{self, FunctionKind, Language};
+use serde_json::Value;
+use syn::visit::Visit;
+
+type Key = Vec<String>;
+type Multiset = BTreeMap<Key, usize>;
+
+fn manifest_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn kind_label(kind: FunctionKind) -> String {
+    match kind {
+        FunctionKind::Function => "function",
+        FunctionKind::Method => "method",
+        FunctionKind::Signature => "signature",
+    }
+    .to_owned()
+}
+
+/// Our listing of one file, keyed as the reference keys it.
+fn ours(path: &Path, key: impl Fn(&code::FunctionInfo) -> Key) -> Multiset {
+    let source = std::fs::read_to_string(path).unwrap();
+    let language = Language::from_path(path).unwrap();
+    let mut set = Multiset::new();
+    for block in code::functions_in_source(language, &source) {
+        *set.entry(key(&block.info)).or_default() += 1;
+    }
+    set
+}
+
+fn full_key(info: &code::FunctionInfo) -> Key {
+    vec![
+        info.qualified_name.clone(),
+        kind_label(info.kind),
+        info.start_line.to_string(),
+        info.end_line.to_string(),
+    ]
+}
+
+/// Totals over the files of one language.
+#[derive(Default)]
+struct Score {
+    files: usize,
+    lines: usize,
+    reference: usize,
+    ours: usize,
+    both: usize,
+    differences: Vec<String>,
+}
+
+impl Score {
+    fn add(&mut self, path: &Path, reference: &Multiset, ours: &Multiset) {
+        self.files += 1;
+        self.lines += std::fs::read_to_string(path).unwrap().lines().count();
+        self.reference += reference.values().sum::<usize>();
+        self.ours += ours.values().sum::<usize>();
+        for (key, &count) in reference {
+            let found = ours.get(key).copied().unwrap_or(0);
+            self.both += count.min(found);
+            if found < count {
+                self.differences
+                    .push(format!("missed {key:?} in {}", path.display()));
+            }
+        }
+        for (key, &count) in ours {
+            if reference.get(key).copied().unwrap_or(0) < count {
+                self.differences
+                    .push(format!("extra {key:?} in {}", path.display()));
+            }
+        }
+    }
+
+    fn report_and_check(&self, language: &str, reference: &str) {
+        let recall = self.both as f64 / self.reference.max(1) as f64;
+        let precision = self.both as f64 / self.ours.max(1) as f64;
+        println!(
+            "{language} vs {reference}: {} files, {} lines, {} functions in the reference, {} listed, \
+             recall {recall:.4}, precision {precision:.4}",
+            self.files, self.lines, self.reference, self.ours
+        );
+        for difference in self.differences.iter().take(20) {
+            println!("  {difference}");
+        }
+        assert!(self.files > 0, "{language}: no file compared");
+        assert!(
+            self.reference > 0,
+            "{language}: the reference found no function"
+        );
+        assert_eq!(recall, 1.0, "{language}: recall");
+        assert_eq!(precision, 1.0, "{language}: precision");
+    }
+}
+
+/// Runs a reference script that prints `{file: [[...], ...]}` and keys each entry with `key`.
+fn reference_listing(
+    mut command: Command,
+    key: impl Fn(&[Value]) -> Key,
+) -> BTreeMap<PathBuf, Multiset> {
+    let output = command.output().expect("run the reference parser");
+    assert!(
+        output.status.success(),
+        "reference parser failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let parsed: BTreeMap<String, Vec<Vec<Value>>> = serde_json::from_slice(&output.stdout).unwrap();
+    parsed
+        .into_iter()
+        .map(|(path, entries)| {
+            let mut set = Multiset::new();
+            for entry in entries {
+                *set.entry(key(&entry)).or_default() += 1;
+            }
+            (PathBuf::from(path), set)
+        })
+        .collect()
+}
+
+fn strings(values: &[Value]) -> Key {
+    values
+        .iter()
+        .map(|v| match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+fn tool_output(program: &str, args: &[&str]) -> Option<String> {
+    let output = Command::new(program).args(args).output().ok()?;
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
+
+fn skip(language: &str, why: &str) {
+    println!("SKIPPED {language} reference comparison: {why}");
+}
+
+#[test]
+fn python_listing_matches_ast_on_the_standard_library() {
+    let Some(stdlib) = tool_output(
+        "python3",
+        &[
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['stdlib'])",
+        ],
+    ) else {
+        return skip("Python", "python3 not found (install python3)");
+    };
+    let modules = [
+        "argparse.py",
+        "ast.py",
+        "asyncio/base_events.py",
+        "asyncio/tasks.py",
+        "collections/__init__.py",
+        "concurrent/futures/_base.py",
+        "contextlib.py",
+        "dataclasses.py",
+        "email/message.py",
+        "enum.py",
+        "functools.py",
+        "http/client.py",
+        "inspect.py",
+        "json/decoder.py",
+        "logging/__init__.py",
+        "pathlib.py",
+        "statistics.py",
+        "tarfile.py",
+        "typing.py",
+        "unittest/mock.py",
+    ];
+    let files: Vec<PathBuf> = modules
+        .iter()
+        .map(|m| Path::new(&stdlib).join(m))
+        .filter(|p| p.is_file())
+        .collect();
+    let mut command = Command::new("python3");
+    command
+        .arg(manifest_dir().join("tests/parsers/python_functions.py"))
+        .args(&files);
+    let reference = reference_listing(command, strings);
+    let mut score = Score::default();
+    for (path, expected) in &reference {
+        score.add(path, expected, &ours(path, full_key));
+    }
+    score.report_and_check("Python", &format!("ast (python {})", stdlib));
+}
+
+#[test]
+fn go_listing_matches_go_ast_on_the_standard_library() {
+    let Some(goroot) = tool_output("go", &["env", "GOROOT"]) else {
+        return skip("Go", "go not found (apt-get install -y golang-go)");
+    };
+    let binary = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("go_functions");
+    let built = Command::new("go")
+        .args(["build", "-o"])
+        .arg(&binary)
+        .arg(".")
+        .current_dir(manifest_dir().join("tests/parsers/go_functions"))
+        .status()
+        .expect("run go build");
+    assert!(built.success(), "go build of the reference parser failed");
+
+    let packages = [
+        "bufio",
+        "bytes",
+        "context",
+        "encoding/json",
+        "go/ast",
+        "math/bits",
+        "net/http",
+        "sort",
+        "strings",
+        "sync",
+        "runtime",
+    ];
+    let mut files = Vec::new();
+    for package in packages {
+        let Ok(entries) = std::fs::read_dir(Path::new(&goroot).join("src").join(package)) else {
+            continue;
+        };
+        let mut in_package: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                let name = p.file_name().unwrap().to_string_lossy();
+                name.ends_with(".go") && !name.ends_with("_test.go")
+            })
+            .collect();
+        in_package.sort();
+        // The runtime is large: its first 40 files cover assembly stubs and generic code.
+        in_package.truncate(40);
+        files.extend(in_package);
+    }
+    let mut command = Command::new(&binary);
+    command.args(&files);
+    let reference = reference_listing(command, strings);
+    let mut score = Score::default();
+    for (path, expected) in &reference {
+        score.add(path, expected, &ours(path, full_key));
+    }
+    let version = tool_output("go", &["version"]).unwrap_or_default();
+    score.report_and_check("Go", &format!("go/ast ({version})"));
+}
+
+#[test]
+fn javascript_listing_matches_acorn_on_npm_packages() {
+    if tool_output("node", &["--version"]).is_none() {
+        return skip("JavaScript", "node not found (install nodejs and npm)");
+    }
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("reference-js");
+    let modules = dir.join("node_modules");
+    if !modules.join("acorn-walk").is_dir() || !modules.join("express").is_dir() {
+        std::fs::create_dir_all(&dir).unwrap();
+        let installed = Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
+            .arg(&dir)
+            .args([
+                "acorn@8.15.0",
+                "acorn-walk@8.3.4",
+                "lodash@4.17.21",
+                "express@5.1.0",
+            ])
+            .status();
+        if !matches!(installed, Ok(status) if status.success()) {
+            return skip(
+                "JavaScript",
+                "npm install of acorn, acorn-walk, lodash, express failed",
+            );
+        }
+    }
+    let mut files = vec![
+        modules.join("acorn/dist/acorn.js"),
+        modules.join("acorn-walk/dist/walk.js"),
+        modules.join("lodash/lodash.js"),
+        modules.join("router/index.js"),
+        modules.join("send/index.js"),
+    ];
+    for package_dir in [
+        "express/lib",
+        "router/lib",
+        "body-parser/lib",
+        "body-parser/lib/types",
+        "qs/lib",
+    ] {
+        if let Ok(entries) = std::fs::read_dir(modules.join(package_dir)) {
+            let mut found: Vec<PathBuf> = entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|e| e == "js"))
+                .collect();
+            found.sort();
+            files.extend(found);
+        }
+    }
+    files.retain(|p| p.is_file());
+    let mut command = Command::new("node");
+    command
+        .env("NODE_PATH", &modules)
+        .arg(manifest_dir().join("tests/parsers/js_functions.cjs"))
+        .args(&files);
+    let reference = reference_listing(command, strings);
+    let mut score = Score::default();
+    for (path, expected) in &reference {
+        let listed = ours(path, |info| {
+            vec![
+                info.name.clone(),
+                info.start_line.to_string(),
+                info.end_line.to_string(),
+            ]
+        });
+        score.add(path, expected, &listed);
+    }
+    score.report_and_check("JavaScript", "acorn");
+}
+
+/// `syn`'s view: every fn item, impl method, trait method and foreign fn, qualified like ours.
+#[derive(Default)]
+struct SynFunctions {
+    scope: Vec<String>,
+    found: Multiset,
+}
+
+impl SynFunctions {
+    fn record(&mut self, name: &syn::Ident, kind: &str) {
+        let qualified = self
+            .scope
+            .iter()
+            .cloned()
+            .chain(std::iter::once(name.to_string()))
+            .collect::<Vec<_>>()
+            .join("::");
+        *self
+            .found
+            .entry(vec![qualified, kind.to_owned()])
+            .or_default() += 1;
+    }
+}
+
+/// The base name of an impl's self type (`&'a mut fmt::Point<T>` → `Point`), as ours names it.
+fn base_type_name(ty: &syn::Type) -> String {
+    match ty {
+        syn::Type::Path(path) => path
+            .path
+            .segments
+            .last()
+            .map(|s| s.ident.to_string())
+            .unwrap_or_default(),
+        syn::Type::Reference(reference) => base_type_name(&reference.elem),
+        syn::Type::Ptr(pointer) => base_type_name(&pointer.elem),
+        syn::Type::Paren(inner) => base_type_name(&inner.elem),
+        syn::Type::Group(inner) => base_type_name(&inner.elem),
+        syn::Type::TraitObject(object) => object
+            .bounds
+            .iter()
+            .find_map(|bound| match bound {
+                syn::TypeParamBound::Trait(t) => {
+                    t.path.segments.last().map(|s| s.ident.to_string())
+                }
+                _ => None,
+            })
+            .unwrap_or_default(),
+        other => quote_free_tokens(other),
+    }
+}
+
+fn quote_free_tokens(ty: &syn::Type) -> String {
+    use syn::__private::ToTokens;
+    ty.to_token_stream().to_string().replace(' ', "")
+}
+
+impl<'ast> Visit<'ast> for SynFunctions {
+    fn visit_item_fn(&mut self, item: &'ast syn::ItemFn) {
+        self.record(&item.sig.ident, "function");
+        self.scope.push(item.sig.ident.to_string());
+        syn::visit::visit_item_fn(self, item);
+        self.scope.pop();
+    }
+
+    fn visit_impl_item_fn(&mut self, item: &'ast syn::ImplItemFn) {
+        self.record(&item.sig.ident, "method");
+        self.scope.push(item.sig.ident.to_string());
+        syn::visit::visit_impl_item_fn(self, item);
+        self.scope.pop();
+    }
+
+    fn visit_trait_item_fn(&mut self, item: &'ast syn::TraitItemFn) {
+        let kind = if item.default.is_some() {
+            "method"
+        } else {
+            "signature"
+        };
+        self.record(&item.sig.ident, kind);
+        self.scope.push(item.sig.ident.to_string());
+        syn::visit::visit_trait_item_fn(self, item);
+        self.scope.pop();
+    }
+
+    fn visit_foreign_item_fn(&mut self, item: &'ast syn::ForeignItemFn) {
+        self.record(&item.sig.ident, "signature");
+    }
+
+    fn visit_item_impl(&mut self, item: &'ast syn::ItemImpl) {
+        self.scope.push(base_type_name(&item.self_ty));
+        syn::visit::visit_item_impl(self, item);
+        self.scope.pop();
+    }
+
+    fn visit_item_trait(&mut self, item: &'ast syn::ItemTrait) {
+        self.scope.push(item.ident.to_string());
+        syn::visit::visit_item_trait(self, item);
+        self.scope.pop();
+    }
+}
+
+#[test]
+fn rust_listing_matches_syn_on_crate_sources() {
+    let dir = manifest_dir().join("tests/fixtures/code/reference/rust");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        .collect();
+    files.sort();
+    let mut score = Score::default();
+    for path in &files {
+        let source = std::fs::read_to_string(path).unwrap();
+        let file = syn::parse_file(&source)
+            .unwrap_or_else(|e| panic!("syn cannot parse {}: {e}", path.display()));
+        let mut reference = SynFunctions::default();
+        reference.visit_file(&file);
+        let listed = ours(path, |info| {
+            vec![info.qualified_name.replace(' ', ""), kind_label(info.kind)]
+        });
+        score.add(path, &reference.found, &listed);
+    }
+    score.report_and_check("Rust", "syn 2");
+}

@@ -1,0 +1,3 @@
+module faultreference/gofunctions
+
+go 1.18
