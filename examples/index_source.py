@@ -54,6 +54,9 @@ async def main(args: argparse.Namespace) -> int:
                     "FAULT_DATA_DIR", "HOME", "PATH")}
     config = {"mcpServers": {"local": {"command": fault_path, "args": cli, "env": env}}}
 
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        print(f"  {message or done}", flush=True)
+
     async with Client(config) as client:
         try:
             result = await client.call_tool(
@@ -61,6 +64,7 @@ async def main(args: argparse.Namespace) -> int:
                 {"source_dir": str(Path(args.source_dir).resolve()), "lang": args.lang},
                 # A first index of a large tree embeds every chunk; later runs only embed what changed.
                 timeout=3600,
+                progress_handler=progress,
             )
         except ToolError as e:
             print(f"indexing failed: {e}")
