@@ -27,7 +27,7 @@ from fastmcp.exceptions import ToolError
 
 
 async def main(args: argparse.Namespace) -> int:
-    fault_path = shutil.which("fault")
+    fault_path = os.getenv("FAULT_BIN") or shutil.which("fault")
     if not fault_path:
         print("fault: command not found")
         return 1

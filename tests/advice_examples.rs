@@ -49,7 +49,8 @@ fn answer(request: &Recorded) -> Reply {
                                      "serviceLevelIndicator": {"windowsBased": {"windowPeriod": "300s"}}}}
         }]}),
         Some("file_changes") => {
-            let app = std::fs::read_to_string(examples_dir().join("app_fixture/app/app.py")).unwrap();
+            let app =
+                std::fs::read_to_string(examples_dir().join("app_fixture/app/app.py")).unwrap();
             let old_index = &app[app.find("@app.get").unwrap()..];
             json!({"score": 0.2, "explanation": "no timeout on the upstream call",
                    "new": app.replace(old_index.trim_end(), INDEX_NEW), "dependencies": []})
@@ -134,11 +135,19 @@ fn guide_scripts_run_against_our_binary() {
             &examples,
             &[&format!("suggest_{kind}.py"), app, "index", "python", "0.9"],
         );
-        assert!(out.starts_with("```diff\n--- a/snippet.py\n+++ b/snippet.py\n"), "{out}");
+        assert!(
+            out.starts_with("```diff\n--- a/snippet.py\n+++ b/snippet.py\n"),
+            "{out}"
+        );
         assert!(out.contains("+    }, timeout=5.0)"), "{out}");
     }
 
-    let out = run(&python, wrapper.path(), &examples, &["slo.py", app, "index", "python"]);
+    let out = run(
+        &python,
+        wrapper.path(),
+        &examples,
+        &["slo.py", app, "index", "python"],
+    );
     let slos: Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(slos[0]["type"], "latency", "{out}");
 
