@@ -16,8 +16,7 @@ use std::{
 use fault::{
     cli::AgentOptions,
     index::{
-        IndexSettings, Project, chunks,
-        index_project,
+        IndexSettings, Project, chunks, index_project,
         store::{ChunkMeta, ChunkPoint, SearchFilter, VectorStore, sqlite::SqliteStore},
     },
     llm::{Embedder, LlmError},
@@ -183,14 +182,21 @@ async fn pipeline_and_reindex(work: &Path) {
     );
 
     match local_embedder().await {
-        None => println!("local embedder: skipped (no server at FAULT_BENCH_EMBED_BASE_URL / 127.0.0.1:18081)"),
+        None => println!(
+            "local embedder: skipped (no server at FAULT_BENCH_EMBED_BASE_URL / 127.0.0.1:18081)"
+        ),
         Some(embedder) => {
             let small = generate_tree(&work.join("small"), 20, 5);
             let started = Instant::now();
             let summary = run_index(&small, &work.join("small.sqlite3"), embedder).await;
             let local = started.elapsed();
             let started = Instant::now();
-            let zero = run_index(&small, &work.join("small-zero.sqlite3"), Arc::new(ZeroCostEmbedder)).await;
+            let zero = run_index(
+                &small,
+                &work.join("small-zero.sqlite3"),
+                Arc::new(ZeroCostEmbedder),
+            )
+            .await;
             let zero_time = started.elapsed();
             println!(
                 "local all-MiniLM-L6-v2: {} chunks in {:.0} ms = {:.1} chunks/s; same tree with the zero-cost \
@@ -244,7 +250,13 @@ fn fill_store(store: &SqliteStore, vectors: &[Vec<f32>]) {
 }
 
 /// numpy: load the same vectors, normalize, time `argpartition` top-k of `X @ q` per query.
-fn numpy_peer(python: &str, vectors_file: &Path, queries_file: &Path, n: usize, k: usize) -> Option<f64> {
+fn numpy_peer(
+    python: &str,
+    vectors_file: &Path,
+    queries_file: &Path,
+    n: usize,
+    k: usize,
+) -> Option<f64> {
     let script = format!(
         "import numpy as np, time\n\
          X = np.fromfile('{}', dtype='<f4').reshape({n}, {DIM})\n\
@@ -285,11 +297,15 @@ fn write_f32(path: &Path, vectors: &[Vec<f32>]) {
 fn queries(work: &Path) {
     println!("## query (embedded store, exact top-10, {DIM} dimensions, 1 thread)");
     let python = std::env::var("FAULT_BENCH_PYTHON").unwrap_or_else(|_| "python3".into());
-    let queries: Vec<Vec<f32>> = (0..21).map(|i| seeded_vector(0x9e37_79b9 + i, DIM)).collect();
+    let queries: Vec<Vec<f32>> = (0..21)
+        .map(|i| seeded_vector(0x9e37_79b9 + i, DIM))
+        .collect();
     let queries_file = work.join("queries.f32");
     write_f32(&queries_file, &queries);
     for n in [10_000usize, 100_000] {
-        let vectors: Vec<Vec<f32>> = (0..n as u64).map(|i| seeded_vector(i * 2 + 1, DIM)).collect();
+        let vectors: Vec<Vec<f32>> = (0..n as u64)
+            .map(|i| seeded_vector(i * 2 + 1, DIM))
+            .collect();
         let db = work.join(format!("q{n}.sqlite3"));
         let store = SqliteStore::open_uncached(&db, "bench").unwrap();
         let started = Instant::now();
@@ -318,10 +334,7 @@ fn queries(work: &Path) {
         write_f32(&vectors_file, &vectors);
         let peer = numpy_peer(&python, &vectors_file, &queries_file, n, 10);
         let peer_text = match peer {
-            Some(p) => format!(
-                "numpy brute force {p:.2} ms; ratio {:.2}x",
-                ms(warm) / p
-            ),
+            Some(p) => format!("numpy brute force {p:.2} ms; ratio {:.2}x", ms(warm) / p),
             None => format!("numpy peer skipped ({python} without numpy; set FAULT_BENCH_PYTHON)"),
         };
         println!(

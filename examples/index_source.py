@@ -27,7 +27,7 @@ from fastmcp.exceptions import ToolError
 
 
 async def main(args: argparse.Namespace) -> int:
-    fault_path = shutil.which("fault")
+    fault_path = os.getenv("FAULT_BIN") or shutil.which("fault")
     if not fault_path:
         print("fault: command not found")
         return 1
@@ -54,6 +54,9 @@ async def main(args: argparse.Namespace) -> int:
                     "FAULT_DATA_DIR", "HOME", "PATH")}
     config = {"mcpServers": {"local": {"command": fault_path, "args": cli, "env": env}}}
 
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        print(f"  {message or done}", flush=True)
+
     async with Client(config) as client:
         try:
             result = await client.call_tool(
@@ -61,6 +64,7 @@ async def main(args: argparse.Namespace) -> int:
                 {"source_dir": str(Path(args.source_dir).resolve()), "lang": args.lang},
                 # A first index of a large tree embeds every chunk; later runs only embed what changed.
                 timeout=3600,
+                progress_handler=progress,
             )
         except ToolError as e:
             print(f"indexing failed: {e}")

@@ -13,7 +13,10 @@ use rmcp::{ServiceExt, transport::TokioChildProcess};
 use serde_json::{Value, json};
 
 fn structured(result: &rmcp::model::CallToolResult) -> Value {
-    result.structured_content.clone().expect("structuredContent")
+    result
+        .structured_content
+        .clone()
+        .expect("structuredContent")
 }
 
 async fn spawn(data_dir: &Path, embed_url: &str, extra: &[&str]) -> common::Client {
@@ -67,7 +70,10 @@ async fn reindex_embeds_exactly_the_changed_chunks_and_removes_deleted_ones() {
     let embed = EmbedServer::start(EmbedConfig::default()).await;
     eprintln!(
         "embeddings: {}",
-        embed.upstream.as_deref().unwrap_or("stand-in (bag of words)")
+        embed
+            .upstream
+            .as_deref()
+            .unwrap_or("stand-in (bag of words)")
     );
     let client = spawn(data.path(), &embed.base_url, &[]).await;
 
@@ -82,7 +88,11 @@ async fn reindex_embeds_exactly_the_changed_chunks_and_removes_deleted_ones() {
     assert_eq!(count(&s, "chunks_embedded") as usize, first_inputs.len());
     assert_eq!(count(&s, "chunks_total"), count(&s, "chunks_embedded"));
     let all_text = embed.inputs().join("\n");
-    for absent in ["generated_build_step", "ignored_function", "hidden_function"] {
+    for absent in [
+        "generated_build_step",
+        "ignored_function",
+        "hidden_function",
+    ] {
         assert!(!all_text.contains(absent), "{absent} was indexed");
     }
     for present in [
@@ -107,7 +117,11 @@ async fn reindex_embeds_exactly_the_changed_chunks_and_removes_deleted_ones() {
         count(&second, "chunks_unchanged"),
         count(&s, "chunks_embedded")
     );
-    assert_eq!(embed.requests(), requests_before, "an unchanged tree made an embedding call");
+    assert_eq!(
+        embed.requests(),
+        requests_before,
+        "an unchanged tree made an embedding call"
+    );
 
     // Change one function, shift a file by a line, delete a file, add a file.
     let server_py = repo.join("app/server.py");
@@ -205,11 +219,18 @@ async fn lang_accepts_a_name_a_list_or_auto_and_rejects_unknown_ones() {
     assert_eq!(python["languages"], json!(["python"]));
     let list = structured(&index(&client, &repo, json!(["python", "golang"])).await);
     assert_eq!(count(&list, "files_seen"), 3, "{list}");
-    assert_eq!(count(&list, "chunks_unchanged"), count(&python, "chunks_total"));
+    assert_eq!(
+        count(&list, "chunks_unchanged"),
+        count(&python, "chunks_total")
+    );
 
     let bad = index(&client, &repo, json!("cobol")).await;
     assert!(common::is_error(&bad));
-    assert!(common::text(&bad).contains("'cobol'"), "{}", common::text(&bad));
+    assert!(
+        common::text(&bad).contains("'cobol'"),
+        "{}",
+        common::text(&bad)
+    );
     let relative = common::call(
         &client,
         "fault_index_source_code",
@@ -218,7 +239,11 @@ async fn lang_accepts_a_name_a_list_or_auto_and_rejects_unknown_ones() {
     .await
     .unwrap();
     assert!(common::is_error(&relative));
-    assert!(common::text(&relative).contains("absolute"), "{}", common::text(&relative));
+    assert!(
+        common::text(&relative).contains("absolute"),
+        "{}",
+        common::text(&relative)
+    );
     client.cancel().await.unwrap();
 }
 
@@ -237,7 +262,10 @@ async fn embedding_provider_failures_say_what_was_committed() {
     let result = index(&client, &repo, json!("python")).await;
     assert!(common::is_error(&result));
     let message = common::text(&result);
-    assert!(message.contains("after 0 chunks were committed"), "{message}");
+    assert!(
+        message.contains("after 0 chunks were committed"),
+        "{message}"
+    );
     client.cancel().await.unwrap();
 
     // The provider fails after one batch: that batch stays, and the next run embeds only the rest.
@@ -251,7 +279,10 @@ async fn embedding_provider_failures_say_what_was_committed() {
     let result = index(&client, &repo, json!("python")).await;
     assert!(common::is_error(&result));
     let message = common::text(&result);
-    assert!(message.contains("after 64 chunks were committed"), "{message}");
+    assert!(
+        message.contains("after 64 chunks were committed"),
+        "{message}"
+    );
     client.cancel().await.unwrap();
 
     let healthy = EmbedServer::start(EmbedConfig {
@@ -319,7 +350,10 @@ async fn killing_the_server_mid_index_keeps_a_consistent_index_that_the_next_run
     // Wait for two answered batches, give the second one time to commit, then SIGKILL.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     while slow.answered() < 2 {
-        assert!(tokio::time::Instant::now() < deadline, "indexing never got going");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "indexing never got going"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     tokio::time::sleep(Duration::from_millis(150)).await;
@@ -332,7 +366,10 @@ async fn killing_the_server_mid_index_keeps_a_consistent_index_that_the_next_run
 
     // The store opens, passes SQLite's integrity check and holds whole batches only.
     let collection = index::project::collection_name(&repo);
-    let file = data.path().join("index").join(format!("{collection}.sqlite3"));
+    let file = data
+        .path()
+        .join("index")
+        .join(format!("{collection}.sqlite3"));
     let conn = rusqlite::Connection::open(&file).unwrap();
     let integrity: String = conn
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
@@ -345,7 +382,10 @@ async fn killing_the_server_mid_index_keeps_a_consistent_index_that_the_next_run
             |r| Ok((r.get(0)?, r.get::<_, Option<i64>>(1)?.unwrap_or(0))),
         )
         .unwrap();
-    assert!(rows >= 64 && rows < 200 && rows % 64 == 0, "{rows} rows after the kill");
+    assert!(
+        (64..200).contains(&rows) && (rows as u64).is_multiple_of(64),
+        "{rows} rows after the kill"
+    );
     assert_eq!(rows, good_vectors);
     drop(conn);
 
@@ -357,8 +397,16 @@ async fn killing_the_server_mid_index_keeps_a_consistent_index_that_the_next_run
     .await;
     let client = spawn(data.path(), &fast.base_url, &[]).await;
     let resumed = structured(&index(&client, &repo, json!("python")).await);
-    assert_eq!(count(&resumed, "chunks_unchanged"), rows as u64, "{resumed}");
-    assert_eq!(count(&resumed, "chunks_embedded"), 200 - rows as u64, "{resumed}");
+    assert_eq!(
+        count(&resumed, "chunks_unchanged"),
+        rows as u64,
+        "{resumed}"
+    );
+    assert_eq!(
+        count(&resumed, "chunks_embedded"),
+        200 - rows as u64,
+        "{resumed}"
+    );
     assert_eq!(count(&resumed, "chunks_total"), 200);
     let again = structured(&index(&client, &repo, json!("python")).await);
     assert_eq!(count(&again, "chunks_embedded"), 0, "{again}");

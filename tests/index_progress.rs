@@ -38,7 +38,13 @@ impl ClientHandler for ProgressRecorder {
     }
 }
 
-async fn spawn(data_dir: &Path, embed_url: &str) -> (RunningService<RoleClient, ProgressRecorder>, ProgressRecorder) {
+async fn spawn(
+    data_dir: &Path,
+    embed_url: &str,
+) -> (
+    RunningService<RoleClient, ProgressRecorder>,
+    ProgressRecorder,
+) {
     let mut command = tokio::process::Command::new(common::fault_bin());
     command
         .arg("agent")
@@ -102,19 +108,32 @@ async fn progress_is_notified_per_batch_and_cancellation_keeps_committed_batches
         .unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     while recorder.seen.lock().unwrap().is_empty() {
-        assert!(tokio::time::Instant::now() < deadline, "no progress notification");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no progress notification"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     handle.cancel(Some("test".into())).await.unwrap();
     let first = recorder.seen.lock().unwrap()[0].clone();
     assert_eq!(first.progress, 64.0);
     assert_eq!(first.total, Some(200.0));
-    assert!(first.message.as_deref().unwrap_or_default().contains("64/200"));
+    assert!(
+        first
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("64/200")
+    );
     // Let the server notice the cancellation at its next batch boundary.
     tokio::time::sleep(Duration::from_millis(800)).await;
     let answered_at_cancel = embed.answered();
     tokio::time::sleep(Duration::from_millis(800)).await;
-    assert_eq!(embed.answered(), answered_at_cancel, "embedding went on after the cancellation");
+    assert_eq!(
+        embed.answered(),
+        answered_at_cancel,
+        "embedding went on after the cancellation"
+    );
 
     // The same server continues from what was committed, reporting every batch.
     recorder.seen.lock().unwrap().clear();
@@ -126,7 +145,7 @@ async fn progress_is_notified_per_batch_and_cancellation_keeps_committed_batches
     assert!(!result.is_error.unwrap_or(false));
     let summary = result.structured_content.unwrap();
     let kept = summary["chunks_unchanged"].as_u64().unwrap();
-    assert!(kept >= 64 && kept % 64 == 0, "{summary}");
+    assert!(kept >= 64 && kept.is_multiple_of(64), "{summary}");
     assert_eq!(summary["chunks_embedded"].as_u64().unwrap(), 200 - kept);
     assert_eq!(summary["chunks_total"], 200);
     tokio::time::sleep(Duration::from_millis(100)).await;

@@ -156,7 +156,11 @@ async fn index_with(
 ) -> Value {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut env = server_env(data_dir);
-    env.extend(extra_env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    env.extend(
+        extra_env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string())),
+    );
     let client = common::spawn_with(common::ServerSpec {
         global_args: &[],
         agent_args: &args,
@@ -260,7 +264,10 @@ async fn auto_picks_qdrant_from_qdrant_url_and_otherwise_the_embedded_store() {
     )
     .await
     {
-        eprintln!("a Qdrant answers at {}: auto would use it; embedded fallback not checked", index::DEFAULT_QDRANT_URL);
+        eprintln!(
+            "a Qdrant answers at {}: auto would use it; embedded fallback not checked",
+            index::DEFAULT_QDRANT_URL
+        );
         return;
     }
     let started = std::time::Instant::now();
@@ -273,7 +280,9 @@ async fn auto_picks_qdrant_from_qdrant_url_and_otherwise_the_embedded_store() {
 #[tokio::test]
 async fn real_qdrant_when_qdrant_url_is_set() {
     let Some(url) = std::env::var("QDRANT_URL").ok().filter(|u| !u.is_empty()) else {
-        eprintln!("skipped: set QDRANT_URL (e.g. http://localhost:6334) to test against a real Qdrant");
+        eprintln!(
+            "skipped: set QDRANT_URL (e.g. http://localhost:6334) to test against a real Qdrant"
+        );
         return;
     };
     let embed = EmbedServer::start(EmbedConfig::default()).await;

@@ -2,8 +2,8 @@
 
 use std::path::Path;
 
-use crate::code::chunk::{ChunkKind, chunk_source};
 pub use crate::code::Language as Lang;
+use crate::code::chunk::{ChunkKind, chunk_source};
 
 /// One piece of a file to embed.
 #[derive(Debug, Clone)]

@@ -56,7 +56,9 @@ pub enum IndexError {
     },
     #[error("embedding provider answered unexpectedly: {0}")]
     EmbeddingShape(String),
-    #[error("indexing cancelled after {committed} chunks were committed ({remaining} left for the next run)")]
+    #[error(
+        "indexing cancelled after {committed} chunks were committed ({remaining} left for the next run)"
+    )]
     Cancelled { committed: u64, remaining: u64 },
     #[error(
         "the index of {root} was built with embedding model '{indexed_model}' ({indexed_dim} dimensions) but the \
@@ -109,7 +111,9 @@ pub fn parse_languages(names: &[String]) -> Result<Vec<chunks::Lang>, IndexError
 }
 
 fn qdrant_api_key() -> Option<String> {
-    std::env::var("QDRANT_API_KEY").ok().filter(|k| !k.trim().is_empty())
+    std::env::var("QDRANT_API_KEY")
+        .ok()
+        .filter(|k| !k.trim().is_empty())
 }
 
 /// The store for `project` as `--vector-store` asks; `auto` probes the default Qdrant URL briefly.
@@ -119,7 +123,10 @@ pub async fn open_store(
     data_dir: &Path,
 ) -> Result<Arc<dyn VectorStore>, IndexError> {
     let embedded = || -> Result<Arc<dyn VectorStore>, IndexError> {
-        Ok(SqliteStore::open(&project.embedded_file(data_dir), &project.collection)?)
+        Ok(SqliteStore::open(
+            &project.embedded_file(data_dir),
+            &project.collection,
+        )?)
     };
     let qdrant = |url: &str| -> Result<Arc<dyn VectorStore>, IndexError> {
         Ok(Arc::new(QdrantStore::connect(
@@ -128,13 +135,18 @@ pub async fn open_store(
             &project.collection,
         )?))
     };
-    let configured_url = options.qdrant_url.as_ref().map(|u| u.as_str().trim_end_matches('/').to_owned());
+    let configured_url = options
+        .qdrant_url
+        .as_ref()
+        .map(|u| u.as_str().trim_end_matches('/').to_owned());
     let store = match options.vector_store {
         VectorStoreKind::Embedded => embedded()?,
         VectorStoreKind::Qdrant => qdrant(configured_url.as_deref().unwrap_or(DEFAULT_QDRANT_URL))?,
         VectorStoreKind::Auto => match configured_url {
             Some(url) => qdrant(&url)?,
-            None if QdrantStore::answers(DEFAULT_QDRANT_URL, qdrant_api_key(), QDRANT_PROBE).await => {
+            None if QdrantStore::answers(DEFAULT_QDRANT_URL, qdrant_api_key(), QDRANT_PROBE)
+                .await =>
+            {
                 qdrant(DEFAULT_QDRANT_URL)?
             }
             None => embedded()?,

@@ -143,7 +143,12 @@ pub fn point_id(path: &str, kind: &str, qualified_name: &str, ordinal: usize) ->
 }
 
 /// The text sent to the embedding model: where the code is, then the code.
-fn embedding_input(rel_path: &str, language: &str, chunk: &chunks::SourceChunk, max_chars: usize) -> String {
+fn embedding_input(
+    rel_path: &str,
+    language: &str,
+    chunk: &chunks::SourceChunk,
+    max_chars: usize,
+) -> String {
     let mut input = format!(
         "{language} {} {} in {rel_path}\n{}",
         chunk.kind, chunk.qualified_name, chunk.text
@@ -184,7 +189,9 @@ fn plan(
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
         }
-        let Some(lang) = chunks::language_for_path(entry.path()).filter(|l| chunks::contains(languages, *l)) else {
+        let Some(lang) =
+            chunks::language_for_path(entry.path()).filter(|l| chunks::contains(languages, *l))
+        else {
             continue;
         };
         let Some(rel_path) = relative_path(&project.root, entry.path()) else {
@@ -200,7 +207,15 @@ fn plan(
                 continue;
             }
         };
-        plan_file(&mut plan, &rel_path, lang, &source, stored.get(&rel_path), model_key, settings);
+        plan_file(
+            &mut plan,
+            &rel_path,
+            lang,
+            &source,
+            stored.get(&rel_path),
+            model_key,
+            settings,
+        );
     }
     plan
 }
@@ -245,7 +260,8 @@ fn plan_file(
             .or_insert(0);
         let id = point_id(rel_path, &chunk.kind, &chunk.qualified_name, *ordinal);
         let input = embedding_input(rel_path, language, &chunk, settings.max_embed_chars);
-        let content_hash = hex(&hash_parts(&[model_key.as_bytes(), input.as_bytes()]).finalize()[..16]);
+        let content_hash =
+            hex(&hash_parts(&[model_key.as_bytes(), input.as_bytes()]).finalize()[..16]);
         current_ids.insert(id.clone());
         let meta = ChunkMeta {
             path: rel_path.to_owned(),
@@ -259,7 +275,8 @@ fn plan_file(
         match by_id.get(id.as_str()) {
             Some(old) if old.meta.content_hash == meta.content_hash => {
                 plan.unchanged += 1;
-                restamp |= old.meta.file_hash != meta.file_hash || old.meta.file_chunks != file_chunks;
+                restamp |=
+                    old.meta.file_hash != meta.file_hash || old.meta.file_chunks != file_chunks;
                 if (old.meta.start_line, old.meta.end_line) != (meta.start_line, meta.end_line) {
                     plan.moves.push(LineMove {
                         id,
@@ -314,7 +331,10 @@ pub async fn index_project(
 
     let mut stored: HashMap<String, Vec<StoredPoint>> = HashMap::new();
     for point in store.list_points().await? {
-        stored.entry(point.meta.path.clone()).or_default().push(point);
+        stored
+            .entry(point.meta.path.clone())
+            .or_default()
+            .push(point);
     }
     let model_key = format!("{}\0{dimension}", embedder.model());
     let plan = {
@@ -331,12 +351,17 @@ pub async fn index_project(
     };
     let (plan, stored) = plan;
 
-    let language_names: HashSet<&str> = languages.iter().map(|l| chunks::language_name(*l)).collect();
+    let language_names: HashSet<&str> = languages
+        .iter()
+        .map(|l| chunks::language_name(*l))
+        .collect();
     let gone: Vec<String> = stored
         .iter()
         .filter(|(path, points)| {
             !plan.seen_paths.contains(*path)
-                && points.iter().any(|p| language_names.contains(p.meta.language.as_str()))
+                && points
+                    .iter()
+                    .any(|p| language_names.contains(p.meta.language.as_str()))
         })
         .map(|(path, _)| path.clone())
         .collect();
@@ -400,7 +425,11 @@ pub async fn index_project(
         tracing::debug!(embedded, total, "index batch committed");
         if let Some(progress) = progress {
             progress
-                .batch_committed(embedded, total, format!("embedded {embedded}/{total} chunks"))
+                .batch_committed(
+                    embedded,
+                    total,
+                    format!("embedded {embedded}/{total} chunks"),
+                )
                 .await;
         }
     }
@@ -422,7 +451,10 @@ pub async fn index_project(
         store_location: store.location(),
         collection: store.collection().to_owned(),
         source_dir: project.root.display().to_string(),
-        languages: languages.iter().map(|l| chunks::language_name(*l).to_owned()).collect(),
+        languages: languages
+            .iter()
+            .map(|l| chunks::language_name(*l).to_owned())
+            .collect(),
         embed_model: embedder.model().to_owned(),
         dimension,
         files_seen: plan.files_seen,

@@ -237,16 +237,13 @@ mod tests {
         registry.record(&rec("/a", 1)).unwrap();
         registry.record(&rec("/a/b", 2)).unwrap();
         registry.record(&rec("/c", 3)).unwrap();
-        let find = |hint: &str| {
-            registry
-                .find(Some(Path::new(hint)))
-                .unwrap()
-                .unwrap()
-                .root
-        };
+        let find = |hint: &str| registry.find(Some(Path::new(hint))).unwrap().unwrap().root;
         assert_eq!(find("/a/b/x.py"), PathBuf::from("/a/b"));
         assert_eq!(find("/a/x.py"), PathBuf::from("/a"));
         assert_eq!(find("/elsewhere/x.py"), PathBuf::from("/c"));
-        assert_eq!(registry.find(None).unwrap().unwrap().root, PathBuf::from("/c"));
+        assert_eq!(
+            registry.find(None).unwrap().unwrap().root,
+            PathBuf::from("/c")
+        );
     }
 }

@@ -80,13 +80,10 @@ impl FaultServer {
             Err(e) => return Ok(tool_error(e)),
         };
         let source_dir = PathBuf::from(input.source_dir.trim());
-        let progress = context
-            .meta
-            .get_progress_token()
-            .map(|token| McpProgress {
-                peer: context.peer.clone(),
-                token,
-            });
+        let progress = context.meta.get_progress_token().map(|token| McpProgress {
+            peer: context.peer.clone(),
+            token,
+        });
         let outcome = index::index_source(
             self.options(),
             &source_dir,

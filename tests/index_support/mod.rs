@@ -104,7 +104,11 @@ impl EmbedServer {
                 tokio::spawn(async move {
                     let service = service_fn(move |req| {
                         let shared = shared.clone();
-                        async move { Ok::<_, Infallible>(handle(req, &shared.0, shared.1.as_deref(), &shared.2).await) }
+                        async move {
+                            Ok::<_, Infallible>(
+                                handle(req, &shared.0, shared.1.as_deref(), &shared.2).await,
+                            )
+                        }
                     });
                     let _ = http1::Builder::new()
                         .serve_connection(TokioIo::new(stream), service)
@@ -159,21 +163,38 @@ async fn handle(
 ) -> Response<Full<Bytes>> {
     let path = req.uri().path().to_owned();
     if req.method() == hyper::Method::GET && path == "/v1/models" {
-        return reply(200, json!({"object": "list", "data": [{"id": "stand-in", "object": "model"}]}));
+        return reply(
+            200,
+            json!({"object": "list", "data": [{"id": "stand-in", "object": "model"}]}),
+        );
     }
     if path != "/v1/embeddings" {
-        return reply(404, json!({"error": {"message": format!("no route {path}")}}));
+        return reply(
+            404,
+            json!({"error": {"message": format!("no route {path}")}}),
+        );
     }
     let body = req.into_body().collect().await.unwrap().to_bytes();
     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let inputs: Vec<String> = match &request["input"] {
         Value::String(s) => vec![s.clone()],
-        Value::Array(items) => items.iter().map(|v| v.as_str().unwrap_or_default().to_owned()).collect(),
-        _ => return reply(400, json!({"error": {"message": "input must be a string or an array of strings"}})),
+        Value::Array(items) => items
+            .iter()
+            .map(|v| v.as_str().unwrap_or_default().to_owned())
+            .collect(),
+        _ => {
+            return reply(
+                400,
+                json!({"error": {"message": "input must be a string or an array of strings"}}),
+            );
+        }
     };
     let seen = state.requests.fetch_add(1, Ordering::SeqCst);
     if config.fail_after.is_some_and(|limit| seen >= limit) {
-        return reply(503, json!({"error": {"message": "embedding backend is down"}}));
+        return reply(
+            503,
+            json!({"error": {"message": "embedding backend is down"}}),
+        );
     }
     state.inputs.lock().unwrap().extend(inputs.iter().cloned());
     if !config.delay.is_zero() {
@@ -204,12 +225,15 @@ async fn handle(
                 .map(|(index, text)| json!({"object": "embedding", "index": index, "embedding": bag_of_words(text, DIMENSION)}))
                 .collect();
             let tokens: usize = inputs.iter().map(|t| t.split_whitespace().count()).sum();
-            reply(200, json!({
-                "object": "list",
-                "data": data,
-                "model": request["model"],
-                "usage": {"prompt_tokens": tokens, "total_tokens": tokens}
-            }))
+            reply(
+                200,
+                json!({
+                    "object": "list",
+                    "data": data,
+                    "model": request["model"],
+                    "usage": {"prompt_tokens": tokens, "total_tokens": tokens}
+                }),
+            )
         }
     };
     state.answered.fetch_add(1, Ordering::SeqCst);
@@ -267,10 +291,22 @@ pub fn fixture_repo(dst: &Path) -> PathBuf {
     copy_dir(&src, dst);
     std::fs::write(dst.join(".gitignore"), "build/\nignored.py\n").unwrap();
     std::fs::create_dir_all(dst.join("build")).unwrap();
-    std::fs::write(dst.join("build/generated.py"), "def generated_build_step():\n    return 1\n").unwrap();
-    std::fs::write(dst.join("ignored.py"), "def ignored_function():\n    return 2\n").unwrap();
+    std::fs::write(
+        dst.join("build/generated.py"),
+        "def generated_build_step():\n    return 1\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dst.join("ignored.py"),
+        "def ignored_function():\n    return 2\n",
+    )
+    .unwrap();
     std::fs::create_dir_all(dst.join(".hidden")).unwrap();
-    std::fs::write(dst.join(".hidden/secret.py"), "def hidden_function():\n    return 3\n").unwrap();
+    std::fs::write(
+        dst.join(".hidden/secret.py"),
+        "def hidden_function():\n    return 3\n",
+    )
+    .unwrap();
     dst.canonicalize().unwrap()
 }
 

@@ -40,7 +40,12 @@ pub struct FakeState {
 
 impl FakeState {
     pub fn calls(&self, method: &str) -> usize {
-        self.calls.lock().unwrap().iter().filter(|c| *c == method).count()
+        self.calls
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|c| *c == method)
+            .count()
     }
 
     pub fn collection(&self, name: &str) -> Option<FakeCollection> {
@@ -106,7 +111,9 @@ fn dense(vectors: Option<&q::Vectors>) -> Result<Vec<f32>, Status> {
             None if !v.data.is_empty() => Ok(v.data.clone()),
             _ => Err(Status::invalid_argument("only dense vectors are supported")),
         },
-        _ => Err(Status::invalid_argument("only a single unnamed vector is supported")),
+        _ => Err(Status::invalid_argument(
+            "only a single unnamed vector is supported",
+        )),
     }
 }
 
@@ -117,7 +124,10 @@ fn keyword(value: &q::Value) -> Option<&str> {
     }
 }
 
-fn condition_holds(condition: &q::Condition, payload: &HashMap<String, q::Value>) -> Result<bool, Status> {
+fn condition_holds(
+    condition: &q::Condition,
+    payload: &HashMap<String, q::Value>,
+) -> Result<bool, Status> {
     use q::{condition::ConditionOneOf, r#match::MatchValue};
     match &condition.condition_one_of {
         Some(ConditionOneOf::Field(field)) => {
@@ -131,11 +141,16 @@ fn condition_holds(condition: &q::Condition, payload: &HashMap<String, q::Value>
             }
         }
         Some(ConditionOneOf::Filter(filter)) => filter_holds(Some(filter), payload),
-        _ => Err(Status::unimplemented("only field and nested filter conditions are supported")),
+        _ => Err(Status::unimplemented(
+            "only field and nested filter conditions are supported",
+        )),
     }
 }
 
-fn filter_holds(filter: Option<&q::Filter>, payload: &HashMap<String, q::Value>) -> Result<bool, Status> {
+fn filter_holds(
+    filter: Option<&q::Filter>,
+    payload: &HashMap<String, q::Value>,
+) -> Result<bool, Status> {
     let Some(filter) = filter else {
         return Ok(true);
     };
@@ -162,10 +177,15 @@ fn filter_holds(filter: Option<&q::Filter>, payload: &HashMap<String, q::Value>)
 }
 
 /// Ids a points selector picks in `collection`.
-fn selected(collection: &FakeCollection, selector: Option<&q::PointsSelector>) -> Result<Vec<String>, Status> {
+fn selected(
+    collection: &FakeCollection,
+    selector: Option<&q::PointsSelector>,
+) -> Result<Vec<String>, Status> {
     use q::points_selector::PointsSelectorOneOf;
     match selector.and_then(|s| s.points_selector_one_of.as_ref()) {
-        Some(PointsSelectorOneOf::Points(list)) => list.ids.iter().map(|id| id_string(Some(id))).collect(),
+        Some(PointsSelectorOneOf::Points(list)) => {
+            list.ids.iter().map(|id| id_string(Some(id))).collect()
+        }
         Some(PointsSelectorOneOf::Filter(filter)) => {
             let mut ids = Vec::new();
             for (id, point) in &collection.points {
@@ -179,7 +199,10 @@ fn selected(collection: &FakeCollection, selector: Option<&q::PointsSelector>) -
     }
 }
 
-fn select_payload(payload: &HashMap<String, q::Value>, with: Option<&q::WithPayloadSelector>) -> HashMap<String, q::Value> {
+fn select_payload(
+    payload: &HashMap<String, q::Value>,
+    with: Option<&q::WithPayloadSelector>,
+) -> HashMap<String, q::Value> {
     use q::with_payload_selector::SelectorOptions;
     match with.and_then(|w| w.selector_options.as_ref()) {
         Some(SelectorOptions::Enable(true)) => payload.clone(),
@@ -314,7 +337,11 @@ impl q::collections_server::Collections for Service {
         let request = request.into_inner();
         let params = match request.vectors_config.and_then(|v| v.config) {
             Some(q::vectors_config::Config::Params(params)) => params,
-            _ => return Err(Status::invalid_argument("a single unnamed vector config is required")),
+            _ => {
+                return Err(Status::invalid_argument(
+                    "a single unnamed vector config is required",
+                ));
+            }
         };
         let mut collections = self.0.collections.lock().unwrap();
         if collections.contains_key(&request.collection_name) {
@@ -423,10 +450,17 @@ impl q::points_server::Points for Service {
     ) -> Result<Response<q::PointsOperationResponse>, Status> {
         let request = request.into_inner();
         let by_filter = matches!(
-            request.points.as_ref().and_then(|p| p.points_selector_one_of.as_ref()),
+            request
+                .points
+                .as_ref()
+                .and_then(|p| p.points_selector_one_of.as_ref()),
             Some(q::points_selector::PointsSelectorOneOf::Filter(_))
         );
-        self.0.log(if by_filter { "delete_by_filter" } else { "delete_by_ids" });
+        self.0.log(if by_filter {
+            "delete_by_filter"
+        } else {
+            "delete_by_ids"
+        });
         self.with_collection(&request.collection_name, |c| {
             for id in selected(c, request.points.as_ref())? {
                 c.points.remove(&id);
@@ -473,7 +507,11 @@ impl q::points_server::Points for Service {
         self.0.log("scroll");
         let request = request.into_inner();
         let limit = request.limit.unwrap_or(10) as usize;
-        let offset = request.offset.as_ref().map(|o| id_string(Some(o))).transpose()?;
+        let offset = request
+            .offset
+            .as_ref()
+            .map(|o| id_string(Some(o)))
+            .transpose()?;
         let (result, next) = self.with_collection(&request.collection_name, |c| {
             let mut page = Vec::new();
             let mut next = None;
@@ -531,7 +569,11 @@ impl q::points_server::Points for Service {
         let query = match request.query.as_ref().and_then(|q| q.variant.as_ref()) {
             Some(q::query::Variant::Nearest(input)) => match &input.variant {
                 Some(q::vector_input::Variant::Dense(d)) => d.data.clone(),
-                _ => return Err(Status::unimplemented("only dense nearest queries are supported")),
+                _ => {
+                    return Err(Status::unimplemented(
+                        "only dense nearest queries are supported",
+                    ));
+                }
             },
             _ => return Err(Status::unimplemented("only nearest queries are supported")),
         };
@@ -544,7 +586,13 @@ impl q::points_server::Points for Service {
                     query.len()
                 )));
             }
-            let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt().max(f32::MIN_POSITIVE);
+            let norm = |v: &[f32]| {
+                v.iter()
+                    .map(|x| x * x)
+                    .sum::<f32>()
+                    .sqrt()
+                    .max(f32::MIN_POSITIVE)
+            };
             let mut scored = Vec::new();
             for (id, point) in &c.points {
                 if !filter_holds(request.filter.as_ref(), &point.payload)? {

@@ -148,8 +148,10 @@ pub trait VectorStore: Send + Sync {
     fn location(&self) -> String;
     fn collection(&self) -> &str;
     /// Creates the collection for `dimension`-sized vectors (cosine) or checks the existing one matches.
-    fn ensure_collection(&self, dimension: usize)
-    -> BoxFuture<'_, Result<CollectionInfo, StoreError>>;
+    fn ensure_collection(
+        &self,
+        dimension: usize,
+    ) -> BoxFuture<'_, Result<CollectionInfo, StoreError>>;
     /// The collection, or `None` when it does not exist.
     fn collection_info(&self) -> BoxFuture<'_, Result<Option<CollectionInfo>, StoreError>>;
     /// Every stored point's id and comparison metadata (no text, no vector).

@@ -7,16 +7,16 @@ use futures::{FutureExt, future::BoxFuture};
 use qdrant_client::{
     Payload, Qdrant,
     qdrant::{
-        Condition, CreateCollectionBuilder, CreateFieldIndexCollectionBuilder,
-        DeletePointsBuilder, Distance, FieldType, Filter, PayloadIncludeSelector, PointId, PointStruct, PointsIdsList,
+        Condition, CreateCollectionBuilder, CreateFieldIndexCollectionBuilder, DeletePointsBuilder,
+        Distance, FieldType, Filter, PayloadIncludeSelector, PointId, PointStruct, PointsIdsList,
         QueryPointsBuilder, ScrollPointsBuilder, SetPayloadPointsBuilder, UpsertPointsBuilder,
         Value, VectorParamsBuilder, point_id::PointIdOptions, value::Kind, vectors_config,
     },
 };
 
 use super::{
-    ChunkMeta, ChunkPoint, CollectionInfo, FileStamp, LineMove, SearchFilter, SearchHit, StoreError,
-    StoreKind, StoredPoint, VectorStore,
+    ChunkMeta, ChunkPoint, CollectionInfo, FileStamp, LineMove, SearchFilter, SearchHit,
+    StoreError, StoreKind, StoredPoint, VectorStore,
 };
 
 /// Fields read back when comparing runs (never the text or the vector).
@@ -87,11 +87,7 @@ impl QdrantStore {
     }
 
     fn path_filter(paths: &[String]) -> Filter {
-        Filter::should(
-            paths
-                .iter()
-                .map(|p| Condition::matches("path", p.clone())),
-        )
+        Filter::should(paths.iter().map(|p| Condition::matches("path", p.clone())))
     }
 }
 

@@ -12,8 +12,8 @@ use futures::{FutureExt, future::BoxFuture};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{
-    ChunkMeta, ChunkPoint, CollectionInfo, FileStamp, LineMove, SearchFilter, SearchHit, StoreError,
-    StoreKind, StoredPoint, VectorStore, normalize,
+    ChunkMeta, ChunkPoint, CollectionInfo, FileStamp, LineMove, SearchFilter, SearchHit,
+    StoreError, StoreKind, StoredPoint, VectorStore, normalize,
 };
 
 const SCHEMA: &str = "
@@ -626,7 +626,10 @@ mod tests {
         assert_eq!(store.delete_paths(vec!["b.py".into()]).await.unwrap(), 2);
         assert_eq!(store.list_points().await.unwrap().len(), 1);
         let err = store.ensure_collection(4).await.unwrap_err().to_string();
-        assert!(err.contains("3-dimensional") && err.contains("gives 4"), "{err}");
+        assert!(
+            err.contains("3-dimensional") && err.contains("gives 4"),
+            "{err}"
+        );
     }
 
     #[test]
