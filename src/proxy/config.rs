@@ -177,6 +177,25 @@ impl Schedule {
     }
 }
 
+impl fmt::Display for SchedTime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SchedTime::Fraction(x) => write!(f, "{}%", x * 100.0),
+            SchedTime::Absolute(d) => write!(f, "{}", humantime::format_duration(*d)),
+        }
+    }
+}
+
+impl fmt::Display for Schedule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "start:{}", self.start)?;
+        if let Some(d) = self.duration {
+            write!(f, ",duration:{d}")?;
+        }
+        Ok(())
+    }
+}
+
 fn parse_sched_time(raw: &str, whole: &str) -> Result<SchedTime, ParseError> {
     let v = raw.trim();
     if let Some(pct) = v.strip_suffix('%') {

@@ -119,7 +119,19 @@ pub(crate) async fn serve(client: TcpStream, upstream: Arc<Upstream>, rt: Arc<Ru
             }
         };
         match connector.connect(name, server).await {
-            Ok(tls) => relay(client, tls, id, &rt).await,
+            Ok(tls) => {
+                let (client_read, client_write) = client.into_split();
+                let (upstream_read, upstream_write) = tokio::io::split(tls);
+                relay(
+                    client_read,
+                    client_write,
+                    upstream_read,
+                    upstream_write,
+                    id,
+                    &rt,
+                )
+                .await
+            }
             Err(e) => {
                 rt.counters
                     .upstream_failures
@@ -131,7 +143,18 @@ pub(crate) async fn serve(client: TcpStream, upstream: Arc<Upstream>, rt: Arc<Ru
             }
         }
     } else {
-        relay(client, server, id, &rt).await
+        // Owned halves of a TcpStream need no lock between the two flows.
+        let (client_read, client_write) = client.into_split();
+        let (upstream_read, upstream_write) = server.into_split();
+        relay(
+            client_read,
+            client_write,
+            upstream_read,
+            upstream_write,
+            id,
+            &rt,
+        )
+        .await
     };
     match outcome {
         Ok(()) => tracing::debug!("connection {id} from {peer:?} to {upstream} ended"),
@@ -162,13 +185,20 @@ fn stages_for(rt: &Runtime, flow: Flow, connection: u64) -> Vec<ActiveStage> {
         .collect()
 }
 
-async fn relay<C, U>(client: C, upstream: U, id: u64, rt: &Runtime) -> io::Result<()>
+async fn relay<CR, CW, UR, UW>(
+    client_read: CR,
+    client_write: CW,
+    upstream_read: UR,
+    upstream_write: UW,
+    id: u64,
+    rt: &Runtime,
+) -> io::Result<()>
 where
-    C: AsyncRead + AsyncWrite + Unpin,
-    U: AsyncRead + AsyncWrite + Unpin,
+    CR: AsyncRead + Unpin,
+    CW: AsyncWrite + Unpin,
+    UR: AsyncRead + Unpin,
+    UW: AsyncWrite + Unpin,
 {
-    let (client_read, client_write) = tokio::io::split(client);
-    let (upstream_read, upstream_write) = tokio::io::split(upstream);
     let turns = [AtomicU64::new(0), AtomicU64::new(0)];
     let request = pump(
         client_read,
@@ -238,10 +268,14 @@ where
         .max(1);
     let mut seen_other = 0u64;
     let mut first = true;
+    // Set while a stage swallows the flow: its end (FIN) is swallowed too, as a real blackhole would.
+    let mut swallowing = false;
     loop {
         let n = reader.read(&mut buf).await?;
         if n == 0 {
-            let _ = writer.shutdown().await;
+            if !swallowing {
+                let _ = writer.shutdown().await;
+            }
             return Ok(());
         }
         let other_now = turns[other].load(Ordering::Relaxed);
@@ -296,6 +330,7 @@ where
                     }
                 }
             }
+            swallowing = dropped;
             if dropped {
                 continue;
             }

@@ -91,8 +91,9 @@ pub(crate) fn new_stage(spec: &FaultSpec, shared: &Shared) -> Box<dyn Stage> {
     }
 }
 
-/// A random generator for one stage: reproducible from `seed` and the stage's coordinates.
-pub(crate) fn stage_rng(seed: Option<u64>, connection: u64, fault: usize, flow: Flow) -> StdRng {
+/// The random generator the relay gives a stage: reproducible from `seed` and the stage's
+/// coordinates (connection number, fault index, flow); fresh entropy without a seed.
+pub fn stage_rng(seed: Option<u64>, connection: u64, fault: usize, flow: Flow) -> StdRng {
     match seed {
         Some(seed) => {
             // SplitMix-style mixing so neighbouring connections get unrelated streams.
