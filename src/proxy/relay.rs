@@ -291,6 +291,8 @@ where
             let mut delay = Duration::ZERO;
             let mut replaced: Option<Bytes> = None;
             let mut dropped = false;
+            // The bandwidth clock absorbs timer rounding by itself; other delays are kept exact.
+            let mut exact = false;
             for active in stages.iter_mut() {
                 let plan = &rt.plans[active.plan];
                 if !plan.active_at(since_start) {
@@ -315,7 +317,10 @@ where
                 }
                 match verdict {
                     Verdict::Pass => {}
-                    Verdict::Delay(d) => delay += d,
+                    Verdict::Delay(d) => {
+                        delay += d;
+                        exact |= !matches!(plan.spec, FaultSpec::Bandwidth(_));
+                    }
                     Verdict::Drop => {
                         dropped = true;
                         break;
@@ -335,7 +340,11 @@ where
                 continue;
             }
             if !delay.is_zero() {
-                tokio::time::sleep_until(now + delay).await;
+                if exact {
+                    sleep_until_precisely(now + delay).await;
+                } else {
+                    tokio::time::sleep_until(now + delay).await;
+                }
             }
             let out = replaced.as_deref().unwrap_or(piece);
             if !out.is_empty() {
@@ -344,5 +353,20 @@ where
                 written.fetch_add(out.len() as u64, Ordering::Relaxed);
             }
         }
+    }
+}
+
+/// The tokio timer fires on 1 ms ticks, rounding every delay up by up to a millisecond. For
+/// delays that must be exact (latency, jitter, loss), sleep on it until just before `deadline`,
+/// then yield until the deadline (on average half a millisecond of polling per delayed chunk).
+async fn sleep_until_precisely(deadline: Instant) {
+    const COARSE_MARGIN: Duration = Duration::from_millis(1);
+    if let Some(coarse) = deadline.checked_sub(COARSE_MARGIN)
+        && coarse > Instant::now()
+    {
+        tokio::time::sleep_until(coarse).await;
+    }
+    while Instant::now() < deadline {
+        tokio::task::yield_now().await;
     }
 }

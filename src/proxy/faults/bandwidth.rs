@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use super::{Chunk, Stage, Verdict};
 
 /// Idle time the link may bank, so timer wake-up lateness does not lower the rate.
-const SLACK: Duration = Duration::from_millis(5);
+const SLACK: Duration = Duration::from_millis(10);
 
 pub struct Link {
     bytes_per_second: f64,
