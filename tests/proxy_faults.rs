@@ -161,7 +161,7 @@ async fn latency_adds_its_mean_per_exchange_with_and_without_reuse() {
     let addr = handle.local_addrs()[0];
 
     // Keep-alive: every exchange on the same connection is 100 ms slower; never less, mean within
-    // +10 ms, each within +25 ms (scheduling slack on a loaded 2-core machine).
+    // +15 ms, each within +30 ms (unloaded: +1 ms; slack for a heavily loaded 2-core machine).
     let mut c = Client::connect(addr).await;
     let mut xs = Vec::new();
     for _ in 0..4 {
@@ -173,8 +173,8 @@ async fn latency_adds_its_mean_per_exchange_with_and_without_reuse() {
         xs.push(ms(c.timed_get("/").await));
     }
     let (mean, _) = mean_sd(&xs);
-    assert!((100.0..110.0).contains(&mean), "mean {mean}: {xs:?}");
-    assert!(xs.iter().all(|x| (100.0..125.0).contains(x)), "{xs:?}");
+    assert!((100.0..115.0).contains(&mean), "mean {mean}: {xs:?}");
+    assert!(xs.iter().all(|x| (100.0..130.0).contains(x)), "{xs:?}");
     let stats = handle.stats();
     assert_eq!(stats.faults_applied["latency"], 7);
     handle.stop().await;
