@@ -1,0 +1,638 @@
+//! Proxy benchmark, one run, every figure against a peer measured in the same run:
+//! pass-through overhead (fault vs direct, socat, haproxy), latency accuracy (1/10/100/300 ms),
+//! bandwidth accuracy (10 KB/s, 1 MB/s, 100 MB/s) against the kernel's tbf in a network
+//! namespace (netem is tried and its error reported when the kernel lacks it).
+//!
+//! `cargo bench --bench proxy` (root needed for the namespace part; `benches/proxy/run.sh`
+//! installs socat and haproxy first). About two minutes.
+
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fault::proxy::{self, BandwidthSpec, BandwidthUnit, FaultSpec, LatencySpec, ProxyConfig};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+
+const NS: &str = "faultbench";
+const NS_HOST_IP: &str = "10.231.0.1";
+const NS_IP: &str = "10.231.0.2";
+
+// ---------- upstream: keep-alive HTTP (`GET /bytes/N`) and a bulk sender ("N\n" → N bytes)
+
+async fn serve_http(listener: TcpListener) {
+    static BLOCK: [u8; 64 * 1024] = [b'x'; 64 * 1024];
+    while let Ok((s, _)) = listener.accept().await {
+        let _ = s.set_nodelay(true);
+        tokio::spawn(async move {
+            let (r, mut w) = s.into_split();
+            let mut reader = BufReader::new(r);
+            let mut line = String::new();
+            loop {
+                line.clear();
+                if reader.read_line(&mut line).await.unwrap_or(0) == 0 {
+                    return;
+                }
+                let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
+                loop {
+                    line.clear();
+                    if reader.read_line(&mut line).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    if line == "\r\n" {
+                        break;
+                    }
+                }
+                let n: usize = path
+                    .strip_prefix("/bytes/")
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(2);
+                let head = format!("HTTP/1.1 200 OK\r\ncontent-length: {n}\r\n\r\n");
+                if w.write_all(head.as_bytes()).await.is_err() {
+                    return;
+                }
+                let mut left = n;
+                while left > 0 {
+                    let k = left.min(BLOCK.len());
+                    if w.write_all(&BLOCK[..k]).await.is_err() {
+                        return;
+                    }
+                    left -= k;
+                }
+            }
+        });
+    }
+}
+
+async fn serve_bulk(listener: TcpListener) {
+    static BLOCK: [u8; 256 * 1024] = [7u8; 256 * 1024];
+    while let Ok((s, _)) = listener.accept().await {
+        tokio::spawn(async move {
+            let (r, mut w) = s.into_split();
+            let mut line = String::new();
+            if BufReader::new(r).read_line(&mut line).await.is_err() {
+                return;
+            }
+            let mut left: usize = line.trim().parse().unwrap_or(0);
+            while left > 0 {
+                let k = left.min(BLOCK.len());
+                if w.write_all(&BLOCK[..k]).await.is_err() {
+                    return;
+                }
+                left -= k;
+            }
+        });
+    }
+}
+
+async fn upstream(ip: &str) -> (SocketAddr, SocketAddr) {
+    let http = TcpListener::bind((ip, 0)).await.unwrap();
+    let bulk = TcpListener::bind((ip, 0)).await.unwrap();
+    let addrs = (http.local_addr().unwrap(), bulk.local_addr().unwrap());
+    tokio::spawn(serve_http(http));
+    tokio::spawn(serve_bulk(bulk));
+    addrs
+}
+
+// ---------- clients
+
+struct Client {
+    reader: BufReader<TcpStream>,
+}
+
+impl Client {
+    async fn connect(addr: SocketAddr) -> std::io::Result<Client> {
+        let s = TcpStream::connect(addr).await?;
+        s.set_nodelay(true)?;
+        Ok(Client {
+            reader: BufReader::with_capacity(256 * 1024, s),
+        })
+    }
+
+    /// One exchange; returns the body length.
+    async fn get(&mut self, path: &str) -> std::io::Result<usize> {
+        let req = format!("GET {path} HTTP/1.1\r\nhost: bench\r\n\r\n");
+        self.reader.get_mut().write_all(req.as_bytes()).await?;
+        let mut len = 0usize;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if self.reader.read_line(&mut line).await? == 0 {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            if line == "\r\n" {
+                break;
+            }
+            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                len = v.trim().parse().unwrap_or(0);
+            }
+        }
+        let mut left = len;
+        let mut buf = vec![0u8; 256 * 1024];
+        while left > 0 {
+            let k = left.min(buf.len());
+            self.reader.read_exact(&mut buf[..k]).await?;
+            left -= k;
+        }
+        Ok(len)
+    }
+}
+
+async fn keepalive_samples(addr: SocketAddr, n: usize) -> Vec<f64> {
+    let mut c = Client::connect(addr).await.unwrap();
+    for _ in 0..20 {
+        c.get("/").await.unwrap();
+    }
+    let mut xs = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        c.get("/").await.unwrap();
+        xs.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    xs.sort_by(f64::total_cmp);
+    xs
+}
+
+async fn newconn_samples(addr: SocketAddr, n: usize) -> Vec<f64> {
+    let mut xs = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        let mut c = Client::connect(addr).await.unwrap();
+        c.get("/").await.unwrap();
+        xs.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    xs.sort_by(f64::total_cmp);
+    xs
+}
+
+async fn bulk_mbps(addr: SocketAddr, bytes: usize) -> f64 {
+    let mut best: f64 = 0.0;
+    for _ in 0..3 {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        let t = Instant::now();
+        s.write_all(format!("{bytes}\n").as_bytes()).await.unwrap();
+        let mut buf = vec![0u8; 256 * 1024];
+        let mut got = 0;
+        loop {
+            let n = s.read(&mut buf).await.unwrap();
+            if n == 0 {
+                break;
+            }
+            got += n;
+        }
+        assert_eq!(got, bytes);
+        best = best.max(bytes as f64 / t.elapsed().as_secs_f64() / 1e6);
+    }
+    best
+}
+
+fn pct(sorted: &[f64], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn median(xs: &mut [f64]) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    pct(xs, 0.5)
+}
+
+// ---------- reference proxies
+
+struct Reference {
+    name: &'static str,
+    http: SocketAddr,
+    bulk: SocketAddr,
+    children: Vec<Child>,
+}
+
+impl Drop for Reference {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or(0)
+}
+
+async fn wait_listening(addr: SocketAddr) -> bool {
+    for _ in 0..100 {
+        if TcpStream::connect(addr).await.is_ok() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
+async fn socat(http: SocketAddr, bulk: SocketAddr) -> Result<Reference, String> {
+    let mut children = Vec::new();
+    let mut addrs = Vec::new();
+    for up in [http, bulk] {
+        let port = free_port();
+        let child = Command::new("socat")
+            .arg(format!(
+                "TCP-LISTEN:{port},bind=127.0.0.1,fork,reuseaddr,nodelay"
+            ))
+            .arg(format!("TCP:{up},nodelay"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("socat: {e}"))?;
+        children.push(child);
+        addrs.push(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    let r = Reference {
+        name: "socat",
+        http: addrs[0],
+        bulk: addrs[1],
+        children,
+    };
+    if wait_listening(r.http).await && wait_listening(r.bulk).await {
+        Ok(r)
+    } else {
+        Err("socat did not listen".into())
+    }
+}
+
+async fn haproxy(http: SocketAddr, bulk: SocketAddr) -> Result<Reference, String> {
+    let (p1, p2) = (free_port(), free_port());
+    let cfg = format!(
+        "global\n  maxconn 4096\ndefaults\n  mode tcp\n  timeout connect 5s\n  timeout client 60s\n  timeout server 60s\n  option tcp-smart-connect\n\
+         listen http\n  bind 127.0.0.1:{p1}\n  server up {http}\n\
+         listen bulk\n  bind 127.0.0.1:{p2}\n  server up {bulk}\n"
+    );
+    let path = std::env::temp_dir().join(format!("fault-bench-haproxy-{}.cfg", std::process::id()));
+    std::fs::write(&path, cfg).map_err(|e| e.to_string())?;
+    let child = Command::new("haproxy")
+        .arg("-f")
+        .arg(&path)
+        .arg("-db")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("haproxy: {e}"))?;
+    let r = Reference {
+        name: "haproxy",
+        http: SocketAddr::from(([127, 0, 0, 1], p1)),
+        bulk: SocketAddr::from(([127, 0, 0, 1], p2)),
+        children: vec![child],
+    };
+    if wait_listening(r.http).await && wait_listening(r.bulk).await {
+        Ok(r)
+    } else {
+        Err("haproxy did not listen".into())
+    }
+}
+
+// ---------- network namespace (kernel reference)
+
+fn sh(args: &[&str]) -> Result<(), String> {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .map_err(|e| format!("{}: {e}", args.join(" ")))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+struct Namespace {
+    server: Option<Child>,
+}
+
+impl Namespace {
+    /// A namespace joined to the host by a veth pair, with our upstream running inside it.
+    fn up(exe: &str) -> Result<(Namespace, SocketAddr), String> {
+        let _ = sh(&["ip", "netns", "del", NS]);
+        sh(&["ip", "netns", "add", NS])?;
+        let mut ns = Namespace { server: None };
+        sh(&[
+            "ip", "link", "add", "fbh0", "type", "veth", "peer", "name", "fbn0",
+        ])?;
+        sh(&["ip", "link", "set", "fbn0", "netns", NS])?;
+        sh(&[
+            "ip",
+            "addr",
+            "add",
+            &format!("{NS_HOST_IP}/30"),
+            "dev",
+            "fbh0",
+        ])?;
+        sh(&["ip", "link", "set", "fbh0", "up"])?;
+        sh(&[
+            "ip",
+            "netns",
+            "exec",
+            NS,
+            "ip",
+            "addr",
+            "add",
+            &format!("{NS_IP}/30"),
+            "dev",
+            "fbn0",
+        ])?;
+        sh(&["ip", "netns", "exec", NS, "ip", "link", "set", "fbn0", "up"])?;
+        sh(&["ip", "netns", "exec", NS, "ip", "link", "set", "lo", "up"])?;
+        let mut child = Command::new("ip")
+            .args(["netns", "exec", NS, exe, "serve", NS_IP])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("cannot start the upstream in the namespace: {e}"))?;
+        let mut line = String::new();
+        if let Some(out) = child.stdout.take() {
+            use std::io::BufRead;
+            let _ = std::io::BufReader::new(out).read_line(&mut line);
+        }
+        ns.server = Some(child);
+        let addr: SocketAddr = line
+            .trim()
+            .parse()
+            .map_err(|_| format!("namespace upstream did not report its address: {line:?}"))?;
+        Ok((ns, addr))
+    }
+
+    fn qdisc(&self, spec: &[&str]) -> Result<(), String> {
+        let mut args = vec![
+            "ip", "netns", "exec", NS, "tc", "qdisc", "replace", "dev", "fbn0", "root",
+        ];
+        args.extend_from_slice(spec);
+        sh(&args)
+    }
+
+    fn clear_qdisc(&self) {
+        let _ = sh(&[
+            "ip", "netns", "exec", NS, "tc", "qdisc", "del", "dev", "fbn0", "root",
+        ]);
+    }
+}
+
+impl Drop for Namespace {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.server {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = sh(&["ip", "link", "del", "fbh0"]);
+        let _ = sh(&["ip", "netns", "del", NS]);
+    }
+}
+
+// ---------- measurements
+
+async fn start_proxy(
+    http: SocketAddr,
+    bulk: SocketAddr,
+    faults: Vec<FaultSpec>,
+) -> proxy::ProxyHandle {
+    proxy::start(ProxyConfig {
+        mappings: vec![
+            format!("0={http}").parse().unwrap(),
+            format!("0={bulk}").parse().unwrap(),
+        ],
+        faults,
+        ..Default::default()
+    })
+    .await
+    .unwrap()
+}
+
+fn bandwidth(bytes_per_second: u64) -> FaultSpec {
+    FaultSpec::Bandwidth(BandwidthSpec {
+        rate: bytes_per_second,
+        unit: BandwidthUnit::Bps,
+        ..Default::default()
+    })
+}
+
+/// Time to move `body` bytes (plus ~40 B of headers) as a rate in B/s, on a fresh connection.
+async fn measured_rate(addr: SocketAddr, body: usize) -> f64 {
+    let mut c = Client::connect(addr).await.unwrap();
+    let t = Instant::now();
+    c.get(&format!("/bytes/{body}")).await.unwrap();
+    let head = format!("HTTP/1.1 200 OK\r\ncontent-length: {body}\r\n\r\n").len();
+    (body + head) as f64 / t.elapsed().as_secs_f64()
+}
+
+async fn run() {
+    let exe = std::env::current_exe()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let (http, bulk) = upstream("127.0.0.1").await;
+    println!("# fault proxy benchmark\n");
+
+    // 1. Pass-through overhead.
+    let keepalive_n = 3000;
+    let newconn_n = 600;
+    let bulk_bytes = 512 * 1024 * 1024;
+    let fault_proxy = start_proxy(http, bulk, vec![]).await;
+    let mut targets: Vec<(String, SocketAddr, SocketAddr)> = vec![
+        ("direct".into(), http, bulk),
+        (
+            "fault".into(),
+            fault_proxy.local_addrs()[0],
+            fault_proxy.local_addrs()[1],
+        ),
+    ];
+    let mut refs = Vec::new();
+    for r in [socat(http, bulk).await, haproxy(http, bulk).await] {
+        match r {
+            Ok(r) => {
+                targets.push((r.name.into(), r.http, r.bulk));
+                refs.push(r);
+            }
+            Err(e) => println!("(reference skipped: {e})"),
+        }
+    }
+    let mut rows = Vec::new();
+    for (name, h, b) in &targets {
+        let ka = keepalive_samples(*h, keepalive_n).await;
+        let nc = newconn_samples(*h, newconn_n).await;
+        let mbps = bulk_mbps(*b, bulk_bytes).await;
+        rows.push((
+            name.clone(),
+            pct(&ka, 0.5),
+            pct(&ka, 0.99),
+            pct(&nc, 0.5),
+            pct(&nc, 0.99),
+            mbps,
+        ));
+    }
+    drop(refs);
+    fault_proxy.stop().await;
+    let d = rows[0].clone();
+    println!("## Pass-through overhead (no fault)\n");
+    println!(
+        "keep-alive: {keepalive_n} requests; new connection: {newconn_n}; bulk: best of 3 × {} MB\n",
+        bulk_bytes / 1_000_000
+    );
+    println!(
+        "| path | keep-alive p50 µs (added) | keep-alive p99 µs (added) | new-conn p50 µs (added) | new-conn p99 µs (added) | bulk MB/s (of direct) |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for r in &rows {
+        println!(
+            "| {} | {:.1} (+{:.1}) | {:.1} (+{:.1}) | {:.1} (+{:.1}) | {:.1} (+{:.1}) | {:.0} ({:.0}%) |",
+            r.0,
+            r.1,
+            r.1 - d.1,
+            r.2,
+            r.2 - d.2,
+            r.3,
+            r.3 - d.3,
+            r.4,
+            r.4 - d.4,
+            r.5,
+            100.0 * r.5 / d.5
+        );
+    }
+
+    // 2. Latency accuracy.
+    println!(
+        "\n## Latency accuracy (server ingress, keep-alive, added = median(proxied) − median(direct))\n"
+    );
+    println!("| requested ms | samples | added p50 ms | error ms | error % | added p99 ms |");
+    println!("|---|---|---|---|---|---|");
+    let mut direct = keepalive_samples(http, 300).await;
+    let base = median(&mut direct) / 1e3;
+    for (ms, n) in [(1u64, 300usize), (10, 100), (100, 25), (300, 10)] {
+        let p = start_proxy(
+            http,
+            bulk,
+            vec![FaultSpec::Latency(LatencySpec {
+                mean: Duration::from_millis(ms),
+                ..Default::default()
+            })],
+        )
+        .await;
+        let xs = keepalive_samples(p.local_addrs()[0], n).await;
+        p.stop().await;
+        let added = pct(&xs, 0.5) / 1e3 - base;
+        let err = added - ms as f64;
+        println!(
+            "| {ms} | {n} | {added:.3} | {err:+.3} | {:+.2}% | {:.3} |",
+            100.0 * err / ms as f64,
+            pct(&xs, 0.99) / 1e3 - base
+        );
+    }
+
+    // 3. Bandwidth accuracy (fault), then the kernel reference in a namespace.
+    let rates: [(u64, &str); 3] = [
+        (10_000, "10 KB/s"),
+        (1_000_000, "1 MB/s"),
+        (100_000_000, "100 MB/s"),
+    ];
+    println!("\n## Bandwidth accuracy (body sized for ≈1.5 s; rate = bytes / time)\n");
+    println!("| requested | fault measured | fault error | kernel tbf measured | tbf error |");
+    println!("|---|---|---|---|---|");
+    let mut fault_rates = Vec::new();
+    for (rate, _) in rates {
+        let p = start_proxy(http, bulk, vec![bandwidth(rate)]).await;
+        let got = measured_rate(p.local_addrs()[0], (rate as f64 * 1.5) as usize).await;
+        p.stop().await;
+        fault_rates.push(got);
+    }
+    let ns = Namespace::up(&exe);
+    let mut netem_error = None;
+    let mut tbf_rates = vec![None; rates.len()];
+    let mut netem_rows = Vec::new();
+    match &ns {
+        Ok((ns, ns_http)) => {
+            for (i, (rate, _)) in rates.iter().enumerate() {
+                let bits = rate * 8;
+                let burst = (rate / 100).max(3000);
+                match ns.qdisc(&[
+                    "tbf",
+                    "rate",
+                    &format!("{bits}bit"),
+                    "burst",
+                    &burst.to_string(),
+                    "latency",
+                    "2s",
+                ]) {
+                    Ok(()) => {
+                        tbf_rates[i] =
+                            Some(measured_rate(*ns_http, (*rate as f64 * 1.5) as usize).await);
+                    }
+                    Err(e) => println!("(tbf {rate}: {e})"),
+                }
+                ns.clear_qdisc();
+            }
+            // Latency reference: netem delay on the namespace side.
+            match ns.qdisc(&["netem", "delay", "10ms"]) {
+                Ok(()) => {
+                    let mut base = keepalive_samples(*ns_http, 20).await;
+                    let _ = median(&mut base);
+                    for ms in [1u64, 10, 100, 300] {
+                        let _ = ns.qdisc(&["netem", "delay", &format!("{ms}ms")]);
+                        let mut xs = keepalive_samples(*ns_http, 10).await;
+                        netem_rows.push((ms, median(&mut xs) / 1e3));
+                    }
+                    ns.clear_qdisc();
+                }
+                Err(e) => netem_error = Some(e),
+            }
+        }
+        Err(e) => {
+            netem_error = Some(format!("namespace not available: {e}"));
+        }
+    }
+    for (i, (rate, label)) in rates.iter().enumerate() {
+        let f = fault_rates[i];
+        let (tm, te) = match tbf_rates[i] {
+            Some(t) => (
+                format!("{:.0} B/s", t),
+                format!("{:+.2}%", 100.0 * (t / *rate as f64 - 1.0)),
+            ),
+            None => ("n/a".into(), "n/a".into()),
+        };
+        println!(
+            "| {label} | {f:.0} B/s | {:+.2}% | {tm} | {te} |",
+            100.0 * (f / *rate as f64 - 1.0)
+        );
+    }
+    println!("\n## Kernel latency reference (netem)\n");
+    match netem_error {
+        Some(e) => println!("netem not available in this sandbox: {e}"),
+        None => {
+            for (ms, got) in netem_rows {
+                println!("- netem delay {ms} ms → exchange median {got:.3} ms");
+            }
+        }
+    }
+    drop(ns);
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    if args.get(1).map(String::as_str) == Some("serve") {
+        // Upstream inside the namespace: report the HTTP address, then serve until killed.
+        let ip = args.get(2).cloned().unwrap_or_else(|| "127.0.0.1".into());
+        rt.block_on(async move {
+            let (http, _bulk) = upstream(&ip).await;
+            println!("{http}");
+            std::future::pending::<()>().await;
+        });
+        return;
+    }
+    rt.block_on(run());
+}

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Runs the proxy benchmark with its references: socat and haproxy (pass-through), and the
+# kernel's tbf/netem in a network namespace (needs root). Prints markdown tables. ~2 minutes.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+if ! command -v socat >/dev/null || ! command -v haproxy >/dev/null || ! command -v tc >/dev/null; then
+    apt-get update -qq && apt-get install -y -qq socat haproxy iproute2
+fi
+cargo bench --bench proxy -- "$@"

@@ -1,0 +1,216 @@
+//! `fault run` as a user runs it: the built binary, a real upstream on 127.0.0.1. ~2 s.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::process::Command;
+
+/// Answers every request line block with a fixed HTTP/1.1 response, keep-alive.
+async fn upstream() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let (r, mut w) = s.into_split();
+                let mut lines = BufReader::new(r).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    if line.is_empty()
+                        && w.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+                            .await
+                            .is_err()
+                    {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+async fn exchange(addr: &str) -> (Duration, String) {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let t = Instant::now();
+    s.write_all(b"GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = vec![0; 64];
+    let mut got = Vec::new();
+    while !got.ends_with(b"ok") {
+        let n = s.read(&mut buf).await.unwrap();
+        assert!(n > 0, "closed early: {:?}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+    }
+    (t.elapsed(), String::from_utf8_lossy(&got).into_owned())
+}
+
+fn fault() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fault"));
+    cmd.env_remove("FAULT_PROXY_EXTRA_CA")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    cmd
+}
+
+/// Reads stderr until the startup line and returns the listen address it names.
+async fn listen_addr(
+    stderr: &mut tokio::io::Lines<BufReader<tokio::process::ChildStderr>>,
+) -> String {
+    loop {
+        let line = tokio::time::timeout(Duration::from_secs(10), stderr.next_line())
+            .await
+            .expect("startup line within 10 s")
+            .unwrap()
+            .expect("stderr open");
+        if let Some(rest) = line.strip_prefix("fault: proxying ") {
+            return rest.split(" -> ").next().unwrap().to_string();
+        }
+    }
+}
+
+#[tokio::test]
+async fn run_applies_latency_from_flags_and_stops_after_duration() {
+    let port = upstream().await;
+    let mut child = fault()
+        .args(["run", "--proxy", &format!("0=127.0.0.1:{port}")])
+        .args([
+            "--with-latency",
+            "--latency-mean",
+            "80",
+            "--duration",
+            "1500ms",
+        ])
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr = listen_addr(&mut stderr).await;
+    assert!(
+        addr.starts_with("127.0.0.1:"),
+        "a bare port binds loopback: {addr}"
+    );
+    let (took, body) = exchange(&addr).await;
+    assert!(body.starts_with("HTTP/1.1 200"));
+    assert!(
+        took >= Duration::from_millis(78) && took < Duration::from_millis(150),
+        "{took:?}"
+    );
+    let status = tokio::time::timeout(Duration::from_secs(5), child.wait())
+        .await
+        .expect("exits after --duration")
+        .unwrap();
+    assert!(status.success());
+    let mut rest = String::new();
+    while let Ok(Some(l)) = stderr.next_line().await {
+        rest.push_str(&l);
+        rest.push('\n');
+    }
+    assert!(
+        rest.contains("stopped") && rest.contains("latency=1"),
+        "{rest}"
+    );
+    let stdout = child.stdout.take().unwrap();
+    let mut out = String::new();
+    BufReader::new(stdout)
+        .read_to_string(&mut out)
+        .await
+        .unwrap();
+    assert!(out.is_empty(), "stdout stays empty: {out}");
+}
+
+#[tokio::test]
+async fn run_reads_faults_from_the_environment() {
+    let port = upstream().await;
+    let mut child = fault()
+        .args(["run", "--duration", "1s"])
+        .env("FAULT_PROXY", format!("0=127.0.0.1:{port}"))
+        .env("FAULT_WITH_LATENCY", "true")
+        .env("FAULT_LATENCY_MEAN", "60")
+        .env("FAULT_LATENCY_SIDE", "client")
+        .env("FAULT_LATENCY_DIRECTION", "egress")
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr = listen_addr(&mut stderr).await;
+    let (took, _) = exchange(&addr).await;
+    assert!(took >= Duration::from_millis(58), "{took:?}");
+    assert!(child.wait().await.unwrap().success());
+}
+
+async fn fails_with(args: &[&str], expected: &[&str]) {
+    let out = tokio::time::timeout(Duration::from_secs(10), fault().args(args).output())
+        .await
+        .expect("fails at once")
+        .unwrap();
+    assert!(!out.status.success(), "{args:?} should fail");
+    let err = String::from_utf8_lossy(&out.stderr);
+    for e in expected {
+        assert!(err.contains(e), "{args:?}: stderr lacks {e:?}: {err}");
+    }
+}
+
+#[tokio::test]
+async fn bad_values_fail_with_a_clear_message() {
+    fails_with(
+        &["run", "--proxy", "34000"],
+        &["'34000'", "LISTEN=UPSTREAM"],
+    )
+    .await;
+    fails_with(
+        &[
+            "run",
+            "--proxy",
+            "0=127.0.0.1:9",
+            "--with-bandwidth",
+            "--bandwidth-unit",
+            "kbit",
+        ],
+        &["'kbit'", "Bps, KBps, MBps, GBps"],
+    )
+    .await;
+    fails_with(
+        &[
+            "run",
+            "--proxy",
+            "0=127.0.0.1:9",
+            "--latency-direction",
+            "up",
+        ],
+        &["direction must be one of ingress, egress, both; got 'up'"],
+    )
+    .await;
+    fails_with(
+        &[
+            "run",
+            "--proxy",
+            "0=127.0.0.1:9",
+            "--latency-distribution",
+            "gauss",
+        ],
+        &["'gauss'", "pareto-normal"],
+    )
+    .await;
+    fails_with(
+        &[
+            "run",
+            "--proxy",
+            "0=127.0.0.1:9",
+            "--with-latency",
+            "--latency-sched",
+            "start:10%",
+        ],
+        &["run duration"],
+    )
+    .await;
+    let taken = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = taken.local_addr().unwrap();
+    fails_with(
+        &["run", "--proxy", &format!("{}=127.0.0.1:9", addr.port())],
+        &[&format!("cannot listen on {addr}"), "in use"],
+    )
+    .await;
+}
