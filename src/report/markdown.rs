@@ -101,6 +101,17 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
         )?;
     }
     writeln!(out)?;
+    if let Some(proxy) = &report.proxy {
+        writeln!(
+            out,
+            "Proxy: {} connections, {} upstream failures, {} bytes to upstream, {} bytes to clients, fault acted {} times.\n",
+            proxy.connections,
+            proxy.upstream_failures,
+            proxy.bytes_to_upstream,
+            proxy.bytes_to_client,
+            proxy.fault_applications
+        )?;
+    }
     write_run(out, &report.run)?;
     if let (Some(baseline), Some(comparison)) = (&report.baseline, &report.comparison) {
         writeln!(

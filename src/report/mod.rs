@@ -191,6 +191,19 @@ pub struct Comparison {
     pub fault_errors: u64,
 }
 
+/// What the proxy saw during the faulted run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct ProxyFigures {
+    /// Connections the proxies accepted.
+    pub connections: u64,
+    /// Connections closed because the upstream could not be reached.
+    pub upstream_failures: u64,
+    pub bytes_to_upstream: u64,
+    pub bytes_to_client: u64,
+    /// Chunks the fault acted on (delayed, dropped, replaced or closed on).
+    pub fault_applications: u64,
+}
+
 /// The whole report; the markdown is rendered from it.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Report {
@@ -206,6 +219,8 @@ pub struct Report {
     /// The same load without faults, when `baseline` was asked for.
     pub baseline: Option<RunFigures>,
     pub comparison: Option<Comparison>,
+    /// Proxy counters of the faulted run.
+    pub proxy: Option<ProxyFigures>,
 }
 
 const PERCENTILES: [f64; 5] = [25.0, 50.0, 75.0, 95.0, 99.0];
@@ -424,5 +439,6 @@ pub fn build(input: ReportInput, run: &LoadReport, baseline: Option<&LoadReport>
         run: run_figures,
         baseline: baseline_figures,
         comparison,
+        proxy: None,
     }
 }

@@ -1,0 +1,187 @@
+//! Real HTTP servers on 127.0.0.1 for the load and scenario tests: an upstream and a demo app that calls it.
+#![allow(dead_code)]
+
+use std::{
+    convert::Infallible,
+    net::SocketAddr,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::Duration,
+};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty, Full};
+use hyper::{Request, Response, StatusCode, body::Incoming, server::conn::http1, service::service_fn};
+use hyper_util::{
+    client::legacy::Client,
+    rt::{TokioExecutor, TokioIo},
+};
+use tokio::net::TcpListener;
+
+pub const TODO: &str = r#"{"userId":1,"id":1,"title":"delectus aut autem","completed":false}"#;
+
+/// The byte at `i` of a `/bytes/N` body: a pattern whose corruption is detectable.
+pub fn pattern(i: usize) -> u8 {
+    (i % 251) as u8
+}
+
+/// A running server; it stops when dropped.
+pub struct Server {
+    pub addr: SocketAddr,
+    pub requests: Arc<AtomicU64>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Server {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    pub fn served(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+type Body = Full<Bytes>;
+
+async fn serve<F, Fut>(handler: F) -> Server
+where
+    F: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Response<Body>> + Send + 'static,
+{
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let requests = Arc::new(AtomicU64::new(0));
+    let counter = requests.clone();
+    let task = tokio::spawn(async move {
+        let mut connections = tokio::task::JoinSet::new();
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let _ = stream.set_nodelay(true);
+            let handler = handler.clone();
+            let counter = counter.clone();
+            connections.spawn(async move {
+                let service = service_fn(move |req| {
+                    counter.fetch_add(1, Ordering::Relaxed);
+                    let handler = handler.clone();
+                    async move { Ok::<_, Infallible>(handler(req).await) }
+                });
+                let _ = http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    Server {
+        addr,
+        requests,
+        task,
+    }
+}
+
+fn respond(status: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
+    let mut response = Response::new(Full::new(body.into()));
+    *response.status_mut() = status;
+    response
+}
+
+/// The upstream: `/todos/1` (JSON), `/bytes/N` (N pattern bytes), `/delay/MS` (answers after MS ms),
+/// `/status/CODE`, `/hang` (never answers), anything else 404.
+pub async fn upstream() -> Server {
+    serve(|req: Request<Incoming>| async move {
+        let path = req.uri().path().to_owned();
+        let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        match parts.as_slice() {
+            ["todos", "1"] => {
+                let mut r = respond(StatusCode::OK, TODO);
+                r.headers_mut()
+                    .insert("content-type", "application/json".parse().unwrap());
+                r
+            }
+            ["bytes", n] => {
+                let n: usize = n.parse().unwrap_or(0);
+                respond(StatusCode::OK, (0..n).map(pattern).collect::<Vec<u8>>())
+            }
+            ["delay", ms] => {
+                let ms: u64 = ms.parse().unwrap_or(0);
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                respond(StatusCode::OK, "ok")
+            }
+            ["status", code] => respond(
+                StatusCode::from_u16(code.parse().unwrap_or(500)).unwrap(),
+                "status",
+            ),
+            ["hang"] => {
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                respond(StatusCode::OK, "late")
+            }
+            _ => respond(StatusCode::NOT_FOUND, "not found"),
+        }
+    })
+    .await
+}
+
+/// The demo app: `GET /api/<rest>` calls `<upstream_base>/<rest>` with a kept-alive client (as a real service
+/// does), checks `/bytes/N` bodies byte by byte, and answers with the upstream's status and a short summary
+/// ("ok N bytes"); a corrupt body gives 502, an unreachable upstream 502 too.
+pub async fn demo_app(upstream_base: String) -> Server {
+    let client: Client<_, Empty<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
+    let upstream_base = Arc::new(upstream_base);
+    serve(move |req: Request<Incoming>| {
+        let client = client.clone();
+        let upstream_base = upstream_base.clone();
+        async move {
+            let rest = req
+                .uri()
+                .path()
+                .strip_prefix("/api")
+                .unwrap_or("/todos/1")
+                .to_owned();
+            let uri: hyper::Uri = match format!("{upstream_base}{rest}").parse() {
+                Ok(uri) => uri,
+                Err(_) => return respond(StatusCode::BAD_REQUEST, "bad path"),
+            };
+            let call = async {
+                let response = client.get(uri).await.map_err(|e| e.to_string())?;
+                let status = response.status();
+                let body = response
+                    .into_body()
+                    .collect()
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .to_bytes();
+                Ok::<_, String>((status, body))
+            };
+            match tokio::time::timeout(Duration::from_secs(30), call).await {
+                Ok(Ok((status, body))) => {
+                    if rest.starts_with("/bytes/")
+                        && status.is_success()
+                        && !body.iter().enumerate().all(|(i, b)| *b == pattern(i))
+                    {
+                        return respond(StatusCode::BAD_GATEWAY, "corrupt body");
+                    }
+                    respond(status, format!("ok {} bytes", body.len()))
+                }
+                Ok(Err(e)) => respond(StatusCode::BAD_GATEWAY, format!("upstream: {e}")),
+                Err(_) => respond(StatusCode::GATEWAY_TIMEOUT, "upstream timeout"),
+            }
+        }
+    })
+    .await
+}
+
+/// A port that was free a moment ago (for proxy mappings the demo app must know in advance).
+pub async fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    listener.local_addr().unwrap().port()
+}
