@@ -67,7 +67,8 @@ pub struct Samples {
 }
 
 impl Samples {
-    pub(super) fn new(seconds: usize) -> Self {
+    /// Empty samples for a run of `seconds` seconds.
+    pub fn new(seconds: usize) -> Self {
         Self {
             all_us: histogram(3),
             success_us: histogram(3),
@@ -94,7 +95,8 @@ impl Samples {
         self.http_error_count() + self.transport_errors + self.timeouts
     }
 
-    pub(super) fn record(
+    /// Records one request scheduled in `second` that ended after `latency` with `outcome`.
+    pub fn record(
         &mut self,
         second: usize,
         latency: Duration,

@@ -225,6 +225,11 @@ pub struct Report {
 
 const PERCENTILES: [f64; 5] = [25.0, 50.0, 75.0, 95.0, 99.0];
 
+/// The value at `q`, as the middle of its histogram bucket rather than its upper edge.
+fn quantile(histogram: &hdrhistogram::Histogram<u64>, q: f64) -> u64 {
+    histogram.median_equivalent(histogram.value_at_quantile(q))
+}
+
 fn ms(us: u64) -> f64 {
     round2(us as f64 / 1000.0)
 }
@@ -252,7 +257,7 @@ pub fn figures(load: &LoadReport, slos: &[Slo]) -> RunFigures {
             let latency = if total == 0 {
                 0
             } else {
-                samples.all_us.value_at_quantile(p / 100.0)
+                quantile(&samples.all_us, p / 100.0)
             };
             let at_or_below = if total == 0 {
                 0
@@ -278,8 +283,8 @@ pub fn figures(load: &LoadReport, slos: &[Slo]) -> RunFigures {
                 (None, None)
             } else {
                 (
-                    Some(ms(s.latency_us.value_at_quantile(0.50))),
-                    Some(ms(s.latency_us.value_at_quantile(0.95))),
+                    Some(ms(quantile(&s.latency_us, 0.50))),
+                    Some(ms(quantile(&s.latency_us, 0.95))),
                 )
             };
             SecondFigures {
@@ -310,8 +315,16 @@ pub fn figures(load: &LoadReport, slos: &[Slo]) -> RunFigures {
             timeout: samples.timeouts,
             transport_error_examples: samples.transport_error_examples.clone(),
         },
-        min_ms: if total == 0 { 0.0 } else { ms(samples.all_us.min()) },
-        max_ms: if total == 0 { 0.0 } else { ms(samples.all_us.max()) },
+        min_ms: if total == 0 {
+            0.0
+        } else {
+            ms(samples.all_us.median_equivalent(samples.all_us.min()))
+        },
+        max_ms: if total == 0 {
+            0.0
+        } else {
+            ms(samples.all_us.median_equivalent(samples.all_us.max()))
+        },
         mean_ms: if total == 0 {
             0.0
         } else {
@@ -350,9 +363,10 @@ fn evaluate(slo: &Slo, samples: &Samples) -> SloVerdict {
     let latency_at_objective = if total == 0 {
         0.0
     } else {
-        ms(samples
-            .all_us
-            .value_at_quantile((slo.objective / 100.0).clamp(0.0, 1.0)))
+        ms(quantile(
+            &samples.all_us,
+            (slo.objective / 100.0).clamp(0.0, 1.0),
+        ))
     };
     SloVerdict {
         name: slo.name(),
