@@ -1,3 +1,237 @@
 //! The fault-injecting TCP proxy.
+//!
+//! [`start`] binds every listener of a [`ProxyConfig`], then relays each accepted connection to its
+//! upstream through the configured faults (see [`faults`]). The returned [`ProxyHandle`] reports
+//! [`ProxyStats`] and, on [`ProxyHandle::stop`], closes the listeners and every connection before
+//! returning, so the ports are free again. `fault run` ([`cli`]) and the scenario tools use the same
+//! types.
 
 pub mod cli;
+pub mod config;
+pub mod faults;
+pub mod mapping;
+mod relay;
+pub mod tls;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio::net::TcpListener;
+use tokio::task::{JoinHandle, JoinSet};
+use tokio_util::sync::CancellationToken;
+
+pub use config::{
+    BandwidthSpec, BandwidthUnit, BlackholeSpec, Direction, FaultCommon, FaultSpec, Flow,
+    JitterSpec, LatencyDistribution, LatencySpec, PacketLossSpec, ParseError, ProxyConfig,
+    SchedTime, Schedule, Side,
+};
+pub use mapping::{Mapping, Upstream};
+
+use relay::{Counters, Plan, Runtime};
+
+/// Default time to wait for an upstream to accept a connection.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    #[error("invalid proxy configuration: {0}")]
+    Config(#[from] ParseError),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("TLS setup for https upstreams failed: {0}")]
+    Tls(#[from] tls::TlsSetupError),
+    #[error("no mapping given; expected at least one LISTEN=UPSTREAM such as 34000=127.0.0.1:8080")]
+    NoMapping,
+}
+
+/// Counters of a running proxy.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ProxyStats {
+    /// Connections accepted since start.
+    pub connections_total: u64,
+    /// Connections open now.
+    pub connections_active: u64,
+    /// Connections closed because their upstream could not be reached.
+    pub upstream_failures: u64,
+    /// Bytes written to upstreams (request flow).
+    pub bytes_to_upstream: u64,
+    /// Bytes written to clients (response flow).
+    pub bytes_to_client: u64,
+    /// Chunks each fault kind acted on (delayed, dropped, replaced, or closed on).
+    pub faults_applied: BTreeMap<String, u64>,
+}
+
+/// A running proxy. Dropping it stops accepting and closes connections in the background;
+/// [`ProxyHandle::stop`] does the same and waits until everything is closed.
+pub struct ProxyHandle {
+    local_addrs: Vec<SocketAddr>,
+    mappings: Vec<Mapping>,
+    runtime: Arc<Runtime>,
+    cancel: CancellationToken,
+    listeners: Vec<JoinHandle<()>>,
+}
+
+impl ProxyHandle {
+    /// The bound listen address of each mapping, in configuration order (port 0 resolved).
+    pub fn local_addrs(&self) -> &[SocketAddr] {
+        &self.local_addrs
+    }
+
+    /// The mappings with their bound listen addresses.
+    pub fn mappings(&self) -> &[Mapping] {
+        &self.mappings
+    }
+
+    pub fn stats(&self) -> ProxyStats {
+        let c = &self.runtime.counters;
+        let mut faults_applied = BTreeMap::new();
+        for plan in &self.runtime.plans {
+            *faults_applied
+                .entry(plan.spec.kind().to_string())
+                .or_insert(0) += plan.applied.load(Ordering::Relaxed);
+        }
+        ProxyStats {
+            connections_total: c.connections_total.load(Ordering::Relaxed),
+            connections_active: c.connections_active.load(Ordering::Relaxed),
+            upstream_failures: c.upstream_failures.load(Ordering::Relaxed),
+            bytes_to_upstream: c.bytes[Flow::Request.index()].load(Ordering::Relaxed),
+            bytes_to_client: c.bytes[Flow::Response.index()].load(Ordering::Relaxed),
+            faults_applied,
+        }
+    }
+
+    /// Closes every listener and every connection; on return the ports are free.
+    pub async fn stop(mut self) {
+        self.cancel.cancel();
+        for task in self.listeners.drain(..) {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for ProxyHandle {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+/// Binds every listener (a port in use fails at once, naming the address), then serves.
+pub async fn start(config: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
+    if config.mappings.is_empty() {
+        return Err(ProxyError::NoMapping);
+    }
+    let mut plans = Vec::with_capacity(config.faults.len());
+    for spec in &config.faults {
+        spec.validate(config.run_duration)?;
+        let common = spec.common();
+        let mut flows = [false; 2];
+        for flow in common.side.flows(common.direction) {
+            flows[flow.index()] = true;
+        }
+        let window = match &common.schedule {
+            Some(s) => Some(s.window(config.run_duration).ok_or_else(|| {
+                ParseError::new(format!(
+                    "{} schedule uses percentages, which need a run duration",
+                    spec.kind()
+                ))
+            })?),
+            None => None,
+        };
+        plans.push(Plan {
+            shared: faults::Shared::for_spec(spec),
+            spec: spec.clone(),
+            flows,
+            window,
+            applied: AtomicU64::new(0),
+        });
+    }
+
+    let mut listeners = Vec::with_capacity(config.mappings.len());
+    for mapping in &config.mappings {
+        let listener =
+            TcpListener::bind(mapping.listen)
+                .await
+                .map_err(|source| ProxyError::Bind {
+                    addr: mapping.listen,
+                    source,
+                })?;
+        listeners.push(listener);
+    }
+
+    let tls = if config.mappings.iter().any(|m| m.upstream.tls) {
+        Some(tls::connector(config.extra_ca.as_deref())?)
+    } else {
+        None
+    };
+
+    let runtime = Arc::new(Runtime {
+        plans,
+        seed: config.seed,
+        started: tokio::time::Instant::now(),
+        counters: Counters::default(),
+        tls,
+        connect_timeout: config.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT),
+        next_connection: AtomicU64::new(0),
+    });
+    let cancel = CancellationToken::new();
+    let mut local_addrs = Vec::with_capacity(listeners.len());
+    let mut mappings = Vec::with_capacity(listeners.len());
+    let mut tasks = Vec::with_capacity(listeners.len());
+    for (listener, mapping) in listeners.into_iter().zip(&config.mappings) {
+        let addr = listener.local_addr().unwrap_or(mapping.listen);
+        local_addrs.push(addr);
+        mappings.push(Mapping {
+            listen: addr,
+            upstream: mapping.upstream.clone(),
+        });
+        tracing::info!("proxy listening on {addr} -> {}", mapping.upstream);
+        tasks.push(tokio::spawn(accept_loop(
+            listener,
+            Arc::new(mapping.upstream.clone()),
+            runtime.clone(),
+            cancel.clone(),
+        )));
+    }
+    Ok(ProxyHandle {
+        local_addrs,
+        mappings,
+        runtime,
+        cancel,
+        listeners: tasks,
+    })
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    upstream: Arc<Upstream>,
+    runtime: Arc<Runtime>,
+    cancel: CancellationToken,
+) {
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    connections.spawn(relay::serve(stream, upstream.clone(), runtime.clone()));
+                }
+                Err(e) => {
+                    // E.g. too many open files: back off instead of spinning.
+                    tracing::warn!("accept on {:?} failed: {e}", listener.local_addr().ok());
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+    }
+    drop(listener);
+    connections.shutdown().await;
+}

@@ -1,0 +1,525 @@
+//! Configuration of a proxy run: mappings, faults, seed. Shared by `fault run` and the scenario tools.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::mapping::Mapping;
+
+/// A value that could not be parsed; the message names the value and what is accepted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ParseError(pub String);
+
+impl ParseError {
+    pub(crate) fn new(msg: impl Into<String>) -> Self {
+        Self(msg.into())
+    }
+}
+
+/// Everything one proxy needs. `Default` gives no mappings, no faults, random seed.
+#[derive(Debug, Clone, Default)]
+pub struct ProxyConfig {
+    pub mappings: Vec<Mapping>,
+    pub faults: Vec<FaultSpec>,
+    /// With a seed, every random decision (probability, latency samples, loss) is reproducible.
+    pub seed: Option<u64>,
+    /// Length of the run; needed by schedules written in percent.
+    pub run_duration: Option<Duration>,
+    /// An extra PEM CA bundle trusted for `https://` upstreams (besides the system roots).
+    /// When `None`, the `FAULT_PROXY_EXTRA_CA` environment variable is read.
+    pub extra_ca: Option<PathBuf>,
+    /// How long to wait for an upstream to accept a connection (default 10 s).
+    pub connect_timeout: Option<Duration>,
+}
+
+/// Which end of the relay a fault stands at (see the table in DESIGN.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    Client,
+    #[default]
+    Server,
+}
+
+/// Which bytes at that end: arriving (ingress), leaving (egress) or both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    #[default]
+    Ingress,
+    Egress,
+    Both,
+}
+
+/// One of the two byte flows of a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Flow {
+    /// Client → upstream.
+    Request,
+    /// Upstream → client.
+    Response,
+}
+
+impl Flow {
+    pub(crate) fn index(self) -> usize {
+        match self {
+            Flow::Request => 0,
+            Flow::Response => 1,
+        }
+    }
+}
+
+impl Side {
+    /// The flows that `side` + `direction` select, per the DESIGN table:
+    /// server/ingress = response, server/egress = request, client/ingress = request, client/egress = response.
+    pub fn flows(self, direction: Direction) -> &'static [Flow] {
+        match (self, direction) {
+            (_, Direction::Both) => &[Flow::Request, Flow::Response],
+            (Side::Server, Direction::Ingress) | (Side::Client, Direction::Egress) => {
+                &[Flow::Response]
+            }
+            (Side::Server, Direction::Egress) | (Side::Client, Direction::Ingress) => {
+                &[Flow::Request]
+            }
+        }
+    }
+}
+
+impl FromStr for Side {
+    type Err = ParseError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "client" => Ok(Side::Client),
+            "server" => Ok(Side::Server),
+            _ => Err(ParseError::new(format!(
+                "side must be one of client, server; got '{s}'"
+            ))),
+        }
+    }
+}
+
+impl FromStr for Direction {
+    type Err = ParseError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "ingress" => Ok(Direction::Ingress),
+            "egress" => Ok(Direction::Egress),
+            "both" => Ok(Direction::Both),
+            _ => Err(ParseError::new(format!(
+                "direction must be one of ingress, egress, both; got '{s}'"
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for Side {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Side::Client => "client",
+            Side::Server => "server",
+        })
+    }
+}
+
+impl fmt::Display for Direction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Direction::Ingress => "ingress",
+            Direction::Egress => "egress",
+            Direction::Both => "both",
+        })
+    }
+}
+
+/// A point or a length of time in a schedule: a share of the run or an absolute time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SchedTime {
+    /// A fraction of the run duration (0.1 = 10%).
+    Fraction(f64),
+    Absolute(Duration),
+}
+
+impl SchedTime {
+    fn resolve(self, run: Option<Duration>) -> Option<Duration> {
+        match self {
+            SchedTime::Absolute(d) => Some(d),
+            SchedTime::Fraction(f) => run.map(|r| r.mul_f64(f)),
+        }
+    }
+}
+
+/// When a fault is active, counted from the proxy's start: `start:10%,duration:50%` or `start:5s,duration:10s`.
+/// Without `duration` the fault stays on until the end.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Schedule {
+    pub start: SchedTime,
+    pub duration: Option<SchedTime>,
+}
+
+impl Schedule {
+    /// The active window `[start, end)` from the proxy's start; `None` when a percentage needs a run duration.
+    pub fn window(&self, run: Option<Duration>) -> Option<(Duration, Option<Duration>)> {
+        let start = self.start.resolve(run)?;
+        let end = match self.duration {
+            Some(d) => Some(start + d.resolve(run)?),
+            None => None,
+        };
+        Some((start, end))
+    }
+
+    fn needs_run_duration(&self) -> bool {
+        matches!(self.start, SchedTime::Fraction(_))
+            || matches!(self.duration, Some(SchedTime::Fraction(_)))
+    }
+}
+
+fn parse_sched_time(raw: &str, whole: &str) -> Result<SchedTime, ParseError> {
+    let v = raw.trim();
+    if let Some(pct) = v.strip_suffix('%') {
+        let p: f64 = pct.trim().parse().map_err(|_| {
+            ParseError::new(format!(
+                "schedule '{whole}': '{v}' is not a percentage such as 10%"
+            ))
+        })?;
+        if !(0.0..=100.0).contains(&p) {
+            return Err(ParseError::new(format!(
+                "schedule '{whole}': '{v}' must be between 0% and 100%"
+            )));
+        }
+        return Ok(SchedTime::Fraction(p / 100.0));
+    }
+    humantime::parse_duration(v)
+        .map(SchedTime::Absolute)
+        .map_err(|_| {
+            ParseError::new(format!(
+                "schedule '{whole}': '{v}' is neither a percentage (10%) nor a duration (5s, 500ms)"
+            ))
+        })
+}
+
+impl FromStr for Schedule {
+    type Err = ParseError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let mut start = None;
+        let mut duration = None;
+        for part in s.split([',', ';']).map(str::trim).filter(|p| !p.is_empty()) {
+            let (key, value) = part.split_once(':').ok_or_else(|| {
+                ParseError::new(format!(
+                    "schedule '{s}': '{part}' must be key:value with key start or duration"
+                ))
+            })?;
+            match key.trim().to_ascii_lowercase().as_str() {
+                "start" => start = Some(parse_sched_time(value, s)?),
+                "duration" => duration = Some(parse_sched_time(value, s)?),
+                other => {
+                    return Err(ParseError::new(format!(
+                        "schedule '{s}': unknown key '{other}'; accepted: start, duration"
+                    )));
+                }
+            }
+        }
+        if start.is_none() && duration.is_none() {
+            return Err(ParseError::new(format!(
+                "schedule '{s}' is empty; expected e.g. start:10%,duration:50% or start:5s,duration:10s"
+            )));
+        }
+        Ok(Schedule {
+            start: start.unwrap_or(SchedTime::Absolute(Duration::ZERO)),
+            duration,
+        })
+    }
+}
+
+/// What every fault has: where it applies, how often, when.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FaultCommon {
+    pub side: Side,
+    pub direction: Direction,
+    /// Share of messages the fault applies to, 0.0..=1.0 (a message: the bytes a flow carries
+    /// before the other flow answers, e.g. one HTTP request or one response).
+    pub probability: f64,
+    pub schedule: Option<Schedule>,
+}
+
+impl Default for FaultCommon {
+    fn default() -> Self {
+        Self {
+            side: Side::Server,
+            direction: Direction::Ingress,
+            probability: 1.0,
+            schedule: None,
+        }
+    }
+}
+
+/// Shape of the latency samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LatencyDistribution {
+    /// Uniform over mean ± √3·stddev.
+    Uniform,
+    #[default]
+    Normal,
+    /// Pareto with the given mean and standard deviation (heavy right tail).
+    Pareto,
+    /// 75% normal + 25% pareto, like netem's paretonormal.
+    ParetoNormal,
+}
+
+impl FromStr for LatencyDistribution {
+    type Err = ParseError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().replace('_', "-").as_str() {
+            "uniform" => Ok(Self::Uniform),
+            "normal" => Ok(Self::Normal),
+            "pareto" => Ok(Self::Pareto),
+            "pareto-normal" | "paretonormal" => Ok(Self::ParetoNormal),
+            _ => Err(ParseError::new(format!(
+                "latency distribution must be one of uniform, normal, pareto, pareto-normal; got '{s}'"
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for LatencyDistribution {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Uniform => "uniform",
+            Self::Normal => "normal",
+            Self::Pareto => "pareto",
+            Self::ParetoNormal => "pareto-normal",
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LatencySpec {
+    pub common: FaultCommon,
+    pub mean: Duration,
+    pub stddev: Duration,
+    pub distribution: LatencyDistribution,
+    pub min: Option<Duration>,
+    pub max: Option<Duration>,
+    /// Delay every read/write instead of once per message.
+    pub per_read_write: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct JitterSpec {
+    pub common: FaultCommon,
+    /// Largest delay one spike adds.
+    pub amplitude: Duration,
+    /// Spikes per second (a Poisson process).
+    pub frequency: f64,
+}
+
+/// Units of a bandwidth rate: bytes per second, decimal multiples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum BandwidthUnit {
+    #[default]
+    Bps,
+    KBps,
+    MBps,
+    GBps,
+}
+
+impl BandwidthUnit {
+    pub fn bytes_per_unit(self) -> u64 {
+        match self {
+            Self::Bps => 1,
+            Self::KBps => 1_000,
+            Self::MBps => 1_000_000,
+            Self::GBps => 1_000_000_000,
+        }
+    }
+}
+
+impl FromStr for BandwidthUnit {
+    type Err = ParseError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "bps" => Ok(Self::Bps),
+            "kbps" => Ok(Self::KBps),
+            "mbps" => Ok(Self::MBps),
+            "gbps" => Ok(Self::GBps),
+            _ => Err(ParseError::new(format!(
+                "bandwidth unit must be one of Bps, KBps, MBps, GBps (bytes per second; lower-case accepted); got '{s}'"
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for BandwidthUnit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Bps => "Bps",
+            Self::KBps => "KBps",
+            Self::MBps => "MBps",
+            Self::GBps => "GBps",
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct BandwidthSpec {
+    pub common: FaultCommon,
+    pub rate: u64,
+    pub unit: BandwidthUnit,
+}
+
+impl BandwidthSpec {
+    pub fn bytes_per_second(&self) -> u64 {
+        self.rate.saturating_mul(self.unit.bytes_per_unit())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PacketLossSpec {
+    pub common: FaultCommon,
+    /// Share of segments lost, 0.0..1.0 (default 0.05).
+    pub rate: f64,
+    /// Mean length of a loss burst in segments (Gilbert-Elliott); `None` = independent losses.
+    pub burst_length: Option<f64>,
+    /// First retransmission timeout; doubles each time the same segment is lost again.
+    pub rto: Duration,
+}
+
+impl Default for PacketLossSpec {
+    fn default() -> Self {
+        Self {
+            common: FaultCommon::default(),
+            rate: 0.05,
+            burst_length: None,
+            rto: Duration::from_millis(200),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct BlackholeSpec {
+    pub common: FaultCommon,
+}
+
+/// One fault of a proxy.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FaultSpec {
+    Latency(LatencySpec),
+    Jitter(JitterSpec),
+    Bandwidth(BandwidthSpec),
+    PacketLoss(PacketLossSpec),
+    Blackhole(BlackholeSpec),
+}
+
+impl FaultSpec {
+    /// Short name of the fault kind, as used in stats and logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            FaultSpec::Latency(_) => "latency",
+            FaultSpec::Jitter(_) => "jitter",
+            FaultSpec::Bandwidth(_) => "bandwidth",
+            FaultSpec::PacketLoss(_) => "packet_loss",
+            FaultSpec::Blackhole(_) => "blackhole",
+        }
+    }
+
+    pub fn common(&self) -> &FaultCommon {
+        match self {
+            FaultSpec::Latency(s) => &s.common,
+            FaultSpec::Jitter(s) => &s.common,
+            FaultSpec::Bandwidth(s) => &s.common,
+            FaultSpec::PacketLoss(s) => &s.common,
+            FaultSpec::Blackhole(s) => &s.common,
+        }
+    }
+
+    /// Checks the values a parser could not (ranges, schedules that need a run duration).
+    pub fn validate(&self, run_duration: Option<Duration>) -> Result<(), ParseError> {
+        let kind = self.kind();
+        let common = self.common();
+        if !(0.0..=1.0).contains(&common.probability) {
+            return Err(ParseError::new(format!(
+                "{kind} probability must be between 0.0 and 1.0; got {}",
+                common.probability
+            )));
+        }
+        if let Some(s) = &common.schedule
+            && s.needs_run_duration()
+            && run_duration.is_none()
+        {
+            return Err(ParseError::new(format!(
+                "{kind} schedule uses percentages, which need a run duration (--duration)"
+            )));
+        }
+        match self {
+            FaultSpec::Latency(l) => {
+                if let (Some(min), Some(max)) = (l.min, l.max)
+                    && min > max
+                {
+                    return Err(ParseError::new(format!(
+                        "latency min ({min:?}) is above latency max ({max:?})"
+                    )));
+                }
+            }
+            FaultSpec::Jitter(j) => {
+                if !(j.frequency.is_finite() && j.frequency > 0.0) {
+                    return Err(ParseError::new(format!(
+                        "jitter frequency must be a positive number of Hz; got {}",
+                        j.frequency
+                    )));
+                }
+            }
+            FaultSpec::Bandwidth(b) => {
+                if b.bytes_per_second() == 0 {
+                    return Err(ParseError::new(
+                        "bandwidth rate must be above 0 (e.g. --bandwidth-rate 1000 --bandwidth-unit KBps)",
+                    ));
+                }
+            }
+            FaultSpec::PacketLoss(p) => {
+                if !(0.0..1.0).contains(&p.rate) {
+                    return Err(ParseError::new(format!(
+                        "packet loss rate must be in [0, 1) (e.g. 0.05 or 5%); got {}",
+                        p.rate
+                    )));
+                }
+                if let Some(b) = p.burst_length
+                    && !(b.is_finite() && b >= 1.0)
+                {
+                    return Err(ParseError::new(format!(
+                        "packet loss burst length must be at least 1 segment; got {b}"
+                    )));
+                }
+                if p.rto.is_zero() {
+                    return Err(ParseError::new("packet loss rto must be above 0"));
+                }
+            }
+            FaultSpec::Blackhole(_) => {}
+        }
+        Ok(())
+    }
+}
+
+/// A loss rate written as a fraction (0.05) or a percentage (5%).
+pub fn parse_rate(raw: &str) -> Result<f64, ParseError> {
+    let v = raw.trim();
+    let (num, scale) = match v.strip_suffix('%') {
+        Some(p) => (p.trim(), 100.0),
+        None => (v, 1.0),
+    };
+    let x: f64 = num.parse().map_err(|_| {
+        ParseError::new(format!(
+            "rate '{raw}' is not a number; expected e.g. 0.05 or 5%"
+        ))
+    })?;
+    let rate = x / scale;
+    if !(0.0..1.0).contains(&rate) {
+        return Err(ParseError::new(format!(
+            "rate '{raw}' must be in [0, 1) (a fraction) or [0%, 100%)"
+        )));
+    }
+    Ok(rate)
+}

@@ -1,0 +1,313 @@
+//! Per-connection relay: two flows, each a read → stages → write loop, bytes never reordered.
+
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use rand::RngExt;
+use rand::rngs::StdRng;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+
+use super::config::{FaultSpec, Flow};
+use super::faults::{self, Chunk, Shared, Stage, Verdict};
+use super::mapping::Upstream;
+
+/// Read buffer per flow: large, allocated once per connection.
+const BUFFER: usize = 64 * 1024;
+
+/// Proxy-wide counters.
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub connections_total: AtomicU64,
+    pub connections_active: AtomicU64,
+    pub upstream_failures: AtomicU64,
+    /// Bytes written, indexed by `Flow::index` (request = to upstream, response = to client).
+    pub bytes: [AtomicU64; 2],
+}
+
+/// A configured fault, ready to build stages for new connections.
+pub(crate) struct Plan {
+    pub spec: FaultSpec,
+    pub shared: Shared,
+    pub flows: [bool; 2],
+    /// Active window from the proxy's start; `None` = always.
+    pub window: Option<(Duration, Option<Duration>)>,
+    pub applied: AtomicU64,
+}
+
+impl Plan {
+    fn active_at(&self, since_start: Duration) -> bool {
+        match self.window {
+            None => true,
+            Some((start, end)) => since_start >= start && end.is_none_or(|e| since_start < e),
+        }
+    }
+}
+
+/// What every connection of a proxy shares.
+pub(crate) struct Runtime {
+    pub plans: Vec<Plan>,
+    pub seed: Option<u64>,
+    pub started: Instant,
+    pub counters: Counters,
+    pub tls: Option<tokio_rustls::TlsConnector>,
+    pub connect_timeout: Duration,
+    pub next_connection: AtomicU64,
+}
+
+/// Decrements the live-connection gauge however the task ends (including abort at stop).
+struct LiveGuard<'a>(&'a AtomicU64);
+
+impl Drop for LiveGuard<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Serves one accepted client connection until both flows end, an error, or abort.
+pub(crate) async fn serve(client: TcpStream, upstream: Arc<Upstream>, rt: Arc<Runtime>) {
+    rt.counters
+        .connections_total
+        .fetch_add(1, Ordering::Relaxed);
+    rt.counters
+        .connections_active
+        .fetch_add(1, Ordering::Relaxed);
+    let _live = LiveGuard(&rt.counters.connections_active);
+    let id = rt.next_connection.fetch_add(1, Ordering::Relaxed);
+    let peer = client.peer_addr().ok();
+    let _ = client.set_nodelay(true);
+
+    let connect = TcpStream::connect((upstream.host.as_str(), upstream.port));
+    let server = match tokio::time::timeout(rt.connect_timeout, connect).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            rt.counters
+                .upstream_failures
+                .fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(
+                "connection from {peer:?}: upstream {upstream} unreachable: {e}; closing it"
+            );
+            return;
+        }
+        Err(_) => {
+            rt.counters
+                .upstream_failures
+                .fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(
+                "connection from {peer:?}: upstream {upstream} did not accept within {:?}; closing it",
+                rt.connect_timeout
+            );
+            return;
+        }
+    };
+    let _ = server.set_nodelay(true);
+
+    let outcome = if upstream.tls {
+        let Some(connector) = rt.tls.as_ref() else {
+            tracing::error!("no TLS connector for {upstream}");
+            return;
+        };
+        let name = match rustls::pki_types::ServerName::try_from(upstream.host.clone()) {
+            Ok(n) => n,
+            Err(e) => {
+                tracing::warn!("upstream {upstream}: invalid TLS server name: {e}");
+                return;
+            }
+        };
+        match connector.connect(name, server).await {
+            Ok(tls) => relay(client, tls, id, &rt).await,
+            Err(e) => {
+                rt.counters
+                    .upstream_failures
+                    .fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(
+                    "upstream {upstream}: TLS handshake failed: {e}; closing the client connection"
+                );
+                return;
+            }
+        }
+    } else {
+        relay(client, server, id, &rt).await
+    };
+    match outcome {
+        Ok(()) => tracing::debug!("connection {id} from {peer:?} to {upstream} ended"),
+        Err(e) => tracing::debug!("connection {id} from {peer:?} to {upstream} ended: {e}"),
+    }
+}
+
+/// A stage with the plan it comes from and its per-message decision.
+struct ActiveStage {
+    stage: Box<dyn Stage>,
+    plan: usize,
+    rng: StdRng,
+    /// Whether the fault applies to the current message (probability is rolled per message).
+    applies: Option<bool>,
+}
+
+fn stages_for(rt: &Runtime, flow: Flow, connection: u64) -> Vec<ActiveStage> {
+    rt.plans
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.flows[flow.index()])
+        .map(|(i, p)| ActiveStage {
+            stage: faults::new_stage(&p.spec, &p.shared),
+            plan: i,
+            rng: faults::stage_rng(rt.seed, connection, i, flow),
+            applies: None,
+        })
+        .collect()
+}
+
+async fn relay<C, U>(client: C, upstream: U, id: u64, rt: &Runtime) -> io::Result<()>
+where
+    C: AsyncRead + AsyncWrite + Unpin,
+    U: AsyncRead + AsyncWrite + Unpin,
+{
+    let (client_read, client_write) = tokio::io::split(client);
+    let (upstream_read, upstream_write) = tokio::io::split(upstream);
+    let turns = [AtomicU64::new(0), AtomicU64::new(0)];
+    let request = pump(
+        client_read,
+        upstream_write,
+        Flow::Request,
+        stages_for(rt, Flow::Request, id),
+        rt,
+        &turns,
+    );
+    let response = pump(
+        upstream_read,
+        client_write,
+        Flow::Response,
+        stages_for(rt, Flow::Response, id),
+        rt,
+        &turns,
+    );
+    tokio::pin!(request, response);
+    let (mut request_done, mut response_done) = (false, false);
+    while !(request_done && response_done) {
+        tokio::select! {
+            r = &mut request, if !request_done => { r?; request_done = true; }
+            r = &mut response, if !response_done => { r?; response_done = true; }
+        }
+    }
+    Ok(())
+}
+
+/// Moves one flow's bytes until EOF (then half-closes the writer) or an error.
+async fn pump<R, W>(
+    mut reader: R,
+    mut writer: W,
+    flow: Flow,
+    mut stages: Vec<ActiveStage>,
+    rt: &Runtime,
+    turns: &[AtomicU64; 2],
+) -> io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let me = flow.index();
+    let other = 1 - me;
+    let written = &rt.counters.bytes[me];
+    let mut buf = vec![0u8; BUFFER];
+
+    if stages.is_empty() {
+        // Pass-through: nothing between read and write.
+        loop {
+            let n = reader.read(&mut buf).await?;
+            if n == 0 {
+                let _ = writer.shutdown().await;
+                return Ok(());
+            }
+            turns[me].fetch_add(1, Ordering::Relaxed);
+            writer.write_all(&buf[..n]).await?;
+            writer.flush().await?;
+            written.fetch_add(n as u64, Ordering::Relaxed);
+        }
+    }
+
+    let piece_size = stages
+        .iter()
+        .filter_map(|s| s.stage.max_chunk())
+        .min()
+        .unwrap_or(BUFFER)
+        .max(1);
+    let mut seen_other = 0u64;
+    let mut first = true;
+    loop {
+        let n = reader.read(&mut buf).await?;
+        if n == 0 {
+            let _ = writer.shutdown().await;
+            return Ok(());
+        }
+        let other_now = turns[other].load(Ordering::Relaxed);
+        let starts_message = first || other_now != seen_other;
+        seen_other = other_now;
+        first = false;
+        turns[me].fetch_add(1, Ordering::Relaxed);
+
+        for (i, piece) in buf[..n].chunks(piece_size).enumerate() {
+            let new_message = starts_message && i == 0;
+            let now = Instant::now();
+            let since_start = now.saturating_duration_since(rt.started);
+            let mut delay = Duration::ZERO;
+            let mut replaced: Option<Bytes> = None;
+            let mut dropped = false;
+            for active in stages.iter_mut() {
+                let plan = &rt.plans[active.plan];
+                if !plan.active_at(since_start) {
+                    continue;
+                }
+                if new_message || active.applies.is_none() {
+                    let p = plan.spec.common().probability;
+                    active.applies = Some(p >= 1.0 || active.rng.random::<f64>() < p);
+                }
+                if active.applies != Some(true) {
+                    continue;
+                }
+                let chunk = Chunk {
+                    bytes: replaced.as_deref().unwrap_or(piece),
+                    flow,
+                    new_message,
+                    now,
+                };
+                let verdict = active.stage.on_chunk(&chunk, &mut active.rng);
+                if verdict != Verdict::Pass {
+                    plan.applied.fetch_add(1, Ordering::Relaxed);
+                }
+                match verdict {
+                    Verdict::Pass => {}
+                    Verdict::Delay(d) => delay += d,
+                    Verdict::Drop => {
+                        dropped = true;
+                        break;
+                    }
+                    Verdict::Replace(bytes) => replaced = Some(bytes),
+                    Verdict::Close => {
+                        let _ = writer.shutdown().await;
+                        return Err(io::Error::new(
+                            io::ErrorKind::ConnectionAborted,
+                            format!("closed by the {} fault", plan.spec.kind()),
+                        ));
+                    }
+                }
+            }
+            if dropped {
+                continue;
+            }
+            if !delay.is_zero() {
+                tokio::time::sleep_until(now + delay).await;
+            }
+            let out = replaced.as_deref().unwrap_or(piece);
+            if !out.is_empty() {
+                writer.write_all(out).await?;
+                writer.flush().await?;
+                written.fetch_add(out.len() as u64, Ordering::Relaxed);
+            }
+        }
+    }
+}
