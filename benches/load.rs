@@ -44,7 +44,8 @@ fn serve() {
         // The parent closes our stdin when it is done.
         tokio::spawn(async {
             let mut line = String::new();
-            let _ = tokio::task::spawn_blocking(move || std::io::stdin().read_line(&mut line)).await;
+            let _ =
+                tokio::task::spawn_blocking(move || std::io::stdin().read_line(&mut line)).await;
             std::process::exit(0);
         });
         loop {

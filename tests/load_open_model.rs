@@ -19,9 +19,13 @@ fn plan(url: &str, num_clients: u32, rps: u32, duration_ms: u64, timeout_ms: u64
 }
 
 async fn run(plan: &LoadPlan) -> load::LoadReport {
-    load::run(plan, &CancellationToken::new(), Arc::new(Progress::default()))
-        .await
-        .unwrap()
+    load::run(
+        plan,
+        &CancellationToken::new(),
+        Arc::new(Progress::default()),
+    )
+    .await
+    .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -32,11 +36,22 @@ async fn starts_exactly_the_planned_requests_and_reuses_connections() {
     assert_eq!(samples.requests(), 400);
     assert_eq!(samples.success, 400);
     assert_eq!(upstream.served(), 400);
-    assert_eq!(samples.body_bytes, 400 * scenario_support::TODO.len() as u64);
+    assert_eq!(
+        samples.body_bytes,
+        400 * scenario_support::TODO.len() as u64
+    );
     // A fast service: each client keeps about one connection.
-    assert!(report.connections_opened <= 12, "{}", report.connections_opened);
+    assert!(
+        report.connections_opened <= 12,
+        "{}",
+        report.connections_opened
+    );
     // Open model: the run lasts about the schedule.
-    assert!(report.elapsed < Duration::from_millis(2500), "{:?}", report.elapsed);
+    assert!(
+        report.elapsed < Duration::from_millis(2500),
+        "{:?}",
+        report.elapsed
+    );
     assert_eq!(samples.per_second.len(), 2);
     assert_eq!(samples.per_second[0].requests, 200);
 }
@@ -51,7 +66,11 @@ async fn a_slow_service_shows_up_as_latency_not_as_fewer_requests() {
     assert_eq!(samples.success, 40);
     let p50_ms = samples.all_us.value_at_quantile(0.5) as f64 / 1000.0;
     assert!((500.0..560.0).contains(&p50_ms), "p50 {p50_ms}");
-    assert!(report.connections_opened >= 8, "{}", report.connections_opened);
+    assert!(
+        report.connections_opened >= 8,
+        "{}",
+        report.connections_opened
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -66,7 +85,14 @@ async fn outcomes_are_counted_apart() {
     assert_eq!(report.samples.http_errors.get(&503), Some(&5));
 
     let closed = scenario_support::free_port().await;
-    let report = run(&plan(&format!("http://127.0.0.1:{closed}/"), 1, 5, 1000, 1000)).await;
+    let report = run(&plan(
+        &format!("http://127.0.0.1:{closed}/"),
+        1,
+        5,
+        1000,
+        1000,
+    ))
+    .await;
     assert_eq!(report.samples.transport_errors, 5);
     assert!(report.samples.transport_error_examples[0].contains("connect"));
 }

@@ -144,7 +144,10 @@ fn markdown_has_the_guide_layout_and_the_breakdown() {
         "| Baseline (no fault) | 20.0",
         "```text\np50 ",
     ] {
-        assert!(markdown.contains(needle), "missing {needle:?} in\n{markdown}");
+        assert!(
+            markdown.contains(needle),
+            "missing {needle:?} in\n{markdown}"
+        );
     }
     let comparison = report.comparison.as_ref().unwrap();
     assert_eq!(comparison.baseline_errors, 0);

@@ -69,12 +69,13 @@ impl Connector {
         let stream = match &self.tls {
             None => Stream::Plain(tcp),
             Some((connector, name)) => {
-                let tls = connector.connect(name.clone(), tcp).await.map_err(|source| {
-                    ExchangeError::Tls {
+                let tls = connector
+                    .connect(name.clone(), tcp)
+                    .await
+                    .map_err(|source| ExchangeError::Tls {
                         host: name.to_str().into_owned(),
                         source,
-                    }
-                })?;
+                    })?;
                 Stream::Tls(Box::new(tls))
             }
         };
@@ -124,18 +125,20 @@ impl Pool {
 
     /// Sends one request and reads the whole body.
     pub async fn exchange(&self, target: &Target) -> Result<Answer, ExchangeError> {
-        if let Some(mut sender) = self.take_idle() {
-            if sender.ready().await.is_ok() {
-                match self.send_on(sender, target).await {
-                    Ok(answer) => return Ok(answer),
-                    // Nothing came back on a reused connection: it was closed under us; retry fresh.
-                    Err(SendError::BeforeResponse(_)) => {}
-                    Err(SendError::AfterResponse(e)) => return Err(e),
-                }
+        if let Some(mut sender) = self.take_idle()
+            && sender.ready().await.is_ok()
+        {
+            match self.send_on(sender, target).await {
+                Ok(answer) => return Ok(answer),
+                // Nothing came back on a reused connection: it was closed under us; retry fresh.
+                Err(SendError::BeforeResponse(_)) => {}
+                Err(SendError::AfterResponse(e)) => return Err(e),
             }
         }
         let sender = self.connector.open().await?;
-        self.send_on(sender, target).await.map_err(SendError::into_inner)
+        self.send_on(sender, target)
+            .await
+            .map_err(SendError::into_inner)
     }
 
     async fn send_on(

@@ -37,7 +37,9 @@ pub const GRACE: Duration = Duration::from_secs(2);
 
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    #[error("url: '{url}' is not a valid absolute URL ({reason}); expected e.g. http://127.0.0.1:9090/path")]
+    #[error(
+        "url: '{url}' is not a valid absolute URL ({reason}); expected e.g. http://127.0.0.1:9090/path"
+    )]
     Url { url: String, reason: String },
     #[error("url: scheme '{0}' is not supported; use http or https")]
     Scheme(String),
@@ -175,11 +177,8 @@ impl Target {
             addr,
             reason,
         };
-        match tokio::time::timeout(
-            Duration::from_secs(3),
-            tokio::net::TcpStream::connect(addr),
-        )
-        .await
+        match tokio::time::timeout(Duration::from_secs(3), tokio::net::TcpStream::connect(addr))
+            .await
         {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(e)) => Err(unreachable(e.to_string())),
@@ -281,6 +280,8 @@ pub async fn run(
     });
 
     let stop = cancel.child_token();
+    // If this future is dropped mid-run, the schedulers and in-flight requests stop with it.
+    let _stop_on_drop = stop.clone().drop_guard();
     let started_at = chrono::Utc::now();
     let start = Instant::now();
     let shared = Arc::new(Shared {

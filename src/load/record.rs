@@ -96,13 +96,7 @@ impl Samples {
     }
 
     /// Records one request scheduled in `second` that ended after `latency` with `outcome`.
-    pub fn record(
-        &mut self,
-        second: usize,
-        latency: Duration,
-        outcome: Outcome,
-        body_bytes: u64,
-    ) {
+    pub fn record(&mut self, second: usize, latency: Duration, outcome: Outcome, body_bytes: u64) {
         let us = (latency.as_micros() as u64).max(1);
         self.all_us.saturating_record(us);
         self.sum_us += u128::from(us);

@@ -412,6 +412,7 @@ pub enum FaultSpec {
     Bandwidth(BandwidthSpec),
     PacketLoss(PacketLossSpec),
     Blackhole(BlackholeSpec),
+    HttpError(super::faults::http_error::HttpErrorSpec),
 }
 
 impl FaultSpec {
@@ -423,6 +424,7 @@ impl FaultSpec {
             FaultSpec::Bandwidth(_) => "bandwidth",
             FaultSpec::PacketLoss(_) => "packet_loss",
             FaultSpec::Blackhole(_) => "blackhole",
+            FaultSpec::HttpError(_) => "http_error",
         }
     }
 
@@ -433,6 +435,7 @@ impl FaultSpec {
             FaultSpec::Bandwidth(s) => &s.common,
             FaultSpec::PacketLoss(s) => &s.common,
             FaultSpec::Blackhole(s) => &s.common,
+            FaultSpec::HttpError(s) => &s.common,
         }
     }
 
@@ -498,6 +501,7 @@ impl FaultSpec {
                 }
             }
             FaultSpec::Blackhole(_) => {}
+            FaultSpec::HttpError(h) => h.validate()?,
         }
         Ok(())
     }

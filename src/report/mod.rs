@@ -42,7 +42,11 @@ impl Slo {
     }
 
     pub fn name(&self) -> String {
-        format!("{}% @ {}ms", trim_float(self.objective), trim_float(self.threshold_ms))
+        format!(
+            "{}% @ {}ms",
+            trim_float(self.objective),
+            trim_float(self.threshold_ms)
+        )
     }
 }
 

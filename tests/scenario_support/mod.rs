@@ -13,7 +13,9 @@ use std::{
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, Full};
-use hyper::{Request, Response, StatusCode, body::Incoming, server::conn::http1, service::service_fn};
+use hyper::{
+    Request, Response, StatusCode, body::Incoming, server::conn::http1, service::service_fn,
+};
 use hyper_util::{
     client::legacy::Client,
     rt::{TokioExecutor, TokioIo},
