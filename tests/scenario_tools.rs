@@ -333,6 +333,31 @@ async fn direct_topology_puts_the_proxy_in_front_of_the_url() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn direct_topology_works_for_https_with_the_service_certificate() {
+    let upstream = scenario_support::upstream_tls().await;
+    let ca = scenario_support::tls_fixtures().join("ca.pem");
+    let client = common::spawn_with(common::ServerSpec {
+        env: [(
+            "FAULT_PROXY_EXTRA_CA".to_owned(),
+            ca.to_string_lossy().into_owned(),
+        )]
+        .into(),
+        ..Default::default()
+    })
+    .await;
+    let url = format!("https://127.0.0.1:{}/todos/1", upstream.addr.port());
+    let (markdown, report) = scenario(
+        &client,
+        "fault_run_latency_impact_scenario",
+        json!({"url": url, "latency": 100, "duration": "1s", "rps": 4}),
+    )
+    .await;
+    assert_eq!(report["run"]["outcomes"]["success"], 4, "{markdown}");
+    assert!(p(&report["run"], "p50") >= 100.0, "{markdown}");
+    assert_eq!(upstream.served(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_inputs_are_tool_errors_naming_the_field() {
     let upstream = scenario_support::upstream().await;
     let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -195,23 +195,6 @@ impl Target {
     }
 }
 
-/// A client TLS configuration trusting the system's roots, using the ring provider.
-pub(super) fn tls_connector() -> Result<TlsConnector, rustls::Error> {
-    let mut roots = rustls::RootCertStore::empty();
-    let loaded = rustls_native_certs::load_native_certs();
-    for cert in loaded.certs {
-        // A broken system certificate must not prevent the others from loading.
-        let _ = roots.add(cert);
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(TlsConnector::from(Arc::new(config)))
-}
-
 enum Stream {
     Plain(TcpStream),
     Tls(Box<TlsStream<TcpStream>>),

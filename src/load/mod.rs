@@ -266,7 +266,9 @@ pub async fn run(
         None => plan.target.resolve().await?,
     };
     let tls = if plan.target.is_tls() {
-        let connector = client::tls_connector().map_err(|e| LoadError::Tls(e.to_string()))?;
+        // The proxy's TLS setup: system roots plus the CA in $FAULT_PROXY_EXTRA_CA, if any.
+        let connector =
+            crate::proxy::tls::connector(None).map_err(|e| LoadError::Tls(e.to_string()))?;
         let name = rustls::pki_types::ServerName::try_from(plan.target.host().to_owned())
             .map_err(|e| LoadError::Tls(format!("server name '{}': {e}", plan.target.host())))?;
         Some((connector, name))

@@ -59,6 +59,35 @@ where
     F: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
     Fut: std::future::Future<Output = Response<Body>> + Send + 'static,
 {
+    serve_with(handler, None).await
+}
+
+/// The test certificate (CN fault test CA; SAN localhost, 127.0.0.1) as a TLS acceptor.
+pub fn tls_acceptor() -> tokio_rustls::TlsAcceptor {
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject};
+    let dir = tls_fixtures();
+    let certs = vec![CertificateDer::from_pem_file(dir.join("server.pem")).unwrap()];
+    let key = PrivateKeyDer::from_pem_file(dir.join("server.key")).unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(certs, key)
+    .unwrap();
+    tokio_rustls::TlsAcceptor::from(Arc::new(config))
+}
+
+pub fn tls_fixtures() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls")
+}
+
+async fn serve_with<F, Fut>(handler: F, tls: Option<tokio_rustls::TlsAcceptor>) -> Server
+where
+    F: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Response<Body>> + Send + 'static,
+{
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let requests = Arc::new(AtomicU64::new(0));
@@ -72,15 +101,27 @@ where
             let _ = stream.set_nodelay(true);
             let handler = handler.clone();
             let counter = counter.clone();
+            let tls = tls.clone();
             connections.spawn(async move {
                 let service = service_fn(move |req| {
                     counter.fetch_add(1, Ordering::Relaxed);
                     let handler = handler.clone();
                     async move { Ok::<_, Infallible>(handler(req).await) }
                 });
-                let _ = http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
+                match tls {
+                    None => {
+                        let _ = http1::Builder::new()
+                            .serve_connection(TokioIo::new(stream), service)
+                            .await;
+                    }
+                    Some(acceptor) => {
+                        if let Ok(stream) = acceptor.accept(stream).await {
+                            let _ = http1::Builder::new()
+                                .serve_connection(TokioIo::new(stream), service)
+                                .await;
+                        }
+                    }
+                }
             });
         }
     });
@@ -100,7 +141,16 @@ fn respond(status: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
 /// The upstream: `/todos/1` (JSON), `/bytes/N` (N pattern bytes), `/delay/MS` (answers after MS ms),
 /// `/status/CODE`, `/hang` (never answers), anything else 404.
 pub async fn upstream() -> Server {
-    serve(|req: Request<Incoming>| async move {
+    serve(routes).await
+}
+
+/// The same upstream over TLS with the test certificate.
+pub async fn upstream_tls() -> Server {
+    serve_with(routes, Some(tls_acceptor())).await
+}
+
+async fn routes(req: Request<Incoming>) -> Response<Body> {
+    {
         let path = req.uri().path().to_owned();
         let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
         match parts.as_slice() {
@@ -129,8 +179,7 @@ pub async fn upstream() -> Server {
             }
             _ => respond(StatusCode::NOT_FOUND, "not found"),
         }
-    })
-    .await
+    }
 }
 
 /// The demo app: `GET /api/<rest>` calls `<upstream_base>/<rest>` with a kept-alive client (as a real service
