@@ -122,7 +122,7 @@ async fn latency_raises_p50_by_the_latency_and_tables_agree_with_structured_cont
         topology.args(
             "/todos/1",
             json!({"latency": 300, "deviation": 0, "per_read_write_op": false, "direction": "ingress",
-                   "side": "server", "num_clients": "2", "rps": "5", "baseline": true}),
+                   "side": "server", "num_clients": "2", "rps": "10", "baseline": true}),
         ),
     )
     .await;
@@ -130,8 +130,8 @@ async fn latency_raises_p50_by_the_latency_and_tables_agree_with_structured_cont
     let run = &report["run"];
     let baseline = &report["baseline"];
     // Open model: exactly num_clients × rps × duration requests, slow or not.
-    assert_eq!(run["requests"], 20, "{markdown}");
-    assert_eq!(baseline["requests"], 20);
+    assert_eq!(run["requests"], 40, "{markdown}");
+    assert_eq!(baseline["requests"], 40);
     assert_eq!(run["errors"], 0, "{markdown}");
     let rise = p(run, "p50") - p(baseline, "p50");
     assert!(
@@ -146,7 +146,7 @@ async fn latency_raises_p50_by_the_latency_and_tables_agree_with_structured_cont
 
     // The markdown tables say what structuredContent says.
     let overview = table(&markdown, "Num. Requests");
-    assert_eq!(leading_number(&overview[0][0]), 20.0);
+    assert_eq!(leading_number(&overview[0][0]), 40.0);
     assert_eq!(leading_number(&overview[0][1]), 0.0);
     assert_eq!(
         leading_number(&overview[0][4]),
