@@ -374,6 +374,7 @@ fn describe(spec: &FaultSpec) -> String {
         FaultSpec::Bandwidth(b) => format!("{} {}", b.rate, b.unit),
         FaultSpec::PacketLoss(p) => format!("{:.1}%", p.rate * 100.0),
         FaultSpec::Blackhole(_) => String::new(),
+        FaultSpec::HttpError(h) => format!("{} p={}", h.status_code, h.probability),
     };
     format!(
         "{} {detail} ({} {}, p={})",

@@ -431,6 +431,7 @@ pub enum FaultSpec {
     Bandwidth(BandwidthSpec),
     PacketLoss(PacketLossSpec),
     Blackhole(BlackholeSpec),
+    HttpError(super::faults::http_error::HttpErrorSpec),
 }
 
 impl FaultSpec {
@@ -442,6 +443,7 @@ impl FaultSpec {
             FaultSpec::Bandwidth(_) => "bandwidth",
             FaultSpec::PacketLoss(_) => "packet_loss",
             FaultSpec::Blackhole(_) => "blackhole",
+            FaultSpec::HttpError(_) => "http_error",
         }
     }
 
@@ -452,6 +454,7 @@ impl FaultSpec {
             FaultSpec::Bandwidth(s) => &s.common,
             FaultSpec::PacketLoss(s) => &s.common,
             FaultSpec::Blackhole(s) => &s.common,
+            FaultSpec::HttpError(s) => &s.common,
         }
     }
 
@@ -517,6 +520,7 @@ impl FaultSpec {
                 }
             }
             FaultSpec::Blackhole(_) => {}
+            FaultSpec::HttpError(h) => h.validate()?,
         }
         Ok(())
     }

@@ -17,6 +17,7 @@ use super::config::{FaultSpec, Flow};
 
 pub mod bandwidth;
 pub mod blackhole;
+pub mod http_error;
 pub mod jitter;
 pub mod latency;
 pub mod packet_loss;
@@ -88,6 +89,7 @@ pub(crate) fn new_stage(spec: &FaultSpec, shared: &Shared) -> Box<dyn Stage> {
         )),
         (FaultSpec::PacketLoss(s), _) => Box::new(packet_loss::PacketLoss::new(s)),
         (FaultSpec::Blackhole(_), _) => Box::new(blackhole::Blackhole),
+        (FaultSpec::HttpError(s), _) => Box::new(http_error::HttpError::new(s)),
     }
 }
 

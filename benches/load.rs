@@ -1,0 +1,237 @@
+//! Load generator benchmark against `wrk` on the same loopback target, in one run.
+//!
+//! `cargo bench --bench load` starts a small HTTP/1.1 target in a child process (one runtime thread), then
+//! alternates `wrk -t1` and this crate's generator (one runtime thread) against it:
+//! - maximum request rate: closed loop with C connections (wrk -c C vs `Pace::Saturate` with C clients);
+//! - latency at p50 for the same endpoint: one connection, back to back (wrk -c1 --latency vs 1 client);
+//! - rate accuracy: open model at a fixed target rate (requests started vs planned, achieved rate).
+//!
+//! Env: BENCH_SECONDS (default 5), BENCH_CONNECTIONS (default 16), BENCH_RATE (default 5000).
+
+use std::{
+    io::{BufRead, BufReader, Write},
+    process::{Command, Stdio},
+    sync::Arc,
+    time::Duration,
+};
+
+use fault::load::{self, LoadPlan, Pace, Progress, Target};
+use tokio_util::sync::CancellationToken;
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The target: "hello world" on every path, kept-alive connections, one runtime thread.
+fn serve() {
+    use http_body_util::Full;
+    use hyper::{Response, server::conn::http1, service::service_fn};
+    use hyper_util::rt::TokioIo;
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        println!("{}", listener.local_addr().expect("addr").port()); // stdout-ok: port for the parent
+        std::io::stdout().flush().ok();
+        // The parent closes our stdin when it is done.
+        tokio::spawn(async {
+            let mut line = String::new();
+            let _ =
+                tokio::task::spawn_blocking(move || std::io::stdin().read_line(&mut line)).await;
+            std::process::exit(0);
+        });
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let _ = stream.set_nodelay(true);
+            tokio::spawn(async move {
+                let service = service_fn(|_req| async {
+                    Ok::<_, std::convert::Infallible>(Response::new(Full::new(
+                        bytes::Bytes::from_static(b"hello world"),
+                    )))
+                });
+                let _ = http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+}
+
+struct WrkResult {
+    rps: f64,
+    p50_us: f64,
+}
+
+fn parse_duration_us(text: &str) -> Option<f64> {
+    let text = text.trim();
+    let (number, scale) = if let Some(v) = text.strip_suffix("us") {
+        (v, 1.0)
+    } else if let Some(v) = text.strip_suffix("ms") {
+        (v, 1000.0)
+    } else if let Some(v) = text.strip_suffix('s') {
+        (v, 1_000_000.0)
+    } else {
+        (text, 1.0)
+    };
+    number.parse::<f64>().ok().map(|v| v * scale)
+}
+
+fn wrk(url: &str, connections: u64, seconds: u64) -> Option<WrkResult> {
+    let output = Command::new("wrk")
+        .args([
+            "-t1",
+            &format!("-c{connections}"),
+            &format!("-d{seconds}s"),
+            "--latency",
+            url,
+        ])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let rps = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Requests/sec:"))
+        .and_then(|v| v.trim().parse::<f64>().ok())?;
+    let p50_us = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("50%"))
+        .and_then(parse_duration_us)?;
+    Some(WrkResult { rps, p50_us })
+}
+
+struct OursResult {
+    rps: f64,
+    p50_us: f64,
+    requests: u64,
+    planned: Option<u64>,
+    errors: u64,
+}
+
+fn ours(url: &str, num_clients: u32, pace: Pace, seconds: u64) -> OursResult {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let plan = LoadPlan {
+        target: Target::parse(url, "GET", &[], "").expect("url"),
+        connect_to: None,
+        num_clients,
+        pace,
+        duration: Duration::from_secs(seconds),
+        timeout: Duration::from_secs(5),
+    };
+    let report = runtime
+        .block_on(load::run(
+            &plan,
+            &CancellationToken::new(),
+            Arc::new(Progress::default()),
+        ))
+        .expect("load run");
+    let requests = report.samples.requests();
+    OursResult {
+        // Rate over the scheduled duration, as wrk reports it.
+        rps: requests as f64 / seconds as f64,
+        p50_us: report.samples.all_us.value_at_quantile(0.5) as f64,
+        requests,
+        planned: report.planned,
+        errors: report.samples.errors(),
+    }
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(|a, b| a.total_cmp(b));
+    values[values.len() / 2]
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--serve") {
+        serve();
+        return;
+    }
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let seconds = env_u64("BENCH_SECONDS", 5);
+    let connections = env_u64("BENCH_CONNECTIONS", 16);
+    let rate = env_u64("BENCH_RATE", 5000);
+
+    let exe = std::env::current_exe().expect("bench executable");
+    let mut server = Command::new(exe)
+        .arg("--serve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn target");
+    let mut port = String::new();
+    BufReader::new(server.stdout.take().expect("stdout"))
+        .read_line(&mut port)
+        .expect("port");
+    let url = format!("http://127.0.0.1:{}/", port.trim());
+    eprintln!("target {url}; {seconds}s per run, {connections} connections");
+
+    // Maximum rate, alternating peers, three rounds each.
+    let mut wrk_max = Vec::new();
+    let mut ours_max = Vec::new();
+    for round in 0..3 {
+        let w = wrk(&url, connections, seconds).expect("wrk (apt-get install -y wrk)");
+        let o = ours(&url, connections as u32, Pace::Saturate, seconds);
+        eprintln!(
+            "round {round}: wrk {:.0} req/s, fault {:.0} req/s ({} errors)",
+            w.rps, o.rps, o.errors
+        );
+        wrk_max.push(w.rps);
+        ours_max.push(o.rps);
+    }
+    // Latency on one connection.
+    let mut wrk_p50 = Vec::new();
+    let mut ours_p50 = Vec::new();
+    for _ in 0..3 {
+        let w = wrk(&url, 1, seconds.min(3)).expect("wrk");
+        let o = ours(&url, 1, Pace::Saturate, seconds.min(3));
+        wrk_p50.push(w.p50_us);
+        ours_p50.push(o.p50_us);
+    }
+    // Rate accuracy, open model.
+    let clients = 10u32;
+    let per_client = (rate / u64::from(clients)).max(1) as u32;
+    let accuracy = ours(&url, clients, Pace::Open { rps: per_client }, seconds);
+
+    let (wrk_max, ours_max) = (median(wrk_max), median(ours_max));
+    let (wrk_p50, ours_p50) = (median(wrk_p50), median(ours_p50));
+    let planned = accuracy.planned.unwrap_or(0);
+    println!("| Measure | wrk 4.1 (-t1) | fault load (1 thread) | Ratio |"); // stdout-ok
+    println!("|---|---|---|---|"); // stdout-ok
+    println!(
+        "| Max rate, {connections} connections, {seconds}s (median of 3) | {wrk_max:.0} req/s | {ours_max:.0} req/s | {:.2} |",
+        ours_max / wrk_max
+    ); // stdout-ok
+    println!(
+        "| p50 latency, 1 connection (median of 3) | {:.1} µs | {:.1} µs | {:.2} |",
+        wrk_p50,
+        ours_p50,
+        ours_p50 / wrk_p50
+    ); // stdout-ok
+    println!(
+        "| Open model at {} req/s for {seconds}s: started / planned | – | {} / {planned} ({} errors), {:.1} req/s | {:.4} |",
+        u64::from(clients) * u64::from(per_client),
+        accuracy.requests,
+        accuracy.errors,
+        accuracy.rps,
+        accuracy.requests as f64 / planned.max(1) as f64
+    ); // stdout-ok
+
+    drop(server.stdin.take());
+    let _ = server.kill();
+    let _ = server.wait();
+}

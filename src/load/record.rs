@@ -1,0 +1,153 @@
+//! Samples of a load run: latency histograms, outcome counts and a per-second series.
+
+use std::{collections::BTreeMap, time::Duration};
+
+use hdrhistogram::Histogram;
+
+/// Highest latency a histogram tracks (1 hour, in microseconds); longer values saturate.
+const MAX_LATENCY_US: u64 = 3_600_000_000;
+/// How many distinct transport error messages are kept as examples.
+const MAX_ERROR_EXAMPLES: usize = 5;
+
+/// How one request ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// A status below 400, with the whole body read.
+    Success,
+    /// A status of 400 or more, with the whole body read.
+    HttpError(u16),
+    /// The connection failed, was refused, or broke before the body ended.
+    Transport(String),
+    /// Nothing complete arrived before `timeout`.
+    Timeout,
+}
+
+fn histogram(sigfig: u8) -> Histogram<u64> {
+    // Bounds are constants within hdrhistogram's limits, so creation cannot fail.
+    Histogram::new_with_bounds(1, MAX_LATENCY_US, sigfig).unwrap_or_else(|_| {
+        Histogram::new(sigfig.min(5)).unwrap_or_else(|_| unreachable!("valid sigfig"))
+    })
+}
+
+/// Figures of one second of the schedule (requests grouped by their scheduled start).
+#[derive(Debug, Clone)]
+pub struct SecondSamples {
+    /// Latencies (µs) of every request scheduled in this second, whatever its outcome.
+    pub latency_us: Histogram<u64>,
+    pub requests: u64,
+    pub errors: u64,
+}
+
+impl SecondSamples {
+    fn new() -> Self {
+        Self {
+            latency_us: histogram(2),
+            requests: 0,
+            errors: 0,
+        }
+    }
+}
+
+/// Everything measured during a run (merged over clients).
+#[derive(Debug, Clone)]
+pub struct Samples {
+    /// Latency (µs) of every request: successes, HTTP errors, transport errors, and timeouts at their end.
+    pub all_us: Histogram<u64>,
+    /// Latency (µs) of successful requests only.
+    pub success_us: Histogram<u64>,
+    /// Exact sum of `all_us` values, for a true mean.
+    pub sum_us: u128,
+    pub success: u64,
+    pub http_errors: BTreeMap<u16, u64>,
+    pub transport_errors: u64,
+    pub timeouts: u64,
+    pub transport_error_examples: Vec<String>,
+    pub body_bytes: u64,
+    pub per_second: Vec<SecondSamples>,
+}
+
+impl Samples {
+    /// Empty samples for a run of `seconds` seconds.
+    pub fn new(seconds: usize) -> Self {
+        Self {
+            all_us: histogram(3),
+            success_us: histogram(3),
+            sum_us: 0,
+            success: 0,
+            http_errors: BTreeMap::new(),
+            transport_errors: 0,
+            timeouts: 0,
+            transport_error_examples: Vec::new(),
+            body_bytes: 0,
+            per_second: (0..seconds).map(|_| SecondSamples::new()).collect(),
+        }
+    }
+
+    pub fn requests(&self) -> u64 {
+        self.all_us.len()
+    }
+
+    pub fn http_error_count(&self) -> u64 {
+        self.http_errors.values().sum()
+    }
+
+    pub fn errors(&self) -> u64 {
+        self.http_error_count() + self.transport_errors + self.timeouts
+    }
+
+    /// Records one request scheduled in `second` that ended after `latency` with `outcome`.
+    pub fn record(&mut self, second: usize, latency: Duration, outcome: Outcome, body_bytes: u64) {
+        let us = (latency.as_micros() as u64).max(1);
+        self.all_us.saturating_record(us);
+        self.sum_us += u128::from(us);
+        self.body_bytes += body_bytes;
+        let is_error = outcome != Outcome::Success;
+        match outcome {
+            Outcome::Success => {
+                self.success += 1;
+                self.success_us.saturating_record(us);
+            }
+            Outcome::HttpError(status) => *self.http_errors.entry(status).or_default() += 1,
+            Outcome::Transport(message) => {
+                self.transport_errors += 1;
+                if self.transport_error_examples.len() < MAX_ERROR_EXAMPLES
+                    && !self.transport_error_examples.contains(&message)
+                {
+                    self.transport_error_examples.push(message);
+                }
+            }
+            Outcome::Timeout => self.timeouts += 1,
+        }
+        if let Some(slot) = self.per_second.get_mut(second) {
+            slot.latency_us.saturating_record(us);
+            slot.requests += 1;
+            slot.errors += u64::from(is_error);
+        }
+    }
+
+    pub(super) fn merge(&mut self, other: &Samples) {
+        // Same bounds on both sides, so adding cannot fail.
+        let _ = self.all_us.add(&other.all_us);
+        let _ = self.success_us.add(&other.success_us);
+        self.sum_us += other.sum_us;
+        self.success += other.success;
+        for (status, count) in &other.http_errors {
+            *self.http_errors.entry(*status).or_default() += count;
+        }
+        self.transport_errors += other.transport_errors;
+        self.timeouts += other.timeouts;
+        for example in &other.transport_error_examples {
+            if self.transport_error_examples.len() < MAX_ERROR_EXAMPLES
+                && !self.transport_error_examples.contains(example)
+            {
+                self.transport_error_examples.push(example.clone());
+            }
+        }
+        self.body_bytes += other.body_bytes;
+        for (mine, theirs) in self.per_second.iter_mut().zip(&other.per_second) {
+            let _ = mine.latency_us.add(&theirs.latency_us);
+            mine.requests += theirs.requests;
+            mine.errors += theirs.errors;
+        }
+    }
+}

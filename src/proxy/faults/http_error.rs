@@ -1,0 +1,392 @@
+//! HTTP error: replaces upstream HTTP/1.1 responses with `status_code` + `error_body`, with `probability`.
+//!
+//! It stands on the response flow and follows the upstream's framing (Content-Length, chunked, or
+//! close-delimited), so the client receives exactly one well-framed response per upstream response and
+//! keep-alive connections stay in sync. The probability is drawn here, once per response, because the relay's
+//! per-message draw cannot tell where a response ends; the relay-level probability is therefore left at 1.
+
+use bytes::Bytes;
+use rand::RngExt;
+use rand::rngs::StdRng;
+
+use super::{Chunk, Stage, Verdict};
+use crate::proxy::config::{FaultCommon, ParseError};
+
+/// Largest response head buffered while looking for its end; beyond it the response passes untouched.
+const MAX_HEAD: usize = 64 * 1024;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpErrorSpec {
+    /// Side/direction must select the response flow; the relay-level probability stays 1.
+    pub common: FaultCommon,
+    pub status_code: u16,
+    pub body: String,
+    /// Share of responses replaced, 0.0..=1.0.
+    pub probability: f64,
+}
+
+impl Default for HttpErrorSpec {
+    fn default() -> Self {
+        Self {
+            common: FaultCommon::default(),
+            status_code: 503,
+            body: String::new(),
+            probability: 1.0,
+        }
+    }
+}
+
+impl HttpErrorSpec {
+    /// Checks what a parser could not: a final error status and a probability.
+    pub fn validate(&self) -> Result<(), ParseError> {
+        if !(400..=599).contains(&self.status_code) {
+            return Err(ParseError::new(format!(
+                "http_error status code must be between 400 and 599; got {}",
+                self.status_code
+            )));
+        }
+        if !(0.0..=1.0).contains(&self.probability) {
+            return Err(ParseError::new(format!(
+                "http_error probability must be between 0.0 and 1.0; got {}",
+                self.probability
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Where the stage is within the upstream's stream of responses.
+#[derive(Debug)]
+enum Phase {
+    /// Collecting a response head until the blank line.
+    Head(Vec<u8>),
+    /// `remaining` body bytes announced by Content-Length.
+    Length(u64),
+    /// Chunked body.
+    Chunked(ChunkedState),
+    /// Body runs until the upstream closes.
+    UntilClose,
+    /// The head could not be understood: pass everything from here on.
+    Opaque,
+}
+
+#[derive(Debug)]
+enum ChunkedState {
+    /// Reading a chunk-size line.
+    Size(Vec<u8>),
+    /// Inside chunk data, then its CRLF (`remaining` includes the 2 bytes).
+    Data(u64),
+    /// Reading trailer lines after the last chunk; the line so far.
+    Trailer(Vec<u8>),
+}
+
+pub struct HttpError {
+    spec: HttpErrorSpec,
+    phase: Phase,
+    /// Whether the response being relayed is replaced; drawn when its head starts.
+    replacing: Option<bool>,
+}
+
+impl HttpError {
+    pub fn new(spec: &HttpErrorSpec) -> Self {
+        Self {
+            spec: spec.clone(),
+            phase: Phase::Head(Vec::new()),
+            replacing: None,
+        }
+    }
+
+    fn synthetic(&self, close: bool) -> Vec<u8> {
+        let reason = hyper::StatusCode::from_u16(self.spec.status_code)
+            .ok()
+            .and_then(|s| s.canonical_reason())
+            .unwrap_or("Error");
+        let mut out = format!(
+            "HTTP/1.1 {} {reason}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\n",
+            self.spec.status_code,
+            self.spec.body.len()
+        );
+        if close {
+            out.push_str("connection: close\r\n");
+        }
+        out.push_str("\r\n");
+        let mut bytes = out.into_bytes();
+        bytes.extend_from_slice(self.spec.body.as_bytes());
+        bytes
+    }
+
+    /// Consumes `input`, appending what the client should receive to `out`.
+    fn process(&mut self, mut input: &[u8], out: &mut Vec<u8>, rng: &mut StdRng) {
+        while !input.is_empty() {
+            match &mut self.phase {
+                Phase::Opaque => {
+                    out.extend_from_slice(input);
+                    return;
+                }
+                Phase::Head(head) => {
+                    let p = self.spec.probability;
+                    let replacing = *self
+                        .replacing
+                        .get_or_insert_with(|| p >= 1.0 || rng.random::<f64>() < p);
+                    let before = head.len();
+                    head.extend_from_slice(input);
+                    let Some(end) = find_head_end(head) else {
+                        input = &[];
+                        if head.len() > MAX_HEAD {
+                            let head = std::mem::take(head);
+                            out.extend_from_slice(&head);
+                            self.phase = Phase::Opaque;
+                        }
+                        continue;
+                    };
+                    input = &input[end - before..];
+                    let head = std::mem::take(head);
+                    let head = &head[..end];
+                    let framing = parse_head(head);
+                    if framing == Some(Framing::Interim) {
+                        // A 1xx passes through; the draw holds for the final response that follows.
+                        out.extend_from_slice(head);
+                        self.phase = Phase::Head(Vec::new());
+                        continue;
+                    }
+                    if replacing {
+                        let close = matches!(framing, Some(Framing::UntilClose) | None);
+                        out.extend_from_slice(&self.synthetic(close));
+                    } else {
+                        out.extend_from_slice(head);
+                    }
+                    self.phase = match framing {
+                        None => Phase::Opaque,
+                        Some(Framing::Interim) | Some(Framing::Length(0)) => {
+                            self.replacing = None;
+                            Phase::Head(Vec::new())
+                        }
+                        Some(Framing::Length(n)) => Phase::Length(n),
+                        Some(Framing::Chunked) => Phase::Chunked(ChunkedState::Size(Vec::new())),
+                        Some(Framing::UntilClose) => Phase::UntilClose,
+                    };
+                }
+                Phase::Length(remaining) => {
+                    let take = (*remaining).min(input.len() as u64) as usize;
+                    if self.replacing != Some(true) {
+                        out.extend_from_slice(&input[..take]);
+                    }
+                    *remaining -= take as u64;
+                    input = &input[take..];
+                    if *remaining == 0 {
+                        self.phase = Phase::Head(Vec::new());
+                        self.replacing = None;
+                    }
+                }
+                Phase::UntilClose => {
+                    if self.replacing != Some(true) {
+                        out.extend_from_slice(input);
+                    }
+                    return;
+                }
+                Phase::Chunked(state) => {
+                    let (taken, done) = step_chunked(state, input);
+                    if self.replacing != Some(true) {
+                        out.extend_from_slice(&input[..taken]);
+                    }
+                    input = &input[taken..];
+                    if done {
+                        self.phase = Phase::Head(Vec::new());
+                        self.replacing = None;
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Stage for HttpError {
+    fn on_chunk(&mut self, chunk: &Chunk<'_>, rng: &mut StdRng) -> Verdict {
+        let mut out = Vec::with_capacity(chunk.bytes.len());
+        self.process(chunk.bytes, &mut out, rng);
+        if out.as_slice() == chunk.bytes {
+            Verdict::Pass
+        } else if out.is_empty() {
+            Verdict::Drop
+        } else {
+            Verdict::Replace(Bytes::from(out))
+        }
+    }
+}
+
+#[derive(Debug, PartialEq)]
+enum Framing {
+    /// 1xx: no body, the final response follows.
+    Interim,
+    Length(u64),
+    Chunked,
+    UntilClose,
+}
+
+fn find_head_end(bytes: &[u8]) -> Option<usize> {
+    bytes
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|i| i + 4)
+}
+
+/// The body framing a response head announces (RFC 9112 §6.3); `None` when it is not an HTTP/1.x response.
+fn parse_head(head: &[u8]) -> Option<Framing> {
+    let text = std::str::from_utf8(head).ok()?;
+    let mut lines = text.split("\r\n");
+    let status_line = lines.next()?;
+    let mut parts = status_line.split(' ');
+    if !parts.next()?.starts_with("HTTP/1.") {
+        return None;
+    }
+    let status: u16 = parts.next()?.parse().ok()?;
+    if (100..200).contains(&status) && status != 101 {
+        return Some(Framing::Interim);
+    }
+    if status == 101 {
+        return None;
+    }
+    if status == 204 || status == 304 {
+        return Some(Framing::Length(0));
+    }
+    let mut length = None;
+    for line in lines {
+        let Some((name, value)) = line.split_once(':') else {
+            continue;
+        };
+        let name = name.trim();
+        let value = value.trim();
+        if name.eq_ignore_ascii_case("transfer-encoding")
+            && value.to_ascii_lowercase().contains("chunked")
+        {
+            return Some(Framing::Chunked);
+        }
+        if name.eq_ignore_ascii_case("content-length") {
+            length = Some(value.parse::<u64>().ok()?);
+        }
+    }
+    Some(length.map_or(Framing::UntilClose, Framing::Length))
+}
+
+/// Advances the chunked-body parser over `input`; returns bytes consumed and whether the body ended.
+fn step_chunked(state: &mut ChunkedState, input: &[u8]) -> (usize, bool) {
+    let mut used = 0;
+    while used < input.len() {
+        match state {
+            ChunkedState::Size(line) => {
+                let byte = input[used];
+                used += 1;
+                line.push(byte);
+                if line.ends_with(b"\r\n") {
+                    let text = String::from_utf8_lossy(&line[..line.len() - 2]).into_owned();
+                    let size_text = text.split(';').next().unwrap_or("").trim();
+                    let size = u64::from_str_radix(size_text, 16).unwrap_or(0);
+                    *state = if size == 0 {
+                        ChunkedState::Trailer(Vec::new())
+                    } else {
+                        ChunkedState::Data(size + 2)
+                    };
+                }
+            }
+            ChunkedState::Data(remaining) => {
+                let take = (*remaining).min((input.len() - used) as u64);
+                *remaining -= take;
+                used += take as usize;
+                if *remaining == 0 {
+                    *state = ChunkedState::Size(Vec::new());
+                }
+            }
+            ChunkedState::Trailer(line) => {
+                let byte = input[used];
+                used += 1;
+                line.push(byte);
+                if line.ends_with(b"\r\n") {
+                    if line.len() == 2 {
+                        *state = ChunkedState::Size(Vec::new());
+                        return (used, true);
+                    }
+                    line.clear();
+                }
+            }
+        }
+    }
+    (used, false)
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+
+    use super::*;
+
+    fn run(stage: &mut HttpError, pieces: &[&[u8]]) -> Vec<u8> {
+        let mut rng = StdRng::seed_from_u64(7);
+        let mut out = Vec::new();
+        for piece in pieces {
+            stage.process(piece, &mut out, &mut rng);
+        }
+        out
+    }
+
+    fn spec(probability: f64) -> HttpErrorSpec {
+        HttpErrorSpec {
+            status_code: 500,
+            body: "boom".into(),
+            probability,
+            ..HttpErrorSpec::default()
+        }
+    }
+
+    const REPLACED: &[u8] =
+        b"HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: 4\r\n\r\nboom";
+
+    #[test]
+    fn replaces_content_length_responses_split_anywhere() {
+        let upstream = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloHTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nhi";
+        for cut in 1..upstream.len() {
+            let mut stage = HttpError::new(&spec(1.0));
+            let out = run(&mut stage, &[&upstream[..cut], &upstream[cut..]]);
+            assert_eq!(out, [REPLACED, REPLACED].concat(), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn replaces_chunked_responses_and_keeps_the_next_in_sync() {
+        let upstream = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx";
+        for cut in 1..upstream.len() {
+            let mut stage = HttpError::new(&spec(1.0));
+            let out = run(&mut stage, &[&upstream[..cut], &upstream[cut..]]);
+            assert_eq!(out, [REPLACED, REPLACED].concat(), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn probability_zero_passes_everything() {
+        let upstream = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+        let mut stage = HttpError::new(&spec(0.0));
+        assert_eq!(run(&mut stage, &[upstream]), upstream.to_vec());
+    }
+
+    #[test]
+    fn close_delimited_response_is_replaced_with_connection_close() {
+        let mut stage = HttpError::new(&spec(1.0));
+        let out = run(&mut stage, &[b"HTTP/1.0 200 OK\r\n\r\nbody until close"]);
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.starts_with("HTTP/1.1 500"));
+        assert!(text.contains("connection: close\r\n"));
+        assert!(text.ends_with("boom"));
+    }
+
+    #[test]
+    fn half_the_responses_with_probability_one_half() {
+        let one = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        let upstream: Vec<u8> = one.repeat(1000);
+        let mut stage = HttpError::new(&spec(0.5));
+        let out = run(&mut stage, &[&upstream]);
+        let text = String::from_utf8(out).unwrap();
+        let replaced = text.matches("HTTP/1.1 500").count();
+        let kept = text.matches("HTTP/1.1 200").count();
+        assert_eq!(replaced + kept, 1000);
+        assert!((400..600).contains(&replaced), "{replaced}");
+    }
+}

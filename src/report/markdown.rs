@@ -1,0 +1,299 @@
+//! Markdown rendering of a [`Report`], laid out as the guide's sample report.
+
+use std::fmt::Write;
+
+use super::{Report, RunFigures, SecondFigures, Status};
+
+/// `value` with its share of `total`, e.g. "3 (9.7%)".
+fn count_with_share(value: u64, total: u64) -> String {
+    let share = if total == 0 {
+        0.0
+    } else {
+        value as f64 * 100.0 / total as f64
+    };
+    format!("{value} ({share:.1}%)")
+}
+
+fn total_time(ms: f64) -> String {
+    let whole = ms.max(0.0).round() as u64;
+    format!("{} seconds and {} ms", whole / 1000, whole % 1000)
+}
+
+fn signed(value: f64) -> String {
+    if value >= 0.0 {
+        format!("+{value:.2}")
+    } else {
+        format!("{value:.2}")
+    }
+}
+
+fn timeline(from: f64, until: f64) -> String {
+    let cells = 10usize;
+    (0..cells)
+        .map(|i| {
+            let middle = (i as f64 + 0.5) * 100.0 / cells as f64;
+            if middle >= from && middle <= until {
+                'x'
+            } else {
+                '.'
+            }
+        })
+        .collect()
+}
+
+/// Renders the whole report.
+pub fn render(report: &Report) -> String {
+    let mut out = String::new();
+    // Writing into a String cannot fail.
+    let _ = write_report(&mut out, report);
+    out
+}
+
+fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
+    let call = &report.call;
+    let status = match report.status {
+        Status::Passed => "Passed",
+        Status::Failed => "Failed",
+    };
+    writeln!(out, "# {}\n", report.title)?;
+    writeln!(out, "Start: {}\n", report.started_at)?;
+    writeln!(out, "End: {}\n", report.ended_at)?;
+    writeln!(
+        out,
+        "## Scenario: Evaluating runtime performance of {} (items: 1)\n",
+        call.url
+    )?;
+    writeln!(out, "### 🎯 `{}` {} | {}\n", call.method, call.url, status)?;
+    writeln!(out, "**Call**:\n")?;
+    writeln!(out, "- Method: `{}`", call.method)?;
+    writeln!(out, "- Timeout: {}ms", call.timeout_ms)?;
+    let headers = if call.headers.is_empty() {
+        "-".to_owned()
+    } else {
+        call.headers.join(", ")
+    };
+    writeln!(out, "- Headers: {headers}")?;
+    writeln!(
+        out,
+        "- Body?: {}\n",
+        if call.has_body { "Yes" } else { "No" }
+    )?;
+    let strategy = &report.strategy;
+    writeln!(
+        out,
+        "**Strategy**: load for {}s with {} clients @ {} RPS (open model: {} requests per second in total start on schedule)\n",
+        strategy.duration_s,
+        strategy.num_clients,
+        strategy.rps,
+        u64::from(strategy.num_clients) * u64::from(strategy.rps)
+    )?;
+    writeln!(out, "**Faults Applied**:\n")?;
+    writeln!(out, "| Type | Timeline | Description |")?;
+    writeln!(out, "|------|----------|-------------|")?;
+    for fault in &report.faults {
+        writeln!(
+            out,
+            "| {} | 0% `{}` 100% | {} — on {} |",
+            fault.kind,
+            timeline(fault.active_from_percent, fault.active_until_percent),
+            fault.description,
+            fault.applied_on
+        )?;
+    }
+    writeln!(out)?;
+    if let Some(proxy) = &report.proxy {
+        writeln!(
+            out,
+            "Proxy: {} connections, {} upstream failures, {} bytes to upstream, {} bytes to clients, fault acted {} times.\n",
+            proxy.connections,
+            proxy.upstream_failures,
+            proxy.bytes_to_upstream,
+            proxy.bytes_to_client,
+            proxy.fault_applications
+        )?;
+    }
+    write_run(out, &report.run)?;
+    if let (Some(baseline), Some(comparison)) = (&report.baseline, &report.comparison) {
+        writeln!(
+            out,
+            "**Impact versus baseline** (the same load without the fault, run first: {} requests, {} errors):\n",
+            baseline.requests, baseline.errors
+        )?;
+        writeln!(out, "| Run | p50 (ms) | p95 (ms) | p99 (ms) | Errors |")?;
+        writeln!(out, "|-----|----------|----------|----------|--------|")?;
+        writeln!(
+            out,
+            "| Baseline (no fault) | {:.2} | {:.2} | {:.2} | {} |",
+            comparison.baseline_p50_ms,
+            comparison.baseline_p95_ms,
+            comparison.baseline_p99_ms,
+            comparison.baseline_errors
+        )?;
+        writeln!(
+            out,
+            "| With fault | {:.2} | {:.2} | {:.2} | {} |",
+            comparison.fault_p50_ms,
+            comparison.fault_p95_ms,
+            comparison.fault_p99_ms,
+            comparison.fault_errors
+        )?;
+        writeln!(
+            out,
+            "| Impact | {} | {} | {} | {:+} |\n",
+            signed(comparison.fault_p50_ms - comparison.baseline_p50_ms),
+            signed(comparison.fault_p95_ms - comparison.baseline_p95_ms),
+            signed(comparison.fault_p99_ms - comparison.baseline_p99_ms),
+            comparison.fault_errors as i64 - comparison.baseline_errors as i64
+        )?;
+    }
+    writeln!(
+        out,
+        "_Latencies run from each request's scheduled start to the end of its body and cover every request (a timeout counts at the moment it ended). Errors are HTTP statuses ≥ 400, transport errors and timeouts. A request counts towards an SLO only if it succeeded within the threshold._"
+    )
+}
+
+fn write_run(out: &mut String, run: &RunFigures) -> std::fmt::Result {
+    let total = run.requests;
+    writeln!(out, "**Run Overview**:\n")?;
+    writeln!(
+        out,
+        "| Num. Requests | Num. Errors | Min. Response Time (ms) | Max Response Time (ms) | Mean Latency (ms) | Expectation Failures | Total Time |"
+    )?;
+    writeln!(
+        out,
+        "|---------------|-------------|--------------------|-------------------|-------------------|----------------------|------------|"
+    )?;
+    writeln!(
+        out,
+        "| {} | {} | {:.2} | {:.2} | {:.2} | {} | {} |\n",
+        total,
+        count_with_share(run.errors, total),
+        run.min_ms,
+        run.max_ms,
+        run.mean_ms,
+        run.slo_failures,
+        total_time(run.total_time_ms)
+    )?;
+    if let Some(planned) = run.planned_requests
+        && planned != total
+    {
+        writeln!(
+            out,
+            "⚠️ {total} of {planned} planned requests started (the run was cut or cancelled).\n"
+        )?;
+    }
+    if run.cut_short {
+        writeln!(
+            out,
+            "⚠️ Requests still in flight at duration + timeout + grace were cut.\n"
+        )?;
+    }
+    writeln!(out, "**Outcomes**:\n")?;
+    writeln!(out, "| Outcome | Num. Requests (% of total) |")?;
+    writeln!(out, "|---------|----------------------------|")?;
+    let outcomes = &run.outcomes;
+    writeln!(
+        out,
+        "| Success | {} |",
+        count_with_share(outcomes.success, total)
+    )?;
+    let by_status = if outcomes.http_error_by_status.is_empty() {
+        String::new()
+    } else {
+        let codes: Vec<String> = outcomes
+            .http_error_by_status
+            .iter()
+            .map(|(status, count)| format!("{status}×{count}"))
+            .collect();
+        format!(" — {}", codes.join(", "))
+    };
+    writeln!(
+        out,
+        "| HTTP error status | {}{by_status} |",
+        count_with_share(outcomes.http_error, total)
+    )?;
+    writeln!(
+        out,
+        "| Transport error | {} |",
+        count_with_share(outcomes.transport_error, total)
+    )?;
+    writeln!(
+        out,
+        "| Timeout | {} |\n",
+        count_with_share(outcomes.timeout, total)
+    )?;
+    if !outcomes.transport_error_examples.is_empty() {
+        writeln!(out, "Transport errors seen:\n")?;
+        for example in &outcomes.transport_error_examples {
+            writeln!(out, "- `{}`", example.replace('`', "'"))?;
+        }
+        writeln!(out)?;
+    }
+    writeln!(
+        out,
+        "| Latency Percentile | Latency (ms) | Num. Requests (% of total) |"
+    )?;
+    writeln!(
+        out,
+        "|--------------------|--------------|----------------------------|"
+    )?;
+    for row in &run.percentiles {
+        writeln!(
+            out,
+            "| {} | {:.2} | {} |",
+            row.name,
+            row.latency_ms,
+            count_with_share(row.requests_at_or_below, total)
+        )?;
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "| SLO | Pass? | Objective | Margin | Num. Requests Over Threshold or Failed (% of total) |"
+    )?;
+    writeln!(
+        out,
+        "|-----|-------|-----------|--------|------------------------------------------------------|"
+    )?;
+    for slo in &run.slos {
+        let margin = if slo.margin_ms >= 0.0 {
+            format!("Below by {:.1}ms", slo.margin_ms)
+        } else {
+            format!("Above by {:.1}ms", -slo.margin_ms)
+        };
+        writeln!(
+            out,
+            "| {} | {} | {}% < {}ms | {} | {} |",
+            slo.name,
+            if slo.passed { "✅" } else { "❌" },
+            super::trim_float(slo.objective),
+            super::trim_float(slo.threshold_ms),
+            margin,
+            count_with_share(slo.bad_requests, total)
+        )?;
+    }
+    writeln!(out)?;
+    write_sparkline(out, run)
+}
+
+fn write_sparkline(out: &mut String, run: &RunFigures) -> std::fmt::Result {
+    let values: Vec<f64> = run
+        .per_second
+        .iter()
+        .flat_map(|s: &SecondFigures| [s.p50_ms, s.p95_ms])
+        .flatten()
+        .collect();
+    if values.is_empty() {
+        return Ok(());
+    }
+    let low = values.iter().copied().fold(f64::MAX, f64::min);
+    let high = values.iter().copied().fold(f64::MIN, f64::max);
+    writeln!(
+        out,
+        "**Latency per second** (one block per second, shared scale {low:.2}ms ▁ … █ {high:.2}ms):\n"
+    )?;
+    writeln!(out, "```text")?;
+    writeln!(out, "p50 {}", run.sparkline_p50)?;
+    writeln!(out, "p95 {}", run.sparkline_p95)?;
+    writeln!(out, "```\n")
+}

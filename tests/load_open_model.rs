@@ -1,0 +1,130 @@
+//! The load generator against real servers on 127.0.0.1. Each test runs 1-2 s of load.
+
+mod scenario_support;
+
+use std::{sync::Arc, time::Duration};
+
+use fault::load::{self, LoadPlan, Pace, Progress, Target};
+use tokio_util::sync::CancellationToken;
+
+fn plan(url: &str, num_clients: u32, rps: u32, duration_ms: u64, timeout_ms: u64) -> LoadPlan {
+    LoadPlan {
+        target: Target::parse(url, "GET", &[], "").unwrap(),
+        connect_to: None,
+        num_clients,
+        pace: Pace::Open { rps },
+        duration: Duration::from_millis(duration_ms),
+        timeout: Duration::from_millis(timeout_ms),
+    }
+}
+
+async fn run(plan: &LoadPlan) -> load::LoadReport {
+    load::run(
+        plan,
+        &CancellationToken::new(),
+        Arc::new(Progress::default()),
+    )
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starts_exactly_the_planned_requests_and_reuses_connections() {
+    let upstream = scenario_support::upstream().await;
+    let report = run(&plan(&upstream.url("/todos/1"), 4, 50, 2000, 2000)).await;
+    let samples = &report.samples;
+    assert_eq!(samples.requests(), 400);
+    assert_eq!(samples.success, 400);
+    assert_eq!(upstream.served(), 400);
+    assert_eq!(
+        samples.body_bytes,
+        400 * scenario_support::TODO.len() as u64
+    );
+    // A fast service: each client keeps about one connection.
+    assert!(
+        report.connections_opened <= 12,
+        "{}",
+        report.connections_opened
+    );
+    // Open model: the run lasts about the schedule.
+    assert!(
+        report.elapsed < Duration::from_millis(2500),
+        "{:?}",
+        report.elapsed
+    );
+    assert_eq!(samples.per_second.len(), 2);
+    assert_eq!(samples.per_second[0].requests, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_service_shows_up_as_latency_not_as_fewer_requests() {
+    let upstream = scenario_support::upstream().await;
+    // 500 ms per answer, 20 requests per second: ten in flight at any time.
+    let report = run(&plan(&upstream.url("/delay/500"), 2, 10, 2000, 5000)).await;
+    let samples = &report.samples;
+    assert_eq!(samples.requests(), 40);
+    assert_eq!(samples.success, 40);
+    let p50_ms = samples.all_us.value_at_quantile(0.5) as f64 / 1000.0;
+    assert!((500.0..560.0).contains(&p50_ms), "p50 {p50_ms}");
+    assert!(
+        report.connections_opened >= 8,
+        "{}",
+        report.connections_opened
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outcomes_are_counted_apart() {
+    let upstream = scenario_support::upstream().await;
+    let report = run(&plan(&upstream.url("/hang"), 1, 5, 1000, 300)).await;
+    assert_eq!(report.samples.timeouts, 5);
+    let max_ms = report.samples.all_us.max() as f64 / 1000.0;
+    assert!((300.0..400.0).contains(&max_ms), "{max_ms}");
+
+    let report = run(&plan(&upstream.url("/status/503"), 1, 5, 1000, 1000)).await;
+    assert_eq!(report.samples.http_errors.get(&503), Some(&5));
+
+    let closed = scenario_support::free_port().await;
+    let report = run(&plan(
+        &format!("http://127.0.0.1:{closed}/"),
+        1,
+        5,
+        1000,
+        1000,
+    ))
+    .await;
+    assert_eq!(report.samples.transport_errors, 5);
+    assert!(report.samples.transport_error_examples[0].contains("connect"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancellation_stops_at_once() {
+    let upstream = scenario_support::upstream().await;
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        trigger.cancel();
+    });
+    let started = std::time::Instant::now();
+    let result = load::run(
+        &plan(&upstream.url("/hang"), 2, 10, 10_000, 10_000),
+        &cancel,
+        Arc::new(Progress::default()),
+    )
+    .await;
+    assert!(matches!(result, Err(load::LoadError::Cancelled)));
+    assert!(started.elapsed() < Duration::from_secs(1));
+}
+
+#[test]
+fn bad_targets_are_named() {
+    for (url, method, needle) in [
+        ("not a url", "GET", "url"),
+        ("ftp://x/", "GET", "scheme"),
+        ("http://127.0.0.1/", "G E T", "method"),
+    ] {
+        let err = Target::parse(url, method, &[], "").unwrap_err().to_string();
+        assert!(err.contains(needle), "{err}");
+    }
+}

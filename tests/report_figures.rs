@@ -1,0 +1,163 @@
+//! Report figures and markdown from known samples (no network).
+
+use std::time::Duration;
+
+use fault::{
+    load::{LoadReport, Outcome, Samples},
+    report::{self, CallInfo, FaultInfo, ReportInput, Slo, Status, StrategyInfo},
+};
+
+fn ms(v: u64) -> Duration {
+    Duration::from_millis(v)
+}
+
+/// 100 requests over 2 seconds: 90 fast successes (100 ms), 5 slow successes (400 ms), 2 HTTP 500 (50 ms),
+/// 3 timeouts (1000 ms). The second second is the slow one.
+fn samples() -> Samples {
+    let mut s = Samples::new(2);
+    for _ in 0..90 {
+        s.record(0, ms(100), Outcome::Success, 10);
+    }
+    for _ in 0..5 {
+        s.record(1, ms(400), Outcome::Success, 10);
+    }
+    for _ in 0..2 {
+        s.record(1, ms(50), Outcome::HttpError(500), 3);
+    }
+    for _ in 0..3 {
+        s.record(1, ms(1000), Outcome::Timeout, 0);
+    }
+    s
+}
+
+fn load(samples: Samples) -> LoadReport {
+    let now = chrono::Utc::now();
+    LoadReport {
+        started_at: now,
+        ended_at: now,
+        elapsed: ms(2010),
+        planned: Some(100),
+        connections_opened: 3,
+        cut_short: false,
+        samples,
+    }
+}
+
+fn input(slos: Vec<Slo>) -> ReportInput {
+    ReportInput {
+        call: CallInfo {
+            url: "http://127.0.0.1:9090/".into(),
+            method: "GET".into(),
+            timeout_ms: 1000,
+            headers: vec![],
+            has_body: false,
+        },
+        strategy: StrategyInfo {
+            duration_s: 2.0,
+            num_clients: 5,
+            rps: 10,
+        },
+        faults: vec![FaultInfo {
+            kind: "latency".into(),
+            description: "Latency: mean 300.00ms".into(),
+            active_from_percent: 0.0,
+            active_until_percent: 100.0,
+            applied_on: "proxy 127.0.0.1:34000 → 127.0.0.1:7070".into(),
+        }],
+        slos,
+    }
+}
+
+#[test]
+fn figures_count_every_outcome_and_use_the_true_mean() {
+    let report = report::build(input(Slo::defaults()), &load(samples()), None);
+    let run = &report.run;
+    assert_eq!(run.requests, 100);
+    assert_eq!(run.errors, 5);
+    assert_eq!(run.outcomes.timeout, 3);
+    assert_eq!(run.outcomes.http_error, 2);
+    assert_eq!(run.outcomes.http_error_by_status["500"], 2);
+    assert_eq!(run.outcomes.success, 95);
+    // (90×100 + 5×400 + 2×50 + 3×1000) / 100 = 141 ms, not the p50.
+    assert!((run.mean_ms - 141.0).abs() < 0.01, "{}", run.mean_ms);
+    assert!((run.max_ms - 1000.0).abs() < 1.0);
+    assert_eq!(run.per_second[0].requests, 90);
+    assert_eq!(run.per_second[1].errors, 5);
+    assert_eq!(run.sparkline_p50.chars().count(), 2);
+    assert_eq!(run.sparkline_p95.chars().last(), Some('█'));
+}
+
+#[test]
+fn only_successes_within_the_threshold_count_towards_an_slo() {
+    let slos = vec![
+        Slo {
+            objective: 90.0,
+            threshold_ms: 200.0,
+        },
+        Slo {
+            objective: 91.0,
+            threshold_ms: 200.0,
+        },
+        Slo {
+            objective: 95.0,
+            threshold_ms: 500.0,
+        },
+    ];
+    let report = report::build(input(slos), &load(samples()), None);
+    let verdicts = &report.run.slos;
+    // 90 fast successes; the fast HTTP 500s do not count.
+    assert_eq!(verdicts[0].good_requests, 90);
+    assert!(verdicts[0].passed);
+    assert!(!verdicts[1].passed);
+    // 95 successes within 500 ms: exactly 95%.
+    assert_eq!(verdicts[2].good_requests, 95);
+    assert!(verdicts[2].passed);
+    assert_eq!(report.run.slo_failures, 1);
+    assert_eq!(report.status, Status::Failed);
+}
+
+#[test]
+fn markdown_has_the_guide_layout_and_the_breakdown() {
+    let baseline = {
+        let mut s = Samples::new(2);
+        for _ in 0..100 {
+            s.record(0, ms(20), Outcome::Success, 10);
+        }
+        load(s)
+    };
+    let report = report::build(input(Slo::defaults()), &load(samples()), Some(&baseline));
+    let markdown = report::render(&report);
+    for needle in [
+        "# Scenarios Report",
+        "Start: ",
+        "## Scenario: Evaluating runtime performance of http://127.0.0.1:9090/ (items: 1)",
+        "### 🎯 `GET` http://127.0.0.1:9090/ | Failed",
+        "- Timeout: 1000ms",
+        "**Strategy**: load for 2s with 5 clients @ 10 RPS",
+        "| latency | 0% `xxxxxxxxxx` 100% |",
+        "| 100 | 5 (5.0%) |",
+        "| 141.00 |",
+        "| HTTP error status | 2 (2.0%) — 500×2 |",
+        "| Timeout | 3 (3.0%) |",
+        "| p50 |",
+        "| 99% @ 350ms | ❌ | 99% < 350ms |",
+        "| Baseline (no fault) | 20.0",
+        "```text\np50 ",
+    ] {
+        assert!(
+            markdown.contains(needle),
+            "missing {needle:?} in\n{markdown}"
+        );
+    }
+    let comparison = report.comparison.as_ref().unwrap();
+    assert_eq!(comparison.baseline_errors, 0);
+    assert_eq!(comparison.fault_errors, 5);
+}
+
+#[test]
+fn an_empty_run_renders_without_panicking() {
+    let report = report::build(input(Slo::defaults()), &load(Samples::new(1)), None);
+    assert_eq!(report.run.requests, 0);
+    assert_eq!(report.status, Status::Failed);
+    assert!(report::render(&report).contains("| 0 | 0 (0.0%) |"));
+}

@@ -1,0 +1,588 @@
+//! The `fault_run_*_impact_scenario` tools end to end: a real MCP client drives the built binary; a demo app
+//! on 127.0.0.1 calls an upstream on 127.0.0.1 through the scenario's proxy mapping. Timing-sensitive tests
+//! take a shared lock so they do not measure each other; each run lasts 1-3 s.
+
+mod common;
+mod scenario_support;
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::Duration,
+};
+
+use rmcp::{
+    ClientHandler, ServiceExt,
+    model::{CallToolRequestParams, ClientRequest, Request},
+    service::{NotificationContext, PeerRequestOptions},
+    transport::{ConfigureCommandExt, TokioChildProcess},
+};
+use serde_json::{Value, json};
+use tokio::sync::Mutex;
+
+static TIMING: Mutex<()> = Mutex::const_new(());
+
+/// The demo app wired to the upstream through `proxy_port`, plus the mapping to give the tool.
+struct Topology {
+    upstream: scenario_support::Server,
+    app: scenario_support::Server,
+    proxy_port: u16,
+}
+
+impl Topology {
+    async fn new() -> Self {
+        let upstream = scenario_support::upstream().await;
+        let proxy_port = scenario_support::free_port().await;
+        let app = scenario_support::demo_app(format!("http://127.0.0.1:{proxy_port}")).await;
+        Self {
+            upstream,
+            app,
+            proxy_port,
+        }
+    }
+
+    fn mapping(&self) -> String {
+        format!("{}={}", self.proxy_port, self.upstream.addr)
+    }
+
+    /// Scenario arguments: load on the app's `/api<path>`, fault on the proxy in front of the upstream.
+    fn args(&self, path: &str, extra: Value) -> Value {
+        let mut args = json!({
+            "url": self.app.url(&format!("/api{path}")),
+            "method": "GET",
+            "body": "",
+            "duration": "2s",
+            "num_clients": 1,
+            "rps": 5,
+            "timeout": 10,
+            "proxies": [self.mapping()],
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            args[k] = v.clone();
+        }
+        args
+    }
+}
+
+async fn scenario(client: &common::Client, tool: &str, args: Value) -> (String, Value) {
+    let result = common::call(client, tool, args).await.expect("tool call");
+    let text = common::text(&result).to_owned();
+    assert!(!common::is_error(&result), "{tool} failed: {text}");
+    let structured = result
+        .structured_content
+        .clone()
+        .expect("structuredContent");
+    (text, structured)
+}
+
+fn p(figures: &Value, name: &str) -> f64 {
+    figures["percentiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["name"] == name)
+        .unwrap()["latency_ms"]
+        .as_f64()
+        .unwrap()
+}
+
+/// Rows of the markdown table whose header starts with `header_start`, as cells.
+fn table(markdown: &str, header_start: &str) -> Vec<Vec<String>> {
+    let lines: Vec<&str> = markdown.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| l.starts_with(&format!("| {header_start}")))
+        .unwrap_or_else(|| panic!("no table '{header_start}' in\n{markdown}"));
+    lines[start + 2..]
+        .iter()
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            l.trim_matches('|')
+                .split('|')
+                .map(|c| c.trim().to_owned())
+                .collect()
+        })
+        .collect()
+}
+
+fn leading_number(cell: &str) -> f64 {
+    cell.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn latency_raises_p50_by_the_latency_and_tables_agree_with_structured_content() {
+    let _timing = TIMING.lock().await;
+    let topology = Topology::new().await;
+    let client = common::spawn().await;
+    let (markdown, report) = scenario(
+        &client,
+        "fault_run_latency_impact_scenario",
+        topology.args(
+            "/todos/1",
+            json!({"latency": 300, "deviation": 0, "per_read_write_op": false, "direction": "ingress",
+                   "side": "server", "num_clients": "2", "rps": "10", "baseline": true}),
+        ),
+    )
+    .await;
+    eprintln!("{markdown}");
+    let run = &report["run"];
+    let baseline = &report["baseline"];
+    // Open model: exactly num_clients × rps × duration requests, slow or not.
+    assert_eq!(run["requests"], 40, "{markdown}");
+    assert_eq!(baseline["requests"], 40);
+    assert_eq!(run["errors"], 0, "{markdown}");
+    let rise = p(run, "p50") - p(baseline, "p50");
+    assert!(
+        (285.0..=315.0).contains(&rise),
+        "p50 rose by {rise} ms\n{markdown}"
+    );
+    let comparison = &report["comparison"];
+    assert_eq!(comparison["fault_p50_ms"].as_f64().unwrap(), p(run, "p50"));
+    // Default SLOs: 95% @ 200ms must fail with +300 ms, so the scenario fails.
+    assert_eq!(report["status"], "Failed");
+    assert!(markdown.contains("| Failed"));
+
+    // The markdown tables say what structuredContent says.
+    let overview = table(&markdown, "Num. Requests");
+    assert_eq!(leading_number(&overview[0][0]), 40.0);
+    assert_eq!(leading_number(&overview[0][1]), 0.0);
+    assert_eq!(
+        leading_number(&overview[0][4]),
+        run["mean_ms"].as_f64().unwrap()
+    );
+    let percentiles = table(&markdown, "Latency Percentile");
+    assert_eq!(percentiles.len(), 5);
+    for row in &percentiles {
+        assert_eq!(leading_number(&row[1]), p(run, &row[0]), "{row:?}");
+    }
+    let slos = table(&markdown, "SLO");
+    assert_eq!(slos.len(), 2);
+    for (row, verdict) in slos.iter().zip(run["slos"].as_array().unwrap()) {
+        assert_eq!(row[0], verdict["name"].as_str().unwrap());
+        assert_eq!(row[1] == "✅", verdict["passed"].as_bool().unwrap());
+        assert_eq!(
+            leading_number(&row[4]),
+            verdict["bad_requests"].as_f64().unwrap()
+        );
+    }
+    let impact = table(&markdown, "Run");
+    assert_eq!(impact[0][0], "Baseline (no fault)");
+    assert_eq!(leading_number(&impact[1][1]), p(run, "p50"));
+    assert_eq!(run["per_second"].as_array().unwrap().len(), 2);
+    assert_eq!(run["sparkline_p50"].as_str().unwrap().chars().count(), 2);
+    // The proxy port is free again.
+    std::net::TcpListener::bind(("127.0.0.1", topology.proxy_port)).expect("port freed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bandwidth_of_1024_bytes_per_second_makes_a_4kb_response_take_about_4s() {
+    let _timing = TIMING.lock().await;
+    let topology = Topology::new().await;
+    let client = common::spawn().await;
+    let (markdown, report) = scenario(
+        &client,
+        "fault_run_bandwidth_impact_scenario",
+        topology.args(
+            "/bytes/4096",
+            json!({"rate": 1024, "unit": "bps", "duration": "1s", "rps": 1}),
+        ),
+    )
+    .await;
+    let run = &report["run"];
+    assert_eq!(run["requests"], 1, "{markdown}");
+    assert_eq!(run["errors"], 0, "{markdown}");
+    let seconds = p(run, "p50") / 1000.0;
+    assert!(
+        (3.6..=4.6).contains(&seconds),
+        "took {seconds}s\n{markdown}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blackhole_with_a_1s_timeout_makes_every_request_a_counted_timeout() {
+    let topology = Topology::new().await;
+    let client = common::spawn().await;
+    let started = std::time::Instant::now();
+    let (markdown, report) = scenario(
+        &client,
+        "fault_run_blackhole_impact_scenario",
+        topology.args("/todos/1", json!({"timeout": 1, "rps": 3})),
+    )
+    .await;
+    let run = &report["run"];
+    assert_eq!(run["requests"], 6, "{markdown}");
+    assert_eq!(run["outcomes"]["timeout"], 6, "{markdown}");
+    assert_eq!(run["errors"], 6);
+    assert_eq!(report["status"], "Failed");
+    let outcomes = table(&markdown, "Outcome");
+    assert_eq!(outcomes[3][0], "Timeout");
+    assert_eq!(leading_number(&outcomes[3][1]), 6.0);
+    // Never outlives duration + timeout + grace.
+    assert!(started.elapsed() < Duration::from_secs(2 + 1 + 3));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn packet_loss_raises_the_tail_and_bodies_arrive_intact() {
+    let _timing = TIMING.lock().await;
+    let topology = Topology::new().await;
+    let client = common::spawn().await;
+    let (markdown, report) = scenario(
+        &client,
+        "fault_run_packet_loss_impact_scenario",
+        topology.args(
+            "/bytes/20000",
+            json!({"loss_rate": 0.2, "direction": "ingress", "side": "server", "seed": 7,
+                   "baseline": true, "rps": 10}),
+        ),
+    )
+    .await;
+    let run = &report["run"];
+    // The demo app answers 502 on any corrupt byte: none.
+    assert_eq!(run["errors"], 0, "{markdown}");
+    assert_eq!(run["requests"], 20);
+    let tail_rise = p(run, "p99") - p(&report["baseline"], "p99");
+    assert!(tail_rise > 100.0, "p99 rose by {tail_rise} ms\n{markdown}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jitter_widens_the_spread() {
+    let _timing = TIMING.lock().await;
+    let topology = Topology::new().await;
+    let client = common::spawn().await;
+    let (markdown, report) = scenario(
+        &client,
+        "fault_run_jitter_impact_scenario",
+        topology.args(
+            "/todos/1",
+            json!({"amplitude": 150, "frequency": 10, "seed": 3, "baseline": true, "rps": 10}),
+        ),
+    )
+    .await;
+    let spread = |f: &Value| p(f, "p95") - p(f, "p25");
+    let (with, without) = (spread(&report["run"]), spread(&report["baseline"]));
+    assert!(
+        with > without + 30.0,
+        "p95-p25 {without} → {with}\n{markdown}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_error_replaces_responses_and_keeps_connections_in_sync() {
+    let topology = Topology::new().await;
+    let client = common::spawn().await;
+    let (markdown, report) = scenario(
+        &client,
+        "fault_run_http_error_impact_scenario",
+        topology.args(
+            "/todos/1",
+            json!({"status_code": 500, "error_body": "injected", "probability": 1.0, "rps": 5}),
+        ),
+    )
+    .await;
+    let run = &report["run"];
+    assert_eq!(
+        run["outcomes"]["http_error_by_status"]["500"], 10,
+        "{markdown}"
+    );
+    assert!(markdown.contains("500×10"));
+
+    // Half the responses, on kept-alive connections: every answer is a clean 200 or 500.
+    let (markdown, report) = scenario(
+        &client,
+        "fault_run_http_error_impact_scenario",
+        topology.args(
+            "/todos/1",
+            json!({"status_code": 503, "probability": 0.5, "seed": 11, "rps": 20}),
+        ),
+    )
+    .await;
+    let outcomes = &report["run"]["outcomes"];
+    let injected = outcomes["http_error_by_status"]["503"]
+        .as_u64()
+        .unwrap_or(0);
+    assert_eq!(outcomes["transport_error"], 0, "{markdown}");
+    assert_eq!(
+        outcomes["success"].as_u64().unwrap() + injected,
+        40,
+        "{markdown}"
+    );
+    assert!((8..=32).contains(&injected), "{injected}\n{markdown}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn direct_topology_puts_the_proxy_in_front_of_the_url() {
+    let upstream = scenario_support::upstream().await;
+    let client = common::spawn().await;
+    let (markdown, report) = scenario(
+        &client,
+        "fault_run_latency_impact_scenario",
+        json!({"url": upstream.url("/todos/1"), "latency": 100, "duration": "1s", "rps": 4}),
+    )
+    .await;
+    assert_eq!(report["run"]["requests"], 4);
+    assert!(p(&report["run"], "p50") >= 100.0, "{markdown}");
+    assert_eq!(upstream.served(), 4);
+    assert!(
+        report["faults"][0]["applied_on"]
+            .as_str()
+            .unwrap()
+            .contains(&upstream.addr.to_string())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn direct_topology_works_for_https_with_the_service_certificate() {
+    let upstream = scenario_support::upstream_tls().await;
+    let ca = scenario_support::tls_fixtures().join("ca.pem");
+    let client = common::spawn_with(common::ServerSpec {
+        env: [(
+            "FAULT_PROXY_EXTRA_CA".to_owned(),
+            ca.to_string_lossy().into_owned(),
+        )]
+        .into(),
+        ..Default::default()
+    })
+    .await;
+    let url = format!("https://127.0.0.1:{}/todos/1", upstream.addr.port());
+    let (markdown, report) = scenario(
+        &client,
+        "fault_run_latency_impact_scenario",
+        json!({"url": url, "latency": 100, "duration": "1s", "rps": 4}),
+    )
+    .await;
+    assert_eq!(report["run"]["outcomes"]["success"], 4, "{markdown}");
+    assert!(p(&report["run"], "p50") >= 100.0, "{markdown}");
+    assert_eq!(upstream.served(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_inputs_are_tool_errors_naming_the_field() {
+    let upstream = scenario_support::upstream().await;
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy_port = busy.local_addr().unwrap().port();
+    let closed_port = scenario_support::free_port().await;
+    let url = upstream.url("/todos/1");
+    let client = common::spawn().await;
+    let cases = [
+        (
+            "fault_run_latency_impact_scenario",
+            json!({"url": url, "latency": 10, "rps": 0}),
+            "rps",
+        ),
+        (
+            "fault_run_latency_impact_scenario",
+            json!({"url": url, "latency": 10, "num_clients": 0}),
+            "num_clients",
+        ),
+        (
+            "fault_run_latency_impact_scenario",
+            json!({"url": url, "latency": 10, "duration": "abc"}),
+            "duration",
+        ),
+        (
+            "fault_run_latency_impact_scenario",
+            json!({"url": url, "latency": 10, "duration": "0s"}),
+            "duration",
+        ),
+        (
+            "fault_run_latency_impact_scenario",
+            json!({"url": url, "latency": 10, "timeout": -1}),
+            "timeout",
+        ),
+        (
+            "fault_run_latency_impact_scenario",
+            json!({"url": url, "latency": 10, "rps": 1e12}),
+            "rps",
+        ),
+        (
+            "fault_run_latency_impact_scenario",
+            json!({"url": url, "latency": -5}),
+            "latency",
+        ),
+        (
+            "fault_run_latency_impact_scenario",
+            json!({"url": url}),
+            "latency",
+        ),
+        (
+            "fault_run_latency_impact_scenario",
+            json!({"latency": 10}),
+            "url",
+        ),
+        (
+            "fault_run_latency_impact_scenario",
+            json!({"url": "not a url", "latency": 10}),
+            "url",
+        ),
+        (
+            "fault_run_latency_impact_scenario",
+            json!({"url": format!("http://127.0.0.1:{closed_port}/"), "latency": 10}),
+            "connect",
+        ),
+        (
+            "fault_run_latency_impact_scenario",
+            json!({"url": url, "latency": 10, "direction": "up"}),
+            "direction",
+        ),
+        (
+            "fault_run_latency_impact_scenario",
+            json!({"url": url, "latency": 10, "side": "left"}),
+            "side",
+        ),
+        (
+            "fault_run_bandwidth_impact_scenario",
+            json!({"url": url, "rate": 10, "unit": "furlongs"}),
+            "unit",
+        ),
+        (
+            "fault_run_latency_impact_scenario",
+            json!({"url": url, "latency": 10, "proxies": ["nonsense"]}),
+            "proxies[0]",
+        ),
+        (
+            "fault_run_latency_impact_scenario",
+            json!({"url": url, "latency": 10, "proxies": [format!("{busy_port}=127.0.0.1:1")]}),
+            "proxies",
+        ),
+        (
+            "fault_run_latency_impact_scenario",
+            json!({"url": url, "latency": 10, "slos": [{"objective": 120, "threshold_ms": 1}]}),
+            "slos[0].objective",
+        ),
+        (
+            "fault_run_http_error_impact_scenario",
+            json!({"url": url, "status_code": 200}),
+            "status_code",
+        ),
+        (
+            "fault_run_http_error_impact_scenario",
+            json!({"url": url, "probability": 2}),
+            "probability",
+        ),
+    ];
+    for (tool, args, field) in cases {
+        let started = std::time::Instant::now();
+        let result = common::call(&client, tool, args.clone())
+            .await
+            .expect("call");
+        let text = common::text(&result);
+        assert!(
+            common::is_error(&result),
+            "{args}: expected an error, got {text}"
+        );
+        assert!(
+            text.contains(field),
+            "{args}: '{text}' does not name {field}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{args}: slow refusal"
+        );
+    }
+    // Still serving, and the busy port's owner is untouched.
+    let (_, report) = scenario(
+        &client,
+        "fault_run_latency_impact_scenario",
+        json!({"url": url, "latency": 1, "duration": "1s", "rps": 2}),
+    )
+    .await;
+    assert_eq!(report["run"]["requests"], 2);
+    drop(busy);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_scenario_at_the_same_time_is_refused_clearly() {
+    let upstream = scenario_support::upstream().await;
+    let client = Arc::new(common::spawn().await);
+    let args = json!({"url": upstream.url("/todos/1"), "latency": 10, "duration": "2s", "rps": 2});
+    let first = {
+        let client = client.clone();
+        let args = args.clone();
+        tokio::spawn(async move {
+            common::call(&client, "fault_run_latency_impact_scenario", args).await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let second = common::call(&client, "fault_run_jitter_impact_scenario", {
+        let mut a = args.clone();
+        a["amplitude"] = json!(10);
+        a["frequency"] = json!(1);
+        a
+    })
+    .await
+    .unwrap();
+    assert!(common::is_error(&second));
+    assert!(common::text(&second).contains("one at a time"));
+    let first = first.await.unwrap().unwrap();
+    assert!(!common::is_error(&first), "{}", common::text(&first));
+}
+
+/// A client that counts progress notifications.
+#[derive(Clone, Default)]
+struct ProgressCounter(Arc<AtomicU64>);
+
+impl ClientHandler for ProgressCounter {
+    async fn on_progress(
+        &self,
+        _params: rmcp::model::ProgressNotificationParam,
+        _context: NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_each_second_and_cancellation_frees_the_ports() {
+    let topology = Topology::new().await;
+    let counter = ProgressCounter::default();
+    let command = tokio::process::Command::new(common::fault_bin()).configure(|cmd| {
+        cmd.args(["agent", "tool"]);
+    });
+    let transport = TokioChildProcess::builder(command)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+        .0;
+    let client = counter.clone().serve(transport).await.unwrap();
+    let args = topology.args("/hang", json!({"duration": "30s", "timeout": 30}));
+    let request = ClientRequest::CallToolRequest(Request::new(
+        CallToolRequestParams::new("fault_run_blackhole_impact_scenario")
+            .with_arguments(args.as_object().unwrap().clone()),
+    ));
+    let handle = client
+        .peer()
+        .send_cancellable_request(request, PeerRequestOptions::no_options())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(2600)).await;
+    assert!(
+        counter.0.load(Ordering::Relaxed) >= 2,
+        "progress notifications"
+    );
+    // The proxy holds its port while the scenario runs.
+    assert!(std::net::TcpListener::bind(("127.0.0.1", topology.proxy_port)).is_err());
+    handle.cancel(Some("test".into())).await.unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    while std::net::TcpListener::bind(("127.0.0.1", topology.proxy_port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "port not freed after cancel"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The slot is free again: a new scenario runs.
+    let result = client
+        .call_tool(
+            CallToolRequestParams::new("fault_run_latency_impact_scenario").with_arguments(
+                json!({"url": topology.upstream.url("/todos/1"), "latency": 1, "duration": "1s", "rps": 2})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
+        )
+        .await
+        .unwrap();
+    assert!(!result.is_error.unwrap_or(false), "{:?}", result.content);
+}
