@@ -32,7 +32,7 @@ pub enum Command {
     /// Run the fault-injecting TCP proxy until --duration elapses or Ctrl-C.
     Run(Box<crate::proxy::cli::RunArgs>),
     /// AI agent tools for coding assistants.
-    Agent(AgentCommand),
+    Agent(Box<AgentCommand>),
 }
 
 #[derive(Debug, Args)]

@@ -1,6 +1,6 @@
 //! Logging to stderr or `--log-file`; stdout belongs to the MCP protocol and is never written here.
 
-use std::{fs::OpenOptions, path::Path, sync::Mutex};
+use std::{fs::OpenOptions, io::IsTerminal, path::Path, sync::Mutex};
 
 use tracing_subscriber::{EnvFilter, fmt};
 
@@ -44,7 +44,11 @@ pub fn init(log_file: Option<&Path>, filter: &str) -> Result<(), LoggingError> {
                 .with_writer(Mutex::new(file))
                 .init();
         }
-        None => builder.with_writer(std::io::stderr).init(),
+        // Colour only for a person at a terminal; clients that capture stderr get plain text.
+        None => builder
+            .with_ansi(std::io::stderr().is_terminal())
+            .with_writer(std::io::stderr)
+            .init(),
     }
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! Context for the suggestion prompts: the indexed chunks most related to the code under review.
 //!
-//! The single seam between the advice tools and the source index: wire the index in
-//! [`related_chunks`] and every suggestion prompt gets its `{{context}}` section filled.
+//! The single seam between the advice tools and the source index: [`related_chunks`] asks the index
+//! (when one exists) and every suggestion prompt gets its `{{context}}` section filled.
 
 use std::path::{Path, PathBuf};
 
@@ -9,6 +9,9 @@ use crate::cli::AgentOptions;
 
 /// How many chunks a prompt gets at most.
 pub const CONTEXT_CHUNKS: usize = 4;
+
+/// Longest wait for the index lookup (it embeds the query): context must never stall a suggestion.
+const CONTEXT_BUDGET: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// One indexed piece of code related to the query.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,9 +32,28 @@ pub async fn related_chunks(
     query: &str,
     k: usize,
 ) -> Vec<ContextChunk> {
-    // No index yet: the integration point is this body.
-    let _ = (options, hint_path, query, k);
-    Vec::new()
+    let lookup = crate::index::retrieve_context(options, hint_path, query, k);
+    match tokio::time::timeout(CONTEXT_BUDGET, lookup).await {
+        Ok(Ok(chunks)) => chunks
+            .into_iter()
+            .map(|chunk| ContextChunk {
+                path: chunk.path,
+                start_line: chunk.start_line as usize,
+                end_line: chunk.end_line as usize,
+                function: Some(chunk.qualified_name).filter(|name| !name.is_empty()),
+                text: chunk.text,
+                score: chunk.score,
+            })
+            .collect(),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "no index context for this prompt");
+            Vec::new()
+        }
+        Err(_) => {
+            tracing::warn!(budget = ?CONTEXT_BUDGET, "index lookup too slow; prompt sent without context");
+            Vec::new()
+        }
+    }
 }
 
 /// The `{{context}}` section of a prompt: nothing when there are no chunks.

@@ -27,16 +27,6 @@ pub struct ServerSpec<'a> {
     pub env: HashMap<String, String>,
 }
 
-impl Default for ServerSpec<'_> {
-    fn default() -> Self {
-        Self {
-            global_args: &[],
-            agent_args: &[],
-            env: HashMap::new(),
-        }
-    }
-}
-
 /// Spawns the server with default settings and completes the MCP handshake.
 pub async fn spawn() -> Client {
     spawn_with(ServerSpec::default()).await
