@@ -356,13 +356,17 @@ pub enum RunError {
     Proxy(#[from] ProxyError),
 }
 
+fn in_ms(d: Duration) -> String {
+    format!("{}ms", d.as_secs_f64() * 1e3)
+}
+
 fn describe(spec: &FaultSpec) -> String {
     let c = spec.common();
     let detail = match spec {
         FaultSpec::Latency(l) => format!(
-            "mean {:?} stddev {:?} {}{}",
-            l.mean,
-            l.stddev,
+            "mean {} stddev {} {}{}",
+            in_ms(l.mean),
+            in_ms(l.stddev),
             l.distribution,
             if l.per_read_write {
                 " per read/write"
@@ -370,13 +374,19 @@ fn describe(spec: &FaultSpec) -> String {
                 ""
             }
         ),
-        FaultSpec::Jitter(j) => format!("amplitude {:?} at {} Hz", j.amplitude, j.frequency),
+        FaultSpec::Jitter(j) => {
+            format!("amplitude {} at {} Hz", in_ms(j.amplitude), j.frequency)
+        }
         FaultSpec::Bandwidth(b) => format!("{} {}", b.rate, b.unit),
         FaultSpec::PacketLoss(p) => format!("{:.1}%", p.rate * 100.0),
         FaultSpec::Blackhole(_) => String::new(),
     };
+    let window = match &c.schedule {
+        Some(s) => format!(", schedule {s}"),
+        None => String::new(),
+    };
     format!(
-        "{} {detail} ({} {}, p={})",
+        "{} {detail} ({} {}, probability {}{window})",
         spec.kind(),
         c.side,
         c.direction,
