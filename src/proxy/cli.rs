@@ -146,6 +146,7 @@ pub struct RunArgs {
         help_heading = "Jitter"
     )]
     pub jitter_frequency: f64,
+    /// Side: client or server.
     #[arg(
         long,
         env = "FAULT_JITTER_SIDE",
@@ -153,6 +154,7 @@ pub struct RunArgs {
         help_heading = "Jitter"
     )]
     pub jitter_side: Side,
+    /// Direction: ingress, egress or both.
     #[arg(
         long,
         env = "FAULT_JITTER_DIRECTION",
@@ -160,13 +162,15 @@ pub struct RunArgs {
         help_heading = "Jitter"
     )]
     pub jitter_direction: Direction,
+    /// Share of messages affected, 0.0 to 1.0.
     #[arg(long, env = "FAULT_JITTER_PROBABILITY", default_value = "1", value_parser = parse_probability, help_heading = "Jitter")]
     pub jitter_probability: f64,
+    /// Active window: "start:10%,duration:50%" or "start:5s,duration:10s".
     #[arg(long, env = "FAULT_JITTER_SCHED", help_heading = "Jitter")]
     pub jitter_sched: Option<Schedule>,
 
     // --- bandwidth
-    /// Limit bandwidth (shared by all connections of a mapping set, like a link).
+    /// Limit bandwidth (one link shared by all connections of the proxy).
     #[arg(long, env = "FAULT_WITH_BANDWIDTH", help_heading = "Bandwidth")]
     pub with_bandwidth: bool,
     /// Rate, in --bandwidth-unit.
@@ -185,6 +189,7 @@ pub struct RunArgs {
         help_heading = "Bandwidth"
     )]
     pub bandwidth_unit: BandwidthUnit,
+    /// Side: client or server.
     #[arg(
         long,
         env = "FAULT_BANDWIDTH_SIDE",
@@ -192,6 +197,7 @@ pub struct RunArgs {
         help_heading = "Bandwidth"
     )]
     pub bandwidth_side: Side,
+    /// Direction: ingress, egress or both.
     #[arg(
         long,
         env = "FAULT_BANDWIDTH_DIRECTION",
@@ -199,8 +205,10 @@ pub struct RunArgs {
         help_heading = "Bandwidth"
     )]
     pub bandwidth_direction: Direction,
+    /// Share of messages affected, 0.0 to 1.0.
     #[arg(long, env = "FAULT_BANDWIDTH_PROBABILITY", default_value = "1", value_parser = parse_probability, help_heading = "Bandwidth")]
     pub bandwidth_probability: f64,
+    /// Active window: "start:10%,duration:50%" or "start:5s,duration:10s".
     #[arg(long, env = "FAULT_BANDWIDTH_SCHED", help_heading = "Bandwidth")]
     pub bandwidth_sched: Option<Schedule>,
 
@@ -218,6 +226,7 @@ pub struct RunArgs {
         help_heading = "Packet loss"
     )]
     pub packet_loss_burst_length: Option<f64>,
+    /// Side: client or server.
     #[arg(
         long,
         env = "FAULT_PACKET_LOSS_SIDE",
@@ -225,6 +234,7 @@ pub struct RunArgs {
         help_heading = "Packet loss"
     )]
     pub packet_loss_side: Side,
+    /// Direction: ingress, egress or both.
     #[arg(
         long,
         env = "FAULT_PACKET_LOSS_DIRECTION",
@@ -232,8 +242,10 @@ pub struct RunArgs {
         help_heading = "Packet loss"
     )]
     pub packet_loss_direction: Direction,
+    /// Share of messages affected, 0.0 to 1.0.
     #[arg(long, env = "FAULT_PACKET_LOSS_PROBABILITY", default_value = "1", value_parser = parse_probability, help_heading = "Packet loss")]
     pub packet_loss_probability: f64,
+    /// Active window: "start:10%,duration:50%" or "start:5s,duration:10s".
     #[arg(long, env = "FAULT_PACKET_LOSS_SCHED", help_heading = "Packet loss")]
     pub packet_loss_sched: Option<Schedule>,
 
@@ -241,6 +253,7 @@ pub struct RunArgs {
     /// Swallow the flow's bytes; peers wait until their own timeout.
     #[arg(long, env = "FAULT_WITH_BLACKHOLE", help_heading = "Blackhole")]
     pub with_blackhole: bool,
+    /// Side: client or server.
     #[arg(
         long,
         env = "FAULT_BLACKHOLE_SIDE",
@@ -248,6 +261,7 @@ pub struct RunArgs {
         help_heading = "Blackhole"
     )]
     pub blackhole_side: Side,
+    /// Direction: ingress, egress or both.
     #[arg(
         long,
         env = "FAULT_BLACKHOLE_DIRECTION",
@@ -255,8 +269,10 @@ pub struct RunArgs {
         help_heading = "Blackhole"
     )]
     pub blackhole_direction: Direction,
+    /// Share of messages affected, 0.0 to 1.0.
     #[arg(long, env = "FAULT_BLACKHOLE_PROBABILITY", default_value = "1", value_parser = parse_probability, help_heading = "Blackhole")]
     pub blackhole_probability: f64,
+    /// Active window: "start:10%,duration:50%" or "start:5s,duration:10s".
     #[arg(long, env = "FAULT_BLACKHOLE_SCHED", help_heading = "Blackhole")]
     pub blackhole_sched: Option<Schedule>,
 }
@@ -356,13 +372,17 @@ pub enum RunError {
     Proxy(#[from] ProxyError),
 }
 
+fn in_ms(d: Duration) -> String {
+    format!("{}ms", d.as_secs_f64() * 1e3)
+}
+
 fn describe(spec: &FaultSpec) -> String {
     let c = spec.common();
     let detail = match spec {
         FaultSpec::Latency(l) => format!(
-            "mean {:?} stddev {:?} {}{}",
-            l.mean,
-            l.stddev,
+            "mean {} stddev {} {}{}",
+            in_ms(l.mean),
+            in_ms(l.stddev),
             l.distribution,
             if l.per_read_write {
                 " per read/write"
@@ -370,14 +390,20 @@ fn describe(spec: &FaultSpec) -> String {
                 ""
             }
         ),
-        FaultSpec::Jitter(j) => format!("amplitude {:?} at {} Hz", j.amplitude, j.frequency),
+        FaultSpec::Jitter(j) => {
+            format!("amplitude {} at {} Hz", in_ms(j.amplitude), j.frequency)
+        }
         FaultSpec::Bandwidth(b) => format!("{} {}", b.rate, b.unit),
         FaultSpec::PacketLoss(p) => format!("{:.1}%", p.rate * 100.0),
         FaultSpec::Blackhole(_) => String::new(),
         FaultSpec::HttpError(h) => format!("{} p={}", h.status_code, h.probability),
     };
+    let window = match &c.schedule {
+        Some(s) => format!(", schedule {s}"),
+        None => String::new(),
+    };
     format!(
-        "{} {detail} ({} {}, p={})",
+        "{} {detail} ({} {}, probability {}{window})",
         spec.kind(),
         c.side,
         c.direction,

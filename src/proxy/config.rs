@@ -180,7 +180,7 @@ impl Schedule {
 impl fmt::Display for SchedTime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SchedTime::Fraction(x) => write!(f, "{}%", x * 100.0),
+            SchedTime::Fraction(x) => write!(f, "{}%", (x * 1e4).round() / 1e2),
             SchedTime::Absolute(d) => write!(f, "{}", humantime::format_duration(*d)),
         }
     }
