@@ -68,11 +68,7 @@ impl Stage for Bandwidth {
 
     fn on_chunk(&mut self, chunk: &Chunk<'_>, _rng: &mut StdRng) -> Verdict {
         let delay = self.link.reserve(chunk.bytes.len(), chunk.now);
-        if delay.is_zero() {
-            Verdict::Pass
-        } else {
-            Verdict::Delay(delay)
-        }
+        Verdict::after(delay)
     }
 }
 

@@ -54,10 +54,6 @@ impl Stage for Jitter {
         // (0, amplitude]: 1 - U[0,1) is in (0, 1].
         let share = 1.0 - rng.random::<f64>();
         let delay = self.amplitude.mul_f64(share);
-        if delay.is_zero() {
-            Verdict::Pass
-        } else {
-            Verdict::Delay(delay)
-        }
+        Verdict::after(delay)
     }
 }

@@ -92,11 +92,7 @@ impl Stage for Latency {
             return Verdict::Pass;
         }
         let delay = self.sampler.sample(rng);
-        if delay.is_zero() {
-            Verdict::Pass
-        } else {
-            Verdict::Delay(delay)
-        }
+        Verdict::after(delay)
     }
 }
 

@@ -37,6 +37,17 @@ pub enum Verdict {
     Close,
 }
 
+impl Verdict {
+    /// `Delay(delay)`, or `Pass` when there is nothing to wait for.
+    pub fn after(delay: Duration) -> Self {
+        if delay.is_zero() {
+            Verdict::Pass
+        } else {
+            Verdict::Delay(delay)
+        }
+    }
+}
+
 /// One chunk as a stage sees it.
 #[derive(Debug)]
 pub struct Chunk<'a> {

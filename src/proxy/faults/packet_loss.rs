@@ -93,11 +93,7 @@ impl Stage for PacketLoss {
             rto *= 2;
             retries += 1;
         }
-        if delay.is_zero() {
-            Verdict::Pass
-        } else {
-            Verdict::Delay(delay)
-        }
+        Verdict::after(delay)
     }
 }
 
