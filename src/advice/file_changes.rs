@@ -7,8 +7,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{
-    AdviceError, Progress, ask, clamp_score, context::ContextChunk, diff, match_final_newline,
-    prompts::Task, string_field, strip_code_fence, syntax_problems,
+    AdviceError, Progress, ask, clamp_score, diff, match_final_newline, prompts::Task,
+    string_field, strip_code_fence, syntax_problems,
 };
 use crate::{
     code::{self, Language},
@@ -74,7 +74,7 @@ pub async fn file_changes(
     model: &dyn ChatModel,
     path: &Path,
     old: String,
-    context: &[ContextChunk],
+    context: &[crate::index::RetrievedChunk],
     progress: &Progress,
 ) -> Result<FileChanges, AdviceError> {
     if old.trim().is_empty() {

@@ -5,8 +5,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{
-    AdviceError, Aspect, Progress, ask, check_snippet, context::ContextChunk, diff, lang_label,
-    match_final_newline, prompts::Task, string_field, strip_code_fence, syntax_problems,
+    AdviceError, Aspect, Progress, ask, check_snippet, diff, lang_label, match_final_newline,
+    prompts::Task, string_field, strip_code_fence, syntax_problems,
 };
 use crate::{code::Language, llm::ChatModel};
 
@@ -35,7 +35,7 @@ pub async fn suggest(
     model: &dyn ChatModel,
     aspect: Aspect,
     request: SuggestRequest<'_>,
-    context: &[ContextChunk],
+    context: &[crate::index::RetrievedChunk],
     progress: &Progress,
 ) -> Result<Suggestion, AdviceError> {
     check_snippet(request.snippet)?;
