@@ -13,24 +13,25 @@ mod record;
 use std::{
     net::SocketAddr,
     sync::{
-        Arc, Mutex,
+        Arc,
         atomic::{AtomicU64, Ordering},
     },
     time::Duration,
 };
 
 use bytes::Bytes;
+use futures::{StreamExt, stream::FuturesUnordered};
 use hyper::{
     Method,
     header::{HeaderName, HeaderValue},
 };
-use tokio::{sync::mpsc, time::Instant};
+use tokio::{task::JoinSet, time::Instant};
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
 pub use record::{Outcome, Samples, SecondSamples};
 
-use client::{Connector, Pool};
+use client::{Connection, Connector};
 
 /// After `duration + timeout`, in-flight work gets this long to wind down before it is cut.
 pub const GRACE: Duration = Duration::from_secs(2);
@@ -70,8 +71,8 @@ pub struct Target {
     pub body: Bytes,
     host: String,
     port: u16,
-    path_and_query: String,
-    host_header: HeaderValue,
+    /// The request as sent on the wire, serialized once.
+    wire: Bytes,
 }
 
 impl Target {
@@ -133,15 +134,16 @@ impl Target {
             url: url.to_owned(),
             reason: e.to_string(),
         })?;
+        let body = Bytes::from(body.to_owned());
+        let wire = serialize_request(&method, &path_and_query, &host_header, &headers, &body);
         Ok(Self {
             url: parsed,
             method,
             headers,
-            body: Bytes::from(body.to_owned()),
+            body,
             host,
             port,
-            path_and_query,
-            host_header,
+            wire,
         })
     }
 
@@ -187,6 +189,43 @@ impl Target {
     }
 }
 
+/// The HTTP/1.1 request bytes: request line, `Host` (unless the user gave one), the user's headers, and a
+/// `content-length` of our own, since we frame the body.
+fn serialize_request(
+    method: &Method,
+    path_and_query: &str,
+    host: &HeaderValue,
+    headers: &[(HeaderName, HeaderValue)],
+    body: &[u8],
+) -> Bytes {
+    fn header(wire: &mut Vec<u8>, name: &str, value: &[u8]) {
+        wire.extend_from_slice(name.as_bytes());
+        wire.extend_from_slice(b": ");
+        wire.extend_from_slice(value);
+        wire.extend_from_slice(b"\r\n");
+    }
+    let mut wire = Vec::with_capacity(256 + body.len());
+    wire.extend_from_slice(format!("{method} {path_and_query} HTTP/1.1\r\n").as_bytes());
+    if !headers.iter().any(|(n, _)| n == hyper::header::HOST) {
+        header(&mut wire, "host", host.as_bytes());
+    }
+    for (name, value) in headers {
+        if name != hyper::header::CONTENT_LENGTH && name != hyper::header::TRANSFER_ENCODING {
+            header(&mut wire, name.as_str(), value.as_bytes());
+        }
+    }
+    if !body.is_empty() || matches!(method.as_str(), "POST" | "PUT" | "PATCH") {
+        header(
+            &mut wire,
+            "content-length",
+            body.len().to_string().as_bytes(),
+        );
+    }
+    wire.extend_from_slice(b"\r\n");
+    wire.extend_from_slice(body);
+    Bytes::from(wire)
+}
+
 /// How requests are paced.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Pace {
@@ -218,12 +257,22 @@ impl LoadPlan {
     }
 
     fn per_client(&self, rps: u32) -> u64 {
-        (f64::from(rps) * self.duration.as_secs_f64() + 1e-9).floor() as u64
+        per_client(rps, self.duration)
     }
 
     fn seconds(&self) -> usize {
-        self.duration.as_secs_f64().ceil().max(1.0) as usize
+        seconds_of(self.duration)
     }
+}
+
+/// Requests one client starts at `rps` over `duration`.
+fn per_client(rps: u32, duration: Duration) -> u64 {
+    (f64::from(rps) * duration.as_secs_f64() + 1e-9).floor() as u64
+}
+
+/// Seconds of the per-second series.
+fn seconds_of(duration: Duration) -> usize {
+    duration.as_secs_f64().ceil().max(1.0) as usize
 }
 
 /// Live counters, readable while the run goes on (for progress notifications).
@@ -247,11 +296,15 @@ pub struct LoadReport {
     pub samples: Samples,
 }
 
+/// What every virtual client of a run reads.
 struct Shared {
     target: Target,
+    connector: Connector,
+    num_clients: u32,
+    pace: Pace,
+    duration: Duration,
     timeout: Duration,
     start: Instant,
-    stop: CancellationToken,
     progress: Arc<Progress>,
 }
 
@@ -275,137 +328,173 @@ pub async fn run(
     } else {
         None
     };
-    let connector = Arc::new(Connector {
-        dial,
-        tls,
-        opened: AtomicU64::new(0),
-    });
 
     let stop = cancel.child_token();
-    // If this future is dropped mid-run, the schedulers and in-flight requests stop with it.
+    // If this future is dropped mid-run, the clients and their requests stop with it.
     let _stop_on_drop = stop.clone().drop_guard();
     let started_at = chrono::Utc::now();
     let start = Instant::now();
     let shared = Arc::new(Shared {
         target: plan.target.clone(),
+        connector: Connector {
+            dial,
+            tls,
+            opened: AtomicU64::new(0),
+        },
+        num_clients: plan.num_clients,
+        pace: plan.pace,
+        duration: plan.duration,
         timeout: plan.timeout,
         start,
-        stop: stop.clone(),
         progress,
     });
     let seconds = plan.seconds();
-    // Every request task holds a sender; the channel closes when the last one ends.
-    let (done_tx, mut done_rx) = mpsc::channel::<()>(1);
-    let mut recorders = Vec::with_capacity(plan.num_clients as usize);
-    for client_index in 0..plan.num_clients {
-        let recorder = Arc::new(Mutex::new(Samples::new(seconds)));
-        recorders.push(recorder.clone());
-        let pool = Arc::new(Pool::new(connector.clone()));
-        let shared = shared.clone();
-        let done = done_tx.clone();
-        let plan = plan.clone();
-        tokio::spawn(async move {
-            match plan.pace {
-                Pace::Open { rps } => {
-                    let interval = Duration::from_secs_f64(1.0 / f64::from(rps));
-                    // Clients are spread evenly within one interval rather than firing together.
-                    let offset =
-                        interval.mul_f64(f64::from(client_index) / f64::from(plan.num_clients));
-                    for k in 0..plan.per_client(rps) {
-                        let scheduled = start + offset + interval.mul_f64(k as f64);
-                        tokio::select! {
-                            biased;
-                            _ = shared.stop.cancelled() => break,
-                            _ = tokio::time::sleep_until(scheduled) => {}
-                        }
-                        tokio::spawn(execute(
-                            shared.clone(),
-                            pool.clone(),
-                            recorder.clone(),
-                            scheduled,
-                            done.clone(),
-                        ));
-                    }
-                }
-                Pace::Saturate => {
-                    let end = start + plan.duration;
-                    while Instant::now() < end && !shared.stop.is_cancelled() {
-                        execute(
-                            shared.clone(),
-                            pool.clone(),
-                            recorder.clone(),
-                            Instant::now(),
-                            done.clone(),
-                        )
-                        .await;
-                    }
-                }
-            }
-        });
+    let mut clients = JoinSet::new();
+    for index in 0..plan.num_clients {
+        clients.spawn(virtual_client(index, shared.clone(), stop.clone()));
     }
-    drop(done_tx);
 
     let hard_deadline = start + plan.duration + plan.timeout + GRACE;
-    let mut cut_short = false;
-    tokio::select! {
-        _ = cancel.cancelled() => {
-            stop.cancel();
-            return Err(LoadError::Cancelled);
-        }
-        _ = done_rx.recv() => {}
-        _ = tokio::time::sleep_until(hard_deadline) => {
-            tracing::warn!("load run cut at duration + timeout + grace");
-            stop.cancel();
-            cut_short = true;
-        }
-    }
-    stop.cancel();
-    let elapsed = start.elapsed();
     let mut samples = Samples::new(seconds);
-    for recorder in &recorders {
-        samples.merge(&recorder.lock().unwrap_or_else(|p| p.into_inner()));
+    let mut cut_short = false;
+    loop {
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled() => {
+                stop.cancel();
+                return Err(LoadError::Cancelled);
+            }
+            joined = clients.join_next() => match joined {
+                Some(Ok(client_samples)) => samples.merge(&client_samples),
+                Some(Err(e)) => tracing::error!("a load client ended abnormally: {e}"),
+                None => break,
+            },
+            _ = tokio::time::sleep_until(hard_deadline), if !cut_short => {
+                // Clients return what they measured as soon as they see the stop.
+                tracing::warn!("load run cut at duration + timeout + grace");
+                stop.cancel();
+                cut_short = true;
+            }
+        }
     }
+    let elapsed = start.elapsed();
     Ok(LoadReport {
         started_at,
         ended_at: chrono::Utc::now(),
         elapsed,
         planned: plan.planned_requests(),
-        connections_opened: connector.opened.load(Ordering::Relaxed),
+        connections_opened: shared.connector.opened.load(Ordering::Relaxed),
         cut_short,
         samples,
     })
 }
 
-async fn execute(
-    shared: Arc<Shared>,
-    pool: Arc<Pool>,
-    recorder: Arc<Mutex<Samples>>,
-    scheduled: Instant,
-    _done: mpsc::Sender<()>,
-) {
-    shared.progress.started.fetch_add(1, Ordering::Relaxed);
-    let deadline = scheduled + shared.timeout;
-    let result = tokio::select! {
-        biased;
-        _ = shared.stop.cancelled() => return,
-        result = tokio::time::timeout_at(deadline, pool.exchange(&shared.target)) => result,
+/// One virtual client, in one task: it starts requests on its schedule, keeps its idle connections, and
+/// records into its own samples (merged once at the end), so nothing is locked per request.
+async fn virtual_client(index: u32, shared: Arc<Shared>, stop: CancellationToken) -> Samples {
+    let mut samples = Samples::new(seconds_of(shared.duration));
+    let stopped = stop.cancelled();
+    tokio::pin!(stopped);
+    let wire = client::Wire {
+        bytes: &shared.target.wire,
+        is_head: shared.target.method == Method::HEAD,
     };
+    let connector = &shared.connector;
+    let started = &shared.progress.started;
+    let timeout = shared.timeout;
+    // One request with its deadline; yields its scheduled start, its result and its connection.
+    let request = |idle: Option<Connection>, scheduled: Instant| {
+        let wire = &wire;
+        async move {
+            started.fetch_add(1, Ordering::Relaxed);
+            match tokio::time::timeout_at(
+                scheduled + timeout,
+                client::exchange(idle, connector, wire),
+            )
+            .await
+            {
+                Ok((result, kept)) => (scheduled, Some(result), kept),
+                // The connection is dropped with the cut request.
+                Err(_) => (scheduled, None, None),
+            }
+        }
+    };
+
+    match shared.pace {
+        Pace::Open { rps } => {
+            let interval = Duration::from_secs_f64(1.0 / f64::from(rps));
+            // Clients are spread evenly within one interval rather than firing together.
+            let offset = interval.mul_f64(f64::from(index) / f64::from(shared.num_clients));
+            let planned = per_client(rps, shared.duration);
+            let schedule = |k: u64| shared.start + offset + interval.mul_f64(k as f64);
+            let mut idle: Vec<Connection> = Vec::new();
+            let mut in_flight = FuturesUnordered::new();
+            let mut next = 0u64;
+            let tick = tokio::time::sleep_until(schedule(0));
+            tokio::pin!(tick);
+            while next < planned || !in_flight.is_empty() {
+                tokio::select! {
+                    biased;
+                    _ = &mut stopped => break,
+                    Some((scheduled, result, kept)) = in_flight.next() => {
+                        if let Some(connection) = kept {
+                            idle.push(connection);
+                        }
+                        record(&mut samples, &shared, scheduled, result);
+                    }
+                    _ = &mut tick, if next < planned => {
+                        // Start every request whose time has come (several, if this task was late).
+                        let now = Instant::now();
+                        while next < planned && schedule(next) <= now {
+                            in_flight.push(request(idle.pop(), schedule(next)));
+                            next += 1;
+                        }
+                        if next < planned {
+                            tick.as_mut().reset(schedule(next));
+                        }
+                    }
+                }
+            }
+        }
+        Pace::Saturate => {
+            let end = shared.start + shared.duration;
+            let mut idle = None;
+            while Instant::now() < end {
+                let scheduled = Instant::now();
+                tokio::select! {
+                    biased;
+                    _ = &mut stopped => break,
+                    (scheduled, result, kept) = request(idle.take(), scheduled) => {
+                        idle = kept;
+                        record(&mut samples, &shared, scheduled, result);
+                    }
+                }
+            }
+        }
+    }
+    samples
+}
+
+/// Records one request that ended now; `None` is a timeout.
+fn record(
+    samples: &mut Samples,
+    shared: &Shared,
+    scheduled: Instant,
+    result: Option<Result<client::Answer, client::ExchangeError>>,
+) {
     let latency = Instant::now().saturating_duration_since(scheduled);
     let (outcome, body_bytes) = match result {
-        Err(_) => (Outcome::Timeout, 0),
-        Ok(Err(e)) => (Outcome::Transport(e.to_string()), 0),
-        Ok(Ok(answer)) if answer.status >= 400 => {
+        None => (Outcome::Timeout, 0),
+        Some(Err(e)) => (Outcome::Transport(e.to_string()), 0),
+        Some(Ok(answer)) if answer.status >= 400 => {
             (Outcome::HttpError(answer.status), answer.body_bytes)
         }
-        Ok(Ok(answer)) => (Outcome::Success, answer.body_bytes),
+        Some(Ok(answer)) => (Outcome::Success, answer.body_bytes),
     };
     if outcome != Outcome::Success {
         shared.progress.errors.fetch_add(1, Ordering::Relaxed);
     }
     let second = scheduled.saturating_duration_since(shared.start).as_secs() as usize;
-    recorder
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .record(second, latency, outcome, body_bytes);
+    samples.record(second, latency, outcome, body_bytes);
     shared.progress.completed.fetch_add(1, Ordering::Relaxed);
 }

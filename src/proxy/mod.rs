@@ -11,6 +11,7 @@ pub mod config;
 pub mod faults;
 pub mod mapping;
 mod relay;
+mod splice;
 pub mod tls;
 
 use std::collections::BTreeMap;

@@ -10,11 +10,13 @@ use rand::RngExt;
 use rand::rngs::StdRng;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::time::Instant;
 
 use super::config::{FaultSpec, Flow};
 use super::faults::{self, Chunk, Shared, Stage, Verdict};
 use super::mapping::Upstream;
+use super::splice;
 
 /// Read buffer per flow: large, allocated once per connection.
 const BUFFER: usize = 64 * 1024;
@@ -146,13 +148,10 @@ pub(crate) async fn serve(client: TcpStream, upstream: Arc<Upstream>, rt: Arc<Ru
         // Owned halves of a TcpStream need no lock between the two flows.
         let (client_read, client_write) = client.into_split();
         let (upstream_read, upstream_write) = server.into_split();
-        relay(
-            client_read,
-            client_write,
-            upstream_read,
-            upstream_write,
-            id,
-            &rt,
+        let turns = [AtomicU64::new(0), AtomicU64::new(0)];
+        both_flows(
+            plain_flow(client_read, upstream_write, Flow::Request, id, &rt, &turns),
+            plain_flow(upstream_read, client_write, Flow::Response, id, &rt, &turns),
         )
         .await
     };
@@ -200,22 +199,128 @@ where
     UW: AsyncWrite + Unpin,
 {
     let turns = [AtomicU64::new(0), AtomicU64::new(0)];
-    let request = pump(
-        client_read,
-        upstream_write,
-        Flow::Request,
-        stages_for(rt, Flow::Request, id),
-        rt,
-        &turns,
-    );
-    let response = pump(
-        upstream_read,
-        client_write,
-        Flow::Response,
-        stages_for(rt, Flow::Response, id),
-        rt,
-        &turns,
-    );
+    both_flows(
+        pump(
+            client_read,
+            upstream_write,
+            Flow::Request,
+            stages_for(rt, Flow::Request, id),
+            rt,
+            &turns,
+        ),
+        pump(
+            upstream_read,
+            client_write,
+            Flow::Response,
+            stages_for(rt, Flow::Response, id),
+            rt,
+            &turns,
+        ),
+    )
+    .await
+}
+
+/// A flow between two plain TCP sockets. Without faults, it is copied while its reads are small
+/// (request/response traffic: one read, one write, the least latency), and spliced in the kernel once a
+/// read fills the buffer (bulk traffic: no copy through user space).
+async fn plain_flow(
+    mut reader: OwnedReadHalf,
+    mut writer: OwnedWriteHalf,
+    flow: Flow,
+    id: u64,
+    rt: &Runtime,
+    turns: &[AtomicU64; 2],
+) -> io::Result<()> {
+    let stages = stages_for(rt, flow, id);
+    if !stages.is_empty() {
+        return pump(reader, writer, flow, stages, rt, turns).await;
+    }
+    let me = flow.index();
+    let (written, turn) = (&rt.counters.bytes[me], &turns[me]);
+    let mut buf = vec![0u8; BUFFER];
+    if copy(
+        &mut reader,
+        &mut writer,
+        &mut buf,
+        written,
+        turn,
+        Until::Bulk,
+    )
+    .await?
+        == Copied::All
+    {
+        return Ok(());
+    }
+    match splice::Pipe::new() {
+        Ok(pipe) => {
+            drop(buf);
+            splice::pump(reader, writer, pipe, written, turn).await
+        }
+        Err(e) => {
+            tracing::debug!("no pipe for a zero-copy flow ({e}); copying it instead");
+            copy(
+                &mut reader,
+                &mut writer,
+                &mut buf,
+                written,
+                turn,
+                Until::End,
+            )
+            .await?;
+            Ok(())
+        }
+    }
+}
+
+#[derive(PartialEq)]
+enum Until {
+    End,
+    /// Stop after a read that fills the whole buffer.
+    Bulk,
+}
+
+#[derive(PartialEq)]
+enum Copied {
+    /// The reader ended and the writer was half-closed.
+    All,
+    /// Stopped after a full buffer, everything read so far written.
+    Bulk,
+}
+
+/// Pass-through: copies a flow with nothing between read and write.
+async fn copy<R, W>(
+    reader: &mut R,
+    writer: &mut W,
+    buf: &mut [u8],
+    written: &AtomicU64,
+    turn: &AtomicU64,
+    until: Until,
+) -> io::Result<Copied>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    loop {
+        let n = reader.read(buf).await?;
+        if n == 0 {
+            let _ = writer.shutdown().await;
+            return Ok(Copied::All);
+        }
+        turn.fetch_add(1, Ordering::Relaxed);
+        writer.write_all(&buf[..n]).await?;
+        writer.flush().await?;
+        written.fetch_add(n as u64, Ordering::Relaxed);
+        if until == Until::Bulk && n == buf.len() {
+            return Ok(Copied::Bulk);
+        }
+    }
+}
+
+/// Runs both flows of a connection until each has ended; the first error ends the connection.
+async fn both_flows(
+    request: impl Future<Output = io::Result<()>>,
+    response: impl Future<Output = io::Result<()>>,
+) -> io::Result<()> {
     tokio::pin!(request, response);
     let (mut request_done, mut response_done) = (false, false);
     while !(request_done && response_done) {
@@ -246,18 +351,16 @@ where
     let mut buf = vec![0u8; BUFFER];
 
     if stages.is_empty() {
-        // Pass-through: nothing between read and write.
-        loop {
-            let n = reader.read(&mut buf).await?;
-            if n == 0 {
-                let _ = writer.shutdown().await;
-                return Ok(());
-            }
-            turns[me].fetch_add(1, Ordering::Relaxed);
-            writer.write_all(&buf[..n]).await?;
-            writer.flush().await?;
-            written.fetch_add(n as u64, Ordering::Relaxed);
-        }
+        copy(
+            &mut reader,
+            &mut writer,
+            &mut buf,
+            written,
+            &turns[me],
+            Until::End,
+        )
+        .await?;
+        return Ok(());
     }
 
     let piece_size = stages
