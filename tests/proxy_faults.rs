@@ -577,3 +577,59 @@ async fn invalid_values_are_clear_errors() {
         .to_string();
     assert!(err.contains("run duration"), "{err}");
 }
+
+/// Reads everything the client uploads (until its half-close), then answers with the SHA-256 of it
+/// followed by `reply` bytes of the pattern, and closes.
+async fn upload_then_download(listener: TcpListener, reply: usize) {
+    while let Ok((mut stream, _)) = listener.accept().await {
+        tokio::spawn(async move {
+            let mut hasher = Sha256::new();
+            let mut buf = vec![0u8; 256 * 1024];
+            loop {
+                match stream.read(&mut buf).await {
+                    Ok(0) => break,
+                    Ok(n) => hasher.update(&buf[..n]),
+                    Err(_) => return,
+                }
+            }
+            let _ = stream.write_all(&hasher.finalize()).await;
+            let _ = stream.write_all(&pattern(reply)).await;
+        });
+    }
+}
+
+#[tokio::test]
+async fn bulk_data_passes_intact_both_ways_and_half_close_is_kept() {
+    let (upload, download) = (6 * 1024 * 1024 + 17, 10 * 1024 * 1024 + 3);
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(upload_then_download(listener, download));
+    // No fault: both flows go through the kernel (splice). A latency on server ingress: the request
+    // flow alone is spliced while the response flow is copied through the fault.
+    for faults in [vec![], vec![latency(1, 0)]] {
+        let handle = proxy::start(config(addr, faults.clone())).await.unwrap();
+        let mut client = TcpStream::connect(handle.local_addrs()[0]).await.unwrap();
+        let sent = pattern(upload);
+        let (mut read_half, mut write_half) = client.split();
+        let send = async {
+            write_half.write_all(&sent).await.unwrap();
+            // Half-close: the upstream only answers once it has seen the end of the upload.
+            write_half.shutdown().await.unwrap();
+        };
+        let mut received = Vec::new();
+        let receive = read_half.read_to_end(&mut received);
+        let ((), got) = tokio::join!(send, receive);
+        got.unwrap();
+        assert_eq!(received.len(), 32 + download, "faults {faults:?}");
+        assert_eq!(
+            &received[..32],
+            Sha256::digest(&sent).as_slice(),
+            "faults {faults:?}"
+        );
+        assert!(received[32..] == pattern(download), "faults {faults:?}");
+        let stats = handle.stats();
+        assert_eq!(stats.bytes_to_upstream, upload as u64);
+        assert_eq!(stats.bytes_to_client, (32 + download) as u64);
+        handle.stop().await;
+    }
+}

@@ -45,7 +45,8 @@ fn flags() -> SpliceFlags {
 }
 
 /// Moves a flow's bytes until EOF (then half-closes the writer) or an error. Counts bytes in
-/// `written` and each read in `turns`, as the copying pump does.
+/// `written` and each read in `turns`, as the copying pump does. Reading and writing overlap: the
+/// pipe takes more from the source while the sink is still busy, as a socket buffer would.
 pub(super) async fn pump(
     reader: OwnedReadHalf,
     mut writer: OwnedWriteHalf,
@@ -54,37 +55,51 @@ pub(super) async fn pump(
     turns: &AtomicU64,
 ) -> io::Result<()> {
     let source: &TcpStream = reader.as_ref();
-    loop {
-        let filled = loop {
-            source.readable().await?;
-            let capacity = pipe.capacity;
-            match source.try_io(Interest::READABLE, || {
-                Ok(splice(source, None, &pipe.write, None, capacity, flags())?)
-            }) {
-                Ok(n) => break n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Err(e),
+    let sink: &TcpStream = writer.as_ref();
+    let mut in_pipe = 0usize;
+    let mut source_ended = false;
+    // A read found no room while the pipe held data: wait for a write before reading again.
+    let mut pipe_full = false;
+    while !(source_ended && in_pipe == 0) {
+        tokio::select! {
+            ready = source.readable(), if !source_ended && !pipe_full => {
+                ready?;
+                let read = || Ok(splice(source, None, &pipe.write, None, pipe.capacity, flags())?);
+                // With an empty pipe, "would block" can only mean the socket is drained: let tokio
+                // forget its readiness. With data in the pipe it may mean the pipe is full instead.
+                let result = if in_pipe == 0 {
+                    source.try_io(Interest::READABLE, read)
+                } else {
+                    read()
+                };
+                match result {
+                    Ok(0) => source_ended = true,
+                    Ok(n) => {
+                        in_pipe += n;
+                        turns.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => pipe_full = in_pipe > 0,
+                    Err(e) => return Err(e),
+                }
             }
-        };
-        if filled == 0 {
-            let _ = writer.shutdown().await;
-            return Ok(());
-        }
-        turns.fetch_add(1, Ordering::Relaxed);
-        // The pipe is drained completely before the next read, so it never holds more than one read.
-        let sink: &TcpStream = writer.as_ref();
-        let mut left = filled;
-        while left > 0 {
-            sink.writable().await?;
-            match sink.try_io(Interest::WRITABLE, || {
-                Ok(splice(&pipe.read, None, sink, None, left, flags())?)
-            }) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => left -= n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Err(e),
+            ready = sink.writable(), if in_pipe > 0 => {
+                ready?;
+                // The pipe holds data, so "would block" means the socket is full.
+                match sink.try_io(Interest::WRITABLE, || {
+                    Ok(splice(&pipe.read, None, sink, None, in_pipe, flags())?)
+                }) {
+                    Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                    Ok(n) => {
+                        in_pipe -= n;
+                        pipe_full = false;
+                        written.fetch_add(n as u64, Ordering::Relaxed);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(e) => return Err(e),
+                }
             }
         }
-        written.fetch_add(filled as u64, Ordering::Relaxed);
     }
+    let _ = writer.shutdown().await;
+    Ok(())
 }
