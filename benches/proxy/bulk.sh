@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Bulk pass-through throughput with every proxy in its own process, measured by iperf3 (one TCP
+# stream, 127.0.0.1): direct, `fault run`, haproxy and socat, interleaved over ROUNDS rounds of
+# SECONDS seconds. Prints a markdown table: median MB/s and median share of direct per round.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROUNDS=${ROUNDS:-5}
+SECONDS_PER_RUN=${SECONDS_PER_RUN:-3}
+for tool in iperf3 haproxy socat; do
+    command -v "$tool" >/dev/null || { apt-get update -qq && apt-get install -y -qq iperf3 haproxy socat; break; }
+done
+cargo build --release --quiet
+work=$(mktemp -d)
+pids=()
+cleanup() { kill "${pids[@]}" 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+server=$(free_port); fault=$(free_port); hap=$(free_port); soc=$(free_port)
+iperf3 -s -p "$server" >/dev/null 2>&1 & pids+=($!)
+target/release/fault run --proxy "$fault=127.0.0.1:$server" 2>"$work/fault.log" & pids+=($!)
+cat >"$work/haproxy.cfg" <<CFG
+defaults
+  mode tcp
+  timeout connect 5s
+  timeout client 60s
+  timeout server 60s
+listen bulk
+  bind 127.0.0.1:$hap
+  server up 127.0.0.1:$server
+CFG
+haproxy -f "$work/haproxy.cfg" >/dev/null 2>&1 & pids+=($!)
+socat "TCP-LISTEN:$soc,bind=127.0.0.1,reuseaddr,fork" "TCP:127.0.0.1:$server" 2>/dev/null & pids+=($!)
+sleep 1
+
+for round in $(seq "$ROUNDS"); do
+    for path in direct:$server fault:$fault haproxy:$hap socat:$soc; do
+        name=${path%%:*}; port=${path##*:}
+        mbps=$(iperf3 -c 127.0.0.1 -p "$port" -t "$SECONDS_PER_RUN" -J |
+            python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/8e6)')
+        echo "$round $name $mbps" >>"$work/runs"
+    done
+done
+python3 - "$work/runs" "$ROUNDS" "$SECONDS_PER_RUN" <<'PY'
+import statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    r, name, mbps = line.split()
+    runs.setdefault(name, {})[r] = float(mbps)
+print(f"## Bulk pass-through, separate processes (iperf3, {sys.argv[2]} rounds × {sys.argv[3]} s, interleaved)\n")
+print("| path | MB/s (median) | share of direct (median per round) |")
+print("|---|---|---|")
+for name, by_round in runs.items():
+    shares = [by_round[r] / runs["direct"][r] for r in by_round]
+    print(f"| {name} | {statistics.median(by_round.values()):.0f} | {100 * statistics.median(shares):.0f}% |")
+PY
