@@ -312,6 +312,35 @@ async fn http_error_replaces_responses_and_keeps_connections_in_sync() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_error_answers_head_requests_without_a_body() {
+    // An answer to HEAD announces a length but has no body: replaced or passed, the next answer on the
+    // same kept-alive connection must still be read as an answer, not as that body.
+    let upstream = scenario_support::upstream().await;
+    let client = common::spawn().await;
+    for probability in [1.0, 0.5] {
+        let (markdown, report) = scenario(
+            &client,
+            "fault_run_http_error_impact_scenario",
+            json!({"url": upstream.url("/todos/1"), "method": "HEAD", "status_code": 503,
+                   "probability": probability, "seed": 3, "duration": "1s", "rps": 20, "timeout": 2}),
+        )
+        .await;
+        let outcomes = &report["run"]["outcomes"];
+        assert_eq!(outcomes["timeout"], 0, "{markdown}");
+        assert_eq!(outcomes["transport_error"], 0, "{markdown}");
+        let injected = outcomes["http_error_by_status"]["503"]
+            .as_u64()
+            .unwrap_or(0);
+        assert_eq!(
+            outcomes["success"].as_u64().unwrap_or(0) + injected,
+            20,
+            "{markdown}"
+        );
+        assert!(injected >= 5, "{injected}\n{markdown}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn direct_topology_puts_the_proxy_in_front_of_the_url() {
     let upstream = scenario_support::upstream().await;
     let client = common::spawn().await;

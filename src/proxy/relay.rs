@@ -149,9 +149,26 @@ pub(crate) async fn serve(client: TcpStream, upstream: Arc<Upstream>, rt: Arc<Ru
         let (client_read, client_write) = client.into_split();
         let (upstream_read, upstream_write) = server.into_split();
         let turns = [AtomicU64::new(0), AtomicU64::new(0)];
+        let state = faults::ConnectionState::default();
         both_flows(
-            plain_flow(client_read, upstream_write, Flow::Request, id, &rt, &turns),
-            plain_flow(upstream_read, client_write, Flow::Response, id, &rt, &turns),
+            plain_flow(
+                client_read,
+                upstream_write,
+                Flow::Request,
+                id,
+                &rt,
+                &turns,
+                &state,
+            ),
+            plain_flow(
+                upstream_read,
+                client_write,
+                Flow::Response,
+                id,
+                &rt,
+                &turns,
+                &state,
+            ),
         )
         .await
     };
@@ -170,16 +187,23 @@ struct ActiveStage {
     applies: Option<bool>,
 }
 
-fn stages_for(rt: &Runtime, flow: Flow, connection: u64) -> Vec<ActiveStage> {
+fn stages_for(
+    rt: &Runtime,
+    flow: Flow,
+    connection: u64,
+    state: &faults::ConnectionState,
+) -> Vec<ActiveStage> {
     rt.plans
         .iter()
         .enumerate()
-        .filter(|(_, p)| p.flows[flow.index()])
-        .map(|(i, p)| ActiveStage {
-            stage: faults::new_stage(&p.spec, &p.shared),
-            plan: i,
-            rng: faults::stage_rng(rt.seed, connection, i, flow),
-            applies: None,
+        .filter_map(|(i, p)| {
+            let stage = faults::new_stage(&p.spec, &p.shared, p.flows[flow.index()], state)?;
+            Some(ActiveStage {
+                stage,
+                plan: i,
+                rng: faults::stage_rng(rt.seed, connection, i, flow),
+                applies: None,
+            })
         })
         .collect()
 }
@@ -199,12 +223,13 @@ where
     UW: AsyncWrite + Unpin,
 {
     let turns = [AtomicU64::new(0), AtomicU64::new(0)];
+    let state = faults::ConnectionState::default();
     both_flows(
         pump(
             client_read,
             upstream_write,
             Flow::Request,
-            stages_for(rt, Flow::Request, id),
+            stages_for(rt, Flow::Request, id, &state),
             rt,
             &turns,
         ),
@@ -212,7 +237,7 @@ where
             upstream_read,
             client_write,
             Flow::Response,
-            stages_for(rt, Flow::Response, id),
+            stages_for(rt, Flow::Response, id, &state),
             rt,
             &turns,
         ),
@@ -230,8 +255,9 @@ async fn plain_flow(
     id: u64,
     rt: &Runtime,
     turns: &[AtomicU64; 2],
+    state: &faults::ConnectionState,
 ) -> io::Result<()> {
-    let stages = stages_for(rt, flow, id);
+    let stages = stages_for(rt, flow, id, state);
     if !stages.is_empty() {
         return pump(reader, writer, flow, stages, rt, turns).await;
     }

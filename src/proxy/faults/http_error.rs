@@ -2,8 +2,12 @@
 //!
 //! It stands on the response flow and follows the upstream's framing (Content-Length, chunked, or
 //! close-delimited), so the client receives exactly one well-framed response per upstream response and
-//! keep-alive connections stay in sync. The probability is drawn here, once per response, because the relay's
+//! keep-alive connections stay in sync. A [`RequestTracker`] on the request flow tells it which requests were
+//! HEAD, whose responses carry no body whatever their headers announce. The probability is drawn here, once per response, because the relay's
 //! per-message draw cannot tell where a response ends; the relay-level probability is therefore left at 1.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use rand::RngExt;
@@ -80,23 +84,49 @@ enum ChunkedState {
     Trailer(Vec<u8>),
 }
 
+/// Whether each request of a connection was HEAD, in order: the request flow appends, the response flow
+/// takes one per final response (HTTP/1.1 answers requests in order).
+#[derive(Debug, Default)]
+pub struct RequestLog(Mutex<VecDeque<bool>>);
+
+impl RequestLog {
+    fn push(&self, is_head: bool) {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push_back(is_head);
+    }
+
+    /// Whether the request a final response answers was HEAD; `false` when its request was not seen.
+    fn next_is_head(&self) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop_front()
+            .unwrap_or(false)
+    }
+}
+
 pub struct HttpError {
     spec: HttpErrorSpec,
     phase: Phase,
     /// Whether the response being relayed is replaced; drawn when its head starts.
     replacing: Option<bool>,
+    requests: Arc<RequestLog>,
 }
 
 impl HttpError {
-    pub fn new(spec: &HttpErrorSpec) -> Self {
+    pub fn new(spec: &HttpErrorSpec, requests: Arc<RequestLog>) -> Self {
         Self {
             spec: spec.clone(),
             phase: Phase::Head(Vec::new()),
             replacing: None,
+            requests,
         }
     }
 
-    fn synthetic(&self, close: bool) -> Vec<u8> {
+    /// The replacement response; `with_body` is false when answering a HEAD request.
+    fn synthetic(&self, close: bool, with_body: bool) -> Vec<u8> {
         let reason = hyper::StatusCode::from_u16(self.spec.status_code)
             .ok()
             .and_then(|s| s.canonical_reason())
@@ -111,7 +141,9 @@ impl HttpError {
         }
         out.push_str("\r\n");
         let mut bytes = out.into_bytes();
-        bytes.extend_from_slice(self.spec.body.as_bytes());
+        if with_body {
+            bytes.extend_from_slice(self.spec.body.as_bytes());
+        }
         bytes
     }
 
@@ -142,16 +174,20 @@ impl HttpError {
                     input = &input[end - before..];
                     let head = std::mem::take(head);
                     let head = &head[..end];
-                    let framing = parse_head(head);
+                    let mut framing = parse_head(head);
                     if framing == Some(Framing::Interim) {
                         // A 1xx passes through; the draw holds for the final response that follows.
                         out.extend_from_slice(head);
                         self.phase = Phase::Head(Vec::new());
                         continue;
                     }
+                    let answers_head = self.requests.next_is_head();
+                    if answers_head && framing.is_some() {
+                        framing = Some(Framing::Length(0));
+                    }
                     if replacing {
                         let close = matches!(framing, Some(Framing::UntilClose) | None);
-                        out.extend_from_slice(&self.synthetic(close));
+                        out.extend_from_slice(&self.synthetic(close, !answers_head));
                     } else {
                         out.extend_from_slice(head);
                     }
@@ -212,6 +248,112 @@ impl Stage for HttpError {
             Verdict::Replace(Bytes::from(out))
         }
     }
+}
+
+/// Watches the request flow (passing every byte) to record, per request, whether it was HEAD.
+pub struct RequestTracker {
+    phase: RequestPhase,
+    requests: Arc<RequestLog>,
+}
+
+enum RequestPhase {
+    Head(Vec<u8>),
+    Length(u64),
+    Chunked(ChunkedState),
+    /// Not HTTP/1.x as far as can be told: stop watching.
+    Opaque,
+}
+
+impl RequestTracker {
+    pub fn new(requests: Arc<RequestLog>) -> Self {
+        Self {
+            phase: RequestPhase::Head(Vec::new()),
+            requests,
+        }
+    }
+
+    fn observe(&mut self, mut input: &[u8]) {
+        while !input.is_empty() {
+            match &mut self.phase {
+                RequestPhase::Opaque => return,
+                RequestPhase::Head(head) => {
+                    let before = head.len();
+                    head.extend_from_slice(input);
+                    let Some(end) = find_head_end(head) else {
+                        if head.len() > MAX_HEAD {
+                            self.phase = RequestPhase::Opaque;
+                        }
+                        return;
+                    };
+                    input = &input[end - before..];
+                    let head = std::mem::take(head);
+                    self.phase = match parse_request_head(&head[..end]) {
+                        None => RequestPhase::Opaque,
+                        Some((is_head, framing)) => {
+                            self.requests.push(is_head);
+                            match framing {
+                                Framing::Chunked => {
+                                    RequestPhase::Chunked(ChunkedState::Size(Vec::new()))
+                                }
+                                Framing::Length(n) if n > 0 => RequestPhase::Length(n),
+                                _ => RequestPhase::Head(Vec::new()),
+                            }
+                        }
+                    };
+                }
+                RequestPhase::Length(remaining) => {
+                    let take = (*remaining).min(input.len() as u64);
+                    *remaining -= take;
+                    input = &input[take as usize..];
+                    if *remaining == 0 {
+                        self.phase = RequestPhase::Head(Vec::new());
+                    }
+                }
+                RequestPhase::Chunked(state) => {
+                    let (taken, done) = step_chunked(state, input);
+                    input = &input[taken..];
+                    if done {
+                        self.phase = RequestPhase::Head(Vec::new());
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Stage for RequestTracker {
+    fn on_chunk(&mut self, chunk: &Chunk<'_>, _rng: &mut StdRng) -> Verdict {
+        self.observe(chunk.bytes);
+        Verdict::Pass
+    }
+}
+
+/// Whether a request head is HEAD, and how its body is framed (RFC 9112 §6.3: without
+/// Transfer-Encoding or Content-Length a request has no body); `None` when it is not HTTP/1.x.
+fn parse_request_head(head: &[u8]) -> Option<(bool, Framing)> {
+    let text = std::str::from_utf8(head).ok()?.trim_start_matches("\r\n");
+    let mut lines = text.split("\r\n");
+    let mut parts = lines.next()?.split(' ');
+    let method = parts.next()?;
+    parts.next()?;
+    if !parts.next()?.starts_with("HTTP/1.") {
+        return None;
+    }
+    let mut framing = Framing::Length(0);
+    for line in lines {
+        let Some((name, value)) = line.split_once(':') else {
+            continue;
+        };
+        let (name, value) = (name.trim(), value.trim());
+        if name.eq_ignore_ascii_case("transfer-encoding")
+            && value.to_ascii_lowercase().contains("chunked")
+        {
+            framing = Framing::Chunked;
+        } else if name.eq_ignore_ascii_case("content-length") && framing != Framing::Chunked {
+            framing = Framing::Length(value.parse().ok()?);
+        }
+    }
+    Some((method == "HEAD", framing))
 }
 
 #[derive(Debug, PartialEq)]
@@ -344,7 +486,7 @@ mod tests {
     fn replaces_content_length_responses_split_anywhere() {
         let upstream = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloHTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nhi";
         for cut in 1..upstream.len() {
-            let mut stage = HttpError::new(&spec(1.0));
+            let mut stage = HttpError::new(&spec(1.0), Arc::default());
             let out = run(&mut stage, &[&upstream[..cut], &upstream[cut..]]);
             assert_eq!(out, [REPLACED, REPLACED].concat(), "cut at {cut}");
         }
@@ -354,7 +496,7 @@ mod tests {
     fn replaces_chunked_responses_and_keeps_the_next_in_sync() {
         let upstream = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx";
         for cut in 1..upstream.len() {
-            let mut stage = HttpError::new(&spec(1.0));
+            let mut stage = HttpError::new(&spec(1.0), Arc::default());
             let out = run(&mut stage, &[&upstream[..cut], &upstream[cut..]]);
             assert_eq!(out, [REPLACED, REPLACED].concat(), "cut at {cut}");
         }
@@ -363,13 +505,13 @@ mod tests {
     #[test]
     fn probability_zero_passes_everything() {
         let upstream = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
-        let mut stage = HttpError::new(&spec(0.0));
+        let mut stage = HttpError::new(&spec(0.0), Arc::default());
         assert_eq!(run(&mut stage, &[upstream]), upstream.to_vec());
     }
 
     #[test]
     fn close_delimited_response_is_replaced_with_connection_close() {
-        let mut stage = HttpError::new(&spec(1.0));
+        let mut stage = HttpError::new(&spec(1.0), Arc::default());
         let out = run(&mut stage, &[b"HTTP/1.0 200 OK\r\n\r\nbody until close"]);
         let text = String::from_utf8(out).unwrap();
         assert!(text.starts_with("HTTP/1.1 500"));
@@ -381,12 +523,60 @@ mod tests {
     fn half_the_responses_with_probability_one_half() {
         let one = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
         let upstream: Vec<u8> = one.repeat(1000);
-        let mut stage = HttpError::new(&spec(0.5));
+        let mut stage = HttpError::new(&spec(0.5), Arc::default());
         let out = run(&mut stage, &[&upstream]);
         let text = String::from_utf8(out).unwrap();
         let replaced = text.matches("HTTP/1.1 500").count();
         let kept = text.matches("HTTP/1.1 200").count();
         assert_eq!(replaced + kept, 1000);
         assert!((400..600).contains(&replaced), "{replaced}");
+    }
+
+    /// The requests a client sent on one connection, as the tracker on the request flow sees them.
+    fn tracked(requests: &[u8]) -> Arc<RequestLog> {
+        let log = Arc::new(RequestLog::default());
+        let mut tracker = RequestTracker::new(log.clone());
+        // Byte by byte: the tracker must not depend on how reads are cut.
+        for byte in requests {
+            tracker.observe(std::slice::from_ref(byte));
+        }
+        log
+    }
+
+    const REQUESTS: &[u8] = b"POST /a HTTP/1.1\r\ncontent-length: 4\r\n\r\nbodyHEAD /b HTTP/1.1\r\nhost: x\r\n\r\n\
+        PUT /c HTTP/1.1\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\nHEAD /d HTTP/1.1\r\n\r\n";
+
+    #[test]
+    fn the_tracker_records_which_requests_were_head_across_bodies() {
+        let log = tracked(REQUESTS);
+        let seen: Vec<bool> = (0..5).map(|_| log.next_is_head()).collect();
+        assert_eq!(seen, [false, true, false, true, false]);
+    }
+
+    #[test]
+    fn answers_to_head_requests_have_no_body_replaced_or_not() {
+        let upstream = b"HTTP/1.1 201 Created\r\ncontent-length: 2\r\n\r\nokHTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n\
+            HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nokHTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n";
+        let head_only = &REPLACED[..REPLACED.len() - "boom".len()];
+        for cut in 1..upstream.len() {
+            let mut stage = HttpError::new(&spec(1.0), tracked(REQUESTS));
+            let out = run(&mut stage, &[&upstream[..cut], &upstream[cut..]]);
+            assert_eq!(
+                out,
+                [REPLACED, head_only, REPLACED, head_only].concat(),
+                "cut at {cut}"
+            );
+        }
+        // Not replaced: everything passes and the stage stays in step for the response after.
+        let mut stage = HttpError::new(&spec(0.0), tracked(REQUESTS));
+        assert_eq!(run(&mut stage, &[upstream]), upstream.to_vec());
+        let mut stage = HttpError::new(&spec(1.0), tracked(REQUESTS));
+        let with_next = [
+            &upstream[..],
+            b"HTTP/1.1 200 OK\r\ncontent-length: 1\r\n\r\nx",
+        ]
+        .concat();
+        let out = run(&mut stage, &[&with_next]);
+        assert!(out.ends_with(REPLACED), "{}", String::from_utf8_lossy(&out));
     }
 }

@@ -87,9 +87,30 @@ impl Shared {
     }
 }
 
-/// Builds the stage of `spec` for one flow of a new connection.
-pub(crate) fn new_stage(spec: &FaultSpec, shared: &Shared) -> Box<dyn Stage> {
-    match (spec, shared) {
+/// State the two flows of one connection share.
+#[derive(Default)]
+pub(crate) struct ConnectionState {
+    /// Which requests were HEAD, in order, so a response parser knows which answers carry no body.
+    pub requests: std::sync::Arc<http_error::RequestLog>,
+}
+
+/// Builds the stage of `spec` for one flow of a new connection, if the fault acts on `flow`.
+/// A fault that acts on the other flow may still need to watch this one (HTTP error watches requests).
+pub(crate) fn new_stage(
+    spec: &FaultSpec,
+    shared: &Shared,
+    acts_on_flow: bool,
+    connection: &ConnectionState,
+) -> Option<Box<dyn Stage>> {
+    if !acts_on_flow {
+        return match spec {
+            FaultSpec::HttpError(_) => Some(Box::new(http_error::RequestTracker::new(
+                connection.requests.clone(),
+            ))),
+            _ => None,
+        };
+    }
+    Some(match (spec, shared) {
         (FaultSpec::Latency(s), _) => Box::new(latency::Latency::new(s)),
         (FaultSpec::Jitter(s), _) => Box::new(jitter::Jitter::new(s)),
         (FaultSpec::Bandwidth(_), Shared::Link(link)) => {
@@ -100,8 +121,10 @@ pub(crate) fn new_stage(spec: &FaultSpec, shared: &Shared) -> Box<dyn Stage> {
         )),
         (FaultSpec::PacketLoss(s), _) => Box::new(packet_loss::PacketLoss::new(s)),
         (FaultSpec::Blackhole(_), _) => Box::new(blackhole::Blackhole),
-        (FaultSpec::HttpError(s), _) => Box::new(http_error::HttpError::new(s)),
-    }
+        (FaultSpec::HttpError(s), _) => {
+            Box::new(http_error::HttpError::new(s, connection.requests.clone()))
+        }
+    })
 }
 
 /// The random generator the relay gives a stage: reproducible from `seed` and the stage's
