@@ -6,7 +6,11 @@
 //! - latency at p50 for the same endpoint: one connection, back to back (wrk -c1 --latency vs 1 client);
 //! - rate accuracy: open model at a fixed target rate (requests started vs planned, achieved rate).
 //!
-//! Env: BENCH_SECONDS (default 5), BENCH_CONNECTIONS (default 16), BENCH_RATE (default 5000).
+//! - memory: the resident size of `fault agent tool` idle after `initialize`, then sampled every 5 s through a
+//!   long latency scenario (50 clients × 100 req/s, proxy in front of the target) called over MCP.
+//!
+//! Env: BENCH_SECONDS (default 3), BENCH_CONNECTIONS (default 16), BENCH_RATE (default 5000),
+//! BENCH_SCENARIO_SECONDS (default 60; 0 skips the memory part).
 
 use std::{
     io::{BufRead, BufReader, Write},
@@ -15,7 +19,11 @@ use std::{
     time::Duration,
 };
 
+#[path = "support/mcp_stdio.rs"]
+mod mcp_stdio;
+
 use fault::load::{self, LoadPlan, Pace, Progress, Target};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 fn env_u64(name: &str, default: u64) -> u64 {
@@ -162,7 +170,7 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    let seconds = env_u64("BENCH_SECONDS", 5);
+    let seconds = env_u64("BENCH_SECONDS", 3);
     let connections = env_u64("BENCH_CONNECTIONS", 16);
     let rate = env_u64("BENCH_RATE", 5000);
 
@@ -180,25 +188,40 @@ fn main() {
     let url = format!("http://127.0.0.1:{}/", port.trim());
     eprintln!("target {url}; {seconds}s per run, {connections} connections");
 
-    // Maximum rate, alternating peers, three rounds each.
+    // Maximum rate: short rounds, the order swapped every round; the ratio is the median of per-round ratios.
     let mut wrk_max = Vec::new();
     let mut ours_max = Vec::new();
-    for round in 0..3 {
-        let w = wrk(&url, connections, seconds).expect("wrk (apt-get install -y wrk)");
-        let o = ours(&url, connections as u32, Pace::Saturate, seconds);
+    let mut max_ratios = Vec::new();
+    for round in 0..7 {
+        let run_wrk = || wrk(&url, connections, seconds).expect("wrk (apt-get install -y wrk)");
+        let run_ours = || ours(&url, connections as u32, Pace::Saturate, seconds);
+        let (w, o) = if round % 2 == 0 {
+            let w = run_wrk();
+            (w, run_ours())
+        } else {
+            let o = run_ours();
+            (run_wrk(), o)
+        };
         eprintln!(
             "round {round}: wrk {:.0} req/s, fault {:.0} req/s ({} errors)",
             w.rps, o.rps, o.errors
         );
         wrk_max.push(w.rps);
         ours_max.push(o.rps);
+        max_ratios.push(o.rps / w.rps);
     }
     // Latency on one connection.
     let mut wrk_p50 = Vec::new();
     let mut ours_p50 = Vec::new();
-    for round in 0..5 {
-        let w = wrk(&url, 1, seconds.min(3)).expect("wrk");
-        let o = ours(&url, 1, Pace::Saturate, seconds.min(3));
+    // Short rounds, the order swapped every round, so a drift in machine speed hits both alike.
+    for round in 0..9 {
+        let (w, o) = if round % 2 == 0 {
+            let w = wrk(&url, 1, 2).expect("wrk");
+            (w, ours(&url, 1, Pace::Saturate, 2))
+        } else {
+            let o = ours(&url, 1, Pace::Saturate, 2);
+            (wrk(&url, 1, 2).expect("wrk"), o)
+        };
         eprintln!(
             "round {round}: p50 wrk {:.1} µs, fault {:.1} µs",
             w.p50_us, o.p50_us
@@ -217,11 +240,11 @@ fn main() {
     println!("| Measure | wrk 4.1 (-t1) | fault load (1 thread) | Ratio |"); // stdout-ok
     println!("|---|---|---|---|"); // stdout-ok
     println!(
-        "| Max rate, {connections} connections, {seconds}s (median of 3) | {wrk_max:.0} req/s | {ours_max:.0} req/s | {:.2} |",
-        ours_max / wrk_max
+        "| Max rate, {connections} connections (median of 7 × {seconds} s; ratio: median per round) | {wrk_max:.0} req/s | {ours_max:.0} req/s | {:.2} |",
+        median(max_ratios)
     ); // stdout-ok
     println!(
-        "| p50 latency, 1 connection (median of 5) | {:.1} µs | {:.1} µs | {:.2} |",
+        "| p50 latency, 1 connection (median of 9 × 2 s) | {:.1} µs | {:.1} µs | {:.2} |",
         wrk_p50,
         ours_p50,
         ours_p50 / wrk_p50
@@ -235,7 +258,69 @@ fn main() {
         accuracy.requests as f64 / planned.max(1) as f64
     ); // stdout-ok
 
+    let scenario_seconds = env_u64("BENCH_SCENARIO_SECONDS", 60);
+    if scenario_seconds > 0 {
+        memory_through_a_long_scenario(&url, scenario_seconds);
+    }
+
     drop(server.stdin.take());
     let _ = server.kill();
     let _ = server.wait();
+}
+
+/// Resident set size of a process, in MB.
+fn rss_mb(pid: u32) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kb: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb / 1000.0)
+}
+
+fn memory_through_a_long_scenario(url: &str, seconds: u64) {
+    let mut server = mcp_stdio::Server::spawn();
+    server.initialize();
+    std::thread::sleep(Duration::from_millis(500));
+    let pid = server.pid();
+    let idle = rss_mb(pid).unwrap_or(f64::NAN);
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut samples = Vec::new();
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_secs(5));
+                if let Some(mb) = rss_mb(pid) {
+                    samples.push(mb);
+                }
+            }
+            samples
+        })
+    };
+    let answer = server.call(
+        "fault_run_latency_impact_scenario",
+        json!({"url": url, "latency": 1, "duration": format!("{seconds}s"),
+               "num_clients": 50, "rps": 100, "timeout": 5}),
+    );
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let samples = sampler.join().unwrap_or_default();
+    let after = rss_mb(pid).unwrap_or(f64::NAN);
+    let requests = &answer["result"]["structuredContent"]["run"]["requests"];
+    server.close();
+    let shown: Vec<String> = samples.iter().map(|mb| format!("{mb:.1}")).collect();
+    eprintln!("RSS every 5 s (MB): {}", shown.join(", "));
+    let first = samples.first().copied().unwrap_or(f64::NAN);
+    let last = samples.last().copied().unwrap_or(f64::NAN);
+    println!(); // stdout-ok
+    println!("| Memory of `fault agent tool` | RSS |"); // stdout-ok
+    println!("|---|---|"); // stdout-ok
+    println!("| idle after initialize | {idle:.1} MB |"); // stdout-ok
+    println!(
+        "| {seconds} s latency scenario, 5,000 req/s ({requests} requests): at 5 s / at the end / after | {first:.1} / {last:.1} / {after:.1} MB |"
+    ); // stdout-ok
 }

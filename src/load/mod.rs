@@ -13,7 +13,7 @@ mod record;
 use std::{
     net::SocketAddr,
     sync::{
-        Arc,
+        Arc, Mutex,
         atomic::{AtomicU64, Ordering},
     },
     time::Duration,
@@ -306,6 +306,62 @@ struct Shared {
     timeout: Duration,
     start: Instant,
     progress: Arc<Progress>,
+    recorder: Recorder,
+}
+
+/// Where clients record. Memory stays bounded by the run's length, not by clients × seconds: totals go
+/// to a few shards (a histogram at 3 significant digits is a few hundred KB), and each second of the
+/// series has one slot shared by all clients. Each record takes two short, mostly uncontended locks.
+struct Recorder {
+    shards: Vec<Mutex<Samples>>,
+    seconds: Vec<Mutex<SecondSamples>>,
+}
+
+/// Enough shards that clients on different runtime threads rarely meet on one lock.
+const RECORDER_SHARDS: u32 = 8;
+
+impl Recorder {
+    fn new(num_clients: u32, seconds: usize) -> Self {
+        Self {
+            shards: (0..num_clients.clamp(1, RECORDER_SHARDS))
+                .map(|_| Mutex::new(Samples::new(0)))
+                .collect(),
+            seconds: (0..seconds)
+                .map(|_| Mutex::new(SecondSamples::new()))
+                .collect(),
+        }
+    }
+
+    fn record(
+        &self,
+        client: u32,
+        second: usize,
+        latency: Duration,
+        outcome: Outcome,
+        body_bytes: u64,
+    ) {
+        let is_error = outcome != Outcome::Success;
+        let shard = &self.shards[client as usize % self.shards.len()];
+        lock(shard).record(second, latency, outcome, body_bytes);
+        if let Some(slot) = self.seconds.get(second) {
+            lock(slot).add(latency, is_error);
+        }
+    }
+
+    /// Everything recorded so far, merged.
+    fn samples(&self) -> Samples {
+        let mut samples = Samples::new(0);
+        for shard in &self.shards {
+            samples.merge(&lock(shard));
+        }
+        samples.per_second = self.seconds.iter().map(|s| lock(s).clone()).collect();
+        samples
+    }
+}
+
+/// A poisoned lock only means a client panicked mid-record; its figures are still worth reporting.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Runs the plan to its end, or until `cancel` fires (then `Err(Cancelled)`).
@@ -347,15 +403,14 @@ pub async fn run(
         timeout: plan.timeout,
         start,
         progress,
+        recorder: Recorder::new(plan.num_clients, plan.seconds()),
     });
-    let seconds = plan.seconds();
     let mut clients = JoinSet::new();
     for index in 0..plan.num_clients {
         clients.spawn(virtual_client(index, shared.clone(), stop.clone()));
     }
 
     let hard_deadline = start + plan.duration + plan.timeout + GRACE;
-    let mut samples = Samples::new(seconds);
     let mut cut_short = false;
     loop {
         tokio::select! {
@@ -365,7 +420,7 @@ pub async fn run(
                 return Err(LoadError::Cancelled);
             }
             joined = clients.join_next() => match joined {
-                Some(Ok(client_samples)) => samples.merge(&client_samples),
+                Some(Ok(())) => {}
                 Some(Err(e)) => tracing::error!("a load client ended abnormally: {e}"),
                 None => break,
             },
@@ -385,14 +440,12 @@ pub async fn run(
         planned: plan.planned_requests(),
         connections_opened: shared.connector.opened.load(Ordering::Relaxed),
         cut_short,
-        samples,
+        samples: shared.recorder.samples(),
     })
 }
 
-/// One virtual client, in one task: it starts requests on its schedule, keeps its idle connections, and
-/// records into its own samples (merged once at the end), so nothing is locked per request.
-async fn virtual_client(index: u32, shared: Arc<Shared>, stop: CancellationToken) -> Samples {
-    let mut samples = Samples::new(seconds_of(shared.duration));
+/// One virtual client, in one task: it starts requests on its schedule and keeps its idle connections.
+async fn virtual_client(index: u32, shared: Arc<Shared>, stop: CancellationToken) {
     let stopped = stop.cancelled();
     tokio::pin!(stopped);
     let wire = client::Wire {
@@ -402,20 +455,22 @@ async fn virtual_client(index: u32, shared: Arc<Shared>, stop: CancellationToken
     let connector = &shared.connector;
     let started = &shared.progress.started;
     let timeout = shared.timeout;
-    // One request with its deadline; yields its scheduled start, its result and its connection.
+    // One request with its deadline; yields its scheduled start, when it ended (taken at once, so
+    // other requests completing at the same moment do not add to it), its result and its connection.
     let request = |idle: Option<Connection>, scheduled: Instant| {
         let wire = &wire;
         async move {
             started.fetch_add(1, Ordering::Relaxed);
-            match tokio::time::timeout_at(
+            let outcome = tokio::time::timeout_at(
                 scheduled + timeout,
                 client::exchange(idle, connector, wire),
             )
-            .await
-            {
-                Ok((result, kept)) => (scheduled, Some(result), kept),
+            .await;
+            let ended = Instant::now();
+            match outcome {
+                Ok((result, kept)) => (scheduled, ended, Some(result), kept),
                 // The connection is dropped with the cut request.
-                Err(_) => (scheduled, None, None),
+                Err(_) => (scheduled, ended, None, None),
             }
         }
     };
@@ -436,11 +491,11 @@ async fn virtual_client(index: u32, shared: Arc<Shared>, stop: CancellationToken
                 tokio::select! {
                     biased;
                     _ = &mut stopped => break,
-                    Some((scheduled, result, kept)) = in_flight.next() => {
+                    Some((scheduled, ended, result, kept)) = in_flight.next() => {
                         if let Some(connection) = kept {
                             idle.push(connection);
                         }
-                        record(&mut samples, &shared, scheduled, result);
+                        record(index, &shared, scheduled, ended, result);
                     }
                     _ = &mut tick, if next < planned => {
                         // Start every request whose time has come (several, if this task was late).
@@ -464,25 +519,25 @@ async fn virtual_client(index: u32, shared: Arc<Shared>, stop: CancellationToken
                 tokio::select! {
                     biased;
                     _ = &mut stopped => break,
-                    (scheduled, result, kept) = request(idle.take(), scheduled) => {
+                    (scheduled, ended, result, kept) = request(idle.take(), scheduled) => {
                         idle = kept;
-                        record(&mut samples, &shared, scheduled, result);
+                        record(index, &shared, scheduled, ended, result);
                     }
                 }
             }
         }
     }
-    samples
 }
 
-/// Records one request that ended now; `None` is a timeout.
+/// Records one request of `client`; `None` is a timeout.
 fn record(
-    samples: &mut Samples,
+    client: u32,
     shared: &Shared,
     scheduled: Instant,
+    ended: Instant,
     result: Option<Result<client::Answer, client::ExchangeError>>,
 ) {
-    let latency = Instant::now().saturating_duration_since(scheduled);
+    let latency = ended.saturating_duration_since(scheduled);
     let (outcome, body_bytes) = match result {
         None => (Outcome::Timeout, 0),
         Some(Err(e)) => (Outcome::Transport(e.to_string()), 0),
@@ -495,6 +550,8 @@ fn record(
         shared.progress.errors.fetch_add(1, Ordering::Relaxed);
     }
     let second = scheduled.saturating_duration_since(shared.start).as_secs() as usize;
-    samples.record(second, latency, outcome, body_bytes);
+    shared
+        .recorder
+        .record(client, second, latency, outcome, body_bytes);
     shared.progress.completed.fetch_add(1, Ordering::Relaxed);
 }

@@ -39,13 +39,23 @@ pub struct SecondSamples {
 }
 
 impl SecondSamples {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         Self {
             latency_us: histogram(2),
             requests: 0,
             errors: 0,
         }
     }
+
+    pub(super) fn add(&mut self, latency: Duration, is_error: bool) {
+        self.latency_us.saturating_record(micros(latency));
+        self.requests += 1;
+        self.errors += u64::from(is_error);
+    }
+}
+
+fn micros(latency: Duration) -> u64 {
+    (latency.as_micros() as u64).max(1)
 }
 
 /// Everything measured during a run (merged over clients).
@@ -97,7 +107,7 @@ impl Samples {
 
     /// Records one request scheduled in `second` that ended after `latency` with `outcome`.
     pub fn record(&mut self, second: usize, latency: Duration, outcome: Outcome, body_bytes: u64) {
-        let us = (latency.as_micros() as u64).max(1);
+        let us = micros(latency);
         self.all_us.saturating_record(us);
         self.sum_us += u128::from(us);
         self.body_bytes += body_bytes;
@@ -119,9 +129,7 @@ impl Samples {
             Outcome::Timeout => self.timeouts += 1,
         }
         if let Some(slot) = self.per_second.get_mut(second) {
-            slot.latency_us.saturating_record(us);
-            slot.requests += 1;
-            slot.errors += u64::from(is_error);
+            slot.add(latency, is_error);
         }
     }
 
