@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use rand::RngExt;
 use rand::rngs::StdRng;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -263,7 +263,7 @@ async fn plain_flow(
     }
     let me = flow.index();
     let (written, turn) = (&rt.counters.bytes[me], &turns[me]);
-    let mut buf = vec![0u8; BUFFER];
+    let mut buf = BytesMut::with_capacity(BUFFER);
     if copy(
         &mut reader,
         &mut writer,
@@ -313,11 +313,12 @@ enum Copied {
     Bulk,
 }
 
-/// Pass-through: copies a flow with nothing between read and write.
+/// Pass-through: copies a flow with nothing between read and write. The buffer is read into without
+/// being zeroed first, which keeps a new connection cheap.
 async fn copy<R, W>(
     reader: &mut R,
     writer: &mut W,
-    buf: &mut [u8],
+    buf: &mut BytesMut,
     written: &AtomicU64,
     turn: &AtomicU64,
     until: Until,
@@ -327,16 +328,17 @@ where
     W: AsyncWrite + Unpin,
 {
     loop {
-        let n = reader.read(buf).await?;
+        buf.clear();
+        let n = reader.read_buf(buf).await?;
         if n == 0 {
             let _ = writer.shutdown().await;
             return Ok(Copied::All);
         }
         turn.fetch_add(1, Ordering::Relaxed);
-        writer.write_all(&buf[..n]).await?;
+        writer.write_all(buf).await?;
         writer.flush().await?;
         written.fetch_add(n as u64, Ordering::Relaxed);
-        if until == Until::Bulk && n == buf.len() {
+        if until == Until::Bulk && n == BUFFER {
             return Ok(Copied::Bulk);
         }
     }
@@ -374,9 +376,8 @@ where
     let me = flow.index();
     let other = 1 - me;
     let written = &rt.counters.bytes[me];
-    let mut buf = vec![0u8; BUFFER];
-
     if stages.is_empty() {
+        let mut buf = BytesMut::with_capacity(BUFFER);
         copy(
             &mut reader,
             &mut writer,
@@ -388,6 +389,7 @@ where
         .await?;
         return Ok(());
     }
+    let mut buf = vec![0u8; BUFFER];
 
     let piece_size = stages
         .iter()
