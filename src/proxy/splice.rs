@@ -1,6 +1,5 @@
 //! Zero-copy pass-through for plain TCP flows without faults: socket → pipe → socket with
-//! `splice(2)`, so the bytes never enter user space. This is what keeps bulk transfers near the
-//! speed of a direct connection.
+//! `splice(2)`, so bulk bytes never enter user space and cost the proxy no copies.
 
 use std::io;
 use std::os::fd::OwnedFd;
