@@ -172,6 +172,8 @@ async fn interim_responses_are_skipped_and_bodyless_answers_end_at_the_head() {
             b"HTTP/1.1 200 OK\r\ncontent-length: 1000\r\n\r\n"
         } else if line.contains("/no-content") {
             b"HTTP/1.1 204 No Content\r\n\r\n"
+        } else if line.contains("/upgrade") {
+            b"HTTP/1.1 101 Switching Protocols\r\nupgrade: other\r\nconnection: upgrade\r\n\r\n"
         } else {
             b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nlink: </a>\r\n\r\n\
               HTTP/1.1 201 Created\r\ncontent-length: 2\r\n\r\nok"
@@ -188,6 +190,11 @@ async fn interim_responses_are_skipped_and_bodyless_answers_end_at_the_head() {
     let report = run(&plan(get(&server, "/no-content"), 1, 50, 200)).await;
     assert_eq!((report.samples.success, report.samples.body_bytes), (10, 0));
     assert_eq!(report.connections_opened, 1);
+
+    // After 101 the connection speaks another protocol: each request gets a fresh one.
+    let report = run(&plan(get(&server, "/upgrade"), 1, 50, 200)).await;
+    assert_eq!(report.samples.success, 10);
+    assert_eq!(report.connections_opened, 10);
 
     let report = run(&plan(get(&server, "/created"), 1, 50, 200)).await;
     assert_eq!(

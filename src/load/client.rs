@@ -341,6 +341,10 @@ fn head_facts(
             }
         }
     }
+    if status == 101 {
+        // The connection now speaks another protocol: never reuse it for HTTP.
+        keep_alive = false;
+    }
     let framing = if is_head || (100..200).contains(&status) || status == 204 || status == 304 {
         Framing::Empty
     } else if chunked {
