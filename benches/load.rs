@@ -1,11 +1,11 @@
 //! Load generator benchmark against `wrk` on the same loopback target, in one run.
 //!
 //! `cargo bench --bench load` starts a small HTTP/1.1 target in a child process (one runtime thread), then
-//! alternates `wrk -t1` and this crate's generator (one runtime thread) against it:
+//! alternates `wrk -t1` and this crate's generator (one runtime thread) against it, in short rounds whose
+//! order is swapped every round (the machine's speed drifts within a run):
 //! - maximum request rate: closed loop with C connections (wrk -c C vs `Pace::Saturate` with C clients);
 //! - latency at p50 for the same endpoint: one connection, back to back (wrk -c1 --latency vs 1 client);
-//! - rate accuracy: open model at a fixed target rate (requests started vs planned, achieved rate).
-//!
+//! - rate accuracy: open model at a fixed target rate (requests started vs planned, achieved rate);
 //! - memory: the resident size of `fault agent tool` idle after `initialize`, then sampled every 5 s through a
 //!   long latency scenario (50 clients × 100 req/s, proxy in front of the target) called over MCP.
 //!
