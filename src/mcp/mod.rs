@@ -36,8 +36,8 @@ with latency percentiles and SLO verdicts. Paths must be absolute.";
 pub struct FaultServer {
     options: Arc<AgentOptions>,
     tool_router: ToolRouter<Self>,
-    /// One impact scenario at a time: they bind ports and measure latency, so a second one is refused.
-    scenario_slot: Arc<tokio::sync::Semaphore>,
+    /// One impact scenario at a time: they bind ports and measure latency.
+    scenario_slot: scenario::ScenarioSlot,
 }
 
 impl FaultServer {
@@ -48,7 +48,7 @@ impl FaultServer {
                 + Self::advice_router()
                 + Self::index_router()
                 + Self::scenario_router(),
-            scenario_slot: Arc::new(tokio::sync::Semaphore::new(1)),
+            scenario_slot: scenario::ScenarioSlot::default(),
         }
     }
 

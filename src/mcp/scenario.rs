@@ -594,6 +594,52 @@ fn http_error_spec(args: &JsonObject) -> Result<ScenarioSpec, InputError> {
 // ---------------------------------------------------------------------------------------------
 // Tools.
 
+/// How long a new scenario waits for a cancelled one to finish stopping (its proxies closing).
+const STOPPING_WAIT: Duration = Duration::from_secs(5);
+
+/// One impact scenario at a time. A second one is refused, unless the running one was cancelled: it is
+/// then only closing connections and freeing ports, and the new one waits for that.
+#[derive(Clone)]
+pub(super) struct ScenarioSlot {
+    permit: Arc<tokio::sync::Semaphore>,
+    /// Cancellation of the scenario that holds the permit (the last one that took it).
+    holder: Arc<std::sync::Mutex<Option<tokio_util::sync::CancellationToken>>>,
+}
+
+impl Default for ScenarioSlot {
+    fn default() -> Self {
+        Self {
+            permit: Arc::new(tokio::sync::Semaphore::new(1)),
+            holder: Arc::default(),
+        }
+    }
+}
+
+impl ScenarioSlot {
+    /// The slot for a scenario cancelled by `cancel`, or `None` when another scenario is running.
+    async fn take(
+        &self,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let holder = || self.holder.lock().unwrap_or_else(|p| p.into_inner());
+        let permit = match self.permit.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => {
+                let stopping = holder().as_ref().is_some_and(|c| c.is_cancelled());
+                if !stopping {
+                    return None;
+                }
+                tokio::time::timeout(STOPPING_WAIT, self.permit.clone().acquire_owned())
+                    .await
+                    .ok()?
+                    .ok()?
+            }
+        };
+        *holder() = Some(cancel.clone());
+        Some(permit)
+    }
+}
+
 impl FaultServer {
     /// Validates, takes the scenario slot, runs, and shapes the report; progress each second if asked.
     async fn run_scenario(
@@ -605,7 +651,7 @@ impl FaultServer {
             Ok(spec) => spec,
             Err(e) => return Ok(tool_error(e)),
         };
-        let Ok(_slot) = self.scenario_slot.clone().try_acquire_owned() else {
+        let Some(_slot) = self.scenario_slot.take(&context.ct).await else {
             return Ok(tool_error(
                 "another impact scenario is running; they run one at a time (they bind ports and measure \
                  latency). Try again when it has finished.",
