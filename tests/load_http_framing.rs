@@ -3,6 +3,8 @@
 //! keep-alive decisions, a server that drops idle connections, malformed answers, and the request bytes
 //! the generator sends. Each test runs well under a second of load.
 
+mod scenario_support;
+
 use std::{
     sync::{
         Arc, Mutex,
@@ -11,12 +13,12 @@ use std::{
     time::Duration,
 };
 
-use fault::load::{self, LoadPlan, LoadReport, Pace, Progress, Target};
+use fault::load::{LoadPlan, Pace, Target};
+use scenario_support::run_load;
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
     net::{TcpListener, TcpStream},
 };
-use tokio_util::sync::CancellationToken;
 
 /// A server answering each request with the bytes `script` gives for its request line, then closing the
 /// connection when told to.
@@ -102,16 +104,6 @@ fn plan(target: Target, clients: u32, rps: u32, duration_ms: u64) -> LoadPlan {
     }
 }
 
-async fn run(plan: &LoadPlan) -> LoadReport {
-    load::run(
-        plan,
-        &CancellationToken::new(),
-        Arc::new(Progress::default()),
-    )
-    .await
-    .unwrap()
-}
-
 fn get(server: &Scripted, path: &str) -> Target {
     Target::parse(
         &format!("http://127.0.0.1:{}{path}", server.port),
@@ -133,7 +125,7 @@ async fn chunked_bodies_with_extensions_and_trailers_keep_the_connection() {
         )
     })
     .await;
-    let report = run(&plan(get(&server, "/"), 1, 50, 400)).await;
+    let report = run_load(&plan(get(&server, "/"), 1, 50, 400)).await;
     assert_eq!(report.samples.success, 20);
     assert_eq!(report.samples.body_bytes, 20 * 11);
     assert_eq!(server.connections.load(Ordering::Relaxed), 1);
@@ -153,12 +145,12 @@ async fn connection_close_and_bodies_ending_at_close_open_a_new_connection_each_
         }
     })
     .await;
-    let report = run(&plan(get(&server, "/close"), 1, 50, 200)).await;
+    let report = run_load(&plan(get(&server, "/close"), 1, 50, 200)).await;
     assert_eq!(report.samples.success, 10);
     assert_eq!(report.samples.body_bytes, 30);
     assert_eq!(report.connections_opened, 10);
 
-    let report = run(&plan(get(&server, "/http10"), 1, 50, 200)).await;
+    let report = run_load(&plan(get(&server, "/http10"), 1, 50, 200)).await;
     assert_eq!(report.samples.success, 10);
     assert_eq!(report.samples.body_bytes, 10 * "until the end".len() as u64);
     assert_eq!(report.connections_opened, 10);
@@ -183,20 +175,20 @@ async fn interim_responses_are_skipped_and_bodyless_answers_end_at_the_head() {
     .await;
     let url = format!("http://127.0.0.1:{}/", server.port);
     let head = Target::parse(&url, "HEAD", &[], "").unwrap();
-    let report = run(&plan(head, 1, 50, 200)).await;
+    let report = run_load(&plan(head, 1, 50, 200)).await;
     assert_eq!((report.samples.success, report.samples.body_bytes), (10, 0));
     assert_eq!(report.connections_opened, 1);
 
-    let report = run(&plan(get(&server, "/no-content"), 1, 50, 200)).await;
+    let report = run_load(&plan(get(&server, "/no-content"), 1, 50, 200)).await;
     assert_eq!((report.samples.success, report.samples.body_bytes), (10, 0));
     assert_eq!(report.connections_opened, 1);
 
     // After 101 the connection speaks another protocol: each request gets a fresh one.
-    let report = run(&plan(get(&server, "/upgrade"), 1, 50, 200)).await;
+    let report = run_load(&plan(get(&server, "/upgrade"), 1, 50, 200)).await;
     assert_eq!(report.samples.success, 10);
     assert_eq!(report.connections_opened, 10);
 
-    let report = run(&plan(get(&server, "/created"), 1, 50, 200)).await;
+    let report = run_load(&plan(get(&server, "/created"), 1, 50, 200)).await;
     assert_eq!(
         (report.samples.success, report.samples.body_bytes),
         (10, 20)
@@ -214,7 +206,7 @@ async fn an_idle_connection_closed_by_the_server_is_retried_on_a_fresh_one() {
         )
     })
     .await;
-    let report = run(&plan(get(&server, "/"), 1, 20, 500)).await;
+    let report = run_load(&plan(get(&server, "/"), 1, 20, 500)).await;
     assert_eq!(
         report.samples.success, 10,
         "{:?}",
@@ -248,7 +240,7 @@ async fn malformed_and_truncated_answers_are_transport_errors() {
         ("/bad-length", "content-length 'many' is not a number"),
         ("/truncated", "closed before the response was complete"),
     ] {
-        let report = run(&plan(get(&server, path), 1, 20, 250)).await;
+        let report = run_load(&plan(get(&server, path), 1, 20, 250)).await;
         let samples = &report.samples;
         assert_eq!(samples.transport_errors, 5, "{path}");
         assert_eq!(samples.success, 0, "{path}");
@@ -279,7 +271,7 @@ async fn the_request_carries_host_user_headers_and_a_framed_body() {
         ("content-length".to_owned(), "999".to_owned()),
     ];
     let target = Target::parse(&url, "post", &headers, "{\"qty\":2}").unwrap();
-    let report = run(&plan(target, 1, 20, 100)).await;
+    let report = run_load(&plan(target, 1, 20, 100)).await;
     assert_eq!(report.samples.success, 2);
     let requests = server.requests.lock().unwrap();
     let request = String::from_utf8_lossy(&requests[0]).to_string();

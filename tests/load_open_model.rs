@@ -5,6 +5,7 @@ mod scenario_support;
 use std::{sync::Arc, time::Duration};
 
 use fault::load::{self, LoadPlan, Pace, Progress, Target};
+use scenario_support::run_load;
 use tokio_util::sync::CancellationToken;
 
 fn plan(url: &str, num_clients: u32, rps: u32, duration_ms: u64, timeout_ms: u64) -> LoadPlan {
@@ -18,20 +19,10 @@ fn plan(url: &str, num_clients: u32, rps: u32, duration_ms: u64, timeout_ms: u64
     }
 }
 
-async fn run(plan: &LoadPlan) -> load::LoadReport {
-    load::run(
-        plan,
-        &CancellationToken::new(),
-        Arc::new(Progress::default()),
-    )
-    .await
-    .unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn starts_exactly_the_planned_requests_and_reuses_connections() {
     let upstream = scenario_support::upstream().await;
-    let report = run(&plan(&upstream.url("/todos/1"), 4, 50, 2000, 2000)).await;
+    let report = run_load(&plan(&upstream.url("/todos/1"), 4, 50, 2000, 2000)).await;
     let samples = &report.samples;
     assert_eq!(samples.requests(), 400);
     assert_eq!(samples.success, 400);
@@ -60,7 +51,7 @@ async fn starts_exactly_the_planned_requests_and_reuses_connections() {
 async fn a_slow_service_shows_up_as_latency_not_as_fewer_requests() {
     let upstream = scenario_support::upstream().await;
     // 500 ms per answer, 20 requests per second: ten in flight at any time.
-    let report = run(&plan(&upstream.url("/delay/500"), 2, 10, 2000, 5000)).await;
+    let report = run_load(&plan(&upstream.url("/delay/500"), 2, 10, 2000, 5000)).await;
     let samples = &report.samples;
     assert_eq!(samples.requests(), 40);
     assert_eq!(samples.success, 40);
@@ -76,16 +67,16 @@ async fn a_slow_service_shows_up_as_latency_not_as_fewer_requests() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn outcomes_are_counted_apart() {
     let upstream = scenario_support::upstream().await;
-    let report = run(&plan(&upstream.url("/hang"), 1, 5, 1000, 300)).await;
+    let report = run_load(&plan(&upstream.url("/hang"), 1, 5, 1000, 300)).await;
     assert_eq!(report.samples.timeouts, 5);
     let max_ms = report.samples.all_us.max() as f64 / 1000.0;
     assert!((300.0..400.0).contains(&max_ms), "{max_ms}");
 
-    let report = run(&plan(&upstream.url("/status/503"), 1, 5, 1000, 1000)).await;
+    let report = run_load(&plan(&upstream.url("/status/503"), 1, 5, 1000, 1000)).await;
     assert_eq!(report.samples.http_errors.get(&503), Some(&5));
 
     let closed = scenario_support::free_port().await;
-    let report = run(&plan(
+    let report = run_load(&plan(
         &format!("http://127.0.0.1:{closed}/"),
         1,
         5,

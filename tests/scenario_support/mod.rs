@@ -236,3 +236,14 @@ pub async fn free_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     listener.local_addr().unwrap().port()
 }
+
+/// Runs a load plan to its end, with no cancellation and no one watching progress.
+pub async fn run_load(plan: &fault::load::LoadPlan) -> fault::load::LoadReport {
+    fault::load::run(
+        plan,
+        &tokio_util::sync::CancellationToken::new(),
+        Arc::new(fault::load::Progress::default()),
+    )
+    .await
+    .expect("load run")
+}
