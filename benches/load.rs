@@ -157,6 +157,18 @@ fn ours(url: &str, num_clients: u32, pace: Pace, seconds: u64) -> OursResult {
     }
 }
 
+/// Runs both measurements, the first one first in even rounds and second in odd rounds, so a drift
+/// in machine speed hits both alike.
+fn in_turn<A, B>(round: usize, a: impl FnOnce() -> A, b: impl FnOnce() -> B) -> (A, B) {
+    if round.is_multiple_of(2) {
+        let a = a();
+        (a, b())
+    } else {
+        let b = b();
+        (a(), b)
+    }
+}
+
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(|a, b| a.total_cmp(b));
     values[values.len() / 2]
@@ -193,15 +205,11 @@ fn main() {
     let mut ours_max = Vec::new();
     let mut max_ratios = Vec::new();
     for round in 0..7 {
-        let run_wrk = || wrk(&url, connections, seconds).expect("wrk (apt-get install -y wrk)");
-        let run_ours = || ours(&url, connections as u32, Pace::Saturate, seconds);
-        let (w, o) = if round % 2 == 0 {
-            let w = run_wrk();
-            (w, run_ours())
-        } else {
-            let o = run_ours();
-            (run_wrk(), o)
-        };
+        let (w, o) = in_turn(
+            round,
+            || wrk(&url, connections, seconds).expect("wrk (apt-get install -y wrk)"),
+            || ours(&url, connections as u32, Pace::Saturate, seconds),
+        );
         eprintln!(
             "round {round}: wrk {:.0} req/s, fault {:.0} req/s ({} errors)",
             w.rps, o.rps, o.errors
@@ -213,15 +221,13 @@ fn main() {
     // Latency on one connection.
     let mut wrk_p50 = Vec::new();
     let mut ours_p50 = Vec::new();
-    // Short rounds, the order swapped every round, so a drift in machine speed hits both alike.
+    // Short rounds, the order swapped every round.
     for round in 0..9 {
-        let (w, o) = if round % 2 == 0 {
-            let w = wrk(&url, 1, 2).expect("wrk");
-            (w, ours(&url, 1, Pace::Saturate, 2))
-        } else {
-            let o = ours(&url, 1, Pace::Saturate, 2);
-            (wrk(&url, 1, 2).expect("wrk"), o)
-        };
+        let (w, o) = in_turn(
+            round,
+            || wrk(&url, 1, 2).expect("wrk"),
+            || ours(&url, 1, Pace::Saturate, 2),
+        );
         eprintln!(
             "round {round}: p50 wrk {:.1} µs, fault {:.1} µs",
             w.p50_us, o.p50_us

@@ -61,6 +61,16 @@ pub(crate) struct Runtime {
     pub next_connection: AtomicU64,
 }
 
+impl Runtime {
+    /// Counts a client connection closed because its upstream could not be reached, and says why.
+    fn upstream_failed(&self, why: std::fmt::Arguments<'_>) {
+        self.counters
+            .upstream_failures
+            .fetch_add(1, Ordering::Relaxed);
+        tracing::warn!("{why}");
+    }
+}
+
 /// Decrements the live-connection gauge however the task ends (including abort at stop).
 struct LiveGuard<'a>(&'a AtomicU64);
 
@@ -87,23 +97,15 @@ pub(crate) async fn serve(client: TcpStream, upstream: Arc<Upstream>, rt: Arc<Ru
     let server = match tokio::time::timeout(rt.connect_timeout, connect).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
-            rt.counters
-                .upstream_failures
-                .fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(
+            return rt.upstream_failed(format_args!(
                 "connection from {peer:?}: upstream {upstream} unreachable: {e}; closing it"
-            );
-            return;
+            ));
         }
         Err(_) => {
-            rt.counters
-                .upstream_failures
-                .fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(
+            return rt.upstream_failed(format_args!(
                 "connection from {peer:?}: upstream {upstream} did not accept within {:?}; closing it",
                 rt.connect_timeout
-            );
-            return;
+            ));
         }
     };
     let _ = server.set_nodelay(true);
@@ -135,13 +137,9 @@ pub(crate) async fn serve(client: TcpStream, upstream: Arc<Upstream>, rt: Arc<Ru
                 .await
             }
             Err(e) => {
-                rt.counters
-                    .upstream_failures
-                    .fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(
+                return rt.upstream_failed(format_args!(
                     "upstream {upstream}: TLS handshake failed: {e}; closing the client connection"
-                );
-                return;
+                ));
             }
         }
     } else {
