@@ -1,5 +1,6 @@
 //! Proxy benchmark, one run, every figure against a peer measured in the same run:
-//! pass-through overhead (fault vs direct, socat, haproxy), latency accuracy (1/10/100/300 ms),
+//! pass-through overhead (fault vs direct, socat, haproxy, and `splice_floor.c`: the cheapest relay
+//! a process can be), latency accuracy (1/10/100/300 ms),
 //! bandwidth accuracy (10 KB/s, 1 MB/s, 100 MB/s) against the kernel's tbf in a network
 //! namespace (netem is tried and its error reported when the kernel lacks it).
 //!
@@ -227,40 +228,52 @@ async fn wait_listening(addr: SocketAddr) -> bool {
     false
 }
 
-async fn socat(http: SocketAddr, bulk: SocketAddr) -> Result<Reference, String> {
-    let mut children = Vec::new();
-    let mut addrs = Vec::new();
-    for up in [http, bulk] {
+/// Starts one relay process per upstream, each made by `command(listen_port, upstream)`.
+async fn relay_per_upstream(
+    name: &'static str,
+    http: SocketAddr,
+    bulk: SocketAddr,
+    command: impl Fn(u16, SocketAddr) -> Command,
+) -> Result<Reference, String> {
+    let mut r = Reference {
+        name,
+        http,
+        bulk,
+        children: Vec::new(),
+    };
+    for (addr, up) in [(&mut r.http, http), (&mut r.bulk, bulk)] {
         let port = free_port();
-        let child = Command::new("socat")
-            .arg(format!(
-                "TCP-LISTEN:{port},bind=127.0.0.1,fork,reuseaddr,nodelay"
-            ))
-            .arg(format!("TCP:{up},nodelay"))
+        let child = command(port, up)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .map_err(|e| format!("socat: {e}"))?;
-        children.push(child);
-        addrs.push(SocketAddr::from(([127, 0, 0, 1], port)));
+            .map_err(|e| format!("{name}: {e}"))?;
+        r.children.push(child);
+        *addr = SocketAddr::from(([127, 0, 0, 1], port));
     }
-    let r = Reference {
-        name: "socat",
-        http: addrs[0],
-        bulk: addrs[1],
-        children,
-    };
     if wait_listening(r.http).await && wait_listening(r.bulk).await {
         Ok(r)
     } else {
-        Err("socat did not listen".into())
+        Err(format!("{name} did not listen"))
     }
+}
+
+async fn socat(http: SocketAddr, bulk: SocketAddr) -> Result<Reference, String> {
+    relay_per_upstream("socat", http, bulk, |port, up| {
+        let mut c = Command::new("socat");
+        c.arg(format!(
+            "TCP-LISTEN:{port},bind=127.0.0.1,fork,reuseaddr,nodelay"
+        ))
+        .arg(format!("TCP:{up},nodelay"));
+        c
+    })
+    .await
 }
 
 async fn haproxy(http: SocketAddr, bulk: SocketAddr) -> Result<Reference, String> {
     let (p1, p2) = (free_port(), free_port());
     let cfg = format!(
-        "global\n  maxconn 4096\ndefaults\n  mode tcp\n  timeout connect 5s\n  timeout client 60s\n  timeout server 60s\n  option tcp-smart-connect\n\
+        "global\n  maxconn 4096\ndefaults\n  mode tcp\n  timeout connect 5s\n  timeout client 60s\n  timeout server 60s\n  option tcp-smart-connect\n  option splice-request\n  option splice-response\n\
          listen http\n  bind 127.0.0.1:{p1}\n  server up {http}\n\
          listen bulk\n  bind 127.0.0.1:{p2}\n  server up {bulk}\n"
     );
@@ -285,6 +298,28 @@ async fn haproxy(http: SocketAddr, bulk: SocketAddr) -> Result<Reference, String
     } else {
         Err("haproxy did not listen".into())
     }
+}
+
+/// `splice_floor.c`, built here with the system's C compiler: the cheapest relay a process can be,
+/// so its row shows what relaying costs on this machine whatever the proxy.
+async fn splice_floor(http: SocketAddr, bulk: SocketAddr) -> Result<Reference, String> {
+    let source = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/proxy/splice_floor.c");
+    let exe = std::env::temp_dir().join(format!("fault-bench-splice-floor-{}", std::process::id()));
+    let built = Command::new("cc")
+        .args(["-O2", "-pthread", "-o"])
+        .arg(&exe)
+        .arg(source)
+        .status()
+        .map_err(|e| format!("cc: {e}"))?;
+    if !built.success() {
+        return Err(format!("cc could not build {source}"));
+    }
+    relay_per_upstream("splice_floor", http, bulk, |port, up| {
+        let mut c = Command::new(&exe);
+        c.arg(port.to_string()).arg(up.port().to_string());
+        c
+    })
+    .await
 }
 
 // ---------- network namespace (kernel reference)
@@ -445,7 +480,11 @@ async fn run() {
         ),
     ];
     let mut refs = Vec::new();
-    for r in [socat(http, bulk).await, haproxy(http, bulk).await] {
+    for r in [
+        socat(http, bulk).await,
+        haproxy(http, bulk).await,
+        splice_floor(http, bulk).await,
+    ] {
         match r {
             Ok(r) => {
                 targets.push((r.name.into(), r.http, r.bulk));

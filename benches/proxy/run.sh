@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the proxy benchmark with its references: socat and haproxy (pass-through), and the
+# Runs the proxy benchmark with its references: socat, haproxy and splice_floor.c (pass-through), and the
 # kernel's tbf/netem in a network namespace (needs root). Prints markdown tables. ~2 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -222,8 +222,8 @@ async fn accept_loop(
             _ = cancel.cancelled() => break,
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    connections.spawn(relay::serve(stream, upstream.clone(), runtime.clone()));
+                Ok((stream, peer)) => {
+                    connections.spawn(relay::serve(stream, peer, upstream.clone(), runtime.clone()));
                 }
                 Err(e) => {
                     // E.g. too many open files: back off instead of spinning.

@@ -1,6 +1,7 @@
 //! Per-connection relay: two flows, each a read → stages → write loop, bytes never reordered.
 
 use std::io;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -81,7 +82,12 @@ impl Drop for LiveGuard<'_> {
 }
 
 /// Serves one accepted client connection until both flows end, an error, or abort.
-pub(crate) async fn serve(client: TcpStream, upstream: Arc<Upstream>, rt: Arc<Runtime>) {
+pub(crate) async fn serve(
+    client: TcpStream,
+    peer: SocketAddr,
+    upstream: Arc<Upstream>,
+    rt: Arc<Runtime>,
+) {
     rt.counters
         .connections_total
         .fetch_add(1, Ordering::Relaxed);
@@ -90,7 +96,6 @@ pub(crate) async fn serve(client: TcpStream, upstream: Arc<Upstream>, rt: Arc<Ru
         .fetch_add(1, Ordering::Relaxed);
     let _live = LiveGuard(&rt.counters.connections_active);
     let id = rt.next_connection.fetch_add(1, Ordering::Relaxed);
-    let peer = client.peer_addr().ok();
     let _ = client.set_nodelay(true);
 
     let connect = TcpStream::connect((upstream.host.as_str(), upstream.port));
@@ -98,12 +103,12 @@ pub(crate) async fn serve(client: TcpStream, upstream: Arc<Upstream>, rt: Arc<Ru
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
             return rt.upstream_failed(format_args!(
-                "connection from {peer:?}: upstream {upstream} unreachable: {e}; closing it"
+                "connection from {peer}: upstream {upstream} unreachable: {e}; closing it"
             ));
         }
         Err(_) => {
             return rt.upstream_failed(format_args!(
-                "connection from {peer:?}: upstream {upstream} did not accept within {:?}; closing it",
+                "connection from {peer}: upstream {upstream} did not accept within {:?}; closing it",
                 rt.connect_timeout
             ));
         }
@@ -171,8 +176,8 @@ pub(crate) async fn serve(client: TcpStream, upstream: Arc<Upstream>, rt: Arc<Ru
         .await
     };
     match outcome {
-        Ok(()) => tracing::debug!("connection {id} from {peer:?} to {upstream} ended"),
-        Err(e) => tracing::debug!("connection {id} from {peer:?} to {upstream} ended: {e}"),
+        Ok(()) => tracing::debug!("connection {id} from {peer} to {upstream} ended"),
+        Err(e) => tracing::debug!("connection {id} from {peer} to {upstream} ended: {e}"),
     }
 }
 
