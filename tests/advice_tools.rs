@@ -101,14 +101,12 @@ async fn suggestion_is_a_diff_block_that_patches_the_snippet_into_the_new_code()
         "fault_suggest_better_function_reliability",
         "fault_suggest_better_function_performance",
     ] {
-        let result = common::call(
+        let result = common::call_ok(
             &client,
             tool,
             json!({"snippet": PY_SNIPPET, "lang": "python", "score": 0.3, "target_score": 0.8}),
         )
-        .await
-        .unwrap();
-        assert!(!common::is_error(&result), "{}", common::text(&result));
+        .await;
         let diff = diff_in_block(common::text(&result));
         assert!(
             diff.starts_with("--- a/snippet.py\n+++ b/snippet.py\n"),
@@ -138,14 +136,12 @@ async fn fenced_new_code_and_trailing_newlines_still_give_an_exact_patch() {
     ])
     .await;
     let client = fault_for(&server).await;
-    let result = common::call(
+    let result = common::call_ok(
         &client,
         "fault_suggest_better_function_reliability",
         json!({"snippet": original, "lang": "rust", "score": 0.5, "target_score": 0.9}),
     )
-    .await
-    .unwrap();
-    assert!(!common::is_error(&result), "{}", common::text(&result));
+    .await;
     let structured = result.structured_content.as_ref().unwrap();
     let new_code = structured["new_code"].as_str().unwrap();
     assert_eq!(
@@ -165,14 +161,12 @@ async fn new_code_that_does_not_parse_gets_one_repair_round() {
     ])
     .await;
     let client = fault_for(&server).await;
-    let result = common::call(
+    common::call_ok(
         &client,
         "fault_suggest_better_function_performance",
         json!({"snippet": PY_SNIPPET, "lang": "python", "score": 0.3, "target_score": 0.8}),
     )
-    .await
-    .unwrap();
-    assert!(!common::is_error(&result), "{}", common::text(&result));
+    .await;
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
     let repair = user_prompt(&requests[1]);
@@ -251,14 +245,12 @@ async fn slos_come_back_as_a_validated_json_array() {
     ])
     .await;
     let client = fault_for(&server).await;
-    let result = common::call(
+    let result = common::call_ok(
         &client,
         "fault_suggest_service_level_objectives_slo",
         json!({"snippet": PY_SNIPPET, "lang": "python"}),
     )
-    .await
-    .unwrap();
-    assert!(!common::is_error(&result), "{}", common::text(&result));
+    .await;
     let array: Value = serde_json::from_str(common::text(&result)).unwrap();
     assert_eq!(
         array,
@@ -344,14 +336,12 @@ async fn file_changes_return_the_file_as_read_and_a_diff_that_applies() {
     })])
     .await;
     let client = fault_for(&server).await;
-    let result = common::call(
+    let result = common::call_ok(
         &client,
         "fault_make_reliability_and_perf_changes",
         json!({"file": file.to_str().unwrap()}),
     )
-    .await
-    .unwrap();
-    assert!(!common::is_error(&result), "{}", common::text(&result));
+    .await;
     let r: Value = serde_json::from_str(common::text(&result)).unwrap();
     assert_eq!(r["old"], APP);
     assert_eq!(r["score"], 0.2);
@@ -418,14 +408,11 @@ async fn deep_analysis_reports_each_requested_concern_in_markdown() {
     ])
     .await;
     let client = fault_for(&server).await;
-    let result = common::call(
+    let result = common::call_ok(
         &client,
         "fault_function_reliability_deep_analysis",
         json!({"file": file.to_str().unwrap(), "func": "index", "concerns": ["reliability", "threat"]}),
-    )
-    .await
-    .unwrap();
-    assert!(!common::is_error(&result), "{}", common::text(&result));
+    ).await;
     let markdown = common::text(&result);
     assert!(
         markdown.starts_with("# Deep analysis of `index` (app.py, lines 11-15)"),

@@ -56,10 +56,7 @@ async fn score_request_carries_model_snippet_and_format_schema() {
     })
     .await;
     let client = fault_for(&server, &[]).await;
-    let result = common::call(&client, "fault_score_reliability", score_args())
-        .await
-        .unwrap();
-    assert!(!common::is_error(&result), "{}", common::text(&result));
+    let result = common::call_ok(&client, "fault_score_reliability", score_args()).await;
     let text: Value = serde_json::from_str(common::text(&result)).unwrap();
     assert_eq!(text, json!({"score": 0.25, "explanation": "no timeout"}));
     let requests = server.requests();
@@ -101,10 +98,7 @@ async fn ollama_host_comes_from_the_environment_without_a_base_url() {
         ..Default::default()
     })
     .await;
-    let result = common::call(&client, "fault_score_performance", score_args())
-        .await
-        .unwrap();
-    assert!(!common::is_error(&result), "{}", common::text(&result));
+    common::call_ok(&client, "fault_score_performance", score_args()).await;
     assert_eq!(server.requests().len(), 1);
     client.cancel().await.unwrap();
 }
@@ -118,14 +112,12 @@ async fn fenced_suggestion_answer_is_accepted_and_diffed() {
     );
     let server = FakeServer::start(move |_, _| Reply::ollama_chat(MODEL, &answer)).await;
     let client = fault_for(&server, &[]).await;
-    let result = common::call(
+    let result = common::call_ok(
         &client,
         "fault_suggest_better_function_reliability",
         json!({"snippet": SNIPPET, "lang": "python", "score": 0.2, "target_score": 0.9}),
     )
-    .await
-    .unwrap();
-    assert!(!common::is_error(&result), "{}", common::text(&result));
+    .await;
     let text = common::text(&result);
     assert!(
         text.starts_with("```diff\n--- a/snippet.py\n+++ b/snippet.py\n"),
@@ -146,10 +138,7 @@ async fn server_error_then_success_is_retried() {
     })
     .await;
     let client = fault_for(&server, &[]).await;
-    let result = common::call(&client, "fault_score_performance", score_args())
-        .await
-        .unwrap();
-    assert!(!common::is_error(&result), "{}", common::text(&result));
+    common::call_ok(&client, "fault_score_performance", score_args()).await;
     assert_eq!(server.requests().len(), 2);
     client.cancel().await.unwrap();
 }

@@ -59,10 +59,7 @@ async fn score_request_carries_model_snippet_and_schema() {
     })
     .await;
     let client = fault_for(&server, &[]).await;
-    let result = common::call(&client, "fault_score_performance", score_args())
-        .await
-        .unwrap();
-    assert!(!common::is_error(&result), "{}", common::text(&result));
+    let result = common::call_ok(&client, "fault_score_performance", score_args()).await;
     let text: Value = serde_json::from_str(common::text(&result)).unwrap();
     assert_eq!(text, json!({"score": 0.42, "explanation": "no timeout"}));
     assert_eq!(result.structured_content.as_ref().unwrap()["score"], 0.42);
@@ -98,10 +95,7 @@ async fn fenced_and_prose_wrapped_answers_are_accepted() {
     .await;
     let client = fault_for(&server, &[]).await;
     for expected in [0.8, 0.3] {
-        let result = common::call(&client, "fault_score_reliability", score_args())
-            .await
-            .unwrap();
-        assert!(!common::is_error(&result), "{}", common::text(&result));
+        let result = common::call_ok(&client, "fault_score_reliability", score_args()).await;
         let text: Value = serde_json::from_str(common::text(&result)).unwrap();
         assert_eq!(text["score"], expected);
     }
@@ -121,10 +115,7 @@ async fn malformed_answer_gets_one_repair_request_quoting_the_problem() {
     })
     .await;
     let client = fault_for(&server, &[]).await;
-    let result = common::call(&client, "fault_score_performance", score_args())
-        .await
-        .unwrap();
-    assert!(!common::is_error(&result), "{}", common::text(&result));
+    common::call_ok(&client, "fault_score_performance", score_args()).await;
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
     let repair = user_prompt(&requests[1]);
@@ -185,10 +176,7 @@ async fn rate_limit_then_success() {
     })
     .await;
     let client = fault_for(&server, &[]).await;
-    let result = common::call(&client, "fault_score_performance", score_args())
-        .await
-        .unwrap();
-    assert!(!common::is_error(&result), "{}", common::text(&result));
+    common::call_ok(&client, "fault_score_performance", score_args()).await;
     assert_eq!(server.requests().len(), 2);
     client.cancel().await.unwrap();
 }

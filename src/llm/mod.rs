@@ -144,7 +144,7 @@ impl Message {
 /// json_schema, Ollama `format`) and returns the answer's text as written: parsing and validation are
 /// [`ask_json`]'s job, so that a bad answer can be repaired.
 pub trait ChatModel: Send + Sync {
-    fn chat<'a>(&'a self, messages: &'a [Message]) -> BoxFuture<'a, Result<String, LlmError>>;
+    /// One answer to `messages`, asked of the provider as JSON of `schema`'s shape.
     fn chat_json<'a>(
         &'a self,
         messages: &'a [Message],

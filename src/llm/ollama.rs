@@ -155,7 +155,7 @@ impl OllamaChat {
     async fn complete(
         &self,
         messages: &[Message],
-        schema: Option<&OutputSchema>,
+        schema: &OutputSchema,
     ) -> Result<String, LlmError> {
         let messages = messages.iter().map(to_ollama_message).collect();
         let mut request = ChatMessageRequest::new(self.model.clone(), messages);
@@ -163,16 +163,14 @@ impl OllamaChat {
             let limit = i32::try_from(max_tokens).unwrap_or(i32::MAX);
             request = request.options(ModelOptions::default().num_predict(limit));
         }
-        if let Some(schema) = schema {
-            let structure = schemars::Schema::try_from(schema.schema.clone()).map_err(|e| {
-                LlmError::Config(format!("schema '{}' is not an object: {e}", schema.name))
-            })?;
-            request = request.format(FormatType::StructuredJson(Box::new(
-                JsonStructure::new_for_schema(structure),
-            )));
-        }
+        let structure = schemars::Schema::try_from(schema.schema.clone()).map_err(|e| {
+            LlmError::Config(format!("schema '{}' is not an object: {e}", schema.name))
+        })?;
+        request = request.format(FormatType::StructuredJson(Box::new(
+            JsonStructure::new_for_schema(structure),
+        )));
         tracing::debug!(provider = PROVIDER, model = %self.model,
-            schema = schema.map(|s| s.name.as_str()), "chat request");
+            schema = %schema.name, "chat request");
         let response: ChatMessageResponse = self.api.post("chat", &self.model, &request).await?;
         let text = response.message.content;
         if text.trim().is_empty() {
@@ -196,16 +194,12 @@ fn to_ollama_message(message: &Message) -> ChatMessage {
 }
 
 impl ChatModel for OllamaChat {
-    fn chat<'a>(&'a self, messages: &'a [Message]) -> BoxFuture<'a, Result<String, LlmError>> {
-        Box::pin(self.complete(messages, None))
-    }
-
     fn chat_json<'a>(
         &'a self,
         messages: &'a [Message],
         schema: &'a OutputSchema,
     ) -> BoxFuture<'a, Result<String, LlmError>> {
-        Box::pin(self.complete(messages, Some(schema)))
+        Box::pin(self.complete(messages, schema))
     }
 
     fn model(&self) -> &str {

@@ -277,29 +277,29 @@ impl OpenAiChat {
     async fn complete(
         &self,
         messages: &[Message],
-        schema: Option<&OutputSchema>,
+        schema: &OutputSchema,
     ) -> Result<String, LlmError> {
         let (client, probe) = self.endpoint.client(&self.transport)?;
         let request = CreateChatCompletionRequest {
             model: self.model.clone(),
             messages: messages.iter().map(to_openai_message).collect(),
             max_completion_tokens: self.max_tokens,
-            response_format: schema.map(|s| ResponseFormat::JsonSchema {
+            response_format: Some(ResponseFormat::JsonSchema {
                 json_schema: ResponseFormatJsonSchema {
                     description: None,
-                    name: s.name.clone(),
-                    schema: if s.strict && self.endpoint.refuses_length_keywords() {
-                        strict_subset(&s.schema)
+                    name: schema.name.clone(),
+                    schema: if schema.strict && self.endpoint.refuses_length_keywords() {
+                        strict_subset(&schema.schema)
                     } else {
-                        s.schema.clone()
+                        schema.schema.clone()
                     },
-                    strict: Some(s.strict),
+                    strict: Some(schema.strict),
                 },
             }),
             ..Default::default()
         };
         tracing::debug!(provider = self.endpoint.provider, model = %self.model,
-            messages = messages.len(), schema = schema.map(|s| s.name.as_str()), "chat request");
+            messages = messages.len(), schema = %schema.name, "chat request");
         let response = client.chat().create(request).await.map_err(|e| {
             map_error(
                 e,
@@ -355,16 +355,12 @@ fn to_openai_message(message: &Message) -> ChatCompletionRequestMessage {
 }
 
 impl ChatModel for OpenAiChat {
-    fn chat<'a>(&'a self, messages: &'a [Message]) -> BoxFuture<'a, Result<String, LlmError>> {
-        Box::pin(self.complete(messages, None))
-    }
-
     fn chat_json<'a>(
         &'a self,
         messages: &'a [Message],
         schema: &'a OutputSchema,
     ) -> BoxFuture<'a, Result<String, LlmError>> {
-        Box::pin(self.complete(messages, Some(schema)))
+        Box::pin(self.complete(messages, schema))
     }
 
     fn model(&self) -> &str {

@@ -71,6 +71,15 @@ pub async fn call(
         .await
 }
 
+/// Calls `tool` and fails the test, with the tool's message, unless it answers without error.
+pub async fn call_ok(client: &Client, tool: &str, args: Value) -> CallToolResult {
+    let result = call(client, tool, args)
+        .await
+        .unwrap_or_else(|e| panic!("{tool}: {e}"));
+    assert!(!is_error(&result), "{}", text(&result));
+    result
+}
+
 /// The first text content of a result.
 pub fn text(result: &CallToolResult) -> &str {
     result
