@@ -1,6 +1,8 @@
 //! The proxy against a real HTTP/1.1 upstream on 127.0.0.1: each fault's effect within stated
 //! tolerances, TLS origination, stop/cleanup and errors. Real time, ~6 s in total (tests run in parallel).
 
+mod scenario_support;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -428,20 +430,8 @@ async fn probability_zero_never_applies() {
 
 #[tokio::test]
 async fn tls_origination_to_a_local_tls_server() {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
-    let certs = vec![CertificateDer::from_pem_file(dir.join("server.pem")).unwrap()];
-    let key = PrivateKeyDer::from_pem_file(dir.join("server.key")).unwrap();
-    let server_config = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_no_client_auth()
-    .with_single_cert(certs, key)
-    .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server_config));
+    let dir = scenario_support::tls_fixtures();
+    let acceptor = scenario_support::tls_acceptor();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let open = Arc::new(AtomicUsize::new(0));
