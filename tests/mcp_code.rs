@@ -3,18 +3,10 @@
 
 mod common;
 
-use std::{io::Write, path::PathBuf};
+use std::io::Write;
 
 use common::{Client, call, is_error, text};
 use serde_json::{Value, json};
-
-fn fixture(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/code")
-        .join(name)
-        .to_string_lossy()
-        .into_owned()
-}
 
 async fn list(client: &Client, file: &str) -> (Vec<String>, Value) {
     let result = call(client, "fault_list_function_names", json!({ "file": file }))
@@ -54,7 +46,7 @@ async fn assert_tool_error_then_recovers(
             "message for {args} lacks '{needle}': {message}"
         );
     }
-    let (names, _) = list(client, &fixture("sample.py")).await;
+    let (names, _) = list(client, &common::code_fixture("sample.py")).await;
     assert!(names.contains(&"plain".to_owned()));
 }
 
@@ -81,7 +73,7 @@ async fn tools_are_listed_with_input_and_output_schemas() {
 async fn list_gives_names_once_in_document_order_and_structured_details() {
     let client = common::spawn().await;
 
-    let (names, structured) = list(&client, &fixture("sample.py")).await;
+    let (names, structured) = list(&client, &common::code_fixture("sample.py")).await;
     assert_eq!(
         names,
         [
@@ -106,7 +98,7 @@ async fn list_gives_names_once_in_document_order_and_structured_details() {
     assert_eq!(functions[6]["qualified_name"], "Service.run.helper");
     assert_eq!(functions[6]["kind"], "function");
 
-    let (names, structured) = list(&client, &fixture("sample.go")).await;
+    let (names, structured) = list(&client, &common::code_fixture("sample.go")).await;
     assert_eq!(
         names,
         ["Add", "String", "Move", "Push", "Len", "cpuid", "main"]
@@ -114,7 +106,7 @@ async fn list_gives_names_once_in_document_order_and_structured_details() {
     assert_eq!(structured["functions"][3]["qualified_name"], "Stack.Push");
     assert_eq!(structured["functions"][5]["kind"], "signature");
 
-    let (names, structured) = list(&client, &fixture("sample.rs")).await;
+    let (names, structured) = list(&client, &common::code_fixture("sample.rs")).await;
     assert_eq!(
         names,
         [
@@ -140,7 +132,7 @@ async fn list_gives_names_once_in_document_order_and_structured_details() {
         "attributes belong to the definition"
     );
 
-    let (names, structured) = list(&client, &fixture("sample.js")).await;
+    let (names, structured) = list(&client, &common::code_fixture("sample.js")).await;
     assert_eq!(
         names,
         [
@@ -189,7 +181,7 @@ async fn list_gives_names_once_in_document_order_and_structured_details() {
 #[tokio::test]
 async fn extract_returns_full_and_body_exactly() {
     let client = common::spawn().await;
-    let python = fixture("sample.py");
+    let python = common::code_fixture("sample.py");
 
     let (text_value, structured) = extract(&client, &python, "cached").await;
     let keys: Vec<&String> = text_value.as_object().unwrap().keys().collect();
@@ -220,7 +212,7 @@ async fn extract_returns_full_and_body_exactly() {
             .starts_with("@property\n    def label")
     );
 
-    let rust = fixture("sample.rs");
+    let rust = common::code_fixture("sample.rs");
     let (text_value, structured) = extract(&client, &rust, "Point::x").await;
     assert_eq!(
         text_value["full"],
@@ -240,7 +232,7 @@ async fn extract_returns_full_and_body_exactly() {
     assert_eq!(text_value["body"], "");
     assert_eq!(structured["function"]["kind"], "signature");
 
-    let go = fixture("sample.go");
+    let go = common::code_fixture("sample.go");
     let (text_value, _) = extract(&client, &go, "Point.Move").await;
     assert!(
         text_value["full"]
@@ -250,7 +242,7 @@ async fn extract_returns_full_and_body_exactly() {
     );
     assert_eq!(text_value["body"], "{\n\tp.X += dx\n\tp.Y += dy\n}");
 
-    let js = fixture("sample.js");
+    let js = common::code_fixture("sample.js");
     let (text_value, _) = extract(&client, &js, "arrow").await;
     assert_eq!(text_value["full"], "const arrow = (x) => x * 2;");
     assert_eq!(text_value["body"], "x * 2");
@@ -267,13 +259,14 @@ async fn extract_returns_full_and_body_exactly() {
 #[tokio::test]
 async fn ambiguous_plain_name_returns_the_first_and_says_how_many_others() {
     let client = common::spawn().await;
-    let (text_value, structured) = extract(&client, &fixture("sample.py"), "plain").await;
+    let (text_value, structured) =
+        extract(&client, &common::code_fixture("sample.py"), "plain").await;
     assert!(text_value["full"].as_str().unwrap().contains("Adds."));
     assert_eq!(structured["function"]["start_line"], 7);
     assert_eq!(structured["function"]["end_line"], 9);
     assert_eq!(structured["other_matches"], 1);
 
-    let (_, structured) = extract(&client, &fixture("sample.js"), "label").await;
+    let (_, structured) = extract(&client, &common::code_fixture("sample.js"), "label").await;
     assert_eq!(
         structured["function"]["start_line"], 38,
         "the getter comes first"
@@ -285,7 +278,7 @@ async fn ambiguous_plain_name_returns_the_first_and_says_how_many_others() {
 #[tokio::test]
 async fn file_uris_are_accepted() {
     let client = common::spawn().await;
-    let uri = format!("file://{}", fixture("sample.go"));
+    let uri = format!("file://{}", common::code_fixture("sample.go"));
     let (names, _) = list(&client, &uri).await;
     assert_eq!(names[0], "Add");
     client.cancel().await.unwrap();
@@ -372,7 +365,7 @@ async fn every_bad_input_is_a_tool_error_and_the_server_keeps_serving() {
         ),
         (
             "fault_extract_code_block",
-            json!({"file": fixture("sample.py"), "func": "plian"}),
+            json!({"file": common::code_fixture("sample.py"), "func": "plian"}),
             vec![
                 "'plian' not found",
                 "closest names: plain",
@@ -381,12 +374,12 @@ async fn every_bad_input_is_a_tool_error_and_the_server_keeps_serving() {
         ),
         (
             "fault_extract_code_block",
-            json!({"file": fixture("sample.py"), "func": "Service.rnu"}),
+            json!({"file": common::code_fixture("sample.py"), "func": "Service.rnu"}),
             vec!["closest names: Service.run"],
         ),
         (
             "fault_extract_code_block",
-            json!({"file": fixture("sample.rs"), "func": "  "}),
+            json!({"file": common::code_fixture("sample.rs"), "func": "  "}),
             vec!["function name is empty"],
         ),
         (
@@ -406,7 +399,7 @@ async fn unknown_tool_is_a_protocol_error_and_malformed_arguments_are_rejected()
     let client = common::spawn().await;
     let unknown = call(&client, "fault_no_such_tool", json!({})).await;
     assert!(unknown.is_err(), "unknown tool: {unknown:?}");
-    let (names, _) = list(&client, &fixture("sample.rs")).await;
+    let (names, _) = list(&client, &common::code_fixture("sample.rs")).await;
     assert!(!names.is_empty());
 
     // rmcp reports arguments that do not match the input schema as a tool error naming the field
@@ -421,7 +414,7 @@ async fn unknown_tool_is_a_protocol_error_and_malformed_arguments_are_rejected()
         ),
         (
             "fault_extract_code_block",
-            json!({"file": fixture("sample.py")}),
+            json!({"file": common::code_fixture("sample.py")}),
             "func",
         ),
     ] {
@@ -432,10 +425,10 @@ async fn unknown_tool_is_a_protocol_error_and_malformed_arguments_are_rejected()
                 assert!(text(&result).contains(field), "{bad}: {}", text(&result));
             }
         }
-        let (names, _) = list(&client, &fixture("sample.go")).await;
+        let (names, _) = list(&client, &common::code_fixture("sample.go")).await;
         assert!(!names.is_empty());
     }
-    let (text_value, _) = extract(&client, &fixture("sample.py"), "fetch").await;
+    let (text_value, _) = extract(&client, &common::code_fixture("sample.py"), "fetch").await;
     assert!(
         text_value["full"]
             .as_str()

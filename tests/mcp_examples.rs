@@ -44,18 +44,14 @@ fn run_example(python: &str, script: &str, args: &[&str]) -> std::process::Outpu
         .expect("run the example")
 }
 
-fn fixture(name: &str) -> String {
-    root()
-        .join("tests/fixtures/code")
-        .join(name)
-        .to_string_lossy()
-        .into_owned()
-}
-
 #[test]
 fn list_functions_example_prints_the_names() {
     let Some(python) = python() else { return };
-    let output = run_example(&python, "list_functions.py", &[&fixture("sample.go")]);
+    let output = run_example(
+        &python,
+        "list_functions.py",
+        &[&common::code_fixture("sample.go")],
+    );
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
@@ -78,7 +74,7 @@ fn extract_function_example_prints_full_and_body() {
     let output = run_example(
         &python,
         "extract_function.py",
-        &[&fixture("sample.py"), "Service.label"],
+        &[&common::code_fixture("sample.py"), "Service.label"],
     );
     assert!(
         output.status.success(),
@@ -99,7 +95,7 @@ fn extract_function_example_prints_full_and_body() {
     let output = run_example(
         &python,
         "extract_function.py",
-        &[&fixture("sample.py"), "lable"],
+        &[&common::code_fixture("sample.py"), "lable"],
     );
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("closest names: label"));

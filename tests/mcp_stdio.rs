@@ -18,14 +18,6 @@ use tokio::{
 
 const LIMIT: Duration = Duration::from_secs(20);
 
-fn fixture(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/code")
-        .join(name)
-        .to_string_lossy()
-        .into_owned()
-}
-
 /// `fault` with a clean environment (no FAULT_* or provider settings inherited).
 fn fault_command(args: &[&str], env: &[(&str, &str)]) -> Command {
     let mut command = Command::new(common::fault_bin());
@@ -122,15 +114,15 @@ fn full_session() -> Vec<Value> {
     requests.extend([
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
         json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
-            "name": "fault_list_function_names", "arguments": {"file": fixture("sample.rs")}}}),
+            "name": "fault_list_function_names", "arguments": {"file": common::code_fixture("sample.rs")}}}),
         json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
-            "name": "fault_extract_code_block", "arguments": {"file": fixture("sample.py"), "func": "Service.run"}}}),
+            "name": "fault_extract_code_block", "arguments": {"file": common::code_fixture("sample.py"), "func": "Service.run"}}}),
         json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
             "name": "fault_extract_code_block", "arguments": {"file": "/nope/x.py", "func": "f"}}}),
         json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {
             "name": "no_such_tool", "arguments": {}}}),
         json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
-            "name": "fault_list_function_names", "arguments": {"file": fixture("sample.js")}}}),
+            "name": "fault_list_function_names", "arguments": {"file": common::code_fixture("sample.js")}}}),
     ]);
     requests
 }

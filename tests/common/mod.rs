@@ -71,6 +71,15 @@ pub async fn call(
         .await
 }
 
+/// The path of a file under `tests/fixtures/code`, as a tool argument.
+pub fn code_fixture(name: &str) -> String {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/code")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
+
 /// Calls `tool` and fails the test, with the tool's message, unless it answers without error.
 pub async fn call_ok(client: &Client, tool: &str, args: Value) -> CallToolResult {
     let result = call(client, tool, args)
