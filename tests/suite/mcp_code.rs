@@ -1,7 +1,7 @@
 //! The code tools over a real MCP session: listing, extraction, and every bad input followed by a call that
 //! succeeds (the server keeps serving).
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 

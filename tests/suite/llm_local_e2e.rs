@@ -13,7 +13,7 @@
 //! (comma-separated suffixes, e.g. `score_performance,slo`) picks tools; `FAULT_TEST_E2E_REPORT` names a
 //! file to write the table to. A request that times out is counted apart: it says the machine is slow.
 
-mod common;
+use crate::common;
 
 use std::{
     collections::HashMap,

@@ -2,8 +2,8 @@
 //! embedded store and the embeddings stand-in. Needs a Python with `fastmcp`: `$FAULT_EXAMPLES_PYTHON`, else
 //! `$FAULT_TEST_PYTHON`, else `python3`; skipped with a message without one.
 
-mod common;
-mod index_support;
+use crate::common;
+use crate::index_support;
 
 use std::process::Command;
 

@@ -1,8 +1,8 @@
 //! The LLM tools through a real MCP client against a stand-in Ollama server on 127.0.0.1 speaking `/api/chat`
 //! with a `format` JSON Schema; plus MCP progress notifications and cancellation of a long call.
 
-mod common;
-mod llm_fakes;
+use crate::common;
+use crate::llm_fakes;
 
 use std::{
     collections::HashMap,

@@ -1,8 +1,8 @@
 //! The advice tools' results through a real MCP client, with a stand-in OpenAI server: diffs that apply
 //! with `patch` and `git apply`, code that must parse, SLOs, whole-file changes and deep analysis.
 
-mod common;
-mod llm_fakes;
+use crate::common;
+use crate::llm_fakes;
 
 use std::{collections::HashMap, path::Path, process::Command};
 

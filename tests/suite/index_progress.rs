@@ -1,8 +1,8 @@
 //! Progress notifications per committed batch, and cancellation that keeps what was committed, through a
 //! real MCP client that asks for progress (rmcp's cancellable requests carry a progress token).
 
-mod common;
-mod index_support;
+use crate::common;
+use crate::index_support;
 
 use std::{
     path::{Path, PathBuf},

@@ -3,7 +3,7 @@
 //! keep-alive decisions, a server that drops idle connections, malformed answers, and the request bytes
 //! the generator sends. Each test runs well under a second of load.
 
-mod scenario_support;
+use crate::scenario_support;
 
 use std::{
     sync::{

@@ -2,8 +2,8 @@
 //! on 127.0.0.1 calls an upstream on 127.0.0.1 through the scenario's proxy mapping. Timing-sensitive tests
 //! take a shared lock so they do not measure each other; each run lasts 1-3 s.
 
-mod common;
-mod scenario_support;
+use crate::common;
+use crate::scenario_support;
 
 use std::{
     sync::{

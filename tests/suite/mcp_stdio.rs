@@ -2,7 +2,7 @@
 //! --log-file, the CLI explains itself and validates agent options, and closing stdin ends the server cleanly.
 //! Each session is bounded by a 20 s timeout.
 
-mod common;
+use crate::common;
 
 use std::{
     path::{Path, PathBuf},

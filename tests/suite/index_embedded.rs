@@ -2,8 +2,8 @@
 //! store in a temp data dir, and embeddings from the local embedding server (or its stand-in), counted at
 //! the server.
 
-mod common;
-mod index_support;
+use crate::common;
+use crate::index_support;
 
 use std::{collections::BTreeSet, path::Path, process::Stdio, time::Duration};
 

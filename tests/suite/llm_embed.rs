@@ -1,6 +1,6 @@
 //! Embeddings through our real clients against stand-in OpenAI and Ollama servers on 127.0.0.1.
 
-mod llm_fakes;
+use crate::llm_fakes;
 
 use std::time::{Duration, Instant};
 

@@ -5,7 +5,7 @@
 //! it the test is skipped with a message, unless `FAULT_REQUIRE_EXAMPLES=1`, which turns the skip into a
 //! failure (for CI).
 
-mod common;
+use crate::common;
 
 use std::{path::PathBuf, process::Command};
 

@@ -2,8 +2,8 @@
 //! `/v1/chat/completions` with `response_format` json_schema: what the request carries, how answers of every
 //! shape are handled, retries, timeouts and missing keys.
 
-mod common;
-mod llm_fakes;
+use crate::common;
+use crate::llm_fakes;
 
 use std::{collections::HashMap, time::Duration};
 

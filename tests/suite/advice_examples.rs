@@ -5,7 +5,7 @@
 //! Needs a Python with `fastmcp` (and `rich` for e2e.py): `FAULT_TEST_PYTHON`, else `python3`. Without one
 //! the test says it is skipped.
 
-mod llm_fakes;
+use crate::llm_fakes;
 
 use std::{
     path::{Path, PathBuf},

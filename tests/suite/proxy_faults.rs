@@ -1,7 +1,7 @@
 //! The proxy against a real HTTP/1.1 upstream on 127.0.0.1: each fault's effect within stated
 //! tolerances, TLS origination, stop/cleanup and errors. Real time, ~6 s in total (tests run in parallel).
 
-mod scenario_support;
+use crate::scenario_support;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

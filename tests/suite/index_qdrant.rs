@@ -1,9 +1,9 @@
 //! The Qdrant store: against an in-process server speaking Qdrant's gRPC API (tests/qdrant_fake), through
 //! the library and through the MCP tool; and against a real Qdrant when `QDRANT_URL` is set.
 
-mod common;
-mod index_support;
-mod qdrant_fake;
+use crate::common;
+use crate::index_support;
+use crate::qdrant_fake;
 
 use std::path::Path;
 

@@ -1,6 +1,6 @@
 //! The server starts, identifies itself and lists its tools.
 
-mod common;
+use crate::common;
 
 #[tokio::test]
 async fn initialize_reports_name_version_and_instructions() {

@@ -1,6 +1,6 @@
 //! The load generator against real servers on 127.0.0.1. Each test runs 1-2 s of load.
 
-mod scenario_support;
+use crate::scenario_support;
 
 use std::{sync::Arc, time::Duration};
 

@@ -1,0 +1,30 @@
+//! The integration tests, one binary so the library is linked once. Each module is one area; the
+//! support modules start real servers on 127.0.0.1 and drive the built `fault` binary over MCP.
+
+mod common;
+mod index_support;
+mod llm_fakes;
+mod qdrant_fake;
+mod scenario_support;
+
+mod advice_examples;
+mod advice_tools;
+mod code_reference_parsers;
+mod index_embedded;
+mod index_example;
+mod index_progress;
+mod index_qdrant;
+mod llm_embed;
+mod llm_local_e2e;
+mod llm_tools_ollama;
+mod llm_tools_openai;
+mod load_http_framing;
+mod load_open_model;
+mod mcp_code;
+mod mcp_examples;
+mod mcp_server;
+mod mcp_stdio;
+mod proxy_cli;
+mod proxy_faults;
+mod report_figures;
+mod scenario_tools;
