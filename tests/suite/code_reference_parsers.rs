@@ -151,7 +151,7 @@ fn tool_output(program: &str, args: &[&str]) -> Option<String> {
 }
 
 fn skip(language: &str, why: &str) {
-    println!("SKIPPED {language} reference comparison: {why}");
+    crate::optional::skip(&format!("{language} reference comparison"), why);
 }
 
 #[test]

@@ -4,6 +4,7 @@
 mod common;
 mod index_support;
 mod llm_fakes;
+mod optional;
 mod qdrant_fake;
 mod scenario_support;
 

@@ -1,0 +1,23 @@
+//! Optional components some tests need (Go, Node, a Python with FastMCP, the local model stack, a Qdrant
+//! server). Without one, a test is skipped out loud: the notice goes straight to the terminal, past the
+//! harness's output capture, so `cargo test` shows it beside an "ok". With `FAULT_REQUIRE_ALL=1` (set by
+//! `.ci/run`) a skip fails the test instead, naming what was missing.
+
+use std::io::Write;
+
+/// Whether every optional component must be present (`FAULT_REQUIRE_ALL=1`).
+#[allow(dead_code)] // for tests that pick a stricter path themselves
+pub fn require_all() -> bool {
+    std::env::var("FAULT_REQUIRE_ALL").is_ok_and(|v| v.trim() == "1")
+}
+
+/// Skips `test` because `why` (what is missing and how to get it); fails it under `FAULT_REQUIRE_ALL=1`.
+pub fn skip(test: &str, why: &str) {
+    if require_all() {
+        panic!("{test}: FAULT_REQUIRE_ALL=1 but a required component is missing: {why}");
+    }
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "SKIPPED {test}: {why} (FAULT_REQUIRE_ALL=1 turns this into a failure)"
+    );
+}
