@@ -12,14 +12,10 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     load::{self, LoadError, LoadPlan, LoadReport, Pace, Progress, Target},
     proxy::{
-        self, BandwidthSpec, BlackholeSpec, FaultCommon, FaultSpec, JitterSpec, LatencySpec,
-        Mapping, PacketLossSpec, ProxyConfig, ProxyError, ProxyHandle, Upstream,
-        faults::http_error::HttpErrorSpec,
+        self, FaultCommon, FaultSpec, Mapping, ProxyConfig, ProxyError, ProxyHandle, Upstream,
     },
     report::{self, CallInfo, FaultInfo, Report, ReportInput, Slo, StrategyInfo},
 };
-
-pub use crate::proxy::{BandwidthUnit, Direction, Side};
 
 /// Input bounds; the tool errors quote them.
 #[derive(Debug, Clone)]
@@ -43,183 +39,14 @@ impl Default for Limits {
     }
 }
 
-/// Which end and which bytes of a connection a TCP fault acts on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Placement {
-    pub direction: Direction,
-    pub side: Side,
-}
-
-impl Placement {
-    pub fn new(direction: Direction, side: Side) -> Self {
-        Self { direction, side }
-    }
-
-    fn common(self) -> FaultCommon {
-        FaultCommon {
-            side: self.side,
-            direction: self.direction,
-            ..FaultCommon::default()
-        }
-    }
-
-    fn describe(self) -> String {
-        let flow = match self.side.flows(self.direction) {
-            [proxy::Flow::Response] => "the response flow",
-            [proxy::Flow::Request] => "the request flow",
-            _ => "both flows",
-        };
-        format!("{} side, {} = {flow}", self.side, self.direction)
-    }
-}
-
-/// The fault of a scenario with its parameters.
-#[derive(Debug, Clone, PartialEq)]
-pub enum FaultChoice {
-    Latency {
-        placement: Placement,
-        latency_ms: f64,
-        deviation_ms: f64,
-        per_read_write_op: bool,
-    },
-    Jitter {
-        placement: Placement,
-        amplitude_ms: f64,
-        frequency_hz: f64,
-    },
-    PacketLoss {
-        placement: Placement,
-        /// Share of segments lost, 0..1.
-        loss_rate: f64,
-    },
-    Bandwidth {
-        placement: Placement,
-        rate: u64,
-        unit: BandwidthUnit,
-    },
-    Blackhole {
-        placement: Placement,
-    },
-    HttpError {
-        status_code: u16,
-        error_body: String,
-        probability: f64,
-    },
-}
-
-impl FaultChoice {
-    fn kind(&self) -> &'static str {
-        match self {
-            FaultChoice::Latency { .. } => "latency",
-            FaultChoice::Jitter { .. } => "jitter",
-            FaultChoice::PacketLoss { .. } => "packet_loss",
-            FaultChoice::Bandwidth { .. } => "bandwidth",
-            FaultChoice::Blackhole { .. } => "blackhole",
-            FaultChoice::HttpError { .. } => "http_error",
-        }
-    }
-
-    fn placement(&self) -> Placement {
-        match self {
-            FaultChoice::Latency { placement, .. }
-            | FaultChoice::Jitter { placement, .. }
-            | FaultChoice::PacketLoss { placement, .. }
-            | FaultChoice::Bandwidth { placement, .. }
-            | FaultChoice::Blackhole { placement } => *placement,
-            // Responses are what it replaces.
-            FaultChoice::HttpError { .. } => Placement::new(Direction::Ingress, Side::Server),
-        }
-    }
-
-    fn spec(&self) -> FaultSpec {
-        let common = self.placement().common();
-        match self {
-            FaultChoice::Latency {
-                latency_ms,
-                deviation_ms,
-                per_read_write_op,
-                ..
-            } => FaultSpec::Latency(LatencySpec {
-                common,
-                mean: Duration::from_secs_f64(latency_ms / 1000.0),
-                stddev: Duration::from_secs_f64(deviation_ms / 1000.0),
-                per_read_write: *per_read_write_op,
-                ..LatencySpec::default()
-            }),
-            FaultChoice::Jitter {
-                amplitude_ms,
-                frequency_hz,
-                ..
-            } => FaultSpec::Jitter(JitterSpec {
-                common,
-                amplitude: Duration::from_secs_f64(amplitude_ms / 1000.0),
-                frequency: *frequency_hz,
-            }),
-            FaultChoice::PacketLoss { loss_rate, .. } => FaultSpec::PacketLoss(PacketLossSpec {
-                common,
-                rate: *loss_rate,
-                ..PacketLossSpec::default()
-            }),
-            FaultChoice::Bandwidth { rate, unit, .. } => FaultSpec::Bandwidth(BandwidthSpec {
-                common,
-                rate: *rate,
-                unit: *unit,
-            }),
-            FaultChoice::Blackhole { .. } => FaultSpec::Blackhole(BlackholeSpec { common }),
-            FaultChoice::HttpError {
-                status_code,
-                error_body,
-                probability,
-            } => FaultSpec::HttpError(HttpErrorSpec {
-                common,
-                status_code: *status_code,
-                body: error_body.clone(),
-                probability: *probability,
-            }),
-        }
-    }
-
-    fn describe(&self) -> String {
-        match self {
-            FaultChoice::Latency {
-                latency_ms,
-                deviation_ms,
-                per_read_write_op,
-                ..
-            } => format!(
-                "Latency: mean {latency_ms:.2}ms, deviation {deviation_ms:.2}ms, {}",
-                if *per_read_write_op {
-                    "on every read/write"
-                } else {
-                    "once per message"
-                }
-            ),
-            FaultChoice::Jitter {
-                amplitude_ms,
-                frequency_hz,
-                ..
-            } => format!("Jitter: amplitude {amplitude_ms:.2}ms, frequency {frequency_hz:.2}Hz"),
-            FaultChoice::PacketLoss { loss_rate, .. } => format!(
-                "Packet loss: {:.1}% of segments lost and retransmitted late (first retransmission after 200ms, doubling)",
-                loss_rate * 100.0
-            ),
-            FaultChoice::Bandwidth { rate, unit, .. } => format!(
-                "Bandwidth: {rate} {unit} ({} bytes per second, shared by all connections)",
-                rate.saturating_mul(unit.bytes_per_unit())
-            ),
-            FaultChoice::Blackhole { .. } => {
-                "Blackhole: bytes swallowed, connections left open".to_owned()
-            }
-            FaultChoice::HttpError {
-                status_code,
-                error_body,
-                probability,
-            } => format!(
-                "HTTP error: responses replaced by {status_code} with a {}-byte body, probability {probability:.2}",
-                error_body.len()
-            ),
-        }
-    }
+/// Where a fault acts, in words: "server side, ingress = the response flow".
+fn describe_placement(common: &FaultCommon) -> String {
+    let flow = match common.side.flows(common.direction) {
+        [proxy::Flow::Response] => "the response flow",
+        [proxy::Flow::Request] => "the request flow",
+        _ => "both flows",
+    };
+    format!("{} side, {} = {flow}", common.side, common.direction)
 }
 
 /// A validated scenario request.
@@ -232,7 +59,7 @@ pub struct ScenarioSpec {
     pub timeout: Duration,
     /// Empty: a proxy is put in front of the URL itself.
     pub proxies: Vec<Mapping>,
-    pub fault: FaultChoice,
+    pub fault: FaultSpec,
     pub slos: Vec<Slo>,
     pub seed: Option<u64>,
     pub baseline: bool,
@@ -287,7 +114,7 @@ pub async fn run(
     } else {
         None
     };
-    let faulted = run_once(spec, vec![spec.fault.spec()], cancel, progress).await?;
+    let faulted = run_once(spec, vec![spec.fault.clone()], cancel, progress).await?;
 
     let input = ReportInput {
         call: CallInfo {
@@ -320,7 +147,7 @@ pub async fn run(
                     .map(|m| format!("proxy {} → {}", m.listen, m.upstream))
                     .collect::<Vec<_>>()
                     .join(", "),
-                spec.fault.placement().describe()
+                describe_placement(spec.fault.common())
             ),
         }],
         slos: spec.slos.clone(),

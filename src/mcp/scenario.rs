@@ -19,10 +19,12 @@ use serde_json::Value;
 use super::{FaultServer, output_schema, text_and_structured, tool_error};
 use crate::{
     load::{self, Target},
-    report::{Report, Slo},
-    scenario::{
-        self, BandwidthUnit, Direction, FaultChoice, Limits, Placement, ScenarioSpec, Side,
+    proxy::{
+        BandwidthSpec, BandwidthUnit, BlackholeSpec, Direction, FaultCommon, FaultSpec,
+        HttpErrorSpec, JitterSpec, LatencySpec, PacketLossSpec, Side,
     },
+    report::{Report, Slo},
+    scenario::{self, Limits, ScenarioSpec},
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -426,15 +428,20 @@ fn parse_proxies(fields: &Fields) -> Result<Vec<String>, InputError> {
     }
 }
 
-fn parse_placement(fields: &Fields, default: Placement) -> Result<Placement, InputError> {
-    Ok(Placement {
-        direction: fields.choice("direction", default.direction, "ingress, egress, both")?,
-        side: fields.choice("side", default.side, "server, client")?,
+fn parse_placement(fields: &Fields, direction: Direction) -> Result<FaultCommon, InputError> {
+    Ok(FaultCommon {
+        direction: fields.choice("direction", direction, "ingress, egress, both")?,
+        side: fields.choice("side", Side::Server, "server, client")?,
+        ..FaultCommon::default()
     })
 }
 
+fn ms(value: f64) -> Duration {
+    Duration::from_secs_f64(value / 1000.0)
+}
+
 /// Reads the common fields and builds the spec around `fault`.
-fn parse_spec(args: &JsonObject, fault: FaultChoice) -> Result<ScenarioSpec, InputError> {
+fn parse_spec(args: &JsonObject, fault: FaultSpec) -> Result<ScenarioSpec, InputError> {
     let fields = Fields(args);
     let limits = Limits::default();
     let url = fields
@@ -510,12 +517,17 @@ fn positive_ms(fields: &Fields, name: &str, what: &str) -> Result<f64, InputErro
 
 fn latency_spec(args: &JsonObject) -> Result<ScenarioSpec, InputError> {
     let fields = Fields(args);
-    let fault = FaultChoice::Latency {
-        latency_ms: positive_ms(&fields, "latency", "mean latency in milliseconds, e.g. 300")?,
-        deviation_ms: fields.ranged("deviation", 0.0, 0.0, 60_000.0)?,
-        per_read_write_op: fields.boolean("per_read_write_op")?.unwrap_or(false),
-        placement: parse_placement(&fields, Placement::new(Direction::Ingress, Side::Server))?,
-    };
+    let fault = FaultSpec::Latency(LatencySpec {
+        mean: ms(positive_ms(
+            &fields,
+            "latency",
+            "mean latency in milliseconds, e.g. 300",
+        )?),
+        stddev: ms(fields.ranged("deviation", 0.0, 0.0, 60_000.0)?),
+        per_read_write: fields.boolean("per_read_write_op")?.unwrap_or(false),
+        common: parse_placement(&fields, Direction::Ingress)?,
+        ..LatencySpec::default()
+    });
     parse_spec(args, fault)
 }
 
@@ -529,11 +541,11 @@ fn jitter_spec(args: &JsonObject) -> Result<ScenarioSpec, InputError> {
             format!("{frequency_hz} is out of range; accepted: more than 0 and at most 1000 (Hz)"),
         ));
     }
-    let fault = FaultChoice::Jitter {
-        placement: parse_placement(&fields, Placement::new(Direction::Ingress, Side::Server))?,
-        amplitude_ms,
-        frequency_hz,
-    };
+    let fault = FaultSpec::Jitter(JitterSpec {
+        common: parse_placement(&fields, Direction::Ingress)?,
+        amplitude: ms(amplitude_ms),
+        frequency: frequency_hz,
+    });
     parse_spec(args, fault)
 }
 
@@ -546,10 +558,11 @@ fn packet_loss_spec(args: &JsonObject) -> Result<ScenarioSpec, InputError> {
         }
         Some(_) => fields.ranged("loss_rate", 0.05, 0.0, 0.99)?,
     };
-    let fault = FaultChoice::PacketLoss {
-        placement: parse_placement(&fields, Placement::new(Direction::Egress, Side::Server))?,
-        loss_rate,
-    };
+    let fault = FaultSpec::PacketLoss(PacketLossSpec {
+        common: parse_placement(&fields, Direction::Egress)?,
+        rate: loss_rate,
+        ..PacketLossSpec::default()
+    });
     parse_spec(args, fault)
 }
 
@@ -565,29 +578,30 @@ fn bandwidth_spec(args: &JsonObject) -> Result<ScenarioSpec, InputError> {
         ));
     }
     let unit: BandwidthUnit = fields.choice("unit", BandwidthUnit::Bps, "bps, kbps, mbps, gbps")?;
-    let fault = FaultChoice::Bandwidth {
-        placement: parse_placement(&fields, Placement::new(Direction::Ingress, Side::Server))?,
+    let fault = FaultSpec::Bandwidth(BandwidthSpec {
+        common: parse_placement(&fields, Direction::Ingress)?,
         rate: rate as u64,
         unit,
-    };
+    });
     parse_spec(args, fault)
 }
 
 fn blackhole_spec(args: &JsonObject) -> Result<ScenarioSpec, InputError> {
     let fields = Fields(args);
-    let fault = FaultChoice::Blackhole {
-        placement: parse_placement(&fields, Placement::new(Direction::Egress, Side::Server))?,
-    };
+    let fault = FaultSpec::Blackhole(BlackholeSpec {
+        common: parse_placement(&fields, Direction::Egress)?,
+    });
     parse_spec(args, fault)
 }
 
 fn http_error_spec(args: &JsonObject) -> Result<ScenarioSpec, InputError> {
     let fields = Fields(args);
-    let fault = FaultChoice::HttpError {
+    let fault = FaultSpec::HttpError(HttpErrorSpec {
+        common: FaultCommon::default(),
         status_code: fields.integer("status_code", 503, 400, 599)? as u16,
-        error_body: fields.raw_string("error_body")?.unwrap_or_default(),
+        body: fields.raw_string("error_body")?.unwrap_or_default(),
         probability: fields.ranged("probability", 1.0, 0.0, 1.0)?,
-    };
+    });
     parse_spec(args, fault)
 }
 

@@ -27,12 +27,12 @@ use tokio_util::sync::CancellationToken;
 
 pub use config::{
     BandwidthSpec, BandwidthUnit, BlackholeSpec, Direction, FaultCommon, FaultSpec, Flow,
-    JitterSpec, LatencyDistribution, LatencySpec, PacketLossSpec, ParseError, ProxyConfig,
-    SchedTime, Schedule, Side,
+    HttpErrorSpec, JitterSpec, LatencyDistribution, LatencySpec, PacketLossSpec, ParseError,
+    ProxyConfig, SchedTime, Schedule, Side,
 };
 pub use mapping::{Mapping, Upstream};
 
-use relay::{Counters, Plan, Runtime};
+use relay::{Counters, ProxyFault, Runtime};
 
 /// Default time to wait for an upstream to accept a connection.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -94,10 +94,10 @@ impl ProxyHandle {
     pub fn stats(&self) -> ProxyStats {
         let c = &self.runtime.counters;
         let mut faults_applied = BTreeMap::new();
-        for plan in &self.runtime.plans {
+        for fault in &self.runtime.faults {
             *faults_applied
-                .entry(plan.spec.kind().to_string())
-                .or_insert(0) += plan.applied.load(Ordering::Relaxed);
+                .entry(fault.spec.kind().to_string())
+                .or_insert(0) += fault.applied.load(Ordering::Relaxed);
         }
         ProxyStats {
             connections_total: c.connections_total.load(Ordering::Relaxed),
@@ -129,7 +129,7 @@ pub async fn start(config: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
     if config.mappings.is_empty() {
         return Err(ProxyError::NoMapping);
     }
-    let mut plans = Vec::with_capacity(config.faults.len());
+    let mut faults = Vec::with_capacity(config.faults.len());
     for spec in &config.faults {
         spec.validate(config.run_duration)?;
         let common = spec.common();
@@ -146,8 +146,8 @@ pub async fn start(config: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
             })?),
             None => None,
         };
-        plans.push(Plan {
-            shared: faults::Shared::for_spec(spec),
+        faults.push(ProxyFault {
+            injector: spec.fault().injector(),
             spec: spec.clone(),
             flows,
             window,
@@ -174,7 +174,7 @@ pub async fn start(config: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
     };
 
     let runtime = Arc::new(Runtime {
-        plans,
+        faults,
         seed: config.seed,
         started: tokio::time::Instant::now(),
         counters: Counters::default(),

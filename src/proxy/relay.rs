@@ -15,7 +15,7 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::time::Instant;
 
 use super::config::{FaultSpec, Flow};
-use super::faults::{self, Chunk, Shared, Stage, Verdict};
+use super::faults::{self, Chunk, Ending, Injector, Stage, Verdict};
 use super::mapping::Upstream;
 use super::splice;
 
@@ -32,17 +32,18 @@ pub(crate) struct Counters {
     pub bytes: [AtomicU64; 2],
 }
 
-/// A configured fault, ready to build stages for new connections.
-pub(crate) struct Plan {
+/// A configured fault on a running proxy, ready to build the stages of new connections.
+pub(crate) struct ProxyFault {
     pub spec: FaultSpec,
-    pub shared: Shared,
+    pub injector: Arc<dyn Injector>,
+    /// The flows its side and direction select, indexed by `Flow::index`.
     pub flows: [bool; 2],
     /// Active window from the proxy's start; `None` = always.
     pub window: Option<(Duration, Option<Duration>)>,
     pub applied: AtomicU64,
 }
 
-impl Plan {
+impl ProxyFault {
     fn active_at(&self, since_start: Duration) -> bool {
         match self.window {
             None => true,
@@ -53,7 +54,7 @@ impl Plan {
 
 /// What every connection of a proxy shares.
 pub(crate) struct Runtime {
-    pub plans: Vec<Plan>,
+    pub faults: Vec<ProxyFault>,
     pub seed: Option<u64>,
     pub started: Instant,
     pub counters: Counters,
@@ -115,6 +116,8 @@ pub(crate) async fn serve(
     };
     let _ = server.set_nodelay(true);
 
+    let [request_stages, response_stages] = connection_stages(&rt, id);
+    let (mut client_read, mut client_write) = client.into_split();
     let outcome = if upstream.tls {
         let Some(connector) = rt.tls.as_ref() else {
             tracing::error!("no TLS connector for {upstream}");
@@ -127,157 +130,144 @@ pub(crate) async fn serve(
                 return;
             }
         };
-        match connector.connect(name, server).await {
-            Ok(tls) => {
-                let (client_read, client_write) = client.into_split();
-                let (upstream_read, upstream_write) = tokio::io::split(tls);
-                relay(
-                    client_read,
-                    client_write,
-                    upstream_read,
-                    upstream_write,
-                    id,
-                    &rt,
-                )
-                .await
-            }
+        let tls = match connector.connect(name, server).await {
+            Ok(tls) => tls,
             Err(e) => {
                 return rt.upstream_failed(format_args!(
                     "upstream {upstream}: TLS handshake failed: {e}; closing the client connection"
                 ));
             }
-        }
-    } else {
-        // Owned halves of a TcpStream need no lock between the two flows.
-        let (client_read, client_write) = client.into_split();
-        let (upstream_read, upstream_write) = server.into_split();
+        };
+        let (mut upstream_read, mut upstream_write) = tokio::io::split(tls);
         let turns = [AtomicU64::new(0), AtomicU64::new(0)];
-        let state = faults::ConnectionState::default();
-        both_flows(
-            plain_flow(
-                client_read,
-                upstream_write,
+        let outcome = both_flows(
+            pump(
+                &mut client_read,
+                &mut upstream_write,
                 Flow::Request,
-                id,
+                request_stages,
                 &rt,
                 &turns,
-                &state,
             ),
-            plain_flow(
-                upstream_read,
-                client_write,
+            pump(
+                &mut upstream_read,
+                &mut client_write,
                 Flow::Response,
-                id,
+                response_stages,
                 &rt,
                 &turns,
-                &state,
             ),
         )
-        .await
+        .await;
+        if is_reset(&outcome) {
+            let tls = upstream_read.unsplit(upstream_write);
+            let _ = tls.get_ref().0.set_zero_linger();
+        }
+        outcome
+    } else {
+        // Owned halves of a TcpStream need no lock between the two flows.
+        let (mut upstream_read, mut upstream_write) = server.into_split();
+        let turns = [AtomicU64::new(0), AtomicU64::new(0)];
+        let outcome = both_flows(
+            plain_flow(
+                &mut client_read,
+                &mut upstream_write,
+                Flow::Request,
+                request_stages,
+                &rt,
+                &turns,
+            ),
+            plain_flow(
+                &mut upstream_read,
+                &mut client_write,
+                Flow::Response,
+                response_stages,
+                &rt,
+                &turns,
+            ),
+        )
+        .await;
+        if is_reset(&outcome) {
+            reset(upstream_read, upstream_write);
+        }
+        outcome
     };
+    if is_reset(&outcome) {
+        reset(client_read, client_write);
+    }
     match outcome {
         Ok(()) => tracing::debug!("connection {id} from {peer} to {upstream} ended"),
         Err(e) => tracing::debug!("connection {id} from {peer} to {upstream} ended: {e}"),
     }
 }
 
-/// A stage with the plan it comes from and its per-message decision.
+/// The error a flow ends with when a fault resets the connection.
+#[derive(Debug, thiserror::Error)]
+#[error("reset by the {0} fault")]
+struct ResetByFault(&'static str);
+
+fn is_reset(outcome: &io::Result<()>) -> bool {
+    outcome
+        .as_ref()
+        .err()
+        .and_then(|e| e.get_ref())
+        .is_some_and(|inner| inner.is::<ResetByFault>())
+}
+
+/// Closes a socket with `SO_LINGER` 0, so the peer gets RST, not FIN (the halves would send a FIN when dropped).
+fn reset(read: OwnedReadHalf, write: OwnedWriteHalf) {
+    if let Ok(stream) = read.reunite(write) {
+        let _ = stream.set_zero_linger();
+    }
+}
+
+/// A stage with the fault it comes from and its per-message decision.
 struct ActiveStage {
     stage: Box<dyn Stage>,
-    plan: usize,
+    /// Index of its fault in `Runtime::faults`.
+    fault: usize,
     rng: StdRng,
     /// Whether the fault applies to the current message (probability is rolled per message).
     applies: Option<bool>,
 }
 
-fn stages_for(
-    rt: &Runtime,
-    flow: Flow,
-    connection: u64,
-    state: &faults::ConnectionState,
-) -> Vec<ActiveStage> {
-    rt.plans
-        .iter()
-        .enumerate()
-        .filter_map(|(i, p)| {
-            let stage = faults::new_stage(&p.spec, &p.shared, p.flows[flow.index()], state)?;
-            Some(ActiveStage {
-                stage,
-                plan: i,
-                rng: faults::stage_rng(rt.seed, connection, i, flow),
-                applies: None,
-            })
-        })
-        .collect()
-}
-
-async fn relay<CR, CW, UR, UW>(
-    client_read: CR,
-    client_write: CW,
-    upstream_read: UR,
-    upstream_write: UW,
-    id: u64,
-    rt: &Runtime,
-) -> io::Result<()>
-where
-    CR: AsyncRead + Unpin,
-    CW: AsyncWrite + Unpin,
-    UR: AsyncRead + Unpin,
-    UW: AsyncWrite + Unpin,
-{
-    let turns = [AtomicU64::new(0), AtomicU64::new(0)];
-    let state = faults::ConnectionState::default();
-    both_flows(
-        pump(
-            client_read,
-            upstream_write,
-            Flow::Request,
-            stages_for(rt, Flow::Request, id, &state),
-            rt,
-            &turns,
-        ),
-        pump(
-            upstream_read,
-            client_write,
-            Flow::Response,
-            stages_for(rt, Flow::Response, id, &state),
-            rt,
-            &turns,
-        ),
-    )
-    .await
+/// The stages of every fault for a new connection: request flow, response flow.
+fn connection_stages(rt: &Runtime, connection: u64) -> [Vec<ActiveStage>; 2] {
+    let mut stages = [Vec::new(), Vec::new()];
+    for (i, fault) in rt.faults.iter().enumerate() {
+        let built = fault.injector.connection(fault.flows);
+        for (flow, stage) in [Flow::Request, Flow::Response].into_iter().zip(built) {
+            if let Some(stage) = stage {
+                stages[flow.index()].push(ActiveStage {
+                    stage,
+                    fault: i,
+                    rng: faults::stage_rng(rt.seed, connection, i, flow),
+                    applies: None,
+                });
+            }
+        }
+    }
+    stages
 }
 
 /// A flow between two plain TCP sockets. Without faults, it is copied while its reads are small
 /// (request/response traffic: one read, one write, the least latency), and spliced in the kernel once a
 /// read fills the buffer (bulk traffic: no copy through user space).
 async fn plain_flow(
-    mut reader: OwnedReadHalf,
-    mut writer: OwnedWriteHalf,
+    reader: &mut OwnedReadHalf,
+    writer: &mut OwnedWriteHalf,
     flow: Flow,
-    id: u64,
+    stages: Vec<ActiveStage>,
     rt: &Runtime,
     turns: &[AtomicU64; 2],
-    state: &faults::ConnectionState,
 ) -> io::Result<()> {
-    let stages = stages_for(rt, flow, id, state);
     if !stages.is_empty() {
         return pump(reader, writer, flow, stages, rt, turns).await;
     }
     let me = flow.index();
     let (written, turn) = (&rt.counters.bytes[me], &turns[me]);
     let mut buf = BytesMut::with_capacity(BUFFER);
-    if copy(
-        &mut reader,
-        &mut writer,
-        &mut buf,
-        written,
-        turn,
-        Until::Bulk,
-    )
-    .await?
-        == Copied::All
-    {
+    if copy(reader, writer, &mut buf, written, turn, Until::Bulk).await? == Copied::All {
         return Ok(());
     }
     match splice::Pipe::new() {
@@ -287,15 +277,7 @@ async fn plain_flow(
         }
         Err(e) => {
             tracing::debug!("no pipe for a zero-copy flow ({e}); copying it instead");
-            copy(
-                &mut reader,
-                &mut writer,
-                &mut buf,
-                written,
-                turn,
-                Until::End,
-            )
-            .await?;
+            copy(reader, writer, &mut buf, written, turn, Until::End).await?;
             Ok(())
         }
     }
@@ -405,7 +387,14 @@ where
     // Set while a stage swallows the flow: its end (FIN) is swallowed too, as a real blackhole would.
     let mut swallowing = false;
     loop {
-        let n = reader.read(&mut buf).await?;
+        let timer = stages.iter().filter_map(|s| s.stage.timer()).min();
+        let n = tokio::select! {
+            read = reader.read(&mut buf) => read?,
+            _ = sleep_until_timer(timer) => {
+                on_timers(&mut stages, rt, &mut writer).await?;
+                continue;
+            }
+        };
         if n == 0 {
             if !swallowing {
                 let _ = writer.shutdown().await;
@@ -425,18 +414,12 @@ where
             let mut delay = Duration::ZERO;
             let mut replaced: Option<Bytes> = None;
             let mut dropped = false;
-            // The bandwidth clock absorbs timer rounding by itself; other delays are kept exact.
+            let mut ending = None;
+            // Delays are kept exact unless every delaying stage's clock absorbs timer rounding by itself.
             let mut exact = false;
             for active in stages.iter_mut() {
-                let plan = &rt.plans[active.plan];
-                if !plan.active_at(since_start) {
-                    continue;
-                }
-                if new_message || active.applies.is_none() {
-                    let p = plan.spec.common().probability;
-                    active.applies = Some(p >= 1.0 || active.rng.random::<f64>() < p);
-                }
-                if active.applies != Some(true) {
+                let fault = &rt.faults[active.fault];
+                if !applies(active, fault, since_start, new_message) {
                     continue;
                 }
                 let chunk = Chunk {
@@ -447,25 +430,22 @@ where
                 };
                 let verdict = active.stage.on_chunk(&chunk, &mut active.rng);
                 if verdict != Verdict::Pass {
-                    plan.applied.fetch_add(1, Ordering::Relaxed);
+                    fault.applied.fetch_add(1, Ordering::Relaxed);
                 }
                 match verdict {
                     Verdict::Pass => {}
                     Verdict::Delay(d) => {
                         delay += d;
-                        exact |= !matches!(plan.spec, FaultSpec::Bandwidth(_));
+                        exact |= active.stage.exact_delays();
                     }
                     Verdict::Drop => {
                         dropped = true;
                         break;
                     }
                     Verdict::Replace(bytes) => replaced = Some(bytes),
-                    Verdict::Close => {
-                        let _ = writer.shutdown().await;
-                        return Err(io::Error::new(
-                            io::ErrorKind::ConnectionAborted,
-                            format!("closed by the {} fault", plan.spec.kind()),
-                        ));
+                    Verdict::End { keep, how } => {
+                        ending = Some((keep, how, fault.spec.kind()));
+                        break;
                     }
                 }
             }
@@ -480,13 +460,88 @@ where
                     tokio::time::sleep_until(now + delay).await;
                 }
             }
-            let out = replaced.as_deref().unwrap_or(piece);
+            let mut out = replaced.as_deref().unwrap_or(piece);
+            if let Some((keep, ..)) = ending {
+                out = &out[..keep.min(out.len())];
+            }
             if !out.is_empty() {
                 writer.write_all(out).await?;
                 writer.flush().await?;
                 written.fetch_add(out.len() as u64, Ordering::Relaxed);
             }
+            if let Some((_, how, kind)) = ending {
+                return Err(end_connection(&mut writer, how, kind).await);
+            }
         }
+    }
+}
+
+/// Whether `active`'s fault applies now: inside its schedule, and drawn by its probability (once per
+/// message, or on the first chunk the stage sees).
+fn applies(
+    active: &mut ActiveStage,
+    fault: &ProxyFault,
+    since_start: Duration,
+    new_message: bool,
+) -> bool {
+    if !fault.active_at(since_start) {
+        return false;
+    }
+    if new_message || active.applies.is_none() {
+        let p = fault.spec.common().probability;
+        active.applies = Some(p >= 1.0 || active.rng.random::<f64>() < p);
+    }
+    active.applies == Some(true)
+}
+
+/// Sleeps until `timer`; forever without one.
+async fn sleep_until_timer(timer: Option<Instant>) {
+    match timer {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Lets every stage whose timer is due act; a stage that ends the connection ends the flow.
+async fn on_timers<W>(stages: &mut [ActiveStage], rt: &Runtime, writer: &mut W) -> io::Result<()>
+where
+    W: AsyncWrite + Unpin,
+{
+    let now = Instant::now();
+    let since_start = now.saturating_duration_since(rt.started);
+    for active in stages.iter_mut() {
+        if active.stage.timer().is_none_or(|at| at > now) {
+            continue;
+        }
+        // The stage moves or clears its timer whatever happens, so it is asked even when it does not apply.
+        let verdict = active.stage.on_timer(now, &mut active.rng);
+        let fault = &rt.faults[active.fault];
+        if !applies(active, fault, since_start, false) {
+            continue;
+        }
+        if let Verdict::End { how, .. } = verdict {
+            fault.applied.fetch_add(1, Ordering::Relaxed);
+            return Err(end_connection(writer, how, fault.spec.kind()).await);
+        }
+    }
+    Ok(())
+}
+
+/// Ends the flow's connection as a fault asked; the returned error makes the relay close both flows.
+async fn end_connection<W>(writer: &mut W, how: Ending, kind: &'static str) -> io::Error
+where
+    W: AsyncWrite + Unpin,
+{
+    match how {
+        Ending::Close => {
+            let _ = writer.shutdown().await;
+            io::Error::new(
+                io::ErrorKind::ConnectionAborted,
+                format!("closed by the {kind} fault"),
+            )
+        }
+        // No FIN first: the sockets are closed with SO_LINGER 0 by `serve`.
+        Ending::Reset => io::Error::other(ResetByFault(kind)),
     }
 }
 

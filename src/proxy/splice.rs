@@ -47,8 +47,8 @@ fn flags() -> SpliceFlags {
 /// `written` and each read in `turns`, as the copying pump does. Reading and writing overlap: the
 /// pipe takes more from the source while the sink is still busy, as a socket buffer would.
 pub(super) async fn pump(
-    reader: OwnedReadHalf,
-    mut writer: OwnedWriteHalf,
+    reader: &mut OwnedReadHalf,
+    writer: &mut OwnedWriteHalf,
     pipe: Pipe,
     written: &AtomicU64,
     turns: &AtomicU64,

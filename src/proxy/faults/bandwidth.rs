@@ -3,13 +3,178 @@
 //! The link is a virtual clock (GCRA): each chunk is sent when the link is free and takes
 //! `len / rate` to cross it, so a body of N bytes takes N / rate, whatever the chunking.
 
+use std::fmt;
+use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rand::rngs::StdRng;
+use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use super::{Chunk, Stage, Verdict};
+use super::{Chunk, Fault, Injector, Stage, Verdict, on_selected_flows};
+use crate::proxy::cli::parse_probability;
+use crate::proxy::config::{Direction, FaultCommon, ParseError, Schedule, Side};
+
+/// Units of a bandwidth rate: bytes per second, decimal multiples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum BandwidthUnit {
+    #[default]
+    Bps,
+    KBps,
+    MBps,
+    GBps,
+}
+
+impl BandwidthUnit {
+    pub fn bytes_per_unit(self) -> u64 {
+        match self {
+            Self::Bps => 1,
+            Self::KBps => 1_000,
+            Self::MBps => 1_000_000,
+            Self::GBps => 1_000_000_000,
+        }
+    }
+}
+
+impl FromStr for BandwidthUnit {
+    type Err = ParseError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "bps" => Ok(Self::Bps),
+            "kbps" => Ok(Self::KBps),
+            "mbps" => Ok(Self::MBps),
+            "gbps" => Ok(Self::GBps),
+            _ => Err(ParseError::new(format!(
+                "bandwidth unit must be one of Bps, KBps, MBps, GBps (bytes per second; lower-case accepted); got '{s}'"
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for BandwidthUnit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Bps => "Bps",
+            Self::KBps => "KBps",
+            Self::MBps => "MBps",
+            Self::GBps => "GBps",
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct BandwidthSpec {
+    pub common: FaultCommon,
+    pub rate: u64,
+    pub unit: BandwidthUnit,
+}
+
+impl BandwidthSpec {
+    pub fn bytes_per_second(&self) -> u64 {
+        self.rate.saturating_mul(self.unit.bytes_per_unit())
+    }
+}
+
+impl Fault for BandwidthSpec {
+    fn kind(&self) -> &'static str {
+        "bandwidth"
+    }
+
+    fn common(&self) -> &FaultCommon {
+        &self.common
+    }
+
+    fn validate(&self) -> Result<(), ParseError> {
+        if self.bytes_per_second() == 0 {
+            return Err(ParseError::new(
+                "bandwidth rate must be above 0 (e.g. --bandwidth-rate 1000 --bandwidth-unit KBps)",
+            ));
+        }
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "Bandwidth: {} {} ({} bytes per second, shared by all connections)",
+            self.rate,
+            self.unit,
+            self.bytes_per_second()
+        )
+    }
+
+    /// One link for the whole proxy: every connection's stages reserve time on it.
+    fn injector(&self) -> Arc<dyn Injector> {
+        Arc::new(Arc::new(Link::new(self.bytes_per_second())))
+    }
+}
+
+impl Injector for Arc<Link> {
+    fn connection(&self, acts_on: [bool; 2]) -> [Option<Box<dyn Stage>>; 2] {
+        on_selected_flows(acts_on, || Box::new(Bandwidth::new(self.clone())))
+    }
+}
+
+/// `fault run` flags of the bandwidth fault.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BandwidthFlags {
+    /// Limit bandwidth (one link shared by all connections of the proxy).
+    #[arg(long, env = "FAULT_WITH_BANDWIDTH", help_heading = "Bandwidth")]
+    pub with_bandwidth: bool,
+    /// Rate, in --bandwidth-unit.
+    #[arg(
+        long,
+        env = "FAULT_BANDWIDTH_RATE",
+        default_value = "1000",
+        help_heading = "Bandwidth"
+    )]
+    pub bandwidth_rate: u64,
+    /// Unit: Bps, KBps, MBps, GBps (bytes per second, decimal).
+    #[arg(
+        long,
+        env = "FAULT_BANDWIDTH_UNIT",
+        default_value = "Bps",
+        help_heading = "Bandwidth"
+    )]
+    pub bandwidth_unit: BandwidthUnit,
+    /// Side: client or server.
+    #[arg(
+        long,
+        env = "FAULT_BANDWIDTH_SIDE",
+        default_value = "server",
+        help_heading = "Bandwidth"
+    )]
+    pub bandwidth_side: Side,
+    /// Direction: ingress, egress or both.
+    #[arg(
+        long,
+        env = "FAULT_BANDWIDTH_DIRECTION",
+        default_value = "ingress",
+        help_heading = "Bandwidth"
+    )]
+    pub bandwidth_direction: Direction,
+    /// Share of messages affected, 0.0 to 1.0.
+    #[arg(long, env = "FAULT_BANDWIDTH_PROBABILITY", default_value = "1", value_parser = parse_probability, help_heading = "Bandwidth")]
+    pub bandwidth_probability: f64,
+    /// Active window: "start:10%,duration:50%" or "start:5s,duration:10s".
+    #[arg(long, env = "FAULT_BANDWIDTH_SCHED", help_heading = "Bandwidth")]
+    pub bandwidth_sched: Option<Schedule>,
+}
+
+impl BandwidthFlags {
+    pub fn spec(&self) -> Option<BandwidthSpec> {
+        self.with_bandwidth.then_some(BandwidthSpec {
+            common: FaultCommon {
+                side: self.bandwidth_side,
+                direction: self.bandwidth_direction,
+                probability: self.bandwidth_probability,
+                schedule: self.bandwidth_sched,
+            },
+            rate: self.bandwidth_rate,
+            unit: self.bandwidth_unit,
+        })
+    }
+}
 
 /// Idle time the link may bank, so timer wake-up lateness does not lower the rate.
 const SLACK: Duration = Duration::from_millis(10);
@@ -64,6 +229,11 @@ impl Bandwidth {
 impl Stage for Bandwidth {
     fn max_chunk(&self) -> Option<usize> {
         Some(self.link.chunk_size())
+    }
+
+    /// The link's clock absorbs timer rounding (see `SLACK`).
+    fn exact_delays(&self) -> bool {
+        false
     }
 
     fn on_chunk(&mut self, chunk: &Chunk<'_>, _rng: &mut StdRng) -> Verdict {

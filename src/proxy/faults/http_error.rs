@@ -13,7 +13,8 @@ use bytes::Bytes;
 use rand::RngExt;
 use rand::rngs::StdRng;
 
-use super::{Chunk, Stage, Verdict};
+use super::{Chunk, Fault, Injector, Stage, Verdict};
+use crate::proxy::cli::parse_probability;
 use crate::proxy::config::{FaultCommon, ParseError};
 
 /// Largest response head buffered while looking for its end; beyond it the response passes untouched.
@@ -40,9 +41,17 @@ impl Default for HttpErrorSpec {
     }
 }
 
-impl HttpErrorSpec {
+impl Fault for HttpErrorSpec {
+    fn kind(&self) -> &'static str {
+        "http_error"
+    }
+
+    fn common(&self) -> &FaultCommon {
+        &self.common
+    }
+
     /// Checks what a parser could not: a final error status and a probability.
-    pub fn validate(&self) -> Result<(), ParseError> {
+    fn validate(&self) -> Result<(), ParseError> {
         if !(400..=599).contains(&self.status_code) {
             return Err(ParseError::new(format!(
                 "http_error status code must be between 400 and 599; got {}",
@@ -56,6 +65,72 @@ impl HttpErrorSpec {
             )));
         }
         Ok(())
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "HTTP error: responses replaced by {} with a {}-byte body, probability {}",
+            self.status_code,
+            self.body.len(),
+            self.probability
+        )
+    }
+
+    fn injector(&self) -> Arc<dyn Injector> {
+        Arc::new(self.clone())
+    }
+}
+
+impl Injector for HttpErrorSpec {
+    /// Replaces responses on the flow it acts on; a tracker on the request flow tells it which requests
+    /// were HEAD, through a log the two stages of the connection share.
+    fn connection(&self, acts_on: [bool; 2]) -> [Option<Box<dyn Stage>>; 2] {
+        let requests = Arc::new(RequestLog::default());
+        acts_on.map(|on| -> Option<Box<dyn Stage>> {
+            if on {
+                Some(Box::new(HttpError::new(self, requests.clone())))
+            } else {
+                Some(Box::new(RequestTracker::new(requests.clone())))
+            }
+        })
+    }
+}
+
+/// `fault run` flags of the HTTP error fault (it acts on responses).
+#[derive(Debug, Clone, clap::Args)]
+pub struct HttpErrorFlags {
+    /// Replace HTTP/1.1 responses with an error response, keeping keep-alive framing intact.
+    #[arg(long, env = "FAULT_WITH_HTTP_ERROR", help_heading = "HTTP error")]
+    pub with_http_error: bool,
+    /// Status code of the injected response, 400 to 599.
+    #[arg(
+        long,
+        env = "FAULT_HTTP_ERROR_STATUS_CODE",
+        default_value = "503",
+        help_heading = "HTTP error"
+    )]
+    pub http_error_status_code: u16,
+    /// Body of the injected response.
+    #[arg(
+        long,
+        env = "FAULT_HTTP_ERROR_BODY",
+        default_value = "",
+        help_heading = "HTTP error"
+    )]
+    pub http_error_body: String,
+    /// Share of responses replaced, 0.0 to 1.0.
+    #[arg(long, env = "FAULT_HTTP_ERROR_PROBABILITY", default_value = "1", value_parser = parse_probability, help_heading = "HTTP error")]
+    pub http_error_probability: f64,
+}
+
+impl HttpErrorFlags {
+    pub fn spec(&self) -> Option<HttpErrorSpec> {
+        self.with_http_error.then(|| HttpErrorSpec {
+            common: FaultCommon::default(),
+            status_code: self.http_error_status_code,
+            body: self.http_error_body.clone(),
+            probability: self.http_error_probability,
+        })
     }
 }
 

@@ -1,11 +1,17 @@
 //! Faults as stages on a flow.
 //!
+//! Each fault is one file here: its spec (fields, defaults, validation), its description, its `fault run`
+//! flags, what it shares across connections and its [`Stage`]. The [`registry!`] list below is the one
+//! place that names them all; configuration, relay, CLI and scenarios dispatch through it.
+//!
 //! A [`Stage`] sees each chunk of one flow (request or response) of one connection, in order, and
 //! answers with a [`Verdict`]: pass it, delay it, drop it (blackhole), replace its bytes, or end the
 //! connection. Stages of a flow compose in configuration order; the relay applies the summed delay
 //! before writing, so bytes are never reordered. Probability and schedule are applied by the relay
 //! around every stage, so a stage only models its own effect.
 
+use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -13,7 +19,7 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use tokio::time::Instant;
 
-use super::config::{FaultSpec, Flow};
+use super::config::{FaultCommon, Flow, ParseError};
 
 pub mod bandwidth;
 pub mod blackhole;
@@ -21,6 +27,131 @@ pub mod http_error;
 pub mod jitter;
 pub mod latency;
 pub mod packet_loss;
+
+/// The faults the proxy knows: `Variant => module::{Spec, Flags}`. Adding a fault is its file plus one line.
+macro_rules! registry {
+    ($($variant:ident => $module:ident :: { $spec:ident, $flags:ident }),* $(,)?) => {
+        /// One fault of a proxy.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum FaultSpec {
+            $($variant($module::$spec),)*
+        }
+
+        impl FaultSpec {
+            /// The fault behind the variant.
+            pub fn fault(&self) -> &dyn Fault {
+                match self {
+                    $(FaultSpec::$variant(spec) => spec,)*
+                }
+            }
+        }
+
+        $(impl From<$module::$spec> for FaultSpec {
+            fn from(spec: $module::$spec) -> Self {
+                FaultSpec::$variant(spec)
+            }
+        })*
+
+        /// The `fault run` flags of every fault.
+        #[derive(Debug, Clone, clap::Args)]
+        pub struct FaultFlags {
+            $(#[command(flatten)]
+            pub $module: $module::$flags,)*
+        }
+
+        impl FaultFlags {
+            /// The faults enabled on the command line, in registration order.
+            pub fn specs(&self) -> Vec<FaultSpec> {
+                let mut specs = Vec::new();
+                $(if let Some(spec) = self.$module.spec() {
+                    specs.push(FaultSpec::$variant(spec));
+                })*
+                specs
+            }
+        }
+    };
+}
+
+registry! {
+    Latency => latency::{LatencySpec, LatencyFlags},
+    Jitter => jitter::{JitterSpec, JitterFlags},
+    PacketLoss => packet_loss::{PacketLossSpec, PacketLossFlags},
+    Bandwidth => bandwidth::{BandwidthSpec, BandwidthFlags},
+    Blackhole => blackhole::{BlackholeSpec, BlackholeFlags},
+    HttpError => http_error::{HttpErrorSpec, HttpErrorFlags},
+}
+
+/// What a fault is, whatever its kind: implemented by each fault's spec.
+pub trait Fault: fmt::Debug + Send + Sync {
+    /// Short name of the fault kind, as used in stats, logs and reports.
+    fn kind(&self) -> &'static str;
+    fn common(&self) -> &FaultCommon;
+    /// Checks the fault's own values; messages name the field.
+    fn validate(&self) -> Result<(), ParseError> {
+        Ok(())
+    }
+    /// One line for `fault run` output and scenario reports, e.g. "Latency: mean 300ms, …".
+    fn describe(&self) -> String;
+    /// Readies the fault for one proxy; state all its connections share is created here.
+    fn injector(&self) -> Arc<dyn Injector>;
+}
+
+/// A fault ready on one proxy: builds the stages of each new connection.
+pub trait Injector: Send + Sync {
+    /// The stages of one new connection, indexed by [`Flow::index`]; `acts_on` says which flows the fault's
+    /// side and direction select. A fault may also watch a flow it does not act on (HTTP error watches
+    /// requests), sharing per-connection state between its two stages.
+    fn connection(&self, acts_on: [bool; 2]) -> [Option<Box<dyn Stage>>; 2];
+}
+
+/// The stages of a fault that acts on each selected flow alone, each built by `build`.
+pub fn on_selected_flows(
+    acts_on: [bool; 2],
+    mut build: impl FnMut() -> Box<dyn Stage>,
+) -> [Option<Box<dyn Stage>>; 2] {
+    acts_on.map(|on| on.then(&mut build))
+}
+
+impl FaultSpec {
+    /// Short name of the fault kind, as used in stats and logs.
+    pub fn kind(&self) -> &'static str {
+        self.fault().kind()
+    }
+
+    pub fn common(&self) -> &FaultCommon {
+        self.fault().common()
+    }
+
+    pub fn describe(&self) -> String {
+        self.fault().describe()
+    }
+
+    /// Checks the values a parser could not (ranges, schedules that need a run duration).
+    pub fn validate(&self, run_duration: Option<Duration>) -> Result<(), ParseError> {
+        let kind = self.kind();
+        let common = self.common();
+        if !(0.0..=1.0).contains(&common.probability) {
+            return Err(ParseError::new(format!(
+                "{kind} probability must be between 0.0 and 1.0; got {}",
+                common.probability
+            )));
+        }
+        if let Some(s) = &common.schedule
+            && s.needs_run_duration()
+            && run_duration.is_none()
+        {
+            return Err(ParseError::new(format!(
+                "{kind} schedule uses percentages, which need a run duration (--duration)"
+            )));
+        }
+        self.fault().validate()
+    }
+}
+
+/// A duration in milliseconds for descriptions: "300ms", "0.5ms".
+pub(crate) fn in_ms(d: Duration) -> String {
+    format!("{}ms", d.as_secs_f64() * 1e3)
+}
 
 /// What to do with one chunk.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,8 +164,17 @@ pub enum Verdict {
     Drop,
     /// Forward these bytes instead of the chunk (later stages see them).
     Replace(Bytes),
-    /// Close the connection (both flows).
+    /// Forward the first `keep` bytes of the chunk, then end the connection (both flows) as `how` says.
+    End { keep: usize, how: Ending },
+}
+
+/// How a fault ends a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// FIN to both peers: they read what was sent, then a clean end of stream.
     Close,
+    /// RST to both peers (`SO_LINGER` 0, then close): "connection reset by peer".
+    Reset,
 }
 
 impl Verdict {
@@ -66,65 +206,22 @@ pub trait Stage: Send {
     fn max_chunk(&self) -> Option<usize> {
         None
     }
+    /// Whether the relay must keep this stage's delays exact (below the timer's 1 ms tick). A stage
+    /// whose clock absorbs timer rounding by itself (bandwidth) says no.
+    fn exact_delays(&self) -> bool {
+        true
+    }
+    /// When the stage wants to act although no chunk arrives (e.g. a reset after N ms): the relay then
+    /// calls [`Stage::on_timer`].
+    fn timer(&self) -> Option<Instant> {
+        None
+    }
+    /// Decides what happens when [`Stage::timer`] is reached.
+    fn on_timer(&mut self, _now: Instant, _rng: &mut StdRng) -> Verdict {
+        Verdict::Pass
+    }
     /// Decides what happens to `chunk`. `rng` is seeded from the proxy seed when one is set.
     fn on_chunk(&mut self, chunk: &Chunk<'_>, rng: &mut StdRng) -> Verdict;
-}
-
-/// State a fault shares across all connections of a proxy (e.g. the bandwidth link).
-pub(crate) enum Shared {
-    None,
-    Link(std::sync::Arc<bandwidth::Link>),
-}
-
-impl Shared {
-    pub(crate) fn for_spec(spec: &FaultSpec) -> Shared {
-        match spec {
-            FaultSpec::Bandwidth(b) => Shared::Link(std::sync::Arc::new(bandwidth::Link::new(
-                b.bytes_per_second(),
-            ))),
-            _ => Shared::None,
-        }
-    }
-}
-
-/// State the two flows of one connection share.
-#[derive(Default)]
-pub(crate) struct ConnectionState {
-    /// Which requests were HEAD, in order, so a response parser knows which answers carry no body.
-    pub requests: std::sync::Arc<http_error::RequestLog>,
-}
-
-/// Builds the stage of `spec` for one flow of a new connection, if the fault acts on `flow`.
-/// A fault that acts on the other flow may still need to watch this one (HTTP error watches requests).
-pub(crate) fn new_stage(
-    spec: &FaultSpec,
-    shared: &Shared,
-    acts_on_flow: bool,
-    connection: &ConnectionState,
-) -> Option<Box<dyn Stage>> {
-    if !acts_on_flow {
-        return match spec {
-            FaultSpec::HttpError(_) => Some(Box::new(http_error::RequestTracker::new(
-                connection.requests.clone(),
-            ))),
-            _ => None,
-        };
-    }
-    Some(match (spec, shared) {
-        (FaultSpec::Latency(s), _) => Box::new(latency::Latency::new(s)),
-        (FaultSpec::Jitter(s), _) => Box::new(jitter::Jitter::new(s)),
-        (FaultSpec::Bandwidth(_), Shared::Link(link)) => {
-            Box::new(bandwidth::Bandwidth::new(link.clone()))
-        }
-        (FaultSpec::Bandwidth(b), Shared::None) => Box::new(bandwidth::Bandwidth::new(
-            std::sync::Arc::new(bandwidth::Link::new(b.bytes_per_second())),
-        )),
-        (FaultSpec::PacketLoss(s), _) => Box::new(packet_loss::PacketLoss::new(s)),
-        (FaultSpec::Blackhole(_), _) => Box::new(blackhole::Blackhole),
-        (FaultSpec::HttpError(s), _) => {
-            Box::new(http_error::HttpError::new(s, connection.requests.clone()))
-        }
-    })
 }
 
 /// The random generator the relay gives a stage: reproducible from `seed` and the stage's

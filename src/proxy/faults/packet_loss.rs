@@ -2,13 +2,166 @@
 //! one retransmission timeout late (200 ms, doubling each time the same segment is lost again),
 //! holding the bytes behind it as TCP's in-order delivery would. Optional Gilbert-Elliott bursts.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rand::RngExt;
 use rand::rngs::StdRng;
 
-use super::{Chunk, Stage, Verdict};
-use crate::proxy::config::PacketLossSpec;
+use super::{Chunk, Fault, Injector, Stage, Verdict, in_ms, on_selected_flows};
+use crate::proxy::cli::parse_probability;
+use crate::proxy::config::{Direction, FaultCommon, ParseError, Schedule, Side};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PacketLossSpec {
+    pub common: FaultCommon,
+    /// Share of segments lost, 0.0..1.0 (default 0.05).
+    pub rate: f64,
+    /// Mean length of a loss burst in segments (Gilbert-Elliott); `None` = independent losses.
+    pub burst_length: Option<f64>,
+    /// First retransmission timeout; doubles each time the same segment is lost again.
+    pub rto: Duration,
+}
+
+impl Default for PacketLossSpec {
+    fn default() -> Self {
+        Self {
+            common: FaultCommon::default(),
+            rate: 0.05,
+            burst_length: None,
+            rto: Duration::from_millis(200),
+        }
+    }
+}
+
+impl Fault for PacketLossSpec {
+    fn kind(&self) -> &'static str {
+        "packet_loss"
+    }
+
+    fn common(&self) -> &FaultCommon {
+        &self.common
+    }
+
+    fn validate(&self) -> Result<(), ParseError> {
+        if !(0.0..1.0).contains(&self.rate) {
+            return Err(ParseError::new(format!(
+                "packet loss rate must be in [0, 1) (e.g. 0.05 or 5%); got {}",
+                self.rate
+            )));
+        }
+        if let Some(b) = self.burst_length
+            && !(b.is_finite() && b >= 1.0)
+        {
+            return Err(ParseError::new(format!(
+                "packet loss burst length must be at least 1 segment; got {b}"
+            )));
+        }
+        if self.rto.is_zero() {
+            return Err(ParseError::new("packet loss rto must be above 0"));
+        }
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
+        let bursts = match self.burst_length {
+            Some(b) => format!(" in bursts of {b} segments on average"),
+            None => String::new(),
+        };
+        format!(
+            "Packet loss: {:.1}% of segments lost{bursts} and retransmitted late (first retransmission after {}, doubling)",
+            self.rate * 100.0,
+            in_ms(self.rto)
+        )
+    }
+
+    fn injector(&self) -> Arc<dyn Injector> {
+        Arc::new(self.clone())
+    }
+}
+
+impl Injector for PacketLossSpec {
+    fn connection(&self, acts_on: [bool; 2]) -> [Option<Box<dyn Stage>>; 2] {
+        on_selected_flows(acts_on, || Box::new(PacketLoss::new(self)))
+    }
+}
+
+/// A loss rate written as a fraction (0.05) or a percentage (5%).
+pub fn parse_rate(raw: &str) -> Result<f64, ParseError> {
+    let v = raw.trim();
+    let (num, scale) = match v.strip_suffix('%') {
+        Some(p) => (p.trim(), 100.0),
+        None => (v, 1.0),
+    };
+    let x: f64 = num.parse().map_err(|_| {
+        ParseError::new(format!(
+            "rate '{raw}' is not a number; expected e.g. 0.05 or 5%"
+        ))
+    })?;
+    let rate = x / scale;
+    if !(0.0..1.0).contains(&rate) {
+        return Err(ParseError::new(format!(
+            "rate '{raw}' must be in [0, 1) (a fraction) or [0%, 100%)"
+        )));
+    }
+    Ok(rate)
+}
+
+/// `fault run` flags of the packet loss fault.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PacketLossFlags {
+    /// Lose packets (segments are delivered late by a retransmission timeout).
+    #[arg(long, env = "FAULT_WITH_PACKET_LOSS", help_heading = "Packet loss")]
+    pub with_packet_loss: bool,
+    /// Share of segments lost: 0.05 or 5%.
+    #[arg(long, env = "FAULT_PACKET_LOSS_RATE", default_value = "0.05", value_parser = parse_rate, help_heading = "Packet loss")]
+    pub packet_loss_rate: f64,
+    /// Mean burst length in segments (Gilbert-Elliott); without it losses are independent.
+    #[arg(
+        long,
+        env = "FAULT_PACKET_LOSS_BURST_LENGTH",
+        help_heading = "Packet loss"
+    )]
+    pub packet_loss_burst_length: Option<f64>,
+    /// Side: client or server.
+    #[arg(
+        long,
+        env = "FAULT_PACKET_LOSS_SIDE",
+        default_value = "server",
+        help_heading = "Packet loss"
+    )]
+    pub packet_loss_side: Side,
+    /// Direction: ingress, egress or both.
+    #[arg(
+        long,
+        env = "FAULT_PACKET_LOSS_DIRECTION",
+        default_value = "ingress",
+        help_heading = "Packet loss"
+    )]
+    pub packet_loss_direction: Direction,
+    /// Share of messages affected, 0.0 to 1.0.
+    #[arg(long, env = "FAULT_PACKET_LOSS_PROBABILITY", default_value = "1", value_parser = parse_probability, help_heading = "Packet loss")]
+    pub packet_loss_probability: f64,
+    /// Active window: "start:10%,duration:50%" or "start:5s,duration:10s".
+    #[arg(long, env = "FAULT_PACKET_LOSS_SCHED", help_heading = "Packet loss")]
+    pub packet_loss_sched: Option<Schedule>,
+}
+
+impl PacketLossFlags {
+    pub fn spec(&self) -> Option<PacketLossSpec> {
+        self.with_packet_loss.then(|| PacketLossSpec {
+            common: FaultCommon {
+                side: self.packet_loss_side,
+                direction: self.packet_loss_direction,
+                probability: self.packet_loss_probability,
+                schedule: self.packet_loss_sched,
+            },
+            rate: self.packet_loss_rate,
+            burst_length: self.packet_loss_burst_length,
+            ..Default::default()
+        })
+    }
+}
 
 /// Ethernet MSS for IPv4.
 pub const MSS: usize = 1460;
