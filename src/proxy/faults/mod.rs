@@ -21,16 +21,11 @@ use tokio::time::Instant;
 
 use super::config::{FaultCommon, Flow, ParseError};
 
-pub mod bandwidth;
-pub mod blackhole;
-pub mod http_error;
-pub mod jitter;
-pub mod latency;
-pub mod packet_loss;
-
 /// The faults the proxy knows: `Variant => module::{Spec, Flags}`. Adding a fault is its file plus one line.
 macro_rules! registry {
     ($($variant:ident => $module:ident :: { $spec:ident, $flags:ident }),* $(,)?) => {
+        $(pub mod $module;)*
+
         /// One fault of a proxy.
         #[derive(Debug, Clone, PartialEq)]
         pub enum FaultSpec {
