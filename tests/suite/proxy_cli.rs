@@ -214,3 +214,48 @@ async fn bad_values_fail_with_a_clear_message() {
     )
     .await;
 }
+
+/// Sends one request and reads until the connection ends: the bytes and how it ended (`Ok` = FIN).
+async fn read_until_end(addr: &str) -> (Vec<u8>, std::io::Result<()>) {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 256];
+    let end = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match s.read(&mut buf).await {
+                Ok(0) => return Ok(()),
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+                Err(e) => return Err(e),
+            }
+        }
+    })
+    .await
+    .expect("the connection ends within 5 s");
+    (got, end)
+}
+
+#[tokio::test]
+async fn run_resets_connections_after_the_given_bytes() {
+    let port = upstream().await;
+    let mut child = fault()
+        .args(["run", "--proxy", &format!("0=127.0.0.1:{port}")])
+        .args([
+            "--with-reset",
+            "--reset-after-bytes",
+            "10",
+            "--duration",
+            "3s",
+        ])
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr = listen_addr(&mut stderr).await;
+    let (got, end) = read_until_end(&addr).await;
+    assert_eq!(got, b"HTTP/1.1 2");
+    let err = end.expect_err("a reset, not a clean end of stream");
+    assert_eq!(err.kind(), std::io::ErrorKind::ConnectionReset, "{err}");
+    let _ = child.kill().await;
+}

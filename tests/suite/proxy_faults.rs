@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use fault::proxy::faults::reset::ResetSpec;
 use fault::proxy::{
     self, BandwidthSpec, BandwidthUnit, BlackholeSpec, Direction, FaultCommon, FaultSpec,
     JitterSpec, LatencyDistribution, LatencySpec, Mapping, PacketLossSpec, ProxyConfig, Side,
@@ -622,4 +623,74 @@ async fn bulk_data_passes_intact_both_ways_and_half_close_is_kept() {
         assert_eq!(stats.bytes_to_client, (32 + download) as u64);
         handle.stop().await;
     }
+}
+
+/// Sends `request` on a new connection and reads until the connection ends: the bytes received and
+/// how it ended (`Ok` = a clean end of stream, FIN; `Err` = e.g. a reset).
+pub(crate) async fn read_until_end(
+    addr: SocketAddr,
+    request: &[u8],
+) -> (Vec<u8>, std::io::Result<()>) {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(request).await.unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let end = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match s.read(&mut buf).await {
+                Ok(0) => return Ok(()),
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+                Err(e) => return Err(e),
+            }
+        }
+    })
+    .await
+    .expect("the connection ends within 5 s");
+    (got, end)
+}
+
+fn reset(after_bytes: Option<u64>, after: Option<Duration>) -> FaultSpec {
+    FaultSpec::Reset(ResetSpec {
+        after_bytes,
+        after,
+        ..Default::default()
+    })
+}
+
+#[tokio::test]
+async fn reset_after_n_bytes_gives_the_client_exactly_those_bytes_then_a_reset() {
+    let up = upstream().await;
+    let proxy = proxy::start(config(up.addr, vec![reset(Some(100), None)]))
+        .await
+        .unwrap();
+    let addr = proxy.local_addrs()[0];
+    let (got, end) = read_until_end(addr, b"GET /bytes/1000 HTTP/1.1\r\nhost: t\r\n\r\n").await;
+    assert_eq!(got.len(), 100, "{:?}", String::from_utf8_lossy(&got));
+    assert!(got.starts_with(b"HTTP/1.1 200 OK"));
+    let err = end.expect_err("a reset, not a clean end of stream");
+    assert_eq!(err.kind(), std::io::ErrorKind::ConnectionReset, "{err}");
+    assert_eq!(proxy.stats().faults_applied["reset"], 1);
+    proxy.stop().await;
+}
+
+#[tokio::test]
+async fn reset_after_n_ms_resets_an_idle_connection_then() {
+    let up = upstream().await;
+    let after = Duration::from_millis(300);
+    let proxy = proxy::start(config(up.addr, vec![reset(None, Some(after))]))
+        .await
+        .unwrap();
+    let addr = proxy.local_addrs()[0];
+    let started = Instant::now();
+    // Nothing is sent: only the timer can end the connection.
+    let (got, end) = read_until_end(addr, b"").await;
+    let took = started.elapsed();
+    assert!(got.is_empty());
+    let err = end.expect_err("a reset, not a clean end of stream");
+    assert_eq!(err.kind(), std::io::ErrorKind::ConnectionReset, "{err}");
+    assert!(
+        took >= after - Duration::from_millis(5) && took < after + Duration::from_millis(200),
+        "{took:?}"
+    );
+    proxy.stop().await;
 }

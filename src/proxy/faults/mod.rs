@@ -74,6 +74,7 @@ registry! {
     Bandwidth => bandwidth::{BandwidthSpec, BandwidthFlags},
     Blackhole => blackhole::{BlackholeSpec, BlackholeFlags},
     HttpError => http_error::{HttpErrorSpec, HttpErrorFlags},
+    Reset => reset::{ResetSpec, ResetFlags},
 }
 
 /// What a fault is, whatever its kind: implemented by each fault's spec.
