@@ -259,3 +259,25 @@ async fn run_resets_connections_after_the_given_bytes() {
     assert_eq!(err.kind(), std::io::ErrorKind::ConnectionReset, "{err}");
     let _ = child.kill().await;
 }
+
+#[tokio::test]
+async fn run_closes_connections_cleanly_after_the_data_limit() {
+    let port = upstream().await;
+    let mut child = fault()
+        .args(["run", "--proxy", &format!("0=127.0.0.1:{port}")])
+        .args([
+            "--with-limit-data",
+            "--limit-data-bytes",
+            "10",
+            "--duration",
+            "3s",
+        ])
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr = listen_addr(&mut stderr).await;
+    let (got, end) = read_until_end(&addr).await;
+    end.expect("a clean end of stream (FIN), not a reset");
+    assert_eq!(got, b"HTTP/1.1 2");
+    let _ = child.kill().await;
+}

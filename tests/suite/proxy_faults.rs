@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use fault::proxy::faults::limit_data::LimitDataSpec;
 use fault::proxy::faults::reset::ResetSpec;
 use fault::proxy::{
     self, BandwidthSpec, BandwidthUnit, BlackholeSpec, Direction, FaultCommon, FaultSpec,
@@ -692,5 +693,24 @@ async fn reset_after_n_ms_resets_an_idle_connection_then() {
         took >= after - Duration::from_millis(5) && took < after + Duration::from_millis(200),
         "{took:?}"
     );
+    proxy.stop().await;
+}
+
+#[tokio::test]
+async fn limit_data_gives_exactly_n_bytes_then_a_clean_end_of_stream() {
+    let up = upstream().await;
+    let spec = FaultSpec::LimitData(LimitDataSpec {
+        bytes: 100,
+        ..Default::default()
+    });
+    let proxy = proxy::start(config(up.addr, vec![spec])).await.unwrap();
+    let addr = proxy.local_addrs()[0];
+    let (got, end) = read_until_end(addr, b"GET /bytes/1000 HTTP/1.1\r\nhost: t\r\n\r\n").await;
+    end.expect("a clean end of stream (FIN), not a reset");
+    assert_eq!(got.len(), 100);
+    assert!(got.starts_with(b"HTTP/1.1 200 OK"));
+    // A response shorter than the limit passes whole, and the connection stays usable.
+    let mut c = Client::connect(addr).await;
+    assert_eq!(c.get("/bytes/10").await.unwrap(), pattern(10));
     proxy.stop().await;
 }

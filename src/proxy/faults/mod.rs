@@ -75,6 +75,7 @@ registry! {
     Blackhole => blackhole::{BlackholeSpec, BlackholeFlags},
     HttpError => http_error::{HttpErrorSpec, HttpErrorFlags},
     Reset => reset::{ResetSpec, ResetFlags},
+    LimitData => limit_data::{LimitDataSpec, LimitDataFlags},
 }
 
 /// What a fault is, whatever its kind: implemented by each fault's spec.
