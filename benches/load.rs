@@ -22,7 +22,7 @@ use std::{
 #[path = "support/mcp_stdio.rs"]
 mod mcp_stdio;
 
-use fault::load::{self, LoadPlan, Pace, Progress, Target};
+use fault::load::{self, LoadPlan, Pace, LoadProgress, Target};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -143,7 +143,7 @@ fn ours(url: &str, num_clients: u32, pace: Pace, seconds: u64) -> OursResult {
         .block_on(load::run(
             &plan,
             &CancellationToken::new(),
-            Arc::new(Progress::default()),
+            Arc::new(LoadProgress::default()),
         ))
         .expect("load run");
     let requests = report.samples.requests();

@@ -10,7 +10,7 @@ use std::{net::SocketAddr, sync::Arc, time::Duration};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    load::{self, LoadError, LoadPlan, LoadReport, Pace, Progress, Target},
+    load::{self, LoadError, LoadPlan, LoadProgress, LoadReport, Pace, Target},
     proxy::{
         self, FaultCommon, FaultSpec, Mapping, ProxyConfig, ProxyError, ProxyHandle, Upstream,
     },
@@ -104,7 +104,7 @@ pub enum ScenarioError {
 pub async fn run(
     spec: &ScenarioSpec,
     cancel: &CancellationToken,
-    progress: Arc<Progress>,
+    progress: Arc<LoadProgress>,
 ) -> Result<Report, ScenarioError> {
     let service = spec.target.resolve().await?;
     spec.target.check_reachable(service).await?;
@@ -168,7 +168,7 @@ async fn run_once(
     spec: &ScenarioSpec,
     faults: Vec<FaultSpec>,
     cancel: &CancellationToken,
-    progress: Arc<Progress>,
+    progress: Arc<LoadProgress>,
 ) -> Result<RunOutcome, ScenarioError> {
     let direct = spec.proxies.is_empty();
     let mappings = if direct {

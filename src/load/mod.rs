@@ -21,7 +21,7 @@ use std::{
 
 use bytes::Bytes;
 use futures::{StreamExt, stream::FuturesUnordered};
-use hyper::{
+use http::{
     Method,
     header::{HeaderName, HeaderValue},
 };
@@ -206,11 +206,11 @@ fn serialize_request(
     }
     let mut wire = Vec::with_capacity(256 + body.len());
     wire.extend_from_slice(format!("{method} {path_and_query} HTTP/1.1\r\n").as_bytes());
-    if !headers.iter().any(|(n, _)| n == hyper::header::HOST) {
+    if !headers.iter().any(|(n, _)| n == http::header::HOST) {
         header(&mut wire, "host", host.as_bytes());
     }
     for (name, value) in headers {
-        if name != hyper::header::CONTENT_LENGTH && name != hyper::header::TRANSFER_ENCODING {
+        if name != http::header::CONTENT_LENGTH && name != http::header::TRANSFER_ENCODING {
             header(&mut wire, name.as_str(), value.as_bytes());
         }
     }
@@ -277,7 +277,7 @@ fn seconds_of(duration: Duration) -> usize {
 
 /// Live counters, readable while the run goes on (for progress notifications).
 #[derive(Debug, Default)]
-pub struct Progress {
+pub struct LoadProgress {
     pub started: AtomicU64,
     pub completed: AtomicU64,
     pub errors: AtomicU64,
@@ -297,7 +297,7 @@ pub struct LoadReport {
 }
 
 /// What every virtual client of a run reads.
-struct Shared {
+struct RunState {
     target: Target,
     connector: Connector,
     num_clients: u32,
@@ -305,7 +305,7 @@ struct Shared {
     duration: Duration,
     timeout: Duration,
     start: Instant,
-    progress: Arc<Progress>,
+    progress: Arc<LoadProgress>,
     recorder: Recorder,
 }
 
@@ -368,7 +368,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub async fn run(
     plan: &LoadPlan,
     cancel: &CancellationToken,
-    progress: Arc<Progress>,
+    progress: Arc<LoadProgress>,
 ) -> Result<LoadReport, LoadError> {
     let dial = match plan.connect_to {
         Some(addr) => addr,
@@ -390,7 +390,7 @@ pub async fn run(
     let _stop_on_drop = stop.clone().drop_guard();
     let started_at = chrono::Utc::now();
     let start = Instant::now();
-    let shared = Arc::new(Shared {
+    let shared = Arc::new(RunState {
         target: plan.target.clone(),
         connector: Connector {
             dial,
@@ -445,7 +445,7 @@ pub async fn run(
 }
 
 /// One virtual client, in one task: it starts requests on its schedule and keeps its idle connections.
-async fn virtual_client(index: u32, shared: Arc<Shared>, stop: CancellationToken) {
+async fn virtual_client(index: u32, shared: Arc<RunState>, stop: CancellationToken) {
     let stopped = stop.cancelled();
     tokio::pin!(stopped);
     let wire = client::Wire {
@@ -532,7 +532,7 @@ async fn virtual_client(index: u32, shared: Arc<Shared>, stop: CancellationToken
 /// Records one request of `client`; `None` is a timeout.
 fn record(
     client: u32,
-    shared: &Shared,
+    shared: &RunState,
     scheduled: Instant,
     ended: Instant,
     result: Option<Result<client::Answer, client::ExchangeError>>,

@@ -290,7 +290,7 @@ impl Fields<'_> {
     }
 }
 
-fn parse_duration(fields: &Fields, limits: &Limits) -> Result<Duration, InputError> {
+fn read_duration(fields: &Fields, limits: &Limits) -> Result<Duration, InputError> {
     let name = "duration";
     let seconds = |secs: f64| {
         (secs.is_finite() && (0.0..=1e9).contains(&secs)).then(|| Duration::from_secs_f64(secs))
@@ -458,7 +458,7 @@ fn parse_spec(args: &JsonObject, fault: FaultSpec) -> Result<ScenarioSpec, Input
             _ => bad("url", text.replacen("url: ", "", 1)),
         }
     })?;
-    let duration = parse_duration(&fields, &limits)?;
+    let duration = read_duration(&fields, &limits)?;
     let num_clients = fields.integer("num_clients", 1, 1, u64::from(limits.max_clients))? as u32;
     let rps = fields.integer("rps", 3, 1, u64::from(limits.max_rps_per_client))? as u32;
     let total_rate = u64::from(num_clients) * u64::from(rps);
@@ -671,7 +671,7 @@ impl FaultServer {
                  latency). Try again when it has finished.",
             ));
         };
-        let progress = Arc::new(load::Progress::default());
+        let progress = Arc::new(load::LoadProgress::default());
         let ticker = context.meta.get_progress_token().map(|token| {
             let peer = context.peer.clone();
             let progress = progress.clone();

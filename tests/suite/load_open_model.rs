@@ -4,7 +4,7 @@ use crate::scenario_support;
 
 use std::{sync::Arc, time::Duration};
 
-use fault::load::{self, LoadPlan, Pace, Progress, Target};
+use fault::load::{self, LoadPlan, Pace, LoadProgress, Target};
 use scenario_support::run_load;
 use tokio_util::sync::CancellationToken;
 
@@ -101,7 +101,7 @@ async fn cancellation_stops_at_once() {
     let result = load::run(
         &plan(&upstream.url("/hang"), 2, 10, 10_000, 10_000),
         &cancel,
-        Arc::new(Progress::default()),
+        Arc::new(LoadProgress::default()),
     )
     .await;
     assert!(matches!(result, Err(load::LoadError::Cancelled)));

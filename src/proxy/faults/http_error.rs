@@ -202,7 +202,7 @@ impl HttpError {
 
     /// The replacement response; `with_body` is false when answering a HEAD request.
     fn synthetic(&self, close: bool, with_body: bool) -> Vec<u8> {
-        let reason = hyper::StatusCode::from_u16(self.spec.status_code)
+        let reason = http::StatusCode::from_u16(self.spec.status_code)
             .ok()
             .and_then(|s| s.canonical_reason())
             .unwrap_or("Error");
@@ -250,7 +250,7 @@ impl HttpError {
                     let head = std::mem::take(head);
                     let head = &head[..end];
                     let mut framing = parse_head(head);
-                    if framing == Some(Framing::Interim) {
+                    if framing == Some(BodyFraming::Interim) {
                         // A 1xx passes through; the draw holds for the final response that follows.
                         out.extend_from_slice(head);
                         self.phase = Phase::Head(Vec::new());
@@ -258,23 +258,23 @@ impl HttpError {
                     }
                     let answers_head = self.requests.next_is_head();
                     if answers_head && framing.is_some() {
-                        framing = Some(Framing::Length(0));
+                        framing = Some(BodyFraming::Length(0));
                     }
                     if replacing {
-                        let close = matches!(framing, Some(Framing::UntilClose) | None);
+                        let close = matches!(framing, Some(BodyFraming::UntilClose) | None);
                         out.extend_from_slice(&self.synthetic(close, !answers_head));
                     } else {
                         out.extend_from_slice(head);
                     }
                     self.phase = match framing {
                         None => Phase::Opaque,
-                        Some(Framing::Interim) | Some(Framing::Length(0)) => {
+                        Some(BodyFraming::Interim) | Some(BodyFraming::Length(0)) => {
                             self.replacing = None;
                             Phase::Head(Vec::new())
                         }
-                        Some(Framing::Length(n)) => Phase::Length(n),
-                        Some(Framing::Chunked) => Phase::Chunked(ChunkedState::Size(Vec::new())),
-                        Some(Framing::UntilClose) => Phase::UntilClose,
+                        Some(BodyFraming::Length(n)) => Phase::Length(n),
+                        Some(BodyFraming::Chunked) => Phase::Chunked(ChunkedState::Size(Vec::new())),
+                        Some(BodyFraming::UntilClose) => Phase::UntilClose,
                     };
                 }
                 Phase::Length(remaining) => {
@@ -367,10 +367,10 @@ impl RequestTracker {
                         Some((is_head, framing)) => {
                             self.requests.push(is_head);
                             match framing {
-                                Framing::Chunked => {
+                                BodyFraming::Chunked => {
                                     RequestPhase::Chunked(ChunkedState::Size(Vec::new()))
                                 }
-                                Framing::Length(n) if n > 0 => RequestPhase::Length(n),
+                                BodyFraming::Length(n) if n > 0 => RequestPhase::Length(n),
                                 _ => RequestPhase::Head(Vec::new()),
                             }
                         }
@@ -405,7 +405,7 @@ impl Stage for RequestTracker {
 
 /// Whether a request head is HEAD, and how its body is framed (RFC 9112 §6.3: without
 /// Transfer-Encoding or Content-Length a request has no body); `None` when it is not HTTP/1.x.
-fn parse_request_head(head: &[u8]) -> Option<(bool, Framing)> {
+fn parse_request_head(head: &[u8]) -> Option<(bool, BodyFraming)> {
     let text = std::str::from_utf8(head).ok()?.trim_start_matches("\r\n");
     let mut lines = text.split("\r\n");
     let mut parts = lines.next()?.split(' ');
@@ -414,7 +414,7 @@ fn parse_request_head(head: &[u8]) -> Option<(bool, Framing)> {
     if !parts.next()?.starts_with("HTTP/1.") {
         return None;
     }
-    let mut framing = Framing::Length(0);
+    let mut framing = BodyFraming::Length(0);
     for line in lines {
         let Some((name, value)) = line.split_once(':') else {
             continue;
@@ -423,16 +423,16 @@ fn parse_request_head(head: &[u8]) -> Option<(bool, Framing)> {
         if name.eq_ignore_ascii_case("transfer-encoding")
             && value.to_ascii_lowercase().contains("chunked")
         {
-            framing = Framing::Chunked;
-        } else if name.eq_ignore_ascii_case("content-length") && framing != Framing::Chunked {
-            framing = Framing::Length(value.parse().ok()?);
+            framing = BodyFraming::Chunked;
+        } else if name.eq_ignore_ascii_case("content-length") && framing != BodyFraming::Chunked {
+            framing = BodyFraming::Length(value.parse().ok()?);
         }
     }
     Some((method == "HEAD", framing))
 }
 
 #[derive(Debug, PartialEq)]
-enum Framing {
+enum BodyFraming {
     /// 1xx: no body, the final response follows.
     Interim,
     Length(u64),
@@ -448,7 +448,7 @@ fn find_head_end(bytes: &[u8]) -> Option<usize> {
 }
 
 /// The body framing a response head announces (RFC 9112 §6.3); `None` when it is not an HTTP/1.x response.
-fn parse_head(head: &[u8]) -> Option<Framing> {
+fn parse_head(head: &[u8]) -> Option<BodyFraming> {
     let text = std::str::from_utf8(head).ok()?;
     let mut lines = text.split("\r\n");
     let status_line = lines.next()?;
@@ -458,13 +458,13 @@ fn parse_head(head: &[u8]) -> Option<Framing> {
     }
     let status: u16 = parts.next()?.parse().ok()?;
     if (100..200).contains(&status) && status != 101 {
-        return Some(Framing::Interim);
+        return Some(BodyFraming::Interim);
     }
     if status == 101 {
         return None;
     }
     if status == 204 || status == 304 {
-        return Some(Framing::Length(0));
+        return Some(BodyFraming::Length(0));
     }
     let mut length = None;
     for line in lines {
@@ -476,13 +476,13 @@ fn parse_head(head: &[u8]) -> Option<Framing> {
         if name.eq_ignore_ascii_case("transfer-encoding")
             && value.to_ascii_lowercase().contains("chunked")
         {
-            return Some(Framing::Chunked);
+            return Some(BodyFraming::Chunked);
         }
         if name.eq_ignore_ascii_case("content-length") {
             length = Some(value.parse::<u64>().ok()?);
         }
     }
-    Some(length.map_or(Framing::UntilClose, Framing::Length))
+    Some(length.map_or(BodyFraming::UntilClose, BodyFraming::Length))
 }
 
 /// Advances the chunked-body parser over `input`; returns bytes consumed and whether the body ended.

@@ -242,7 +242,7 @@ pub async fn run_load(plan: &fault::load::LoadPlan) -> fault::load::LoadReport {
     fault::load::run(
         plan,
         &tokio_util::sync::CancellationToken::new(),
-        Arc::new(fault::load::Progress::default()),
+        Arc::new(fault::load::LoadProgress::default()),
     )
     .await
     .expect("load run")
