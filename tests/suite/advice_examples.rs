@@ -2,30 +2,19 @@
 //! the result's text in both FastMCP shapes. The model is a stand-in OpenAI server on 127.0.0.1; a `fault`
 //! wrapper first on PATH points the binary at it, since the scripts pass only OPENAI_API_KEY to the server.
 //!
-//! Needs a Python with `fastmcp` (and `rich` for e2e.py): `FAULT_TEST_PYTHON`, else `python3`. Without one
-//! the test says it is skipped.
+//! Needs a Python with `fastmcp` and `rich` (see [`common::python_with`]): skipped out loud without one (a
+//! failure under `FAULT_REQUIRE_ALL=1`).
 
+use crate::common;
 use crate::llm_fakes;
+use crate::optional;
 
-use std::{
-    path::{Path, PathBuf},
-    process::Command,
-};
+use std::path::{Path, PathBuf};
 
 use llm_fakes::{FakeServer, Recorded, Reply};
 use serde_json::{Value, json};
 
 const INDEX_NEW: &str = "@app.get(\"/\")\ndef index():\n    response = httpx.get(f\"{UPSTREAM_URL}/todos/1\", headers={\n        \"Host\": \"jsonplaceholder.typicode.com\"\n    }, timeout=5.0)\n    response.raise_for_status()\n    return response.json()";
-
-fn python() -> Option<String> {
-    let candidate = std::env::var("FAULT_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let ok = Command::new(&candidate)
-        .args(["-c", "import fastmcp, rich"])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    ok.then_some(candidate)
-}
 
 fn examples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples")
@@ -84,15 +73,13 @@ fn run(python: &str, wrapper: &Path, cwd: &Path, args: &[&str]) -> String {
         wrapper.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let home = tempfile::tempdir().unwrap();
-    let output = Command::new(python)
+    // The scripts' server (and any index it writes) lives in a sandbox, not the user's home.
+    let sandbox = common::Sandbox::new(&format!("python {}", args.join(" ")));
+    let output = common::python_command(python, &sandbox)
         .args(args)
         .current_dir(cwd)
         .env("PATH", path)
         .env("OPENAI_API_KEY", "sk-example")
-        // The index tool, when present, keeps its data here rather than in the user's home.
-        .env("HOME", home.path())
-        .env("XDG_DATA_HOME", home.path())
         .output()
         .expect("run python");
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -106,11 +93,14 @@ fn run(python: &str, wrapper: &Path, cwd: &Path, args: &[&str]) -> String {
 
 #[test]
 fn guide_scripts_run_against_our_binary() {
-    let Some(python) = python() else {
-        println!(
-            "SKIPPED advice_examples: no Python with fastmcp and rich (set FAULT_TEST_PYTHON or `pip install fastmcp rich`)"
-        );
-        return;
+    let python = match common::python_with(&["fastmcp", "rich"]) {
+        Ok(python) => python,
+        Err(why) => {
+            return optional::skip(
+                "advice_examples::guide_scripts_run_against_our_binary",
+                &why,
+            );
+        }
     };
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let server = runtime.block_on(FakeServer::start(|_, request| answer(request)));

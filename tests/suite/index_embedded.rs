@@ -5,11 +5,10 @@
 use crate::common;
 use crate::index_support;
 
-use std::{collections::BTreeSet, path::Path, process::Stdio, time::Duration};
+use std::{collections::BTreeSet, path::Path, time::Duration};
 
 use fault::{cli::AgentOptions, index};
 use index_support::{EmbedConfig, EmbedServer, agent_args, fixture_repo, server_env};
-use rmcp::{ServiceExt, transport::TokioChildProcess};
 use serde_json::{Value, json};
 
 fn structured(result: &rmcp::model::CallToolResult) -> Value {
@@ -325,17 +324,14 @@ async fn killing_the_server_mid_index_keeps_a_consistent_index_that_the_next_run
     .await;
 
     let args = agent_args(&slow.base_url, "embedded");
-    let mut command = tokio::process::Command::new(common::fault_bin());
-    command.arg("agent").arg("tool").args(&args);
-    for (key, value) in server_env(data.path()) {
-        command.env(key, value);
-    }
-    let (transport, _stderr) = TokioChildProcess::builder(command)
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (transport, sandbox) = common::spawn_process(common::ServerSpec {
+        agent_args: &args,
+        env: server_env(data.path()),
+        ..Default::default()
+    });
     let pid = transport.id().expect("child pid");
-    let client = ().serve(transport).await.unwrap();
+    let client = common::handshake(transport, sandbox, ()).await;
     let source_dir = repo.display().to_string();
     let call = tokio::spawn(async move {
         let _ = common::call(

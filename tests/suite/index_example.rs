@@ -1,44 +1,36 @@
 //! examples/index_source.py (the guide's index script) run with FastMCP against the built binary, the
-//! embedded store and the embeddings stand-in. Needs a Python with `fastmcp`: `$FAULT_EXAMPLES_PYTHON`, else
-//! `$FAULT_TEST_PYTHON`, else `python3`; skipped with a message without one.
+//! embedded store and the embeddings stand-in. Needs a Python with `fastmcp` (see
+//! [`common::python_with`]); skipped out loud without one (a failure under `FAULT_REQUIRE_ALL=1`).
 
 use crate::common;
 use crate::index_support;
-
-use std::process::Command;
+use crate::optional;
 
 use index_support::{EmbedConfig, EmbedServer, fixture_repo};
 
-fn python() -> Option<String> {
-    let python = std::env::var("FAULT_EXAMPLES_PYTHON")
-        .or_else(|_| std::env::var("FAULT_TEST_PYTHON"))
-        .unwrap_or_else(|_| "python3".to_owned());
-    let ok = Command::new(&python)
-        .args(["-c", "import fastmcp"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        println!("SKIPPED examples/index_source.py: `{python}` cannot import fastmcp");
-    }
-    ok.then_some(python)
-}
-
 #[tokio::test]
 async fn index_source_example_prints_done_and_the_summary() {
-    let Some(python) = python() else {
-        return;
+    let python = match common::python_with(&["fastmcp"]) {
+        Ok(python) => python,
+        Err(why) => {
+            return optional::skip(
+                "index_example::index_source_example_prints_done_and_the_summary",
+                &why,
+            );
+        }
     };
     let embed = EmbedServer::start(EmbedConfig {
         local_only: true,
         ..Default::default()
     })
     .await;
-    let data = tempfile::tempdir().unwrap();
+    let sandbox = common::Sandbox::new("examples/index_source.py");
     let work = tempfile::tempdir().unwrap();
     let repo = fixture_repo(&work.path().join("example"));
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/index_source.py");
     let dim = index_support::DIMENSION.to_string();
-    let output = tokio::process::Command::new(&python)
+    let mut command = common::python_command(&python, &sandbox);
+    command
         .arg(script)
         .arg(&repo)
         .args(["--lang", "python", "--embed-base-url", &embed.base_url])
@@ -51,8 +43,8 @@ async fn index_source_example_prints_done_and_the_summary() {
             "embedded",
         ])
         .env("FAULT_BIN", common::fault_bin())
-        .env("FAULT_DATA_DIR", data.path())
-        .env("OPENAI_API_KEY", "test-key")
+        .env("OPENAI_API_KEY", "test-key");
+    let output = tokio::process::Command::from(command)
         .output()
         .await
         .unwrap();

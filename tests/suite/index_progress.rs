@@ -6,20 +6,18 @@ use crate::index_support;
 
 use std::{
     path::{Path, PathBuf},
-    process::Stdio,
     sync::{Arc, Mutex},
     time::Duration,
 };
 
 use index_support::{EmbedConfig, EmbedServer, agent_args, server_env};
 use rmcp::{
-    ClientHandler, RoleClient, ServiceExt,
+    ClientHandler, RoleClient,
     model::{
         CallToolRequestParams, CallToolResult, ClientRequest, ProgressNotificationParam, Request,
         ServerResult,
     },
-    service::{NotificationContext, PeerRequestOptions, RunningService},
-    transport::TokioChildProcess,
+    service::{NotificationContext, PeerRequestOptions},
 };
 use serde_json::json;
 
@@ -41,24 +39,19 @@ impl ClientHandler for ProgressRecorder {
 async fn spawn(
     data_dir: &Path,
     embed_url: &str,
-) -> (
-    RunningService<RoleClient, ProgressRecorder>,
-    ProgressRecorder,
-) {
-    let mut command = tokio::process::Command::new(common::fault_bin());
-    command
-        .arg("agent")
-        .arg("tool")
-        .args(agent_args(embed_url, "embedded"));
-    for (key, value) in server_env(data_dir) {
-        command.env(key, value);
-    }
-    let (transport, _stderr) = TokioChildProcess::builder(command)
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+) -> (common::Server<ProgressRecorder>, ProgressRecorder) {
+    let args = agent_args(embed_url, "embedded");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let recorder = ProgressRecorder::default();
-    let client = recorder.clone().serve(transport).await.unwrap();
+    let client = common::spawn_handler(
+        common::ServerSpec {
+            agent_args: &args,
+            env: server_env(data_dir),
+            ..Default::default()
+        },
+        recorder.clone(),
+    )
+    .await;
     (client, recorder)
 }
 

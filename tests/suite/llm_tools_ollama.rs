@@ -6,17 +6,15 @@ use crate::llm_fakes;
 
 use std::{
     collections::HashMap,
-    process::Stdio,
     sync::{Arc, Mutex},
     time::Duration,
 };
 
 use llm_fakes::{FakeServer, Reply};
 use rmcp::{
-    ClientHandler, RoleClient, ServiceExt,
+    ClientHandler, RoleClient,
     model::{CallToolRequestParams, ClientRequest, ProgressNotificationParam, Request},
-    service::{NotificationContext, PeerRequestOptions, RunningService},
-    transport::{ConfigureCommandExt, TokioChildProcess},
+    service::{NotificationContext, PeerRequestOptions},
 };
 use serde_json::{Value, json};
 
@@ -212,20 +210,25 @@ impl ClientHandler for ProgressRecorder {
     }
 }
 
-async fn spawn_recording(server: &FakeServer) -> RunningService<RoleClient, ProgressRecorder> {
+async fn spawn_recording(server: &FakeServer) -> common::Server<ProgressRecorder> {
     let base = server.url();
-    let command = tokio::process::Command::new(common::fault_bin()).configure(|cmd| {
-        cmd.args(["agent", "tool", "--llm-client", "ollama", "--llm-base-url"])
-            .arg(&base)
-            .args(["--llm-prompt-reasoning-model", MODEL])
-            .env_remove("OLLAMA_HOST")
-            .env("FAULT_LLM_TIMEOUT_SECS", "30");
-    });
-    let (transport, _stderr) = TokioChildProcess::builder(command)
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    ProgressRecorder::default().serve(transport).await.unwrap()
+    let args = [
+        "--llm-client",
+        "ollama",
+        "--llm-base-url",
+        base.as_str(),
+        "--llm-prompt-reasoning-model",
+        MODEL,
+    ];
+    common::spawn_handler(
+        common::ServerSpec {
+            agent_args: &args,
+            env: HashMap::from([("FAULT_LLM_TIMEOUT_SECS".to_owned(), "30".to_owned())]),
+            ..Default::default()
+        },
+        ProgressRecorder::default(),
+    )
+    .await
 }
 
 fn score_request() -> ClientRequest {

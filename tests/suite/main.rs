@@ -19,6 +19,7 @@ mod llm_embed;
 mod llm_local_e2e;
 mod llm_tools_ollama;
 mod llm_tools_openai;
+mod llm_user_home;
 mod load_http_framing;
 mod load_open_model;
 mod mcp_code;

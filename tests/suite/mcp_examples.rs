@@ -1,34 +1,20 @@
 //! The examples/ FastMCP scripts, run against the built binary (found through FAULT_BIN, as a user would
 //! set it or put `fault` on PATH).
 //!
-//! Needs a Python with `fastmcp` (`pip install fastmcp`): `$FAULT_EXAMPLES_PYTHON`, else `python3`. Without
-//! it the test is skipped with a message, unless `FAULT_REQUIRE_EXAMPLES=1`, which turns the skip into a
-//! failure (for CI).
+//! Needs a Python with `fastmcp` (`pip install fastmcp`; see [`common::python_with`]): without one each test
+//! is skipped out loud (a failure under `FAULT_REQUIRE_ALL=1`).
 
 use crate::common;
+use crate::optional;
 
 use std::{path::PathBuf, process::Command};
 
 use serde_json::Value;
 
-fn python() -> Option<String> {
-    let python = std::env::var("FAULT_EXAMPLES_PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let has_fastmcp = Command::new(&python)
-        .args(["-c", "import fastmcp"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if has_fastmcp {
-        return Some(python);
-    }
-    let why = format!(
-        "`{python}` cannot import fastmcp (pip install fastmcp, or set FAULT_EXAMPLES_PYTHON)"
-    );
-    assert!(
-        std::env::var("FAULT_REQUIRE_EXAMPLES").as_deref() != Ok("1"),
-        "FAULT_REQUIRE_EXAMPLES=1 but {why}"
-    );
-    println!("SKIPPED examples/: {why}");
-    None
+fn python(test: &str) -> Option<String> {
+    common::python_with(&["fastmcp"])
+        .map_err(|why| optional::skip(test, &why))
+        .ok()
 }
 
 fn root() -> PathBuf {
@@ -36,7 +22,8 @@ fn root() -> PathBuf {
 }
 
 fn run_example(python: &str, script: &str, args: &[&str]) -> std::process::Output {
-    Command::new(python)
+    let sandbox = common::Sandbox::new(script);
+    common::python_command(python, &sandbox)
         .arg(root().join("examples").join(script))
         .args(args)
         .env("FAULT_BIN", common::fault_bin())
@@ -46,7 +33,9 @@ fn run_example(python: &str, script: &str, args: &[&str]) -> std::process::Outpu
 
 #[test]
 fn list_functions_example_prints_the_names() {
-    let Some(python) = python() else { return };
+    let Some(python) = python("mcp_examples::list_functions_example_prints_the_names") else {
+        return;
+    };
     let output = run_example(
         &python,
         "list_functions.py",
@@ -70,7 +59,9 @@ fn list_functions_example_prints_the_names() {
 
 #[test]
 fn extract_function_example_prints_full_and_body() {
-    let Some(python) = python() else { return };
+    let Some(python) = python("mcp_examples::extract_function_example_prints_full_and_body") else {
+        return;
+    };
     let output = run_example(
         &python,
         "extract_function.py",
@@ -151,12 +142,14 @@ fn client_configurations_start_the_server() {
         if let Some(at) = args.iter().position(|a| a == "--log-file") {
             args[at + 1] = log.clone();
         }
-        let mut child = Command::new(common::fault_bin())
+        let sandbox = common::Sandbox::new(&format!("fault {}", args.join(" ")));
+        let mut command = Command::new(common::fault_bin());
+        sandbox.isolate(&mut command);
+        let mut child = command
             .args(&args)
-            .env_remove("FAULT_AGENT_CLIENT")
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
+            .stderr(sandbox.stderr_sink())
             .spawn()
             .unwrap();
         let mut stdin = child.stdin.take().unwrap();

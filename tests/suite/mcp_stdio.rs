@@ -11,22 +11,13 @@ use std::{
 };
 
 use serde_json::{Value, json};
-use tokio::{
-    io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader},
-    process::Command,
-};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 const LIMIT: Duration = Duration::from_secs(20);
 
-/// `fault` with a clean environment (no FAULT_* or provider settings inherited).
-fn fault_command(args: &[&str], env: &[(&str, &str)]) -> Command {
-    let mut command = Command::new(common::fault_bin());
-    command.args(args);
-    for (key, _) in std::env::vars() {
-        if key.starts_with("FAULT_") || key.ends_with("_API_KEY") || key == "QDRANT_URL" {
-            command.env_remove(key);
-        }
-    }
+/// `fault` in its own sandbox (no FAULT_* or provider settings inherited, a temporary data dir and HOME).
+fn fault_command(args: &[&str], env: &[(&str, &str)]) -> common::FaultCommand {
+    let mut command = common::fault_command(args);
     command.envs(env.iter().copied());
     command
 }
@@ -40,7 +31,7 @@ struct Session {
 
 /// Sends `requests` one by one (waiting for the answer of each request that has an id), closes stdin and
 /// collects everything the process wrote until it exits.
-async fn run_session(mut command: Command, requests: &[Value]) -> Session {
+async fn run_session(mut command: common::FaultCommand, requests: &[Value]) -> Session {
     let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
