@@ -25,6 +25,7 @@ mod mcp_code;
 mod mcp_examples;
 mod mcp_server;
 mod mcp_stdio;
+mod mcp_test_server;
 mod proxy_cli;
 mod proxy_faults;
 mod report_figures;
