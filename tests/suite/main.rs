@@ -5,6 +5,7 @@ mod common;
 mod index_support;
 mod llm_fakes;
 mod optional;
+mod python_client;
 mod qdrant_fake;
 mod scenario_support;
 

@@ -15,7 +15,10 @@ use rmcp::{
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use crate::common::{self, Client, call, call_ok, is_error, spawn_command, text};
+use crate::{
+    common::{self, Client, call, call_ok, is_error, spawn_command, text},
+    python_client,
+};
 
 async fn server() -> Client {
     spawn_command(&["mcp-test-server"]).await
@@ -352,4 +355,97 @@ async fn progress_notifies_each_step_for_the_progress_token() {
         [1.0, 2.0, 3.0].map(|i| (i, Some(3.0), Some(format!("step {i} of 3"))))
     );
     client.cancel().await.unwrap();
+}
+
+/// The official Python SDK client sees each tool's outcome as the Rust client does, and its cancellation and
+/// progress token reach the server.
+#[tokio::test]
+async fn python_sdk_client_sees_each_outcome() {
+    let test = "mcp_test_server::python_sdk_client_sees_each_outcome";
+    let Some(python) = python_client::python_with_mcp(test) else {
+        return;
+    };
+    let script = json!({
+        "server": python_client::fault_server(&["mcp-test-server"]),
+        "calls": [
+            {"tool": "echo", "arguments": {"text": "héllo ✓"}},
+            {"tool": "error", "arguments": {"category": "timeout", "message": "late"}},
+            {"tool": "error", "arguments": {"as_tool": true}},
+            {"tool": "flaky", "arguments": {"fail_rate": 0.5, "seed": "fault", "call_id": KNOWN_FAILING_CALL}},
+            {"tool": "slow", "arguments": {"milliseconds": 30000}, "cancel_after_ms": 100},
+            {"tool": "slow", "arguments": {"milliseconds": 30000}, "timeout_s": 0.2},
+            {"tool": "progress", "arguments": {"steps": 3, "step_ms": 10}, "progress": true},
+            {"tool": "progress", "arguments": {"steps": 2, "step_ms": 10}},
+            {"tool": "get_item", "arguments": {"id": 0}},
+            {"method": "tools/list"}
+        ]
+    });
+    let run = python_client::run_script(&python, &script).await;
+    assert_eq!(run.server_info["name"], "fault-mcp-test-server");
+    let [
+        echo,
+        late,
+        as_tool,
+        flaky,
+        cancelled,
+        timed_out,
+        progress,
+        silent,
+        bad,
+        listed,
+    ] = <[python_client::CallSeen; 10]>::try_from(run.calls).unwrap();
+
+    assert_eq!(echo.outcome, "result");
+    assert_eq!(
+        echo.structured_content,
+        Some(json!({"text": "héllo ✓", "length": 7}))
+    );
+    assert_eq!(echo.text(), Some(r#"{"text":"héllo ✓","length":7}"#));
+
+    assert_eq!(late.outcome, "error");
+    let error = late.error.unwrap();
+    assert_eq!((error.code, error.message.as_str()), (-32001, "late"));
+    assert_eq!(error.data, Some(json!({"category": "timeout"})));
+
+    assert_eq!(
+        (as_tool.outcome.as_str(), as_tool.is_error),
+        ("result", Some(true))
+    );
+    assert_eq!(as_tool.text(), Some("synthetic error"));
+
+    let error = flaky.error.unwrap();
+    assert_eq!(
+        (error.code, error.message.as_str()),
+        (-32000, KNOWN_FAILURE_MESSAGE)
+    );
+
+    assert_eq!(cancelled.outcome, "cancelled");
+    assert!(cancelled.wall_ms < 1000.0, "{}", cancelled.wall_ms);
+    assert_eq!(timed_out.outcome, "timeout");
+    assert!(timed_out.wall_ms < 1200.0, "{}", timed_out.wall_ms);
+    let server_cancels = run.stderr.matches("slow: cancelled by the client").count();
+    assert_eq!(server_cancels, 2, "{}", run.stderr);
+
+    assert_eq!(
+        progress.structured_content,
+        Some(json!({"steps": 3, "notifications": 3}))
+    );
+    let steps: Vec<f64> = progress
+        .progress
+        .unwrap()
+        .iter()
+        .map(|p| p["progress"].as_f64().unwrap())
+        .collect();
+    assert_eq!(steps, [1.0, 2.0, 3.0]);
+    assert_eq!(
+        silent.structured_content,
+        Some(json!({"steps": 2, "notifications": 0}))
+    );
+
+    assert_eq!(bad.is_error, Some(true));
+    assert_eq!(
+        bad.text(),
+        Some("invalid arguments: `id` must be between 1 and 1000000, got 0")
+    );
+    assert_eq!(listed.tools.unwrap().len(), 7);
 }
