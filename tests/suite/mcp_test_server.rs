@@ -448,4 +448,15 @@ async fn python_sdk_client_sees_each_outcome() {
         Some("invalid arguments: `id` must be between 1 and 1000000, got 0")
     );
     assert_eq!(listed.tools.unwrap().len(), 7);
+    let progress_notifications = run
+        .notifications
+        .iter()
+        .filter(|n| n["method"] == "notifications/progress")
+        .count();
+    assert_eq!(progress_notifications, 3);
+    assert!(
+        run.stream_exceptions.is_empty(),
+        "{:?}",
+        run.stream_exceptions
+    );
 }

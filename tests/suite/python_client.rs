@@ -74,6 +74,10 @@ pub struct ScriptRun {
     pub calls: Vec<CallSeen>,
     pub server_info: Value,
     pub protocol_version: String,
+    /// Every server notification the client received: `{"method", "at_ms"}` (from the end of the handshake).
+    pub notifications: Vec<Value>,
+    /// What the client's transport could not read (e.g. a malformed line): `{"type", "message", "at_ms"}`.
+    pub stream_exceptions: Vec<Value>,
     /// The client's stderr, which includes the server's (the SDK passes it through).
     pub stderr: String,
 }
@@ -159,6 +163,14 @@ pub async fn run_script(python: &Path, script: &Value) -> ScriptRun {
             .as_str()
             .unwrap_or_default()
             .to_owned(),
+        notifications: done["notifications"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default(),
+        stream_exceptions: done["stream_exceptions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default(),
         stderr,
     }
 }

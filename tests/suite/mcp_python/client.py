@@ -11,7 +11,8 @@ Script:
        "timeout_s": 5,                      # give up after this long (the SDK sends notifications/cancelled)
        "cancel_after_ms": 100,              # cancel after this long (the same, reported as "cancelled")
        "progress": true},                   # send a progressToken and record notifications/progress
-      {"method": "tools/list"}
+      {"method": "tools/list"},
+      {"method": "sleep", "ms": 100}        # wait (e.g. for a fault's time window)
     ]
   }
 
@@ -22,7 +23,9 @@ Output: one JSON line per call, in completion order, with what the client saw:
    "exception": {"type", "message"}                    (outcome "exception", e.g. output-schema validation)
    "tools": [{"name", "input_schema", "output_schema"}] (method "tools/list")
    "progress": [{"progress", "total", "message"}], "started_ms", "wall_ms"}
-The last line is {"done": true, "server_info": {...}, "protocol_version": "..."}.
+The last line is {"done": true, "server_info": {...}, "protocol_version": "...",
+  "notifications": [{"method", "at_ms"}]            (every server notification, e.g. tools/list_changed)
+  "stream_exceptions": [{"type", "message", "at_ms"}]}  (what the transport could not read, e.g. a bad line)
 """
 
 import json
@@ -76,6 +79,9 @@ async def run_call(session, index, call, session_started):
                     }
                     for tool in listed.tools
                 ]
+            elif method == "sleep":
+                await anyio.sleep(call.get("ms", 0) / 1000.0)
+                line["outcome"] = "result"
             elif method == "tools/call":
                 result = await session.call_tool(
                     call["tool"],
@@ -109,8 +115,19 @@ async def main(script):
     )
     calls = script.get("calls", [])
     slots = anyio.Semaphore(max(1, int(script.get("concurrency", 1))))
+    notifications = []
+    stream_exceptions = []
+    session_started = time.perf_counter()
+
+    async def on_message(message):
+        at_ms = (time.perf_counter() - session_started) * 1000.0
+        if isinstance(message, Exception):
+            stream_exceptions.append({"type": type(message).__name__, "message": str(message), "at_ms": at_ms})
+        else:
+            notifications.append({"method": getattr(message, "method", type(message).__name__), "at_ms": at_ms})
+
     async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write) as session:
+        async with ClientSession(read, write, message_handler=on_message) as session:
             initialized = await session.initialize()
             session_started = time.perf_counter()
 
@@ -126,6 +143,8 @@ async def main(script):
                     "done": True,
                     "server_info": dump(initialized.server_info),
                     "protocol_version": initialized.protocol_version,
+                    "notifications": notifications,
+                    "stream_exceptions": stream_exceptions,
                 }
             )
 
