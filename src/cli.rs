@@ -33,6 +33,9 @@ pub enum Command {
     Run(Box<crate::proxy::cli::RunArgs>),
     /// AI agent tools for coding assistants.
     Agent(Box<AgentCommand>),
+    /// Serve MCP test tools that fail, stall and answer on demand (error, slow, flaky, echo, get_item,
+    /// list_items, progress): a known target for MCP clients, proxies and `fault mcp-proxy`.
+    McpTestServer(crate::mcp_test_server::TestServerArgs),
 }
 
 #[derive(Debug, Args)]
