@@ -17,3 +17,9 @@
   name: (field_identifier) @name
   body: (block)? @body
   (#set! kind "method")) @definition
+
+; The doc comment of a declaration, as go/ast attaches it to a FuncDecl: the comment group (comments with no
+; blank line between them) that ends on the line right above it; a comment ending a line of code is not one.
+((comment) @attached
+  (#set! attached.adjacent "true")
+  (#set! attached.own_line "true"))

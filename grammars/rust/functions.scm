@@ -1,6 +1,5 @@
 ; Rust: every `fn` item at any depth (free functions, impl methods, trait methods with a default body, nested
 ; fns); trait and extern signatures without a body are listed with kind `signature`.
-; Outer attributes right before an item (`#[test]`, `#[inline]`) belong to its definition.
 
 (function_item
   name: (identifier) @name
@@ -9,13 +8,8 @@
 (function_signature_item
   name: (identifier) @name) @definition
 
-((attribute_item)+ @attribute
-  .
-  (function_item
-    name: (identifier) @name
-    body: (block) @body) @definition)
-
-((attribute_item)+ @attribute
-  .
-  (function_signature_item
-    name: (identifier) @name) @definition)
+; What Rust attaches to the item that follows: outer attributes and outer doc comments (`///`, `/** */`, which
+; are `#[doc]` attributes), in source order from the first one. Other comments between them are kept.
+(attribute_item) @attached
+(line_comment outer: (outer_doc_comment_marker)) @attached
+(block_comment outer: (outer_doc_comment_marker)) @attached

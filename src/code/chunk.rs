@@ -4,7 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Language, functions_in_source};
+use std::path::Path;
+
+use super::{CodeError, FunctionBlock, Language, functions_in_source, parsed_path};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -32,15 +34,24 @@ pub struct Chunk {
 
 /// Splits `source` into chunks in document order. `max_lines` = 0 means no limit.
 pub fn chunk_source(language: Language, source: &str, max_lines: usize) -> Vec<Chunk> {
+    chunk_blocks(source, &functions_in_source(language, source), max_lines)
+}
+
+/// [`chunk_source`] of a file (absolute path), through the parse cache ([`parsed_path`]).
+pub fn chunk_file(path: &Path, max_lines: usize) -> Result<Vec<Chunk>, CodeError> {
+    let file = parsed_path(path)?;
+    Ok(chunk_blocks(&file.source, &file.blocks, max_lines))
+}
+
+fn chunk_blocks(source: &str, blocks: &[FunctionBlock], max_lines: usize) -> Vec<Chunk> {
     let lines: Vec<&str> = source.split_inclusive('\n').collect();
     if lines.is_empty() {
         return Vec::new();
     }
-    let blocks = functions_in_source(language, source);
 
     // Outermost definitions only: a function inside another one stays in it.
     let mut roots: Vec<Chunk> = Vec::new();
-    for block in &blocks {
+    for block in blocks {
         let nested = blocks.iter().any(|outer| {
             outer.full.start <= block.full.start
                 && block.full.end <= outer.full.end

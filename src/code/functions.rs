@@ -13,6 +13,8 @@ pub(crate) fn parse(language: Language, source: &str) -> Result<Tree, CodeError>
         language: language.name().to_owned(),
         message,
     };
+    #[cfg(test)]
+    PARSES.with(|parses| parses.set(parses.get() + 1));
     let mut parser = Parser::new();
     parser
         .set_language(&language.grammar())
@@ -20,6 +22,12 @@ pub(crate) fn parse(language: Language, source: &str) -> Result<Tree, CodeError>
     parser
         .parse(source, None)
         .ok_or_else(|| internal("the parser returned no tree".to_owned()))
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Parses made by this thread, for tests of the parse cache.
+    pub(crate) static PARSES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// A class-like container (class, impl, trait, named object literal) that qualifies what it contains.
@@ -31,8 +39,9 @@ struct Scope {
 /// One function as the query found it, before qualification.
 struct Found<'tree> {
     name: Node<'tree>,
+    definition_node: Node<'tree>,
     definition: Range<usize>,
-    /// Start of the leading attributes or decorators, when there are any.
+    /// Start of what the language attaches before the definition (doc comments, attributes, decorators).
     full_start: usize,
     body: Option<Node<'tree>>,
     qualifier: Option<String>,
@@ -126,15 +135,83 @@ pub(crate) fn find_functions(
     Ok(blocks)
 }
 
+/// How a node captured `@attached` joins the definition that follows it (pattern properties).
+#[derive(Clone, Copy, Default)]
+struct AttachRule {
+    /// `attached.adjacent`: no blank line between it and what follows (Go doc comments).
+    adjacent: bool,
+    /// `attached.own_line`: not when it ends a line of code (a trailing comment of the previous statement).
+    own_line: bool,
+}
+
+impl AttachRule {
+    fn of_pattern(query: &Query, pattern: usize) -> Self {
+        let set = |key: &str| {
+            query
+                .property_settings(pattern)
+                .iter()
+                .any(|p| &*p.key == key && p.value.as_deref() != Some("false"))
+        };
+        Self {
+            adjacent: set("attached.adjacent"),
+            own_line: set("attached.own_line"),
+        }
+    }
+}
+
+/// Where the definition really starts: the generic "attached preceding siblings" rule. Walking back from
+/// the definition, a sibling captured `@attached` (by its rule) joins it, another comment is passed over
+/// (it joins only when something attached lies above it), anything else stops the walk.
+fn attached_start(definition: Node<'_>, attached: &HashMap<usize, AttachRule>) -> usize {
+    let mut start = definition.start_byte();
+    let mut next_row = definition.start_position().row;
+    let mut sibling = definition.prev_sibling();
+    while let Some(node) = sibling {
+        sibling = node.prev_sibling();
+        if !node.is_named() {
+            continue;
+        }
+        match attached.get(&node.id()) {
+            Some(rule) => {
+                if rule.adjacent && next_row > node.end_position().row + 1 {
+                    break;
+                }
+                if rule.own_line && ends_a_line_of_code(node) {
+                    break;
+                }
+                start = node.start_byte();
+            }
+            None if node.is_extra() => {}
+            None => break,
+        }
+        next_row = node.start_position().row;
+    }
+    start
+}
+
+/// Whether `node` starts on the line where the previous piece of code (not a comment) ends.
+fn ends_a_line_of_code(node: Node<'_>) -> bool {
+    let mut sibling = node.prev_sibling();
+    while let Some(previous) = sibling {
+        if previous.is_named() {
+            return !previous.is_extra()
+                && previous.end_position().row == node.start_position().row;
+        }
+        sibling = previous.prev_sibling();
+    }
+    false
+}
+
 fn run_functions_query<'tree>(query: &Query, root: Node<'tree>, source: &str) -> Vec<Found<'tree>> {
     let index = |name: &str| query.capture_index_for_name(name);
-    let (name_ix, definition_ix, body_ix, attribute_ix, qualifier_ix) = (
+    let (name_ix, definition_ix, body_ix, attached_ix, qualifier_ix) = (
         index("name"),
         index("definition"),
         index("body"),
-        index("attribute"),
+        index("attached"),
         index("qualifier"),
     );
+    let mut attached: HashMap<usize, AttachRule> = HashMap::new();
     let mut cursor = QueryCursor::new();
     let mut matches = cursor.matches(query, root, source.as_bytes());
     // Keyed by the name node: several patterns may match one function (plain, decorated, exported);
@@ -142,9 +219,8 @@ fn run_functions_query<'tree>(query: &Query, root: Node<'tree>, source: &str) ->
     let mut by_name: HashMap<usize, Found<'tree>> = HashMap::new();
     while let Some(m) = matches.next() {
         let mut name = None;
-        let mut definition: Option<Range<usize>> = None;
+        let mut definition = None;
         let mut body = None;
-        let mut full_start = usize::MAX;
         let mut qualifier = None;
         for capture in m.captures() {
             let ix = Some(capture.index);
@@ -152,29 +228,31 @@ fn run_functions_query<'tree>(query: &Query, root: Node<'tree>, source: &str) ->
             if ix == name_ix {
                 name = Some(node);
             } else if ix == definition_ix {
-                definition = Some(node.start_byte()..end_without_trailing_comments(node));
+                definition = Some(node);
             } else if ix == body_ix {
                 body = Some(node);
-            } else if ix == attribute_ix {
-                full_start = full_start.min(node.start_byte());
+            } else if ix == attached_ix {
+                attached.insert(node.id(), AttachRule::of_pattern(query, m.pattern_index));
             } else if ix == qualifier_ix {
                 qualifier = Some(clean_qualifier(node_text(node, source)));
             }
         }
-        let (Some(name), Some(definition)) = (name, definition) else {
+        let (Some(name), Some(definition_node)) = (name, definition) else {
             continue;
         };
+        let definition =
+            definition_node.start_byte()..end_without_trailing_comments(definition_node);
         let kind = query
             .property_settings(m.pattern_index)
             .iter()
             .find(|p| &*p.key == "kind")
             .and_then(|p| p.value.as_deref())
             .and_then(FunctionKind::from_label);
-        let full_start = full_start.min(definition.start);
         let candidate = Found {
             name,
+            definition_node,
+            full_start: definition.start,
             definition,
-            full_start,
             body,
             qualifier,
             kind,
@@ -187,25 +265,26 @@ fn run_functions_query<'tree>(query: &Query, root: Node<'tree>, source: &str) ->
         }
     }
     let mut found: Vec<Found<'tree>> = by_name.into_values().collect();
+    if !attached.is_empty() {
+        for function in &mut found {
+            function.full_start = attached_start(function.definition_node, &attached);
+        }
+    }
     found.sort_by_key(|f| (f.name.start_byte(), f.definition.start));
     found
 }
 
 /// Keeps the widest definition of one function and whatever either match knew.
 fn merge<'tree>(existing: &mut Found<'tree>, other: Found<'tree>) {
-    let other_width = other.definition.len() + (other.definition.start - other.full_start);
-    let existing_width =
-        existing.definition.len() + (existing.definition.start - existing.full_start);
     existing.kind = existing.kind.or(other.kind);
     existing.body = existing.body.or(other.body);
     if existing.qualifier.is_none() {
         existing.qualifier = other.qualifier.clone();
     }
-    if other_width > existing_width {
+    if other.definition.len() > existing.definition.len() {
+        existing.definition_node = other.definition_node;
         existing.definition = other.definition;
         existing.full_start = other.full_start;
-    } else {
-        existing.full_start = existing.full_start.min(other.full_start);
     }
 }
 

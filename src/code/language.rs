@@ -1,6 +1,7 @@
-//! The language registry: one line per language, naming its tree-sitter grammar and its query files in
-//! `grammars/<name>/` (embedded at build time so the binary is self-contained). Queries are compiled on
-//! first use, so starting the server costs nothing here.
+//! The language registry: one line per language, naming its query files in `grammars/<name>/` (embedded at
+//! build time so the binary is self-contained) and its tree-sitter grammar for each file extension (TypeScript
+//! has two: `.ts` and `.tsx`, read with the same queries). Queries are compiled on first use, so starting the
+//! server costs nothing here.
 
 use std::{fmt, path::Path, str::FromStr, sync::OnceLock};
 
@@ -10,21 +11,29 @@ use tree_sitter::{Query, QueryError};
 pub(crate) struct LanguageSpec {
     /// Canonical name, as reported to users.
     pub(crate) name: &'static str,
-    /// Other names accepted by [`Language::from_name`].
+    /// Other names accepted by [`Language::from_name`] (extensions are accepted too).
     pub(crate) aliases: &'static [&'static str],
-    /// File extensions, without the dot, lowercase.
-    pub(crate) extensions: &'static [&'static str],
-    pub(crate) grammar: fn() -> tree_sitter::Language,
-    /// Captures: `@name`, `@definition` (the whole definition), optional `@body`, optional `@attribute`
-    /// (leading siblings such as Rust `#[...]` that belong to the definition), optional `@qualifier`
+    /// The grammars, each with the file extensions it reads; the first is the language's default.
+    pub(crate) grammars: &'static [Grammar],
+    /// Captures: `@name`, `@definition` (the whole definition), optional `@body`, optional `@qualifier`
     /// (an explicit owner such as a Go receiver type or the object of `Foo.prototype.bar = function`).
+    /// Patterns of their own capture `@attached`: nodes that belong to the definition they precede as siblings
+    /// (Rust attributes and doc comments, Go doc comments, TypeScript decorators); `#set! attached.adjacent`
+    /// (no blank line between) and `#set! attached.own_line` (not a comment ending a line of code) narrow them.
     pub(crate) functions_query: &'static str,
     /// Captures `@scope` (a class-like container: class, impl, trait, named object literal) and
     /// `@scope.name`. Functions are scopes too, without being listed here.
     pub(crate) scopes_query: &'static str,
     /// Separator between the parts of a qualified name (`Class.method`, `Type::method`).
     pub(crate) separator: &'static str,
-    compiled: OnceLock<Result<CompiledQueries, String>>,
+}
+
+/// One tree-sitter grammar of a language and the file extensions it reads.
+pub(crate) struct Grammar {
+    /// File extensions, without the dot, lowercase.
+    pub(crate) extensions: &'static [&'static str],
+    pub(crate) load: fn() -> tree_sitter::Language,
+    compiled: &'static OnceLock<Result<CompiledQueries, String>>,
 }
 
 pub(crate) struct CompiledQueries {
@@ -33,12 +42,19 @@ pub(crate) struct CompiledQueries {
 }
 
 macro_rules! language {
-    ($name:literal, aliases: $aliases:expr, extensions: $exts:expr, grammar: $grammar:expr, separator: $sep:literal) => {
+    ($name:literal, aliases: $aliases:expr, separator: $sep:literal,
+     grammars: [$($exts:expr => $grammar:expr),+ $(,)?]) => {
         LanguageSpec {
             name: $name,
             aliases: $aliases,
-            extensions: $exts,
-            grammar: || $grammar.into(),
+            grammars: &[$(Grammar {
+                extensions: $exts,
+                load: || $grammar.into(),
+                compiled: {
+                    static COMPILED: OnceLock<Result<CompiledQueries, String>> = OnceLock::new();
+                    &COMPILED
+                },
+            }),+],
             functions_query: include_str!(concat!(
                 env!("CARGO_MANIFEST_DIR"),
                 "/grammars/",
@@ -52,47 +68,60 @@ macro_rules! language {
                 "/scopes.scm"
             )),
             separator: $sep,
-            compiled: OnceLock::new(),
         }
     };
 }
 
 /// The registry. Adding a language = a grammar crate, `grammars/<name>/{functions,scopes}.scm`, one line here.
-static REGISTRY: [LanguageSpec; 4] = [
-    language!("python", aliases: &["py", "python3"], extensions: &["py", "pyi"],
-              grammar: tree_sitter_python::LANGUAGE, separator: "."),
-    language!("go", aliases: &["golang"], extensions: &["go"],
-              grammar: tree_sitter_go::LANGUAGE, separator: "."),
-    language!("rust", aliases: &["rs"], extensions: &["rs"],
-              grammar: tree_sitter_rust::LANGUAGE, separator: "::"),
-    language!("javascript", aliases: &["js", "node", "nodejs"], extensions: &["js", "mjs", "cjs", "jsx"],
-              grammar: tree_sitter_javascript::LANGUAGE, separator: "."),
+static REGISTRY: &[LanguageSpec] = &[
+    language!("python", aliases: &["python3"], separator: ".", grammars: [&["py", "pyi"] => tree_sitter_python::LANGUAGE]),
+    language!("go", aliases: &["golang"], separator: ".", grammars: [&["go"] => tree_sitter_go::LANGUAGE]),
+    language!("rust", aliases: &[], separator: "::", grammars: [&["rs"] => tree_sitter_rust::LANGUAGE]),
+    language!("javascript", aliases: &["node", "nodejs"], separator: ".", grammars: [&["js", "mjs", "cjs", "jsx"] => tree_sitter_javascript::LANGUAGE]),
 ];
 
-/// A supported source language.
+/// A supported source language, with the grammar it is read with.
 #[derive(Clone, Copy)]
 pub struct Language {
     spec: &'static LanguageSpec,
+    grammar: &'static Grammar,
 }
 
 impl Language {
-    /// Every supported language, in registry order.
+    /// Every supported language (with its default grammar), in registry order.
     pub fn all() -> impl Iterator<Item = Language> {
-        REGISTRY.iter().map(|spec| Language { spec })
+        REGISTRY.iter().map(|spec| Language {
+            spec,
+            grammar: &spec.grammars[0],
+        })
+    }
+
+    /// Every language with each of its grammars.
+    pub(crate) fn all_grammars() -> impl Iterator<Item = Language> {
+        REGISTRY.iter().flat_map(|spec| {
+            spec.grammars
+                .iter()
+                .map(move |grammar| Language { spec, grammar })
+        })
     }
 
     /// The language of a file, from its extension (case-insensitive).
     pub fn from_path(path: &Path) -> Option<Language> {
         let ext = path.extension()?.to_str()?.to_ascii_lowercase();
-        Self::all().find(|lang| lang.spec.extensions.contains(&ext.as_str()))
+        Self::from_extension(&ext)
     }
 
-    /// A language from its name or an alias (`python|py`, `go|golang`, `rust|rs`, `javascript|js|node`),
-    /// case-insensitive.
+    fn from_extension(ext: &str) -> Option<Language> {
+        Self::all_grammars().find(|lang| lang.grammar.extensions.contains(&ext))
+    }
+
+    /// A language from its name, an alias or one of its extensions (`python|py`, `go|golang`, `rust|rs`,
+    /// `javascript|js|node`), case-insensitive. An extension picks the grammar that reads it.
     pub fn from_name(name: &str) -> Option<Language> {
         let name = name.trim().to_ascii_lowercase();
         Self::all()
             .find(|lang| lang.spec.name == name || lang.spec.aliases.contains(&name.as_str()))
+            .or_else(|| Self::from_extension(&name))
     }
 
     /// The canonical name: `python`, `go`, `rust` or `javascript`.
@@ -100,15 +129,23 @@ impl Language {
         self.spec.name
     }
 
-    /// File extensions without the dot.
+    /// File extensions read with this language's grammar, without the dot.
     pub fn extensions(&self) -> &'static [&'static str] {
-        self.spec.extensions
+        self.grammar.extensions
+    }
+
+    /// File extensions of every grammar of the language, without the dot.
+    fn all_extensions(&self) -> impl Iterator<Item = &'static str> + use<> {
+        self.spec
+            .grammars
+            .iter()
+            .flat_map(|grammar| grammar.extensions.iter().copied())
     }
 
     /// Every supported extension with its dot, for messages: `.py, .pyi, .go, ...`.
     pub fn supported_extensions() -> String {
         Self::all()
-            .flat_map(|lang| lang.extensions().iter().map(|ext| format!(".{ext}")))
+            .flat_map(|lang| lang.all_extensions().map(|ext| format!(".{ext}")))
             .collect::<Vec<_>>()
             .join(", ")
     }
@@ -119,6 +156,11 @@ impl Language {
             .map(|lang| {
                 std::iter::once(lang.name())
                     .chain(lang.spec.aliases.iter().copied())
+                    .chain(lang.all_extensions())
+                    .filter({
+                        let mut seen = std::collections::HashSet::new();
+                        move |name| seen.insert(*name)
+                    })
                     .collect::<Vec<_>>()
                     .join("|")
             })
@@ -131,14 +173,16 @@ impl Language {
         self.spec.separator
     }
 
+    /// The tree-sitter grammar this language is read with.
     pub(crate) fn grammar(&self) -> tree_sitter::Language {
-        (self.spec.grammar)()
+        (self.grammar.load)()
     }
 
     /// The compiled queries, built on first use.
     pub(crate) fn queries(&self) -> Result<&'static CompiledQueries, String> {
         let spec = self.spec;
-        spec.compiled
+        self.grammar
+            .compiled
             .get_or_init(|| {
                 let grammar = self.grammar();
                 let compile = |file: &str, text: &str| {
@@ -157,7 +201,7 @@ impl Language {
 
 impl PartialEq for Language {
     fn eq(&self, other: &Self) -> bool {
-        self.spec.name == other.spec.name
+        std::ptr::eq(self.grammar, other.grammar)
     }
 }
 
@@ -165,7 +209,7 @@ impl Eq for Language {}
 
 impl std::hash::Hash for Language {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.spec.name.hash(state);
+        std::ptr::hash(self.grammar, state);
     }
 }
 

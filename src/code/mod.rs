@@ -4,6 +4,7 @@
 //! Languages come from a registry ([`Language`]) driven by the query files in `grammars/<language>/`.
 //! Nothing is parsed or compiled until a function here is called.
 
+mod cache;
 pub mod chunk;
 mod error;
 mod functions;
@@ -15,6 +16,7 @@ use std::{ops::Range, path::Path};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub use cache::{CACHE_BYTES, ParsedFile, parsed_file, parsed_path};
 pub use error::{CodeError, MAX_SOURCE_BYTES};
 pub use language::{Language, UnknownLanguage};
 pub use source::{read_source, read_source_file, resolve_path};
@@ -51,7 +53,7 @@ pub struct FunctionInfo {
     pub qualified_name: String,
     /// `function`, `method` or `signature` (no body).
     pub kind: FunctionKind,
-    /// First line of the definition (its first decorator or attribute), 1-based.
+    /// First line of the definition (its first decorator, attribute or doc comment), 1-based.
     pub start_line: usize,
     /// Last line of the definition, 1-based, inclusive.
     pub end_line: usize,
@@ -61,7 +63,8 @@ pub struct FunctionInfo {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FunctionBlock {
     pub info: FunctionInfo,
-    /// Byte range of the whole definition, decorators/attributes included.
+    /// Byte range of the whole definition, with what the language attaches to it (decorators, attributes,
+    /// Rust and Go doc comments).
     pub full: Range<usize>,
     /// Byte range of the body; `None` for a signature.
     pub body: Option<Range<usize>>,
@@ -74,13 +77,15 @@ pub struct FunctionBlock {
 /// One function extracted from a file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Extracted {
-    /// The whole definition, from its first decorator (Python) or attribute (Rust) to its end.
+    /// The whole definition with what the language attaches to it: Python decorators, Rust outer attributes
+    /// and doc comments, Go doc comment; a JavaScript declaration as written (with its `export`).
     pub full: String,
     /// The body without the signature (empty for a signature).
     pub body: String,
     /// Which function this is.
     pub function: FunctionInfo,
-    /// How many other functions matched the requested name (the first in document order is returned).
+    /// How many other functions matched the requested name (the first one with a body, in document order,
+    /// is returned; a body-less signature only when no match has a body).
     pub other_matches: usize,
 }
 
@@ -96,7 +101,7 @@ pub struct SyntaxError {
 
 /// Every function of `source`, in document order (nested functions after their parent).
 pub fn functions_in_source(language: Language, source: &str) -> Vec<FunctionBlock> {
-    match try_functions_in_source(language, source) {
+    match functions_in_source_checked(language, source) {
         Ok(blocks) => blocks,
         Err(e) => {
             tracing::error!("{e}");
@@ -105,7 +110,7 @@ pub fn functions_in_source(language: Language, source: &str) -> Vec<FunctionBloc
     }
 }
 
-fn try_functions_in_source(
+pub(crate) fn functions_in_source_checked(
     language: Language,
     source: &str,
 ) -> Result<Vec<FunctionBlock>, CodeError> {
@@ -113,30 +118,33 @@ fn try_functions_in_source(
     functions::find_functions(language, source, &tree)
 }
 
-/// The functions of a file (absolute path), in document order.
+/// The functions of a file (absolute path), in document order. The parse is cached ([`parsed_path`]).
 pub fn list_functions(path: &Path) -> Result<Vec<FunctionInfo>, CodeError> {
-    let (_, language, source) = read_source_file(path.to_owned())?;
-    Ok(try_functions_in_source(language, &source)?
-        .into_iter()
-        .map(|block| block.info)
+    Ok(parsed_path(path)?
+        .blocks
+        .iter()
+        .map(|block| block.info.clone())
         .collect())
 }
 
 /// One function of a file, by plain (`handle`) or qualified name (`Server.handle`, `Server::handle`).
-/// With several matches, the first in document order is returned and `other_matches` counts the rest.
+/// With several matches, the first with a body in document order is returned and `other_matches` counts
+/// the rest.
 pub fn extract_function(path: &Path, func: &str) -> Result<Extracted, CodeError> {
-    let (path, language, source) = read_source_file(path.to_owned())?;
-    let blocks = try_functions_in_source(language, &source)?;
-    select_function(&path, blocks, func)
+    let file = parsed_path(path)?;
+    select_function(&file.path, &file.blocks, func)
 }
 
 /// Picks `func` among `blocks`: an exact qualified name first, then a qualified suffix
 /// (`Class.method` matches `module.Class.method`), then the plain name. `.` and `::` are both accepted.
+/// Among several matches, a definition with a body wins over body-less signatures (a trait's declaration,
+/// an `extern` item, an overload signature).
 pub fn select_function(
     path: &Path,
-    blocks: Vec<FunctionBlock>,
+    blocks: impl AsRef<[FunctionBlock]>,
     func: &str,
 ) -> Result<Extracted, CodeError> {
+    let blocks = blocks.as_ref();
     let wanted = func.trim().trim_end_matches("()");
     if wanted.is_empty() {
         return Err(CodeError::EmptyFunctionName);
@@ -154,9 +162,10 @@ pub fn select_function(
         &|b| b.info.name == wanted,
     ];
     for matches_tier in tiers {
-        let mut matching = blocks.iter().filter(|b| matches_tier(b));
-        if let Some(first) = matching.next() {
-            let other_matches = matching.count();
+        let matching: Vec<&FunctionBlock> = blocks.iter().filter(|b| matches_tier(b)).collect();
+        let with_body = matching.iter().find(|b| b.body.is_some());
+        if let Some(first) = with_body.or(matching.first()) {
+            let other_matches = matching.len() - 1;
             return Ok(Extracted {
                 full: first.full_text.clone(),
                 body: first.body_text.clone(),
@@ -168,7 +177,7 @@ pub fn select_function(
     Err(CodeError::FunctionNotFound {
         func: wanted.to_owned(),
         path: path.to_owned(),
-        closest: closest_names(wanted, &blocks, 5),
+        closest: closest_names(wanted, blocks, 5),
         total: blocks.len(),
     })
 }
@@ -306,9 +315,38 @@ mod tests {
 
     #[test]
     fn every_query_compiles() {
-        for language in Language::all() {
+        for language in Language::all_grammars() {
             language.queries().unwrap();
         }
+    }
+
+    #[test]
+    fn list_extract_and_chunk_of_one_file_parse_it_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.rs");
+        std::fs::write(
+            &path,
+            "/// Doc.\nfn a() {}\ntrait T { fn b(); }\nimpl T for S { fn b() {} }\n",
+        )
+        .unwrap();
+        let parses = || functions::PARSES.with(std::cell::Cell::get);
+        let before = parses();
+        let listed = list_functions(&path).unwrap();
+        assert_eq!(listed.len(), 3);
+        let extracted = extract_function(&path, "b").unwrap();
+        assert_eq!(
+            extracted.full, "fn b() {}",
+            "the definition with a body wins"
+        );
+        assert_eq!(extracted.function.qualified_name, "S::b");
+        assert_eq!(extracted.other_matches, 1);
+        assert_eq!(
+            extract_function(&path, "a").unwrap().full,
+            "/// Doc.\nfn a() {}"
+        );
+        let chunks = chunk::chunk_file(&path, 0).unwrap();
+        assert_eq!(chunks.len(), 3);
+        assert_eq!(parses() - before, 1);
     }
 
     #[test]

@@ -54,12 +54,10 @@ impl FaultServer {
         Parameters(input): Parameters<ListFunctionsInput>,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
         let outcome = run_blocking(move || {
-            let (path, language, source) = code::read_source(&input.file)?;
-            let functions: Vec<FunctionInfo> = code::functions_in_source(language, &source)
-                .into_iter()
-                .map(|block| block.info)
-                .collect();
-            tracing::debug!(file = %path.display(), %language, count = functions.len(), "listed functions");
+            let file = code::parsed_file(&input.file)?;
+            let functions: Vec<FunctionInfo> =
+                file.blocks.iter().map(|block| block.info.clone()).collect();
+            tracing::debug!(file = %file.path.display(), language = %file.language, count = functions.len(), "listed functions");
             Ok(functions)
         })
         .await;
@@ -94,9 +92,8 @@ impl FaultServer {
         Parameters(input): Parameters<ExtractInput>,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
         let outcome = run_blocking(move || {
-            let (path, language, source) = code::read_source(&input.file)?;
-            let blocks = code::functions_in_source(language, &source);
-            code::select_function(&path, blocks, &input.func)
+            let file = code::parsed_file(&input.file)?;
+            code::select_function(&file.path, &file.blocks, &input.func)
         })
         .await;
         Ok(match outcome {

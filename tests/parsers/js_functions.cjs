@@ -2,11 +2,11 @@
 // `fault_list_function_names`.
 //
 // Usage: NODE_PATH=<dir with acorn and acorn-walk> node js_functions.cjs FILE...
-// Prints one JSON object: {file: [[name, start_line, end_line], ...]} for: function declarations (async and
+// Prints one JSON object: {file: [[name, start_line, end_line, start_byte, end_byte], ...]} for: function declarations (async and
 // generators too), class methods (getters, setters, static, private), class fields holding a function,
 // variables and assignments (`x = ...`, `exports.foo = ...`, `Foo.prototype.bar = ...`) holding a function
 // or arrow function, object-literal methods and entries holding a function. Lines are those of the whole
-// definition (the `export`, declaration or statement around the function).
+// definition (the `export`, declaration or statement around the function); bytes are UTF-8 offsets.
 "use strict";
 const fs = require("fs");
 const acorn = require("acorn");
@@ -32,10 +32,32 @@ function parse(source) {
   }
 }
 
+// UTF-16 index → UTF-8 byte offset, for every index of `text`.
+function byteOffsets(text) {
+  const offsets = new Uint32Array(text.length + 1);
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    offsets[i] = bytes;
+    const code = text.charCodeAt(i);
+    if (code < 0x80) bytes += 1;
+    else if (code < 0x800) bytes += 2;
+    else if (code >= 0xd800 && code < 0xdc00) {
+      offsets[i + 1] = bytes;
+      bytes += 4;
+      i++;
+    } else bytes += 3;
+  }
+  offsets[text.length] = bytes;
+  return offsets;
+}
+
 function functions(source) {
   const found = [];
+  const bytes = byteOffsets(source);
   const add = (name, node) => {
-    if (name !== null) found.push([name, node.loc.start.line, node.loc.end.line]);
+    if (name !== null) {
+      found.push([name, node.loc.start.line, node.loc.end.line, bytes[node.start], bytes[node.end]]);
+    }
   };
   walk.fullAncestor(parse(source), (node, _state, ancestors) => {
     const parent = ancestors[ancestors.length - 2];

@@ -128,8 +128,8 @@ async fn list_gives_names_once_in_document_order_and_structured_details() {
     assert_eq!(by_name("describe")["kind"], "method");
     assert_eq!(
         by_name("add")["start_line"],
-        7,
-        "attributes belong to the definition"
+        6,
+        "doc comments and attributes belong to the definition"
     );
 
     let (names, structured) = list(&client, &common::code_fixture("sample.js")).await;
@@ -225,22 +225,38 @@ async fn extract_returns_full_and_body_exactly() {
         text_value["full"]
             .as_str()
             .unwrap()
-            .starts_with("#[inline]\n#[must_use]\npub fn add")
+            .starts_with("/// Adds.\n#[inline]\n#[must_use]\npub fn add")
     );
     let (text_value, structured) = extract(&client, &rust, "Shape::area").await;
     assert_eq!(text_value["full"], "fn area(&self) -> f64;");
     assert_eq!(text_value["body"], "");
     assert_eq!(structured["function"]["kind"], "signature");
+    // A plain name prefers a definition with a body over the trait's declaration.
+    let (text_value, structured) = extract(&client, &rust, "area").await;
+    assert_eq!(
+        text_value["full"],
+        "/// The area of a point.\n    // (always zero)\n    fn area(&self) -> f64 {\n        0.0\n    }"
+    );
+    assert_eq!(structured["function"]["qualified_name"], "Point::area");
+    assert_eq!(structured["other_matches"], 1);
 
     let go = common::code_fixture("sample.go");
     let (text_value, _) = extract(&client, &go, "Point.Move").await;
     assert!(
+        text_value["full"].as_str().unwrap().starts_with(
+            "// Move moves the point\n// by dx and dy.\n//\n//go:noinline\nfunc (p *Point) Move(dx, dy int) {"
+        ),
+        "the doc comment group, not the trailing comment above it"
+    );
+    assert_eq!(text_value["body"], "{\n\tp.X += dx\n\tp.Y += dy\n}");
+    let (text_value, _) = extract(&client, &go, "Add").await;
+    assert!(
         text_value["full"]
             .as_str()
             .unwrap()
-            .starts_with("func (p *Point) Move(dx, dy int) {")
+            .starts_with("func Add(a, b int)"),
+        "a comment separated by a blank line is not a doc comment"
     );
-    assert_eq!(text_value["body"], "{\n\tp.X += dx\n\tp.Y += dy\n}");
 
     let js = common::code_fixture("sample.js");
     let (text_value, _) = extract(&client, &js, "arrow").await;

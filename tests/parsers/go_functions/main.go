@@ -1,8 +1,9 @@
 // Reference listing with Go's own parser (go/ast), for comparison with `fault_list_function_names`.
 //
 // Usage: go run ./tests/parsers/go_functions FILE...
-// Prints one JSON object: {file: [[qualified_name, kind, start_line, end_line], ...]} with every function and
-// method declaration (methods qualified by their receiver type, `Type.Method`; no body = "signature").
+// Prints one JSON object: {file: [[qualified_name, kind, start_line, end_line, start_byte, end_byte], ...]} with
+// every function and method declaration (methods qualified by their receiver type, `Type.Method`; no body =
+// "signature"). A declaration starts at its doc comment (FuncDecl.Doc) when it has one.
 package main
 
 import (
@@ -33,7 +34,7 @@ func main() {
 	result := map[string][][]any{}
 	for _, path := range os.Args[1:] {
 		fset := token.NewFileSet()
-		file, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		file, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution|parser.ParseComments)
 		if err != nil {
 			os.Stderr.WriteString(err.Error() + "\n")
 			os.Exit(1)
@@ -52,7 +53,12 @@ func main() {
 			if fn.Body == nil {
 				kind = "signature"
 			}
-			found = append(found, []any{name, kind, fset.Position(fn.Pos()).Line, fset.Position(fn.End()).Line})
+			start := fn.Pos()
+			if fn.Doc != nil {
+				start = fn.Doc.Pos()
+			}
+			begin, end := fset.Position(start), fset.Position(fn.End())
+			found = append(found, []any{name, kind, begin.Line, end.Line, begin.Offset, end.Offset})
 		}
 		result[path] = found
 	}
