@@ -310,39 +310,35 @@ pub fn python_command(python: &str, sandbox: &Sandbox) -> std::process::Command 
     command
 }
 
-/// The built `fault` binary started with exactly `args` (e.g. `["mcp-test-server"]`) as an MCP server over
-/// stdio, with the handshake done; its stderr is discarded.
+/// The built `fault` binary started with exactly `args` (e.g. `["mcp-test-server"]`) as a hermetic MCP
+/// server over stdio, with the handshake done; its stderr goes to the sandbox's log.
 pub async fn spawn_command(args: &[&str]) -> Client {
     spawn_command_with(args, (), false).await.0
 }
 
 /// Like [`spawn_command`] with a client `handler` (e.g. one that records notifications), and the child's
-/// stderr piped back when `capture_stderr` (to read what the server logged), else discarded.
+/// stderr piped back when `capture_stderr` (to follow what the server logs as it happens), else kept in the
+/// sandbox's log.
 pub async fn spawn_command_with<H: ClientHandler>(
     args: &[&str],
     handler: H,
     capture_stderr: bool,
-) -> (
-    RunningService<RoleClient, H>,
-    Option<tokio::process::ChildStderr>,
-) {
-    let command = tokio::process::Command::new(fault_bin()).configure(|cmd| {
-        cmd.args(args);
-    });
+) -> (Server<H>, Option<tokio::process::ChildStderr>) {
+    let sandbox = Sandbox::new(&format!("fault {}", args.join(" ")));
+    let mut command = std::process::Command::new(fault_bin());
+    command.args(args);
+    sandbox.isolate(&mut command);
     let stderr = if capture_stderr {
         Stdio::piped()
     } else {
-        Stdio::null()
+        sandbox.stderr_sink()
     };
-    let (transport, child_stderr) = TokioChildProcess::builder(command)
-        .stderr(stderr)
-        .spawn()
-        .expect("spawn the fault binary");
-    let client = handler
-        .serve(transport)
-        .await
-        .expect("MCP handshake with fault");
-    (client, child_stderr)
+    let (transport, child_stderr) =
+        TokioChildProcess::builder(tokio::process::Command::from(command))
+            .stderr(stderr)
+            .spawn()
+            .expect("spawn the fault binary");
+    (handshake(transport, sandbox, handler).await, child_stderr)
 }
 
 /// Calls `tool` with a JSON object of arguments; protocol errors come back as `Err`.
