@@ -14,3 +14,4 @@ pub mod mcp;
 pub mod proxy;
 pub mod report;
 pub mod scenario;
+pub mod tls;
