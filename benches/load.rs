@@ -22,7 +22,7 @@ use std::{
 #[path = "support/mcp_stdio.rs"]
 mod mcp_stdio;
 
-use fault::load::{self, LoadPlan, Pace, LoadProgress, Target};
+use fault::load::{self, LoadPlan, LoadProgress, Pace, Target};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

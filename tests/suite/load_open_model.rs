@@ -4,7 +4,7 @@ use crate::scenario_support;
 
 use std::{sync::Arc, time::Duration};
 
-use fault::load::{self, LoadPlan, Pace, LoadProgress, Target};
+use fault::load::{self, LoadPlan, LoadProgress, Pace, Target};
 use scenario_support::run_load;
 use tokio_util::sync::CancellationToken;
 
