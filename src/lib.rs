@@ -15,3 +15,4 @@ pub mod mcp_test_server;
 pub mod proxy;
 pub mod report;
 pub mod scenario;
+pub mod tls;

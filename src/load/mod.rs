@@ -376,8 +376,7 @@ pub async fn run(
     };
     let tls = if plan.target.is_tls() {
         // The proxy's TLS setup: system roots plus the CA in $FAULT_PROXY_EXTRA_CA, if any.
-        let connector =
-            crate::proxy::tls::connector(None).map_err(|e| LoadError::Tls(e.to_string()))?;
+        let connector = crate::tls::connector(None).map_err(|e| LoadError::Tls(e.to_string()))?;
         let name = rustls::pki_types::ServerName::try_from(plan.target.host().to_owned())
             .map_err(|e| LoadError::Tls(format!("server name '{}': {e}", plan.target.host())))?;
         Some((connector, name))

@@ -5,7 +5,9 @@
 mod advice;
 mod code;
 mod index;
+mod lenient;
 mod scenario;
+mod scenario_input;
 
 use std::sync::Arc;
 

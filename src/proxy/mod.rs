@@ -12,7 +12,6 @@ pub mod faults;
 pub mod mapping;
 mod relay;
 mod splice;
-pub mod tls;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -32,6 +31,7 @@ pub use config::{
 };
 pub use mapping::{Mapping, Upstream};
 
+use crate::tls;
 use relay::{Counters, ProxyFault, Runtime};
 
 /// Default time to wait for an upstream to accept a connection.

@@ -1,4 +1,5 @@
-//! TLS origination towards `https://` upstreams: system roots plus an optional extra CA (PEM).
+//! TLS client set-up shared by the proxy (origination towards `https://` upstreams) and the load generator:
+//! system roots plus an optional extra CA (PEM).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -1,0 +1,574 @@
+//! Inputs of the scenario tools: the fields every scenario takes, where a TCP fault acts, and the fault's own
+//! fields, as serde structs with lenient field types ([`super::lenient`]), each checked by its `validate`, so a
+//! bad value is a tool error naming the field and what it accepts. The same structs give the tools' JSON Schema.
+
+use std::{collections::BTreeMap, sync::Arc, time::Duration};
+
+use rmcp::{model::JsonObject, schemars::JsonSchema};
+use serde::{Deserialize, de::DeserializeOwned};
+
+use super::lenient::{Lenient, Scalar, Strings};
+use crate::{
+    load::{self, Target},
+    proxy::{
+        BandwidthSpec, BandwidthUnit, BlackholeSpec, Direction, FaultCommon, FaultSpec,
+        HttpErrorSpec, JitterSpec, LatencySpec, PacketLossSpec, ParseError, Side,
+        config::parse_rate,
+    },
+    report::Slo,
+    scenario::{self, Limits, ScenarioSpec},
+};
+
+#[derive(Debug, thiserror::Error)]
+#[error("{field}: {message}")]
+pub(crate) struct InputError {
+    field: String,
+    message: String,
+}
+
+fn bad(field: impl Into<String>, message: impl Into<String>) -> InputError {
+    InputError {
+        field: field.into(),
+        message: message.into(),
+    }
+}
+
+/// `value` of `field` when within `min..=max` (`default` when absent).
+fn within(
+    field: &str,
+    value: Option<f64>,
+    default: f64,
+    min: f64,
+    max: f64,
+) -> Result<f64, InputError> {
+    let value = value.unwrap_or(default);
+    if !(min..=max).contains(&value) {
+        return Err(bad(
+            field,
+            format!("{value} is out of range; accepted: {min} to {max}"),
+        ));
+    }
+    Ok(value)
+}
+
+/// A whole number of `field` within `min..=max` (`default` when absent).
+fn whole(
+    field: &str,
+    value: Option<f64>,
+    default: u64,
+    min: u64,
+    max: u64,
+) -> Result<u64, InputError> {
+    let value = within(field, value, default as f64, min as f64, max as f64)?;
+    if value.fract() != 0.0 {
+        return Err(bad(field, format!("{value} must be a whole number")));
+    }
+    Ok(value as u64)
+}
+
+/// Milliseconds of `field`, more than 0 and at most a minute; `what` explains a missing value.
+fn positive_ms(field: &str, value: Option<f64>, what: &str) -> Result<Duration, InputError> {
+    let value = value.ok_or_else(|| bad(field, format!("is required: {what}")))?;
+    if value <= 0.0 || value > 60_000.0 {
+        return Err(bad(
+            field,
+            format!("{value} is out of range; accepted: more than 0 and at most 60000 (ms)"),
+        ));
+    }
+    Ok(Duration::from_secs_f64(value / 1000.0))
+}
+
+/// One SLO row: `objective`% of requests must succeed within `threshold_ms`.
+#[derive(Debug, Deserialize, JsonSchema)]
+struct SloInput {
+    /// Percent of requests, 0 < objective ≤ 100 (e.g. 99).
+    objective: Lenient<f64>,
+    /// Threshold in milliseconds, > 0 (e.g. 350).
+    threshold_ms: Lenient<f64>,
+}
+
+impl SloInput {
+    fn validate(self, field: &str) -> Result<Slo, InputError> {
+        let objective = self.objective.0.ok_or_else(|| {
+            bad(
+                format!("{field}.objective"),
+                "is required: a percent such as 99",
+            )
+        })?;
+        let threshold_ms = self.threshold_ms.0.ok_or_else(|| {
+            bad(
+                format!("{field}.threshold_ms"),
+                "is required: milliseconds such as 350",
+            )
+        })?;
+        if objective <= 0.0 || objective > 100.0 {
+            return Err(bad(
+                format!("{field}.objective"),
+                format!(
+                    "{objective} is out of range; accepted: more than 0 and at most 100 (percent)"
+                ),
+            ));
+        }
+        if threshold_ms <= 0.0 || threshold_ms > 3_600_000.0 {
+            return Err(bad(
+                format!("{field}.threshold_ms"),
+                format!(
+                    "{threshold_ms} is out of range; accepted: more than 0 and at most 3600000"
+                ),
+            ));
+        }
+        Ok(Slo {
+            objective,
+            threshold_ms,
+        })
+    }
+}
+
+/// Fields every impact scenario takes.
+#[derive(Debug, Deserialize, JsonSchema)]
+struct CommonInput {
+    /// Absolute http:// or https:// URL of the endpoint to send load to (the service under test).
+    url: Lenient<String>,
+    /// HTTP method. Default "GET".
+    #[serde(default)]
+    method: Lenient<String>,
+    /// Request body sent with every request. Default "" (no body).
+    #[serde(default)]
+    body: Option<String>,
+    /// Extra request headers, name → value. Default none.
+    #[serde(default)]
+    headers: BTreeMap<String, Lenient<String>>,
+    /// How long to send load, e.g. "10s", "500ms", "1m" (a bare number means seconds). Default "10s"; more
+    /// than 0 and at most "10m".
+    #[serde(default)]
+    duration: Lenient<String>,
+    /// Virtual clients, each with its own kept-alive connections. Default 1; 1..=1000.
+    #[serde(default)]
+    num_clients: Lenient<f64>,
+    /// Requests per second started by each client on schedule (open model). Default 3; 1..=10000, and
+    /// num_clients × rps ≤ 100000.
+    #[serde(default)]
+    rps: Lenient<f64>,
+    /// Client timeout per request, in seconds (fractions allowed). Default 10; more than 0 and at most 300.
+    #[serde(default)]
+    timeout: Lenient<f64>,
+    /// Proxy mappings "LISTEN_PORT=HOST:PORT" (e.g. "34000=127.0.0.1:8080", or "34000=https://api.host" to
+    /// speak TLS to the upstream): the fault runs on these proxies, which your service must call its upstream
+    /// through, and the load goes to `url`. Default none: a proxy is put in front of `url` itself (http and
+    /// https alike; TLS, SNI and Host stay the service's).
+    #[serde(default)]
+    proxies: Strings,
+    /// SLOs to judge the run by. Default [{objective: 99, threshold_ms: 350}, {objective: 95,
+    /// threshold_ms: 200}].
+    #[serde(default)]
+    slos: Option<Vec<SloInput>>,
+    /// Seed for the fault's randomness, for repeatable runs. Default: random.
+    #[serde(default)]
+    seed: Lenient<f64>,
+    /// Run the same load without the fault first and add a with/without comparison (p50, p95, p99, errors).
+    /// Default false.
+    #[serde(default)]
+    baseline: Lenient<bool>,
+}
+
+impl CommonInput {
+    /// The scenario around `fault`.
+    fn validate(self, fault: FaultSpec) -> Result<ScenarioSpec, InputError> {
+        let limits = Limits::default();
+        let url = self
+            .url
+            .0
+            .ok_or_else(|| bad("url", "is required: an absolute http:// or https:// URL"))?;
+        let method = self.method.0.unwrap_or_else(|| "GET".into());
+        let headers: Vec<(String, String)> = self
+            .headers
+            .into_iter()
+            .map(|(name, value)| (name, value.0.unwrap_or_default()))
+            .collect();
+        let target = Target::parse(&url, &method, &headers, &self.body.unwrap_or_default())
+            .map_err(|e| {
+                let text = e.to_string();
+                match e {
+                    load::LoadError::Method(_) => bad("method", text.replacen("method: ", "", 1)),
+                    load::LoadError::Header { .. } => {
+                        bad("headers", text.replacen("headers: ", "", 1))
+                    }
+                    _ => bad("url", text.replacen("url: ", "", 1)),
+                }
+            })?;
+        let duration = duration(self.duration.0, &limits)?;
+        let num_clients = whole(
+            "num_clients",
+            self.num_clients.0,
+            1,
+            1,
+            limits.max_clients.into(),
+        )? as u32;
+        let rps = whole("rps", self.rps.0, 3, 1, limits.max_rps_per_client.into())? as u32;
+        let total_rate = u64::from(num_clients) * u64::from(rps);
+        if total_rate > limits.max_total_rps {
+            return Err(bad(
+                "rps",
+                format!(
+                    "num_clients × rps = {total_rate} requests per second; accepted: at most {}",
+                    limits.max_total_rps
+                ),
+            ));
+        }
+        let timeout = within(
+            "timeout",
+            self.timeout.0,
+            10.0,
+            0.001,
+            limits.max_timeout.as_secs_f64(),
+        )?;
+        let seed = match self.seed.0 {
+            None => None,
+            Some(s) if s >= 0.0 && s.fract() == 0.0 && s <= u64::MAX as f64 => Some(s as u64),
+            Some(s) => {
+                return Err(bad(
+                    "seed",
+                    format!("{s} is not accepted; use a whole number ≥ 0"),
+                ));
+            }
+        };
+        let proxies = self
+            .proxies
+            .0
+            .iter()
+            .enumerate()
+            .map(|(i, text)| {
+                scenario::parse_mapping(text)
+                    .map_err(|e| bad(format!("proxies[{i}]"), e.to_string()))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let slos = match self.slos {
+            None => Slo::defaults(),
+            Some(rows) if rows.is_empty() || rows.len() > 10 => {
+                return Err(bad(
+                    "slos",
+                    "give between 1 and 10 SLOs (or omit the field for the defaults)",
+                ));
+            }
+            Some(rows) => rows
+                .into_iter()
+                .enumerate()
+                .map(|(i, row)| row.validate(&format!("slos[{i}]")))
+                .collect::<Result<_, _>>()?,
+        };
+        Ok(ScenarioSpec {
+            target,
+            num_clients,
+            rps,
+            duration,
+            timeout: Duration::from_secs_f64(timeout),
+            proxies,
+            fault,
+            slos,
+            seed,
+            baseline: self.baseline.0.unwrap_or(false),
+        })
+    }
+}
+
+/// A duration string ("10s", "500ms") or a number of seconds; default 10 s.
+fn duration(text: Option<String>, limits: &Limits) -> Result<Duration, InputError> {
+    let duration = match text {
+        None => Duration::from_secs(10),
+        Some(text) => match text.parse::<f64>() {
+            Ok(secs) if secs.is_finite() && (0.0..=1e9).contains(&secs) => {
+                Duration::from_secs_f64(secs)
+            }
+            Ok(_) => {
+                return Err(bad(
+                    "duration",
+                    format!("'{text}' is not a valid number of seconds"),
+                ));
+            }
+            Err(_) => humantime::parse_duration(&text).map_err(|e| {
+                bad(
+                    "duration",
+                    format!(
+                        "'{text}' is not a duration ({e}); use e.g. \"10s\", \"500ms\", \"1m\""
+                    ),
+                )
+            })?,
+        },
+    };
+    if duration.is_zero() || duration > limits.max_duration {
+        return Err(bad(
+            "duration",
+            format!(
+                "{} is out of range; accepted: more than 0s and at most {}",
+                humantime::format_duration(duration),
+                humantime::format_duration(limits.max_duration)
+            ),
+        ));
+    }
+    Ok(duration)
+}
+
+impl Scalar for Direction {
+    const JSON_TYPES: &'static [&'static str] = &[];
+    const EXPECTED: &'static str = "one of ingress, egress, both";
+}
+
+impl Scalar for Side {
+    const JSON_TYPES: &'static [&'static str] = &[];
+    const EXPECTED: &'static str = "one of server, client";
+}
+
+impl Scalar for BandwidthUnit {
+    const JSON_TYPES: &'static [&'static str] = &[];
+    const EXPECTED: &'static str = "one of bps, kbps, mbps, gbps";
+}
+
+/// A share of segments: a fraction (0.05) or a percentage ("5%").
+#[derive(Debug, Clone, Copy)]
+struct LossRate(f64);
+
+impl std::str::FromStr for LossRate {
+    type Err = ParseError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        parse_rate(s).map(LossRate)
+    }
+}
+
+impl Scalar for LossRate {
+    const JSON_TYPES: &'static [&'static str] = &["number"];
+    const EXPECTED: &'static str = "a fraction from 0 to 0.99 or a percentage such as \"5%\"";
+}
+
+/// Where a TCP fault acts: side "server" is the proxy's upstream end, "client" the end facing the caller;
+/// direction "ingress" is bytes arriving at that end, "egress" bytes leaving it. server+ingress and
+/// client+egress act on responses, server+egress and client+ingress on requests.
+#[derive(Debug, Deserialize, JsonSchema)]
+struct PlacementInput {
+    /// "ingress", "egress" or "both".
+    #[serde(default)]
+    direction: Lenient<Direction>,
+    /// "server" or "client".
+    #[serde(default)]
+    side: Lenient<Side>,
+}
+
+impl PlacementInput {
+    fn validate(self, direction: Direction) -> FaultCommon {
+        FaultCommon {
+            direction: self.direction.0.unwrap_or(direction),
+            side: self.side.0.unwrap_or(Side::Server),
+            ..FaultCommon::default()
+        }
+    }
+}
+
+/// The fault's own input of a scenario tool.
+pub(super) trait FaultInput: DeserializeOwned + JsonSchema + 'static {
+    /// Default direction of a TCP fault; `None` for a fault that takes no placement.
+    const DIRECTION: Option<Direction>;
+    fn validate(self, common: FaultCommon) -> Result<FaultSpec, InputError>;
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(super) struct LatencyInput {
+    /// Mean latency to add, in milliseconds; more than 0 and at most 60000.
+    latency: Lenient<f64>,
+    /// Standard deviation around the mean, in milliseconds; 0..=60000. Default 0.
+    #[serde(default)]
+    deviation: Lenient<f64>,
+    /// Add the latency to every read/write on the connection instead of once per message. Default false.
+    #[serde(default)]
+    per_read_write_op: Lenient<bool>,
+}
+
+impl FaultInput for LatencyInput {
+    const DIRECTION: Option<Direction> = Some(Direction::Ingress);
+    fn validate(self, common: FaultCommon) -> Result<FaultSpec, InputError> {
+        let deviation = within("deviation", self.deviation.0, 0.0, 0.0, 60_000.0)?;
+        Ok(FaultSpec::Latency(LatencySpec {
+            common,
+            mean: positive_ms(
+                "latency",
+                self.latency.0,
+                "mean latency in milliseconds, e.g. 300",
+            )?,
+            stddev: Duration::from_secs_f64(deviation / 1000.0),
+            per_read_write: self.per_read_write_op.0.unwrap_or(false),
+            ..LatencySpec::default()
+        }))
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(super) struct JitterInput {
+    /// Largest extra delay, in milliseconds; more than 0 and at most 60000.
+    amplitude: Lenient<f64>,
+    /// Delay spikes per second, in Hz; more than 0 and at most 1000.
+    frequency: Lenient<f64>,
+}
+
+impl FaultInput for JitterInput {
+    const DIRECTION: Option<Direction> = Some(Direction::Ingress);
+    fn validate(self, common: FaultCommon) -> Result<FaultSpec, InputError> {
+        let amplitude = positive_ms(
+            "amplitude",
+            self.amplitude.0,
+            "largest extra delay in ms, e.g. 150",
+        )?;
+        let frequency = self
+            .frequency
+            .0
+            .ok_or_else(|| bad("frequency", "is required: in Hz, e.g. 5"))?;
+        if frequency <= 0.0 || frequency > 1000.0 {
+            return Err(bad(
+                "frequency",
+                format!("{frequency} is out of range; accepted: more than 0 and at most 1000 (Hz)"),
+            ));
+        }
+        Ok(FaultSpec::Jitter(JitterSpec {
+            common,
+            amplitude,
+            frequency,
+        }))
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(super) struct PacketLossInput {
+    /// Share of TCP segments lost (then retransmitted late, as TCP would): a fraction 0..=0.99 or a
+    /// percentage string such as "5%". Default 0.05.
+    #[serde(default)]
+    loss_rate: Lenient<LossRate>,
+}
+
+impl FaultInput for PacketLossInput {
+    const DIRECTION: Option<Direction> = Some(Direction::Egress);
+    fn validate(self, common: FaultCommon) -> Result<FaultSpec, InputError> {
+        Ok(FaultSpec::PacketLoss(PacketLossSpec {
+            common,
+            rate: self.loss_rate.0.map_or(0.05, |r| r.0),
+            ..PacketLossSpec::default()
+        }))
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(super) struct BandwidthInput {
+    /// Bandwidth cap in `unit`, a whole number ≥ 1.
+    rate: Lenient<f64>,
+    /// Unit of `rate`: "bps" (bytes per second), "kbps", "mbps" or "gbps" (thousand, million, billion bytes
+    /// per second). Default "bps".
+    #[serde(default)]
+    unit: Lenient<BandwidthUnit>,
+}
+
+impl FaultInput for BandwidthInput {
+    const DIRECTION: Option<Direction> = Some(Direction::Ingress);
+    fn validate(self, common: FaultCommon) -> Result<FaultSpec, InputError> {
+        let rate = self.rate.0.ok_or_else(|| {
+            bad(
+                "rate",
+                "is required: a bandwidth such as 1024 (with unit \"bps\")",
+            )
+        })?;
+        if rate < 1.0 || rate.fract() != 0.0 || rate > 1e12 {
+            return Err(bad(
+                "rate",
+                format!(
+                    "{rate} is not accepted; use a whole number from 1 to 1000000000000 (in `unit`)"
+                ),
+            ));
+        }
+        let unit = self.unit.0.unwrap_or_default();
+        Ok(FaultSpec::Bandwidth(BandwidthSpec {
+            common,
+            rate: rate as u64,
+            unit,
+        }))
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(super) struct BlackholeInput {}
+
+impl FaultInput for BlackholeInput {
+    const DIRECTION: Option<Direction> = Some(Direction::Egress);
+    fn validate(self, common: FaultCommon) -> Result<FaultSpec, InputError> {
+        Ok(FaultSpec::Blackhole(BlackholeSpec { common }))
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(super) struct HttpErrorInput {
+    /// HTTP status code returned instead of the upstream's response; 400..=599. Default 503.
+    #[serde(default)]
+    status_code: Lenient<f64>,
+    /// Body of the injected response. Default "".
+    #[serde(default)]
+    error_body: Option<String>,
+    /// Share of responses replaced, 0..=1. Default 1.
+    #[serde(default)]
+    probability: Lenient<f64>,
+}
+
+impl FaultInput for HttpErrorInput {
+    const DIRECTION: Option<Direction> = None;
+    fn validate(self, common: FaultCommon) -> Result<FaultSpec, InputError> {
+        Ok(FaultSpec::HttpError(HttpErrorSpec {
+            common,
+            status_code: whole("status_code", self.status_code.0, 503, 400, 599)? as u16,
+            body: self.error_body.unwrap_or_default(),
+            probability: within("probability", self.probability.0, 1.0, 0.0, 1.0)?,
+        }))
+    }
+}
+
+/// `T` read from the tool's arguments; a value of the wrong shape is an error naming its field.
+fn read<T: DeserializeOwned>(args: &JsonObject) -> Result<T, InputError> {
+    let value = serde_json::Value::Object(args.clone());
+    serde_path_to_error::deserialize(value).map_err(|e| match e.path().to_string().as_str() {
+        // A missing required field: serde's message names it.
+        "." => bad("arguments", e.inner().to_string()),
+        path => bad(path, e.inner().to_string()),
+    })
+}
+
+/// The scenario of a `F` tool call: the fault's fields first, then where it acts, then the common fields.
+pub(super) fn scenario_spec<F: FaultInput>(args: &JsonObject) -> Result<ScenarioSpec, InputError> {
+    let fault: F = read(args)?;
+    let common = match F::DIRECTION {
+        Some(direction) => read::<PlacementInput>(args)?.validate(direction),
+        None => FaultCommon::default(),
+    };
+    let fault = fault.validate(common)?;
+    read::<CommonInput>(args)?.validate(fault)
+}
+
+/// The tool's input schema: the properties of the common, placement and fault inputs together.
+pub(super) fn input_schema<F: FaultInput>() -> Arc<JsonObject> {
+    use rmcp::handler::server::common::schema_for_type;
+    let mut parts = vec![schema_for_type::<CommonInput>(), schema_for_type::<F>()];
+    if F::DIRECTION.is_some() {
+        parts.push(schema_for_type::<PlacementInput>());
+    }
+    let mut merged = (*parts[0]).clone();
+    for part in &parts[1..] {
+        for key in ["properties", "$defs"] {
+            if let Some(serde_json::Value::Object(extra)) = part.get(key) {
+                let entry = merged.entry(key).or_insert_with(|| serde_json::json!({}));
+                if let Some(map) = entry.as_object_mut() {
+                    map.extend(extra.clone());
+                }
+            }
+        }
+        if let Some(serde_json::Value::Array(extra)) = part.get("required") {
+            let entry = merged
+                .entry("required")
+                .or_insert_with(|| serde_json::json!([]));
+            if let Some(list) = entry.as_array_mut() {
+                list.extend(extra.iter().cloned());
+            }
+        }
+    }
+    Arc::new(merged)
+}
