@@ -30,6 +30,10 @@ pub use failure::ErrorCategory;
 
 use arguments::{ArgumentError, Arguments};
 
+/// The code a handler ends with when the client cancels (LSP's RequestCancelled). rmcp sends no response for
+/// a cancelled request, as MCP asks, so no client sees it; it only ends the handler.
+const CANCELLED_CODE: i32 = -32800;
+
 /// Options of `fault mcp-test-server`.
 #[derive(Debug, Clone, Args)]
 pub struct TestServerArgs {

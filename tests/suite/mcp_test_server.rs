@@ -242,6 +242,33 @@ async fn slow_ends_when_the_client_cancels() {
     client.cancel().await.unwrap();
 }
 
+#[tokio::test]
+async fn log_calls_logs_each_call_to_stderr() {
+    let (client, stderr) =
+        common::spawn_command_with(&["mcp-test-server", "--log-calls"], (), true).await;
+    call_ok(&client, "echo", json!({"text": "logged"})).await;
+    let _ = rpc_error(&client, "error", json!({"category": "auth"})).await;
+    client.cancel().await.unwrap();
+    let mut lines = BufReader::new(stderr.unwrap()).lines();
+    let mut calls = Vec::new();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        if line.contains("tool call") {
+            calls.push(line);
+        }
+    }
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert!(
+        calls[0].contains(r#"tool=echo arguments={"text":"logged"} outcome=ok"#),
+        "{}",
+        calls[0]
+    );
+    assert!(
+        calls[1].contains("outcome=JSON-RPC error -32003: synthetic error"),
+        "{}",
+        calls[1]
+    );
+}
+
 /// The outcome of one `flaky` call: the roll and the error message, if it failed.
 async fn flaky_outcome(client: &Client, args: Value) -> (f64, Option<String>) {
     match call(client, "flaky", args).await {
