@@ -37,7 +37,7 @@ const CANCELLED_CODE: i32 = -32800;
 /// Options of `fault mcp-test-server`.
 #[derive(Debug, Clone, Args)]
 pub struct TestServerArgs {
-    /// How clients reach the server (only stdio for now: newline-delimited JSON-RPC on stdin/stdout).
+    /// How clients reach the server: stdio (newline-delimited JSON-RPC on stdin/stdout).
     #[arg(long, value_enum, default_value_t = Transport::Stdio)]
     pub transport: Transport,
 
