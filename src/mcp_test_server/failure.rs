@@ -14,7 +14,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    TestServer,
+    CANCELLED_CODE, TestServer,
     arguments::{ArgumentError, in_range},
     input_schema, invalid_arguments, read_arguments, roll,
 };
@@ -197,8 +197,7 @@ impl TestServer {
             () = cancelled.cancelled() => {
                 let partial_ms = started.elapsed().as_secs_f64() * 1000.0;
                 tracing::info!(requested_ms = slept_ms, partial_ms, "slow: cancelled by the client");
-                // rmcp drops the response of a cancelled request; this error only ends the handler.
-                Err(ErrorData::new(ErrorCode(-32800), "request cancelled", None))
+                Err(ErrorData::new(ErrorCode(CANCELLED_CODE), "request cancelled", None))
             }
         }
     }

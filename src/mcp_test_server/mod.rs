@@ -30,10 +30,14 @@ pub use failure::ErrorCategory;
 
 use arguments::{ArgumentError, Arguments};
 
+/// The code a handler ends with when the client cancels (LSP's RequestCancelled). rmcp sends no response for
+/// a cancelled request, as MCP asks, so no client sees it; it only ends the handler.
+const CANCELLED_CODE: i32 = -32800;
+
 /// Options of `fault mcp-test-server`.
 #[derive(Debug, Clone, Args)]
 pub struct TestServerArgs {
-    /// How clients reach the server (only stdio for now: newline-delimited JSON-RPC on stdin/stdout).
+    /// How clients reach the server: stdio (newline-delimited JSON-RPC on stdin/stdout).
     #[arg(long, value_enum, default_value_t = Transport::Stdio)]
     pub transport: Transport,
 

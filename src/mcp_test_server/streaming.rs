@@ -11,7 +11,10 @@ use rmcp::{
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::{TestServer, arguments::in_range, input_schema, invalid_arguments, read_arguments};
+use super::{
+    CANCELLED_CODE, TestServer, arguments::in_range, input_schema, invalid_arguments,
+    read_arguments,
+};
 use crate::mcp::{json_and_structured, output_schema};
 
 pub const MAX_STEPS: i64 = 100;
@@ -74,7 +77,7 @@ impl TestServer {
                 () = tokio::time::sleep(step) => {}
                 () = context.ct.cancelled() => {
                     tracing::info!(completed = done - 1, steps, "progress: cancelled by the client");
-                    return Err(ErrorData::new(ErrorCode(-32800), "request cancelled", None));
+                    return Err(ErrorData::new(ErrorCode(CANCELLED_CODE), "request cancelled", None));
                 }
             }
             if let Some(token) = &token {
