@@ -39,6 +39,9 @@ pub enum Command {
     /// In an MCP client config, swap `"command": "python", "args": ["server.py"]` for
     /// `"command": "fault", "args": ["mcp-proxy", "--plan", "/abs/plan.yaml", "--", "python", "server.py"]`.
     McpProxy(Box<crate::mcp_proxy::McpProxyArgs>),
+    /// Serve MCP test tools that fail, stall and answer on demand (error, slow, flaky, echo, get_item,
+    /// list_items, progress): a known target for MCP clients, proxies and `fault mcp-proxy`.
+    McpTestServer(crate::mcp_test_server::TestServerArgs),
 }
 
 #[derive(Debug, Args)]

@@ -12,6 +12,7 @@ pub mod load;
 pub mod logging;
 pub mod mcp;
 pub mod mcp_proxy;
+pub mod mcp_test_server;
 pub mod proxy;
 pub mod report;
 pub mod scenario;

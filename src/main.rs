@@ -27,6 +27,9 @@ fn main() -> ExitCode {
             Command::McpProxy(args) => fault::mcp_proxy::run(*args)
                 .await
                 .map_err(|e| e.to_string()),
+            Command::McpTestServer(args) => fault::mcp_test_server::serve(args)
+                .await
+                .map_err(|e| e.to_string()),
             Command::Agent(agent) => match agent.command {
                 AgentSubcommand::Tool => {
                     let options = agent.options.resolve_env().map_err(|e| e.to_string())?;

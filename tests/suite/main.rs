@@ -5,6 +5,7 @@ mod common;
 mod index_support;
 mod llm_fakes;
 mod optional;
+mod python_client;
 mod qdrant_fake;
 mod scenario_support;
 
@@ -25,6 +26,7 @@ mod mcp_code;
 mod mcp_examples;
 mod mcp_server;
 mod mcp_stdio;
+mod mcp_test_server;
 mod proxy_cli;
 mod proxy_faults;
 mod report_figures;

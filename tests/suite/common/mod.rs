@@ -4,7 +4,7 @@
 use std::{collections::HashMap, process::Stdio};
 
 use rmcp::{
-    RoleClient, ServiceExt,
+    ClientHandler, RoleClient, ServiceExt,
     model::{CallToolRequestParams, CallToolResult, JsonObject},
     service::RunningService,
     transport::{ConfigureCommandExt, TokioChildProcess},
@@ -54,6 +54,41 @@ pub async fn spawn_with(spec: ServerSpec<'_>) -> Client {
         .spawn()
         .expect("spawn the fault binary");
     ().serve(transport).await.expect("MCP handshake with fault")
+}
+
+/// The built `fault` binary started with exactly `args` (e.g. `["mcp-test-server"]`) as an MCP server over
+/// stdio, with the handshake done; its stderr is discarded.
+pub async fn spawn_command(args: &[&str]) -> Client {
+    spawn_command_with(args, (), false).await.0
+}
+
+/// Like [`spawn_command`] with a client `handler` (e.g. one that records notifications), and the child's
+/// stderr piped back when `capture_stderr` (to read what the server logged), else discarded.
+pub async fn spawn_command_with<H: ClientHandler>(
+    args: &[&str],
+    handler: H,
+    capture_stderr: bool,
+) -> (
+    RunningService<RoleClient, H>,
+    Option<tokio::process::ChildStderr>,
+) {
+    let command = tokio::process::Command::new(fault_bin()).configure(|cmd| {
+        cmd.args(args);
+    });
+    let stderr = if capture_stderr {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    };
+    let (transport, child_stderr) = TokioChildProcess::builder(command)
+        .stderr(stderr)
+        .spawn()
+        .expect("spawn the fault binary");
+    let client = handler
+        .serve(transport)
+        .await
+        .expect("MCP handshake with fault");
+    (client, child_stderr)
 }
 
 /// Calls `tool` with a JSON object of arguments; protocol errors come back as `Err`.

@@ -1,0 +1,169 @@
+//! `fault mcp-test-server`: an MCP server on stdio whose tools fail, stall and answer on demand, so that
+//! `fault mcp-proxy`, MCP clients and gateways can be tested against known behaviour.
+//!
+//! One file per tool family: `failure` (error, slow, flaky), `data` (echo, get_item, list_items: results
+//! with an `outputSchema` and `structuredContent`), `streaming` (progress). `arguments` reads tool
+//! arguments strictly; `roll` is the deterministic roll of `flaky`.
+
+mod arguments;
+mod data;
+mod failure;
+mod roll;
+mod streaming;
+
+use std::{sync::Arc, time::Instant};
+
+use clap::{Args, ValueEnum};
+use rmcp::{
+    ErrorData, RoleServer, ServerHandler, ServiceExt,
+    handler::server::{router::tool::ToolRouter, tool::ToolCallContext},
+    model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
+        ServerCapabilities, ServerConfig,
+    },
+    service::RequestContext,
+    tool_handler,
+};
+use schemars::JsonSchema;
+
+pub use failure::ErrorCategory;
+
+use arguments::{ArgumentError, Arguments};
+
+/// Options of `fault mcp-test-server`.
+#[derive(Debug, Clone, Args)]
+pub struct TestServerArgs {
+    /// How clients reach the server (only stdio for now: newline-delimited JSON-RPC on stdin/stdout).
+    #[arg(long, value_enum, default_value_t = Transport::Stdio)]
+    pub transport: Transport,
+
+    /// Log every tool call (tool, arguments, outcome, duration) at info level to stderr (or --log-file).
+    #[arg(long)]
+    pub log_calls: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Transport {
+    /// Newline-delimited JSON-RPC on stdin/stdout.
+    Stdio,
+}
+
+const INSTRUCTIONS: &str = "fault mcp-test-server: tools with known failure modes, for testing MCP clients, \
+proxies and gateways. error: a JSON-RPC error (code by category) or an isError result. slow: sleeps, ends on \
+cancellation. flaky: fails with a probability, deterministic for a (seed, call_id). echo, get_item, list_items: \
+results with an outputSchema and structuredContent. progress: sends notifications/progress.";
+
+/// The `fault mcp-test-server` MCP server.
+#[derive(Clone)]
+pub struct TestServer {
+    tool_router: ToolRouter<Self>,
+    log_calls: bool,
+}
+
+impl TestServer {
+    pub fn new(log_calls: bool) -> Self {
+        Self {
+            tool_router: Self::failure_router() + Self::data_router() + Self::streaming_router(),
+            log_calls,
+        }
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for TestServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "fault-mcp-test-server",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let tool = request.name.clone();
+        let arguments = request.arguments.clone();
+        let request_id = context.id.clone();
+        let started = Instant::now();
+        let outcome = self
+            .tool_router
+            .call(ToolCallContext::new(self, request, context))
+            .await;
+        let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let outcome_text = match &outcome {
+            Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => {
+                "tool error".to_owned()
+            }
+            Ok(_) => "ok".to_owned(),
+            Err(e) => format!("JSON-RPC error {}: {}", e.code.0, e.message),
+        };
+        let arguments = serde_json::Value::Object(arguments.unwrap_or_default());
+        if self.log_calls {
+            tracing::info!(%request_id, %tool, %arguments, outcome = %outcome_text, elapsed_ms, "tool call");
+        } else {
+            tracing::debug!(%request_id, %tool, %arguments, outcome = %outcome_text, elapsed_ms, "tool call");
+        }
+        outcome
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("MCP session failed to start: {0}")]
+    Start(String),
+    #[error("MCP session ended with an error: {0}")]
+    Run(String),
+}
+
+/// Serves the test tools on stdin/stdout until the client closes stdin.
+pub async fn serve(args: TestServerArgs) -> Result<(), ServeError> {
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        ?args,
+        "fault mcp-test-server: serving MCP on stdio"
+    );
+    let Transport::Stdio = args.transport;
+    let service = match TestServer::new(args.log_calls)
+        .serve(rmcp::transport::stdio())
+        .await
+    {
+        Ok(service) => service,
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(when)) => {
+            tracing::info!(%when, "stdin closed before the MCP handshake");
+            return Ok(());
+        }
+        Err(e) => return Err(ServeError::Start(e.to_string())),
+    };
+    let reason = service
+        .waiting()
+        .await
+        .map_err(|e| ServeError::Run(e.to_string()))?;
+    tracing::info!(?reason, "MCP session closed");
+    Ok(())
+}
+
+/// The input schema of a tool whose arguments are read by [`Arguments`] and documented by `T`.
+fn input_schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
+    rmcp::handler::server::common::schema_for_type::<T>()
+}
+
+/// Reads a call's arguments with `read`, refusing unknown ones.
+fn read_arguments<T>(
+    raw: JsonObject,
+    read: impl FnOnce(&mut Arguments) -> Result<T, ArgumentError>,
+) -> Result<T, ArgumentError> {
+    let mut arguments = Arguments::new(raw);
+    let value = read(&mut arguments)?;
+    arguments.finish()?;
+    Ok(value)
+}
+
+/// A refusal of a call's arguments: an `isError` result naming the field (input validation is an execution
+/// error in MCP, not a protocol error).
+fn invalid_arguments(error: ArgumentError) -> CallToolResult {
+    crate::mcp::tool_error(format!("invalid arguments: {error}"))
+}
