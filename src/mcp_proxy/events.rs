@@ -54,7 +54,11 @@ pub struct CallEvent {
     pub upstream: Outcome,
     /// What the client received (`none`: nothing).
     pub client: Outcome,
+    /// From the call's arrival to what the client received.
     pub latency_ms: f64,
+    /// From forwarding the request to the server's answer (absent when it was not called or did not answer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upstream_ms: Option<f64>,
     pub cancel: Option<CancelRecord>,
 }
 

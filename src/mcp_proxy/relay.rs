@@ -108,7 +108,10 @@ struct Pending {
     wait: Option<Wait>,
     held: Option<Vec<u8>>,
     forwarded: bool,
+    forwarded_at: Option<Instant>,
     upstream: Option<Outcome>,
+    /// How long the server took, from forwarding to its answer.
+    upstream_time: Option<Duration>,
     cancelled_at: Option<Instant>,
     /// The cancellation ended a delay or hang the proxy had injected.
     cancel_ended_wait: bool,
@@ -441,7 +444,9 @@ impl Core {
             wait: None,
             held: None,
             forwarded: false,
+            forwarded_at: None,
             upstream: None,
+            upstream_time: None,
             cancelled_at: None,
             cancel_ended_wait: false,
         };
@@ -453,6 +458,7 @@ impl Core {
         }
         let Some(index) = fired else {
             pending.forwarded = true;
+            pending.forwarded_at = Some(Instant::now());
             self.send_server(line);
             self.remember(key, pending);
             return Exit::Continue;
@@ -472,6 +478,7 @@ impl Core {
             }
             Action::DelayResponse(delay) => {
                 pending.forwarded = true;
+                pending.forwarded_at = Some(Instant::now());
                 pending.plan = ResponsePlan::Delay(delay);
                 self.send_server(line);
             }
@@ -482,6 +489,7 @@ impl Core {
             } => {
                 if call_upstream {
                     pending.forwarded = true;
+                    pending.forwarded_at = Some(Instant::now());
                     self.send_server(line);
                     pending.plan = ResponsePlan::Replace(reply);
                 } else if after.is_zero() {
@@ -500,6 +508,7 @@ impl Core {
             } => {
                 if forward {
                     pending.forwarded = true;
+                    pending.forwarded_at = Some(Instant::now());
                     self.send_server(line);
                 }
                 pending.plan = ResponsePlan::Swallow;
@@ -507,6 +516,7 @@ impl Core {
             }
             Action::Rewrite => {
                 pending.forwarded = true;
+                pending.forwarded_at = Some(Instant::now());
                 pending.plan = ResponsePlan::Rewrite(index);
                 self.send_server(line);
             }
@@ -515,6 +525,7 @@ impl Core {
                 restart_after,
             } => {
                 pending.forwarded = true;
+                pending.forwarded_at = Some(Instant::now());
                 self.send_server(line);
                 let core_tx = self.core_tx.clone();
                 tokio::spawn(async move {
@@ -599,6 +610,7 @@ impl Core {
             WaitKind::Request => {
                 if let Some(line) = p.held.take() {
                     p.forwarded = true;
+                    p.forwarded_at = Some(Instant::now());
                     self.send_server(line);
                 }
                 self.pending.insert(key.to_owned(), p);
@@ -673,6 +685,7 @@ impl Core {
         };
         let upstream = envelope.outcome();
         p.upstream = Some(upstream.clone());
+        p.upstream_time = p.forwarded_at.map(|at| at.elapsed());
         match p.plan.clone() {
             ResponsePlan::Pass => {
                 self.send_client(line);
@@ -858,6 +871,7 @@ impl Core {
             upstream,
             client,
             latency_ms: millis(now - p.started),
+            upstream_ms: p.upstream_time.map(millis),
             cancel,
         });
     }
