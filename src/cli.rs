@@ -33,6 +33,12 @@ pub enum Command {
     Run(Box<crate::proxy::cli::RunArgs>),
     /// AI agent tools for coding assistants.
     Agent(Box<AgentCommand>),
+    /// Chaos for MCP tool calls: run COMMAND as the real stdio MCP server and relay to it, injecting the
+    /// faults of --plan (latency, hang, timeout, error, rate_limit, schema_drift, ...).
+    ///
+    /// In an MCP client config, swap `"command": "python", "args": ["server.py"]` for
+    /// `"command": "fault", "args": ["mcp-proxy", "--plan", "/abs/plan.yaml", "--", "python", "server.py"]`.
+    McpProxy(Box<crate::mcp_proxy::McpProxyArgs>),
     /// Serve MCP test tools that fail, stall and answer on demand (error, slow, flaky, echo, get_item,
     /// list_items, progress): a known target for MCP clients, proxies and `fault mcp-proxy`.
     McpTestServer(crate::mcp_test_server::TestServerArgs),

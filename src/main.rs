@@ -24,6 +24,9 @@ fn main() -> ExitCode {
             Command::Run(args) => fault::proxy::cli::run(*args)
                 .await
                 .map_err(|e| e.to_string()),
+            Command::McpProxy(args) => fault::mcp_proxy::run(*args)
+                .await
+                .map_err(|e| e.to_string()),
             Command::McpTestServer(args) => fault::mcp_test_server::serve(args)
                 .await
                 .map_err(|e| e.to_string()),

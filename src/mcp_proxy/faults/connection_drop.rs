@@ -1,0 +1,42 @@
+//! `connection_drop`: the server goes away mid-call. The request is forwarded, then after `after_ms` the
+//! server process is killed. Without `restart_after_ms` the client sees the connection close (our stdout
+//! ends); with it, calls in flight fail with -32000 "Connection closed" and the server is started again and
+//! re-initialised with the client's own `initialize`.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Action, CallContext, Fault, ms};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConnectionDrop {
+    #[serde(default)]
+    pub after_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_after_ms: Option<u64>,
+}
+
+impl ConnectionDrop {
+    pub const KEYS: &[&str] = &["after_ms", "restart_after_ms"];
+}
+
+impl Fault for ConnectionDrop {
+    fn describe(&self) -> String {
+        match self.restart_after_ms {
+            Some(restart) => format!(
+                "kill the server {} ms into the call, restart it {restart} ms later",
+                self.after_ms
+            ),
+            None => format!(
+                "kill the server {} ms into the call and close",
+                self.after_ms
+            ),
+        }
+    }
+
+    fn action(&self, _call: &CallContext<'_>) -> Action {
+        Action::CrashServer {
+            after: ms(self.after_ms),
+            restart_after: self.restart_after_ms.map(ms),
+        }
+    }
+}

@@ -1,0 +1,65 @@
+//! `connection_refused`: the server cannot be reached. `mode: error` (default) answers -32000
+//! "Connection closed" without forwarding; `mode: close` closes our stdout. Limit it with the trigger's
+//! `window`, `first_n` or `max_injections`.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Action, CallContext, Fault};
+use crate::mcp_proxy::jsonrpc::Reply;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    #[default]
+    Error,
+    Close,
+}
+
+fn code() -> i64 {
+    -32000
+}
+
+fn message() -> String {
+    "Connection closed".into()
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConnectionRefused {
+    #[serde(default)]
+    pub mode: Mode,
+    #[serde(default = "code")]
+    pub code: i64,
+    #[serde(default = "message")]
+    pub message: String,
+}
+
+impl ConnectionRefused {
+    pub const KEYS: &[&str] = &["mode", "code", "message"];
+}
+
+impl Fault for ConnectionRefused {
+    fn describe(&self) -> String {
+        match self.mode {
+            Mode::Error => format!(
+                "answer {} \"{}\" without forwarding",
+                self.code, self.message
+            ),
+            Mode::Close => "close the client's connection".into(),
+        }
+    }
+
+    fn action(&self, _call: &CallContext<'_>) -> Action {
+        match self.mode {
+            Mode::Error => Action::Reply {
+                after: std::time::Duration::ZERO,
+                reply: Reply::Error {
+                    code: self.code,
+                    message: self.message.clone(),
+                    data: None,
+                },
+                call_upstream: false,
+            },
+            Mode::Close => Action::CloseClient,
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! `hang` (alias `wedged`): the client never gets an answer, until it cancels or the hold cap is reached.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Action, CallContext, Fault, OnCap, ms};
+
+fn yes() -> bool {
+    true
+}
+
+fn ten_minutes() -> u64 {
+    600_000
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hang {
+    /// Still deliver the request, so side effects happen; the real answer is swallowed.
+    #[serde(default = "yes")]
+    pub forward: bool,
+    #[serde(default = "ten_minutes")]
+    pub max_hold_ms: u64,
+    #[serde(default)]
+    pub on_cap: OnCap,
+    /// `hang` or `wedged`: only recorded, to keep the plan's intent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+}
+
+impl Default for Hang {
+    fn default() -> Self {
+        Self {
+            forward: true,
+            max_hold_ms: ten_minutes(),
+            on_cap: OnCap::Drop,
+            label: None,
+        }
+    }
+}
+
+impl Hang {
+    pub const KEYS: &[&str] = &["forward", "max_hold_ms", "on_cap", "label"];
+}
+
+impl Fault for Hang {
+    fn validate(&self) -> Result<(), String> {
+        if self.max_hold_ms == 0 {
+            return Err("max_hold_ms must be above 0".into());
+        }
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "never answer{} until the client cancels or {} ms pass, then {:?}",
+            if self.forward {
+                " (request still sent)"
+            } else {
+                ""
+            },
+            self.max_hold_ms,
+            self.on_cap
+        )
+    }
+
+    fn action(&self, _call: &CallContext<'_>) -> Action {
+        Action::Hang {
+            forward: self.forward,
+            max_hold: ms(self.max_hold_ms),
+            on_cap: self.on_cap,
+        }
+    }
+}

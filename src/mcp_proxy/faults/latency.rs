@@ -1,0 +1,75 @@
+//! `latency`: hold one call's request or response for `ms` plus a seeded jitter; other calls keep flowing.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Action, CallContext, Fault, ms};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// Forward at once, hold the server's response.
+    #[default]
+    Response,
+    /// Hold the request before it reaches the server.
+    Request,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    /// Added delay in milliseconds.
+    pub ms: u64,
+    /// Uniform jitter 0..=jitter_ms added on top, from the call's seeded roll.
+    #[serde(default)]
+    pub jitter_ms: u64,
+    #[serde(default)]
+    pub phase: Phase,
+    /// Upper bound of the total delay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cap_ms: Option<u64>,
+}
+
+impl Latency {
+    pub const KEYS: &[&str] = &["ms", "jitter_ms", "phase", "cap_ms"];
+
+    /// The delay of one call.
+    pub fn delay_ms(&self, call: &CallContext<'_>) -> u64 {
+        let jitter = if self.jitter_ms == 0 {
+            0
+        } else {
+            (call.roll_for("jitter") * (self.jitter_ms + 1) as f64) as u64
+        };
+        let total = self.ms + jitter.min(self.jitter_ms);
+        self.cap_ms.map_or(total, |cap| total.min(cap))
+    }
+}
+
+impl Fault for Latency {
+    fn validate(&self) -> Result<(), String> {
+        if self.ms > 3_600_000 {
+            return Err(format!(
+                "ms must be at most 3600000 (one hour), got {}",
+                self.ms
+            ));
+        }
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
+        let phase = match self.phase {
+            Phase::Response => "response",
+            Phase::Request => "request",
+        };
+        format!(
+            "hold the {phase} {} ms (+0..{} ms jitter)",
+            self.ms, self.jitter_ms
+        )
+    }
+
+    fn action(&self, call: &CallContext<'_>) -> Action {
+        let delay = ms(self.delay_ms(call));
+        match self.phase {
+            Phase::Response => Action::DelayResponse(delay),
+            Phase::Request => Action::DelayRequest(delay),
+        }
+    }
+}

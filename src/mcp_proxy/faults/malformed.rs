@@ -1,0 +1,88 @@
+//! `malformed`: the response line is broken but the newline framing is kept: replaced by garbage bytes,
+//! cut short (`truncate_json`), or valid JSON with a bad envelope (no `jsonrpc`, or a wrong `id`).
+
+use serde::{Deserialize, Serialize};
+
+use super::{Action, CallContext, Fault};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Variant {
+    /// The whole line becomes `bytes`.
+    #[default]
+    Replace,
+    /// The serialised response cut at byte `at` (default: half).
+    TruncateJson,
+    /// Valid JSON without `jsonrpc` (or with a wrong id when `wrong_id` is set).
+    BadEnvelope,
+}
+
+fn corrupted() -> String {
+    "<<<CORRUPTED_RESPONSE>>>{{{{not json".into()
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Malformed {
+    #[serde(default)]
+    pub variant: Variant,
+    #[serde(default = "corrupted")]
+    pub bytes: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<usize>,
+    #[serde(default)]
+    pub wrong_id: bool,
+}
+
+impl Malformed {
+    pub const KEYS: &[&str] = &["variant", "bytes", "at", "wrong_id"];
+}
+
+impl Fault for Malformed {
+    fn validate(&self) -> Result<(), String> {
+        if self.bytes.contains('\n') {
+            return Err("bytes must not contain a newline (stdio framing)".into());
+        }
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
+        match self.variant {
+            Variant::Replace => format!("replace the response line with {:?}", self.bytes),
+            Variant::TruncateJson => "cut the response line short".into(),
+            Variant::BadEnvelope => "send a response with a broken JSON-RPC envelope".into(),
+        }
+    }
+
+    fn action(&self, _call: &CallContext<'_>) -> Action {
+        Action::Rewrite
+    }
+
+    fn rewrite_line(&self, line: &[u8], _call: &CallContext<'_>) -> Result<Vec<u8>, String> {
+        let body = line.strip_suffix(b"\n").unwrap_or(line);
+        let body = body.strip_suffix(b"\r").unwrap_or(body);
+        let mut out = match self.variant {
+            Variant::Replace => self.bytes.as_bytes().to_vec(),
+            Variant::TruncateJson => {
+                let at = self
+                    .at
+                    .unwrap_or(body.len() / 2)
+                    .min(body.len().saturating_sub(1));
+                body[..at].to_vec()
+            }
+            Variant::BadEnvelope => {
+                let mut value: serde_json::Value = serde_json::from_slice(body)
+                    .map_err(|e| format!("response is not JSON: {e}"))?;
+                if let Some(object) = value.as_object_mut() {
+                    if self.wrong_id {
+                        object.insert("id".into(), "fault-wrong-id".into());
+                    } else {
+                        object.remove("jsonrpc");
+                    }
+                }
+                serde_json::to_vec(&value).map_err(|e| e.to_string())?
+            }
+        };
+        out.push(b'\n');
+        Ok(out)
+    }
+}

@@ -1,0 +1,37 @@
+//! `registry_inconsistency`: the tool stays in `tools/list` but calling it answers
+//! -32602 "Unknown tool: <name>".
+
+use serde::{Deserialize, Serialize};
+
+use super::{Action, CallContext, Fault};
+use crate::mcp_proxy::jsonrpc::Reply;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RegistryInconsistency {}
+
+impl RegistryInconsistency {
+    pub const KEYS: &[&str] = &[];
+}
+
+/// The answer to a call of a tool the server does not know, as in the MCP specification's example.
+pub fn unknown_tool(tool: &str) -> Action {
+    Action::Reply {
+        after: std::time::Duration::ZERO,
+        reply: Reply::Error {
+            code: -32602,
+            message: format!("Unknown tool: {tool}"),
+            data: None,
+        },
+        call_upstream: false,
+    }
+}
+
+impl Fault for RegistryInconsistency {
+    fn describe(&self) -> String {
+        "keep the tool listed, answer calls -32602 \"Unknown tool: <name>\"".into()
+    }
+
+    fn action(&self, call: &CallContext<'_>) -> Action {
+        unknown_tool(call.tool)
+    }
+}

@@ -1,0 +1,231 @@
+//! `schema_drift` (alias `schema_mismatch`): the tool result is really changed, in `structuredContent` and in
+//! text blocks that hold JSON alike: `drop_fields`, `rename`, `retype`, `nullify`, `wrap`. Without any
+//! operation, a seeded drift renames one top-level key and retypes another.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::{Action, CallContext, Fault, edit_payloads};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JsonType {
+    String,
+    Number,
+    Boolean,
+    Null,
+    Array,
+    Object,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SchemaDrift {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drop_fields: Vec<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub rename: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub retype: BTreeMap<String, JsonType>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nullify: Vec<String>,
+    /// Nest the whole payload one level down under this key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wrap: Option<String>,
+}
+
+impl SchemaDrift {
+    pub const KEYS: &[&str] = &["drop_fields", "rename", "retype", "nullify", "wrap"];
+
+    fn has_operations(&self) -> bool {
+        !(self.drop_fields.is_empty()
+            && self.rename.is_empty()
+            && self.retype.is_empty()
+            && self.nullify.is_empty()
+            && self.wrap.is_none())
+    }
+
+    /// The operations for one call: the plan's, or a seeded rename + retype of the payload's own keys.
+    fn operations_for(&self, keys: &[String], call: &CallContext<'_>) -> SchemaDrift {
+        if self.has_operations() || keys.is_empty() {
+            return self.clone();
+        }
+        let pick = |salt: &str| {
+            keys[(call.roll_for(salt) * keys.len() as f64) as usize % keys.len()].clone()
+        };
+        let renamed = pick("rename");
+        let mut drift = SchemaDrift::default();
+        drift
+            .rename
+            .insert(renamed.clone(), format!("{renamed}_v2"));
+        let retyped = pick("retype");
+        if retyped != renamed {
+            drift.retype.insert(retyped, JsonType::String);
+        }
+        drift
+    }
+
+    fn apply(&self, object: &mut Map<String, Value>) {
+        for field in &self.drop_fields {
+            object.remove(field);
+        }
+        for (from, to) in &self.rename {
+            if let Some(value) = object.remove(from) {
+                object.insert(to.clone(), value);
+            }
+        }
+        for (field, json_type) in &self.retype {
+            if let Some(value) = object.get_mut(field) {
+                *value = retype(value.take(), *json_type);
+            }
+        }
+        for field in &self.nullify {
+            if let Some(value) = object.get_mut(field) {
+                *value = Value::Null;
+            }
+        }
+    }
+}
+
+fn retype(value: Value, json_type: JsonType) -> Value {
+    match json_type {
+        JsonType::String => match value {
+            Value::String(s) => Value::String(s),
+            other => Value::String(other.to_string()),
+        },
+        JsonType::Number => match &value {
+            Value::Number(_) => value,
+            Value::String(s) => s
+                .parse::<f64>()
+                .ok()
+                .and_then(serde_json::Number::from_f64)
+                .map_or(Value::from(0), Value::Number),
+            Value::Bool(b) => Value::from(u8::from(*b)),
+            _ => Value::from(0),
+        },
+        JsonType::Boolean => Value::Bool(match &value {
+            Value::Bool(b) => *b,
+            Value::Null => false,
+            Value::Number(n) => n.as_f64() != Some(0.0),
+            Value::String(s) => !s.is_empty(),
+            Value::Array(a) => !a.is_empty(),
+            Value::Object(o) => !o.is_empty(),
+        }),
+        JsonType::Null => Value::Null,
+        JsonType::Array => match value {
+            Value::Array(a) => Value::Array(a),
+            other => Value::Array(vec![other]),
+        },
+        JsonType::Object => match value {
+            Value::Object(o) => Value::Object(o),
+            other => serde_json::json!({ "value": other }),
+        },
+    }
+}
+
+impl Fault for SchemaDrift {
+    fn validate(&self) -> Result<(), String> {
+        if let Some((from, _)) = self.rename.iter().find(|(from, to)| from == to) {
+            return Err(format!("rename maps `{from}` to itself"));
+        }
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
+        if self.has_operations() {
+            format!(
+                "change the result: drop {:?}, rename {:?}, retype {:?}, nullify {:?}{}",
+                self.drop_fields,
+                self.rename,
+                self.retype,
+                self.nullify,
+                self.wrap
+                    .as_ref()
+                    .map(|w| format!(", wrap in `{w}`"))
+                    .unwrap_or_default()
+            )
+        } else {
+            "rename one result key and retype another (seeded)".into()
+        }
+    }
+
+    fn action(&self, _call: &CallContext<'_>) -> Action {
+        Action::Rewrite
+    }
+
+    fn rewrite(&self, response: &mut Value, call: &CallContext<'_>) {
+        let keys: Vec<String> = response
+            .pointer("/result/structuredContent")
+            .and_then(Value::as_object)
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default();
+        let drift = self.operations_for(&keys, call);
+        edit_payloads(response, |payload| {
+            // Without structuredContent, the seeded drift picks from the text payload's own keys.
+            let drift = if keys.is_empty() && !self.has_operations() {
+                let own: Vec<String> = payload
+                    .as_object()
+                    .map(|o| o.keys().cloned().collect())
+                    .unwrap_or_default();
+                self.operations_for(&own, call)
+            } else {
+                drift.clone()
+            };
+            if let Value::Object(object) = payload {
+                drift.apply(object);
+            }
+            if let Some(key) = &drift.wrap {
+                let inner = payload.take();
+                *payload = serde_json::json!({ key.clone(): inner });
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call() -> CallContext<'static> {
+        CallContext {
+            seed: 42,
+            fault_index: 0,
+            tool: "get_item",
+            ordinal: 1,
+            roll: 0.1,
+        }
+    }
+
+    #[test]
+    fn drops_renames_and_retypes_both_views() {
+        let drift = SchemaDrift {
+            drop_fields: vec!["price".into()],
+            rename: [("name".to_string(), "title".to_string())].into(),
+            retype: [("id".to_string(), JsonType::String)].into(),
+            ..Default::default()
+        };
+        let mut response = serde_json::json!({"jsonrpc":"2.0","id":1,"result":{
+            "content":[{"type":"text","text":"{\"id\":7,\"name\":\"a\",\"price\":3}"}],
+            "structuredContent":{"id":7,"name":"a","price":3}}});
+        drift.rewrite(&mut response, &call());
+        let expected = serde_json::json!({"id":"7","title":"a"});
+        assert_eq!(response["result"]["structuredContent"], expected);
+        let text: Value =
+            serde_json::from_str(response["result"]["content"][0]["text"].as_str().unwrap())
+                .unwrap();
+        assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn seeded_drift_changes_a_key() {
+        let mut response = serde_json::json!({"result":{"structuredContent":{"id":7,"name":"a"}}});
+        SchemaDrift::default().rewrite(&mut response, &call());
+        let keys: Vec<&String> = response["result"]["structuredContent"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect();
+        assert!(keys.iter().any(|k| k.ends_with("_v2")), "{response}");
+    }
+}

@@ -1,0 +1,103 @@
+//! `server_degradation`: episodes in which every tool of the trigger's `tools` fails together. An episode
+//! starts at a tick with probability `episode_rate` and lasts `episode_len` ticks. A tick is a call ordinal
+//! (`clock: calls`: each tool's n-th call shares tick n) or `tick_ms` of wall-clock time (`clock: ms`).
+
+use serde::{Deserialize, Serialize};
+
+use super::{Action, CallContext, Failure, Fault, check_probability};
+use crate::mcp_proxy::roll::call_roll;
+
+pub const DEFAULT_CODE: i64 = -32000;
+pub const DEFAULT_MESSAGE: &str = "injected error";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Clock {
+    #[default]
+    Calls,
+    Ms,
+}
+
+fn episode_rate() -> f64 {
+    0.08
+}
+
+fn twenty() -> u64 {
+    20
+}
+
+fn second() -> u64 {
+    1000
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerDegradation {
+    #[serde(default = "episode_rate")]
+    pub episode_rate: f64,
+    #[serde(default = "twenty")]
+    pub episode_len: u64,
+    #[serde(default)]
+    pub clock: Clock,
+    #[serde(default = "second")]
+    pub tick_ms: u64,
+    #[serde(flatten)]
+    pub failure: Failure,
+}
+
+impl ServerDegradation {
+    pub const KEYS: &[&str] = &[
+        "episode_rate",
+        "episode_len",
+        "clock",
+        "tick_ms",
+        "as",
+        "code",
+        "message",
+        "category",
+    ];
+
+    /// The tick of a call made `elapsed_ms` after start with this ordinal.
+    pub fn tick(&self, ordinal: u64, elapsed_ms: u64) -> u64 {
+        match self.clock {
+            Clock::Calls => ordinal,
+            Clock::Ms => elapsed_ms / self.tick_ms.max(1),
+        }
+    }
+
+    /// Whether `tick` falls in an episode; the same for every tool of the group.
+    pub fn degraded(&self, seed: u64, fault_index: usize, tick: u64) -> bool {
+        let first = tick.saturating_sub(self.episode_len.saturating_sub(1));
+        (first..=tick)
+            .any(|start| call_roll(seed, fault_index, "", start, "episode") < self.episode_rate)
+    }
+}
+
+impl Fault for ServerDegradation {
+    fn validate(&self) -> Result<(), String> {
+        check_probability("episode_rate", self.episode_rate)?;
+        if self.episode_len == 0 {
+            return Err("episode_len must be at least 1".into());
+        }
+        if self.tick_ms == 0 {
+            return Err("tick_ms must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "episodes of {} ticks ({:?}) where the tools fail together, starting at {:.1}% of ticks",
+            self.episode_len,
+            self.clock,
+            self.episode_rate * 100.0
+        )
+    }
+
+    fn action(&self, _call: &CallContext<'_>) -> Action {
+        Action::Reply {
+            after: std::time::Duration::ZERO,
+            reply: self.failure.reply(DEFAULT_CODE, DEFAULT_MESSAGE),
+            call_upstream: false,
+        }
+    }
+}

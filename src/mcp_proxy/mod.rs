@@ -1,0 +1,22 @@
+//! `fault mcp-proxy`: chaos for the MCP tool-call plane. A stdio MCP server that starts the real server as a
+//! child and relays newline-delimited JSON-RPC both ways, injecting the faults of a plan into chosen calls:
+//! latency, hangs, timeouts, errors, rate limits, malformed lines, dropped or refused connections, schema
+//! drift, truncation, registry drift. Decisions are seeded per (fault, tool, call ordinal), the client's
+//! cancellations end injected waits, and every call can be recorded as a JSON line.
+//!
+//! - [`relay`]: the stdio pump and the table of calls in flight;
+//! - [`plan`], [`trigger`]: the plan file (and the peer tools' formats) and when a fault applies;
+//! - [`faults`]: one file per fault, registered in one list;
+//! - [`decide`], [`roll`]: deterministic decisions; [`events`]: the events file.
+
+pub mod cli;
+pub mod decide;
+pub mod events;
+pub mod faults;
+pub mod jsonrpc;
+pub mod plan;
+pub mod relay;
+pub mod roll;
+pub mod trigger;
+
+pub use cli::{McpProxyArgs, run};

@@ -1,0 +1,916 @@
+//! The stdio relay: our stdin/stdout face the client, a child process is the real server. One core task owns
+//! every table (pending calls, decisions, the child); readers and writers talk to it through channels, and
+//! every injected wait is its own task, so the pump never sleeps and other calls keep flowing.
+//! Untouched lines are forwarded byte for byte; a line is parsed only to route it and, when a fault acts on
+//! it, to rewrite it.
+
+use std::{
+    collections::{HashMap, VecDeque},
+    io::{BufRead, Write},
+    process::Stdio,
+    time::{Duration, Instant},
+};
+
+use serde_json::Value;
+use tokio::{
+    io::{AsyncBufReadExt, AsyncWriteExt, BufReader},
+    process::{Child, Command},
+    sync::mpsc,
+};
+use tokio_util::sync::CancellationToken;
+
+use super::decide::{Decider, Decision};
+use super::events::{CallEvent, CancelRecord, EventLog, FiredFault};
+use super::faults::{Action, CallContext, DropTool, Fault, OnCap};
+use super::jsonrpc::{Envelope, Outcome, Reply, id_key};
+use super::plan::{Mode, Plan};
+use super::roll::fnv_hex;
+
+/// Calls remembered at most; beyond it the oldest is forgotten (and logged as `pending`).
+const MAX_PENDING: usize = 65_536;
+/// Ids whose late real answer must be swallowed (the client already got a synthesised one).
+const MAX_SWALLOW: usize = 4_096;
+/// How long the server gets to exit after the client closed, before it is killed.
+const EXIT_GRACE: Duration = Duration::from_millis(500);
+const REINIT_ID: &str = "fault-mcp-proxy-reinit";
+
+#[derive(Debug, thiserror::Error)]
+pub enum RelayError {
+    #[error("no server command: give it after `--` (e.g. `fault mcp-proxy -- python server.py`)")]
+    NoCommand,
+    #[error("cannot start the server `{command}`: {source}")]
+    Spawn {
+        command: String,
+        source: std::io::Error,
+    },
+    #[error("cannot create --events {path}: {source}")]
+    Events {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Plan(String),
+}
+
+pub struct RelayOptions {
+    pub plan: Plan,
+    pub command: Vec<String>,
+    pub events: Option<std::path::PathBuf>,
+}
+
+enum CoreMsg {
+    Client(Vec<u8>),
+    ClientEof,
+    Server { generation: u64, line: Vec<u8> },
+    ServerEof { generation: u64 },
+    WaitEnded { key: String, wait: u64 },
+    Crash { restart_after: Option<Duration> },
+    Restart,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum WaitKind {
+    /// A held request: forward it.
+    Request,
+    /// A held response: deliver it.
+    Response,
+    /// A synthesised reply due: send it.
+    Reply,
+    /// A hang's cap.
+    Hang(OnCap),
+}
+
+struct Wait {
+    id: u64,
+    kind: WaitKind,
+    token: CancellationToken,
+}
+
+#[derive(Debug, Clone)]
+enum ResponsePlan {
+    Pass,
+    Delay(Duration),
+    Rewrite(usize),
+    Swallow,
+    Replace(Reply),
+    FilterList,
+}
+
+struct Pending {
+    id: Value,
+    method: String,
+    tool: String,
+    args_hash: Option<String>,
+    time: String,
+    started: Instant,
+    decision: Decision,
+    plan: ResponsePlan,
+    wait: Option<Wait>,
+    held: Option<Vec<u8>>,
+    forwarded: bool,
+    forwarded_at: Option<Instant>,
+    upstream: Option<Outcome>,
+    /// How long the server took, from forwarding to its answer.
+    upstream_time: Option<Duration>,
+    cancelled_at: Option<Instant>,
+    /// The cancellation ended a delay or hang the proxy had injected.
+    cancel_ended_wait: bool,
+}
+
+enum UpstreamState {
+    Up,
+    /// Restarted: the client's `initialize` was replayed; lines wait for its answer.
+    Reinitializing(Vec<Vec<u8>>),
+    Down,
+}
+
+/// What ends the relay.
+enum Exit {
+    Continue,
+    Stop,
+}
+
+struct Core {
+    command: Vec<String>,
+    mode: Mode,
+    decider: Decider,
+    events: Option<EventLog>,
+    pending: HashMap<String, Pending>,
+    order: VecDeque<String>,
+    swallow: VecDeque<String>,
+    child: Option<Child>,
+    generation: u64,
+    upstream: UpstreamState,
+    to_server: Option<mpsc::UnboundedSender<Vec<u8>>>,
+    to_client: mpsc::UnboundedSender<Vec<u8>>,
+    core_tx: mpsc::Sender<CoreMsg>,
+    initialize: Option<Vec<u8>>,
+    initialized: Option<Vec<u8>>,
+    next_wait: u64,
+    /// No faults and no events: forward without parsing.
+    transparent: bool,
+    client_closed_at: Option<Instant>,
+}
+
+/// Runs the relay until either side closes. Returns once the child has been ended.
+pub async fn run(options: RelayOptions) -> Result<(), RelayError> {
+    if options.command.is_empty() {
+        return Err(RelayError::NoCommand);
+    }
+    let decider = Decider::new(&options.plan).map_err(RelayError::Plan)?;
+    let events = match &options.events {
+        Some(path) => Some(EventLog::create(path).map_err(|source| RelayError::Events {
+            path: path.display().to_string(),
+            source,
+        })?),
+        None => None,
+    };
+    let (core_tx, mut core_rx) = mpsc::channel::<CoreMsg>(1024);
+    let (to_client, client_rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    let client_writer = spawn_client_writer(client_rx);
+    spawn_client_reader(core_tx.clone());
+
+    let transparent = decider.is_empty() && events.is_none();
+    let mut core = Core {
+        command: options.command,
+        mode: options.plan.mode,
+        decider,
+        events,
+        pending: HashMap::new(),
+        order: VecDeque::new(),
+        swallow: VecDeque::new(),
+        child: None,
+        generation: 0,
+        upstream: UpstreamState::Down,
+        to_server: None,
+        to_client,
+        core_tx,
+        initialize: None,
+        initialized: None,
+        next_wait: 0,
+        transparent,
+        client_closed_at: None,
+    };
+    core.start_child()?;
+    core.upstream = UpstreamState::Up;
+
+    loop {
+        let grace = core.client_closed_at.map(|at| at + EXIT_GRACE);
+        let msg = tokio::select! {
+            msg = core_rx.recv() => msg,
+            () = sleep_until(grace) => None,
+        };
+        let Some(msg) = msg else { break };
+        if let Exit::Stop = core.handle(msg).await {
+            break;
+        }
+    }
+    core.shutdown().await;
+    drop(core);
+    // The writer thread flushes what is queued, then our stdout is left to the process's exit.
+    let _ = tokio::task::spawn_blocking(move || client_writer.join()).await;
+    Ok(())
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Our stdin, read on its own thread (tokio's stdin goes through the blocking pool on every read).
+fn spawn_client_reader(core_tx: mpsc::Sender<CoreMsg>) {
+    std::thread::spawn(move || {
+        let stdin = std::io::stdin();
+        let mut input = stdin.lock();
+        loop {
+            let mut line = Vec::new();
+            match input.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    if core_tx.blocking_send(CoreMsg::Client(line)).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+        let _ = core_tx.blocking_send(CoreMsg::ClientEof);
+    });
+}
+
+/// Our stdout, written on its own thread, flushed whenever the queue is empty.
+fn spawn_client_writer(mut lines: mpsc::UnboundedReceiver<Vec<u8>>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let stdout = std::io::stdout();
+        let mut out = std::io::BufWriter::new(stdout.lock());
+        while let Some(line) = lines.blocking_recv() {
+            if out.write_all(&line).is_err() {
+                return;
+            }
+            while let Ok(line) = lines.try_recv() {
+                if out.write_all(&line).is_err() {
+                    return;
+                }
+            }
+            if out.flush().is_err() {
+                return;
+            }
+        }
+        let _ = out.flush();
+    })
+}
+
+impl Core {
+    fn start_child(&mut self) -> Result<(), RelayError> {
+        let mut command = Command::new(&self.command[0]);
+        command
+            .args(&self.command[1..])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true);
+        let mut child = command.spawn().map_err(|source| RelayError::Spawn {
+            command: self.command.join(" "),
+            source,
+        })?;
+        self.generation += 1;
+        let generation = self.generation;
+        if let Some(stdout) = child.stdout.take() {
+            let core_tx = self.core_tx.clone();
+            tokio::spawn(async move {
+                let mut reader = BufReader::with_capacity(64 * 1024, stdout);
+                loop {
+                    let mut line = Vec::new();
+                    match reader.read_until(b'\n', &mut line).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {
+                            if core_tx
+                                .send(CoreMsg::Server { generation, line })
+                                .await
+                                .is_err()
+                            {
+                                return;
+                            }
+                        }
+                    }
+                }
+                let _ = core_tx.send(CoreMsg::ServerEof { generation }).await;
+            });
+        }
+        if let Some(mut stdin) = child.stdin.take() {
+            let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
+            tokio::spawn(async move {
+                while let Some(line) = rx.recv().await {
+                    if stdin.write_all(&line).await.is_err() {
+                        break;
+                    }
+                }
+            });
+            self.to_server = Some(tx);
+        }
+        self.child = Some(child);
+        Ok(())
+    }
+
+    async fn kill_child(&mut self) {
+        self.to_server = None;
+        if let Some(mut child) = self.child.take() {
+            // By its pid, never by name.
+            let _ = child.start_kill();
+            let _ = child.wait().await;
+        }
+    }
+
+    async fn shutdown(&mut self) {
+        self.to_server = None;
+        if let Some(child) = self.child.as_mut() {
+            let exited = tokio::time::timeout(EXIT_GRACE, child.wait()).await;
+            if exited.is_err() {
+                self.kill_child().await;
+            }
+        }
+        self.child = None;
+        let keys: Vec<String> = self.pending.keys().cloned().collect();
+        for key in keys {
+            if let Some(mut p) = self.pending.remove(&key) {
+                if let Some(wait) = p.wait.take() {
+                    wait.token.cancel();
+                }
+                self.log_event(&p, Outcome::Pending);
+            }
+        }
+    }
+
+    fn send_client(&self, line: Vec<u8>) {
+        let _ = self.to_client.send(line);
+    }
+
+    fn send_server(&mut self, line: Vec<u8>) {
+        match &mut self.upstream {
+            UpstreamState::Up => {
+                if let Some(tx) = &self.to_server {
+                    let _ = tx.send(line);
+                }
+            }
+            UpstreamState::Reinitializing(queue) => queue.push(line),
+            UpstreamState::Down => {}
+        }
+    }
+
+    async fn handle(&mut self, msg: CoreMsg) -> Exit {
+        match msg {
+            CoreMsg::Client(line) => return self.on_client(line),
+            CoreMsg::ClientEof => {
+                // Close the server's stdin; it gets a grace period to exit, then is killed.
+                self.to_server = None;
+                self.client_closed_at = Some(Instant::now());
+            }
+            CoreMsg::Server { generation, line } if generation == self.generation => {
+                self.on_server(line)
+            }
+            CoreMsg::Server { .. } => {}
+            CoreMsg::ServerEof { generation } if generation == self.generation => {
+                if !matches!(self.upstream, UpstreamState::Down) {
+                    return Exit::Stop;
+                }
+            }
+            CoreMsg::ServerEof { .. } => {}
+            CoreMsg::WaitEnded { key, wait } => return self.on_wait_ended(&key, wait),
+            CoreMsg::Crash { restart_after } => return self.crash(restart_after).await,
+            CoreMsg::Restart => self.restart(),
+        }
+        Exit::Continue
+    }
+
+    fn on_client(&mut self, line: Vec<u8>) -> Exit {
+        if self.transparent {
+            self.send_server(line);
+            return Exit::Continue;
+        }
+        let Some(envelope) = Envelope::parse(&line) else {
+            self.send_server(line);
+            return Exit::Continue;
+        };
+        if envelope.is_request() {
+            return self.on_request(line, envelope);
+        }
+        match envelope.method.as_deref() {
+            Some("notifications/cancelled") => self.on_cancel(&envelope),
+            Some("notifications/initialized") => self.initialized = Some(line.clone()),
+            _ => {}
+        }
+        self.send_server(line);
+        Exit::Continue
+    }
+
+    fn on_request(&mut self, line: Vec<u8>, envelope: Envelope) -> Exit {
+        let method = envelope.method.clone().unwrap_or_default();
+        let id = envelope.id.clone().unwrap_or(Value::Null);
+        if method == "initialize" {
+            self.initialize = Some(line.clone());
+        }
+        if method != "tools/call" && !self.decider.watches_method(&method) {
+            self.send_server(line);
+            return Exit::Continue;
+        }
+        let tool = envelope.target();
+        let arguments = envelope.params.as_ref().and_then(|p| p.get("arguments"));
+        let args_hash = arguments.map(|a| fnv_hex(a.to_string().as_bytes()));
+        let call_id = arguments
+            .and_then(|a| a.get("call_id"))
+            .map(|c| c.as_str().map_or_else(|| c.to_string(), str::to_owned));
+        let decision = self.decider.decide(&method, &tool, call_id.as_deref());
+        if decision.notify_list_changed {
+            self.send_client(
+                b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n".to_vec(),
+            );
+        }
+        let key = id_key(&id);
+        let fired = decision.fired;
+        let mut pending = Pending {
+            id,
+            method: method.clone(),
+            tool,
+            args_hash,
+            time: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+            started: Instant::now(),
+            decision,
+            plan: if method == "tools/list" && self.decider.has_drop_tool() {
+                ResponsePlan::FilterList
+            } else {
+                ResponsePlan::Pass
+            },
+            wait: None,
+            held: None,
+            forwarded: false,
+            forwarded_at: None,
+            upstream: None,
+            upstream_time: None,
+            cancelled_at: None,
+            cancel_ended_wait: false,
+        };
+        if matches!(self.upstream, UpstreamState::Down) {
+            let reply = connection_closed();
+            self.send_client(reply.line(&pending.id));
+            self.log_event(&pending, reply_outcome(&reply));
+            return Exit::Continue;
+        }
+        let Some(index) = fired else {
+            pending.forwarded = true;
+            pending.forwarded_at = Some(Instant::now());
+            self.send_server(line);
+            self.remember(key, pending);
+            return Exit::Continue;
+        };
+        let action = {
+            let Some(fault) = self.decider.fault(index) else {
+                return Exit::Continue;
+            };
+            fault
+                .spec
+                .action(&call_context(&self.decider, &pending, index))
+        };
+        match action {
+            Action::DelayRequest(delay) => {
+                pending.held = Some(line);
+                pending.wait = Some(self.start_wait(&key, WaitKind::Request, delay));
+            }
+            Action::DelayResponse(delay) => {
+                pending.forwarded = true;
+                pending.forwarded_at = Some(Instant::now());
+                pending.plan = ResponsePlan::Delay(delay);
+                self.send_server(line);
+            }
+            Action::Reply {
+                after,
+                reply,
+                call_upstream,
+            } => {
+                if call_upstream {
+                    pending.forwarded = true;
+                    pending.forwarded_at = Some(Instant::now());
+                    self.send_server(line);
+                    pending.plan = ResponsePlan::Replace(reply);
+                } else if after.is_zero() {
+                    self.send_client(reply.line(&pending.id));
+                    self.log_event(&pending, reply_outcome(&reply));
+                    return Exit::Continue;
+                } else {
+                    pending.plan = ResponsePlan::Replace(reply);
+                    pending.wait = Some(self.start_wait(&key, WaitKind::Reply, after));
+                }
+            }
+            Action::Hang {
+                forward,
+                max_hold,
+                on_cap,
+            } => {
+                if forward {
+                    pending.forwarded = true;
+                    pending.forwarded_at = Some(Instant::now());
+                    self.send_server(line);
+                }
+                pending.plan = ResponsePlan::Swallow;
+                pending.wait = Some(self.start_wait(&key, WaitKind::Hang(on_cap), max_hold));
+            }
+            Action::Rewrite => {
+                pending.forwarded = true;
+                pending.forwarded_at = Some(Instant::now());
+                pending.plan = ResponsePlan::Rewrite(index);
+                self.send_server(line);
+            }
+            Action::CrashServer {
+                after,
+                restart_after,
+            } => {
+                pending.forwarded = true;
+                pending.forwarded_at = Some(Instant::now());
+                self.send_server(line);
+                let core_tx = self.core_tx.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(after).await;
+                    let _ = core_tx.send(CoreMsg::Crash { restart_after }).await;
+                });
+            }
+            Action::CloseClient => {
+                self.log_event(&pending, Outcome::None);
+                return Exit::Stop;
+            }
+        }
+        self.remember(key, pending);
+        Exit::Continue
+    }
+
+    fn remember(&mut self, key: String, pending: Pending) {
+        if self.pending.len() >= MAX_PENDING {
+            while let Some(old) = self.order.pop_front() {
+                if let Some(mut p) = self.pending.remove(&old) {
+                    tracing::warn!("mcp-proxy: forgetting call {old} after {MAX_PENDING} pending");
+                    if let Some(wait) = p.wait.take() {
+                        wait.token.cancel();
+                    }
+                    self.log_event(&p, Outcome::Pending);
+                    break;
+                }
+            }
+        }
+        if self.order.len() > MAX_PENDING * 2 {
+            let pending = &self.pending;
+            self.order.retain(|k| pending.contains_key(k));
+        }
+        self.order.push_back(key.clone());
+        self.pending.insert(key, pending);
+    }
+
+    fn start_wait(&mut self, key: &str, kind: WaitKind, delay: Duration) -> Wait {
+        self.next_wait += 1;
+        let id = self.next_wait;
+        let token = CancellationToken::new();
+        let cancelled = token.clone();
+        let core_tx = self.core_tx.clone();
+        let key = key.to_owned();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = tokio::time::sleep(delay) => {
+                    let _ = core_tx.send(CoreMsg::WaitEnded { key, wait: id }).await;
+                }
+                () = cancelled.cancelled() => {}
+            }
+        });
+        Wait { id, kind, token }
+    }
+
+    fn on_cancel(&mut self, envelope: &Envelope) {
+        let Some(request_id) = envelope.params.as_ref().and_then(|p| p.get("requestId")) else {
+            return;
+        };
+        let key = id_key(request_id);
+        let Some(mut p) = self.pending.remove(&key) else {
+            return;
+        };
+        let now = Instant::now();
+        p.cancelled_at = Some(now);
+        if let Some(wait) = p.wait.take() {
+            wait.token.cancel();
+            p.cancel_ended_wait = true;
+        }
+        self.finish(key, p, Outcome::None);
+    }
+
+    fn on_wait_ended(&mut self, key: &str, wait: u64) -> Exit {
+        let Some(mut p) = self.pending.remove(key) else {
+            return Exit::Continue;
+        };
+        let Some(w) = p.wait.take_if(|w| w.id == wait) else {
+            self.pending.insert(key.to_owned(), p);
+            return Exit::Continue;
+        };
+        match w.kind {
+            WaitKind::Request => {
+                if let Some(line) = p.held.take() {
+                    p.forwarded = true;
+                    p.forwarded_at = Some(Instant::now());
+                    self.send_server(line);
+                }
+                self.pending.insert(key.to_owned(), p);
+            }
+            WaitKind::Response => {
+                let line = p.held.take().unwrap_or_default();
+                let outcome = Outcome::of_line(&line);
+                self.send_client(line);
+                self.finish(key.to_owned(), p, outcome);
+            }
+            WaitKind::Reply => {
+                if let ResponsePlan::Replace(reply) = p.plan.clone() {
+                    self.send_client(reply.line(&p.id));
+                    self.finish(key.to_owned(), p, reply_outcome(&reply));
+                }
+            }
+            WaitKind::Hang(on_cap) => match on_cap {
+                OnCap::Drop => self.finish(key.to_owned(), p, Outcome::None),
+                OnCap::Error => {
+                    let reply = Reply::Error {
+                        code: -32001,
+                        message: "Request timed out".into(),
+                        data: None,
+                    };
+                    self.send_client(reply.line(&p.id));
+                    self.finish(key.to_owned(), p, reply_outcome(&reply));
+                }
+                OnCap::Close => {
+                    self.finish(key.to_owned(), p, Outcome::None);
+                    return Exit::Stop;
+                }
+            },
+        }
+        Exit::Continue
+    }
+
+    fn on_server(&mut self, line: Vec<u8>) {
+        if let UpstreamState::Reinitializing(_) = self.upstream
+            && Envelope::parse(&line)
+                .and_then(|e| e.id)
+                .is_some_and(|id| id.as_str().is_some_and(|s| s.starts_with(REINIT_ID)))
+        {
+            let UpstreamState::Reinitializing(queue) =
+                std::mem::replace(&mut self.upstream, UpstreamState::Up)
+            else {
+                return;
+            };
+            if let Some(initialized) = self.initialized.clone() {
+                self.send_server(initialized);
+            }
+            for queued in queue {
+                self.send_server(queued);
+            }
+            return;
+        }
+        if self.transparent || (self.pending.is_empty() && self.swallow.is_empty()) {
+            self.send_client(line);
+            return;
+        }
+        let Some(envelope) = Envelope::parse(&line).filter(Envelope::is_response) else {
+            self.send_client(line);
+            return;
+        };
+        let key = envelope.id.as_ref().map(id_key).unwrap_or_default();
+        let Some(mut p) = self.pending.remove(&key) else {
+            if let Some(at) = self.swallow.iter().position(|k| *k == key) {
+                self.swallow.remove(at);
+            } else {
+                self.send_client(line);
+            }
+            return;
+        };
+        let upstream = envelope.outcome();
+        p.upstream = Some(upstream.clone());
+        p.upstream_time = p.forwarded_at.map(|at| at.elapsed());
+        match p.plan.clone() {
+            ResponsePlan::Pass => {
+                self.send_client(line);
+                self.finish(key, p, upstream);
+            }
+            ResponsePlan::Delay(delay) => {
+                p.held = Some(line);
+                p.wait = Some(self.start_wait(&key, WaitKind::Response, delay));
+                self.pending.insert(key, p);
+            }
+            ResponsePlan::Rewrite(index) => {
+                let rewritten = self.decider.fault(index).map(|fault| {
+                    fault
+                        .spec
+                        .rewrite_line(&line, &call_context(&self.decider, &p, index))
+                });
+                let out = match rewritten {
+                    Some(Ok(out)) => out,
+                    Some(Err(e)) => self.internal_error(&p, &line, &e),
+                    None => line,
+                };
+                let outcome = Outcome::of_line(&out);
+                self.send_client(out);
+                self.finish(key, p, outcome);
+            }
+            ResponsePlan::FilterList => {
+                let out = match serde_json::from_slice::<Value>(&line) {
+                    Ok(mut value) => {
+                        DropTool::filter_list(&mut value, |tool| self.decider.dropped(tool));
+                        let mut out = value.to_string().into_bytes();
+                        out.push(b'\n');
+                        out
+                    }
+                    Err(e) => self.internal_error(&p, &line, &e.to_string()),
+                };
+                self.send_client(out);
+                self.finish(key, p, upstream);
+            }
+            ResponsePlan::Swallow => {
+                self.pending.insert(key, p);
+            }
+            ResponsePlan::Replace(reply) => {
+                if p.wait.is_some() {
+                    self.pending.insert(key, p);
+                } else {
+                    self.send_client(reply.line(&p.id));
+                    self.finish(key, p, reply_outcome(&reply));
+                }
+            }
+        }
+    }
+
+    /// A fault could not be applied: pass the original (fail-safe) or answer an error (strict).
+    fn internal_error(&self, p: &Pending, line: &[u8], error: &str) -> Vec<u8> {
+        tracing::warn!(
+            "mcp-proxy: cannot apply the fault to {} `{}`: {error}",
+            p.method,
+            p.tool
+        );
+        match self.mode {
+            Mode::FailSafe => line.to_vec(),
+            Mode::Strict => Reply::Error {
+                code: -32603,
+                message: format!("fault mcp-proxy: cannot apply the fault: {error}"),
+                data: None,
+            }
+            .line(&p.id),
+        }
+    }
+
+    /// The client got its answer (or none, for good): write the event, remember to swallow a late real one.
+    fn finish(&mut self, key: String, p: Pending, client: Outcome) {
+        let swallow_late = p.forwarded
+            && p.upstream.is_none()
+            && !matches!(p.plan, ResponsePlan::Pass | ResponsePlan::FilterList);
+        if swallow_late {
+            if self.swallow.len() >= MAX_SWALLOW {
+                self.swallow.pop_front();
+            }
+            self.swallow.push_back(key);
+        }
+        self.log_event(&p, client);
+    }
+
+    async fn crash(&mut self, restart_after: Option<Duration>) -> Exit {
+        tracing::info!("mcp-proxy: connection_drop: killing the server");
+        self.upstream = UpstreamState::Down;
+        self.kill_child().await;
+        let Some(restart_after) = restart_after else {
+            return Exit::Stop;
+        };
+        // Calls in flight on the killed server fail as a client SDK reports a closed connection.
+        let keys: Vec<String> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| p.forwarded && p.upstream.is_none())
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in keys {
+            if let Some(mut p) = self.pending.remove(&key) {
+                if let Some(wait) = p.wait.take() {
+                    wait.token.cancel();
+                }
+                p.upstream = Some(Outcome::Pending);
+                let reply = connection_closed();
+                self.send_client(reply.line(&p.id));
+                self.finish(key, p, reply_outcome(&reply));
+            }
+        }
+        let core_tx = self.core_tx.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(restart_after).await;
+            let _ = core_tx.send(CoreMsg::Restart).await;
+        });
+        Exit::Continue
+    }
+
+    fn restart(&mut self) {
+        if let Err(e) = self.start_child() {
+            tracing::error!("mcp-proxy: cannot restart the server: {e}");
+            return;
+        }
+        tracing::info!("mcp-proxy: server restarted");
+        let replay = self.initialize.as_ref().and_then(|line| {
+            let mut value: Value = serde_json::from_slice(line).ok()?;
+            value["id"] = Value::String(format!("{REINIT_ID}-{}", self.generation));
+            let mut out = value.to_string().into_bytes();
+            out.push(b'\n');
+            Some(out)
+        });
+        match replay {
+            Some(line) => {
+                self.upstream = UpstreamState::Up;
+                self.send_server(line);
+                self.upstream = UpstreamState::Reinitializing(Vec::new());
+            }
+            None => self.upstream = UpstreamState::Up,
+        }
+    }
+
+    fn log_event(&mut self, p: &Pending, client: Outcome) {
+        let Some(events) = self.events.as_mut() else {
+            return;
+        };
+        let now = Instant::now();
+        let fault = p.decision.fired.and_then(|index| {
+            let planned = self.decider.fault(index)?;
+            let roll = p
+                .decision
+                .records
+                .iter()
+                .find(|r| r.fault == index)
+                .map_or(0.0, |r| r.roll);
+            Some(FiredFault {
+                index,
+                fault_type: planned.spec.type_name(),
+                name: planned.name.clone(),
+                roll,
+                roll_key: p.decision.roll_key.clone(),
+                action: planned.spec.describe(),
+            })
+        });
+        let upstream = match (&p.upstream, p.forwarded) {
+            (Some(outcome), _) => outcome.clone(),
+            (None, true) => Outcome::Pending,
+            (None, false) => Outcome::None,
+        };
+        let cancel = p.cancelled_at.map(|at| CancelRecord {
+            after_ms: millis(at - p.started),
+            ended_injected_wait: p.cancel_ended_wait,
+            released_ms: millis(now.saturating_duration_since(at)),
+        });
+        events.write(&CallEvent {
+            time: p.time.clone(),
+            id: p.id.clone(),
+            method: p.method.clone(),
+            tool: p.tool.clone(),
+            ordinal: p.decision.ordinal,
+            args_hash: p.args_hash.clone(),
+            seed: self.decider.seed(),
+            decisions: p.decision.records.clone(),
+            fault,
+            upstream,
+            client,
+            latency_ms: millis(now - p.started),
+            upstream_ms: p.upstream_time.map(millis),
+            cancel,
+        });
+    }
+}
+
+fn millis(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1_000_000.0).round() / 1000.0
+}
+
+fn connection_closed() -> Reply {
+    Reply::Error {
+        code: -32000,
+        message: "Connection closed".into(),
+        data: None,
+    }
+}
+
+fn reply_outcome(reply: &Reply) -> Outcome {
+    match reply {
+        Reply::Error { code, message, .. } => Outcome::Error {
+            code: *code,
+            message: message.clone(),
+        },
+        Reply::ToolError { .. } => Outcome::ToolError,
+        Reply::Result(_) => Outcome::Result,
+    }
+}
+
+fn call_context<'a>(decider: &Decider, p: &'a Pending, index: usize) -> CallContext<'a> {
+    CallContext {
+        seed: decider.seed(),
+        fault_index: index,
+        tool: &p.tool,
+        ordinal: p.decision.ordinal,
+        roll: p
+            .decision
+            .records
+            .iter()
+            .find(|r| r.fault == index)
+            .map_or(0.0, |r| r.roll),
+    }
+}

@@ -1,0 +1,167 @@
+//! When a fault applies: the trigger fields every fault takes.
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::{Deserialize, Serialize};
+
+fn tools_call() -> Vec<String> {
+    vec!["tools/call".into()]
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn is_tools_call(methods: &[String]) -> bool {
+    methods == tools_call().as_slice()
+}
+
+fn is_one(p: &f64) -> bool {
+    *p == 1.0
+}
+
+/// A time window relative to the proxy's start.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Window {
+    #[serde(default)]
+    pub start_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Trigger {
+    /// Tool names or globs (`search_*`); empty matches every tool.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
+    /// JSON-RPC methods or globs; `tools/call` by default.
+    #[serde(default = "tools_call", skip_serializing_if = "is_tools_call")]
+    pub methods: Vec<String>,
+    /// Share of eligible calls the fault fires on, decided by the call's keyed roll.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub probability: f64,
+    /// Only the first N calls of each tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_n: Option<u64>,
+    /// Only after N calls of each tool have passed (from call N+1 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_calls: Option<u64>,
+    /// Only the N-th call of each tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_call: Option<u64>,
+    /// At most N injections in all (counted in arrival order).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_injections: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<Window>,
+}
+
+impl Default for Trigger {
+    fn default() -> Self {
+        Self {
+            tools: Vec::new(),
+            methods: tools_call(),
+            probability: 1.0,
+            first_n: None,
+            after_calls: None,
+            on_call: None,
+            max_injections: None,
+            window: None,
+        }
+    }
+}
+
+pub const TRIGGER_KEYS: &[&str] = &[
+    "tools",
+    "methods",
+    "probability",
+    "first_n",
+    "after_calls",
+    "on_call",
+    "max_injections",
+    "window",
+];
+
+impl Trigger {
+    pub fn validate(&self) -> Result<(), String> {
+        crate::mcp_proxy::faults::check_probability("probability", self.probability)?;
+        if self.methods.is_empty() {
+            return Err("methods must name at least one method".into());
+        }
+        Ok(())
+    }
+
+    /// The trigger with its globs compiled.
+    pub fn compile(&self) -> Result<Matcher, String> {
+        let set = |field: &str, patterns: &[String]| -> Result<Option<GlobSet>, String> {
+            if patterns.is_empty() {
+                return Ok(None);
+            }
+            let mut builder = GlobSetBuilder::new();
+            for pattern in patterns {
+                builder.add(
+                    Glob::new(pattern)
+                        .map_err(|e| format!("{field}: bad pattern `{pattern}`: {e}"))?,
+                );
+            }
+            builder
+                .build()
+                .map(Some)
+                .map_err(|e| format!("{field}: {e}"))
+        };
+        Ok(Matcher {
+            tools: set("tools", &self.tools)?,
+            methods: set("methods", &self.methods)?,
+        })
+    }
+
+    /// Whether a call (`ordinal`-th of its tool, `elapsed_ms` after start) is eligible, before the roll.
+    pub fn eligible(&self, ordinal: u64, elapsed_ms: u64, injected: u64) -> bool {
+        self.first_n.is_none_or(|n| ordinal <= n)
+            && self.after_calls.is_none_or(|n| ordinal > n)
+            && self.on_call.is_none_or(|n| ordinal == n)
+            && self.max_injections.is_none_or(|n| injected < n)
+            && self.window.as_ref().is_none_or(|w| {
+                elapsed_ms >= w.start_ms
+                    && w.duration_ms
+                        .is_none_or(|d| elapsed_ms < w.start_ms.saturating_add(d))
+            })
+    }
+}
+
+/// The compiled name patterns of a trigger.
+#[derive(Debug, Clone)]
+pub struct Matcher {
+    tools: Option<GlobSet>,
+    methods: Option<GlobSet>,
+}
+
+impl Matcher {
+    pub fn matches_method(&self, method: &str) -> bool {
+        self.methods.as_ref().is_none_or(|m| m.is_match(method))
+    }
+
+    pub fn matches_tool(&self, tool: &str) -> bool {
+        self.tools.as_ref().is_none_or(|t| t.is_match(tool))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_and_counts() {
+        let trigger = Trigger {
+            tools: vec!["search_*".into(), "echo".into()],
+            after_calls: Some(2),
+            ..Default::default()
+        };
+        let matcher = trigger.compile().unwrap();
+        assert!(matcher.matches_tool("search_docs") && matcher.matches_tool("echo"));
+        assert!(!matcher.matches_tool("get_item"));
+        assert!(matcher.matches_method("tools/call") && !matcher.matches_method("tools/list"));
+        assert!(!trigger.eligible(2, 0, 0) && trigger.eligible(3, 0, 0));
+    }
+}

@@ -1,0 +1,282 @@
+//! `fault mcp-proxy` on the wire, read line by line: untouched messages byte for byte, malformed lines,
+//! `notifications/tools/list_changed`, the plan errors and the peer plan formats of `examples/mcp-chaos`.
+
+use std::{process::Stdio, time::Duration};
+
+use serde_json::{Value, json};
+use tokio::{
+    io::{AsyncBufReadExt, AsyncWriteExt, BufReader},
+    process::{Child, ChildStdin, ChildStdout, Command},
+};
+
+use crate::common;
+
+/// A client that writes and reads raw lines.
+struct Raw {
+    _child: Child,
+    stdin: ChildStdin,
+    out: BufReader<ChildStdout>,
+}
+
+impl Raw {
+    fn start(args: &[&str]) -> Raw {
+        let mut child = Command::new(common::fault_bin())
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        Raw {
+            stdin: child.stdin.take().unwrap(),
+            out: BufReader::new(child.stdout.take().unwrap()),
+            _child: child,
+        }
+    }
+
+    /// `fault mcp-proxy [proxy_args] -- fault mcp-test-server`, initialised.
+    async fn test_server(proxy_args: &[&str]) -> Raw {
+        let mut args = vec!["mcp-proxy"];
+        args.extend_from_slice(proxy_args);
+        args.extend(["--", common::fault_bin(), "mcp-test-server"]);
+        let mut raw = Raw::start(&args);
+        raw.send(br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#).await;
+        let answer: Value = serde_json::from_slice(&raw.line().await).unwrap();
+        assert!(answer["result"]["serverInfo"].is_object(), "{answer}");
+        raw.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+            .await;
+        raw
+    }
+
+    async fn send(&mut self, line: &[u8]) {
+        self.stdin.write_all(line).await.unwrap();
+        self.stdin.write_all(b"\n").await.unwrap();
+    }
+
+    async fn line(&mut self) -> Vec<u8> {
+        let mut line = Vec::new();
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            self.out.read_until(b'\n', &mut line),
+        )
+        .await
+        .expect("a line within 10 s")
+        .unwrap();
+        line
+    }
+
+    async fn call(&mut self, id: u64, tool: &str, arguments: Value) -> Vec<u8> {
+        let request = json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":arguments}});
+        self.send(request.to_string().as_bytes()).await;
+        self.line().await
+    }
+}
+
+fn python() -> Option<&'static str> {
+    std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|_| "python3")
+}
+
+fn fixture(name: &str) -> String {
+    format!(
+        "{}/tests/fixtures/mcp_proxy/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+#[tokio::test]
+async fn untouched_messages_pass_byte_for_byte_both_ways() {
+    let Some(python) = python() else {
+        crate::optional::skip(
+            "untouched_messages_pass_byte_for_byte_both_ways",
+            "python3 is not on PATH (apt-get install python3)",
+        );
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.yaml");
+    std::fs::write(&plan, "faults:\n  - type: error\n    tools: [other]\n").unwrap();
+    let events = dir.path().join("events.jsonl");
+    let server = fixture("fixed_lines_server.py");
+    let with_plan = [
+        "mcp-proxy",
+        "--plan",
+        plan.to_str().unwrap(),
+        "--events",
+        events.to_str().unwrap(),
+        "--",
+        python,
+        &server,
+    ];
+    let bare = ["mcp-proxy", "--", python, &server];
+    let mut sessions = Vec::new();
+    for args in [&bare[..], &with_plan[..]] {
+        let mut raw = Raw::start(args);
+        // Client → server → client: the fake server echoes what it got.
+        let odd = "{\"method\" : \"notifications/message\",  \"params\":{\"text\":\"h\u{e9}llo \u{4e16}\u{754c} \u{1F600}\", \"b\":1,\"a\":2}, \"jsonrpc\":\"2.0\"}";
+        raw.send(odd.as_bytes()).await;
+        assert_eq!(
+            String::from_utf8(raw.line().await).unwrap(),
+            format!("{odd}\n")
+        );
+        let request = "{\"jsonrpc\":\"2.0\", \"id\":\"\u{e9}-1\",\"method\":\"ping\" }";
+        raw.send(request.as_bytes()).await;
+        assert_eq!(
+            String::from_utf8(raw.line().await).unwrap(),
+            format!("{request}\n")
+        );
+        // A tracked tools/call: its response passes untouched too.
+        raw.send(br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"z":1,"a":"x"}}}"#).await;
+        let response = raw.line().await;
+        assert_eq!(
+            response,
+            "{\"result\" :{\"z\": \"\u{e9}t\u{e9} \u{6f22}\u{5b57}\",  \"a\":[1, 2.50, {\"y\":null}], \"content\": []},\"id\":7,   \"jsonrpc\":\"2.0\"}\n".as_bytes()
+        );
+        sessions.push(raw);
+    }
+    // The tracked call was recorded (the event is written just after the answer is sent).
+    let logged = crate::mcp_proxy::wait_events(&events, 1).await;
+    assert_eq!(logged.len(), 1, "{logged:?}");
+    assert_eq!(logged[0]["client"]["kind"], "result");
+}
+
+#[tokio::test]
+async fn malformed_keeps_the_framing() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.yaml");
+    std::fs::write(
+        &plan,
+        "faults:\n  - type: malformed\n    tools: [echo]\n  - type: malformed\n    tools: [get_item]\n    variant: truncate_json\n    at: 20\n  - type: malformed\n    tools: [list_items]\n    variant: bad_envelope\n",
+    )
+    .unwrap();
+    let mut raw = Raw::test_server(&["--plan", plan.to_str().unwrap()]).await;
+    assert_eq!(
+        raw.call(1, "echo", json!({"text": "a"})).await,
+        b"<<<CORRUPTED_RESPONSE>>>{{{{not json\n"
+    );
+    let cut = raw.call(2, "get_item", json!({"id": 1})).await;
+    assert_eq!(cut.len(), 21);
+    assert!(cut.starts_with(b"{\"jsonrpc\":\"2.0\",\"id") && cut.ends_with(b"\n"));
+    let envelope: Value =
+        serde_json::from_slice(&raw.call(3, "list_items", json!({"count": 1})).await).unwrap();
+    assert!(
+        envelope.get("jsonrpc").is_none() && envelope["id"] == 3 && envelope["result"].is_object()
+    );
+    // The session goes on.
+    let ok: Value =
+        serde_json::from_slice(&raw.call(4, "slow", json!({"milliseconds": 1})).await).unwrap();
+    assert_eq!(ok["result"]["structuredContent"]["slept_ms"], 1);
+}
+
+#[tokio::test]
+async fn drop_tool_after_calls_notifies_list_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.yaml");
+    std::fs::write(
+        &plan,
+        "faults:\n  - type: drop_tool\n    tools: [echo]\n    after_calls: 1\n",
+    )
+    .unwrap();
+    let mut raw = Raw::test_server(&["--plan", plan.to_str().unwrap()]).await;
+    raw.send(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#)
+        .await;
+    let listed: Value = serde_json::from_slice(&raw.line().await).unwrap();
+    assert!(
+        listed["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "echo")
+    );
+    let first: Value =
+        serde_json::from_slice(&raw.call(2, "echo", json!({"text": "a"})).await).unwrap();
+    assert_eq!(first["result"]["structuredContent"]["text"], "a");
+    let notification = raw.call(3, "echo", json!({"text": "a"})).await;
+    assert_eq!(
+        notification,
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n"
+    );
+    let error: Value = serde_json::from_slice(&raw.line().await).unwrap();
+    assert_eq!(
+        error,
+        json!({"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"Unknown tool: echo"}})
+    );
+    raw.send(br#"{"jsonrpc":"2.0","id":4,"method":"tools/list"}"#)
+        .await;
+    let listed: Value = serde_json::from_slice(&raw.line().await).unwrap();
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        !names.contains(&"echo") && names.contains(&"get_item"),
+        "{names:?}"
+    );
+}
+
+fn print_plan(path: &str) -> std::process::Output {
+    std::process::Command::new(common::fault_bin())
+        .args(["mcp-proxy", "--plan", path, "--print-plan"])
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn unknown_keys_are_refused_with_their_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.yaml");
+    std::fs::write(
+        &plan,
+        "seed: 4\nfaults:\n  - type: latency\n    ms: 10\n    jiter_ms: 3\n",
+    )
+    .unwrap();
+    let out = print_plan(plan.to_str().unwrap());
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("line 5") && stderr.contains("unknown key `jiter_ms`"),
+        "{stderr}"
+    );
+}
+
+/// Each peer format's example loads, and normalises to the faults it names.
+#[test]
+fn the_peer_plan_formats_load() {
+    for (file, expected) in [
+        (
+            "mcp-chaos.yaml",
+            &["latency", "flaky", "schema_drift", "burst_error"][..],
+        ),
+        ("mcptest.yaml", &["hang", "latency", "recover_after"][..]),
+        (
+            "mcp-chaos-monkey.json",
+            &["latency", "rate_limit", "schema_drift", "error", "timeout"][..],
+        ),
+        ("plan.yaml", &["latency", "timeout", "schema_drift"][..]),
+    ] {
+        let path = format!("{}/examples/mcp-chaos/{file}", env!("CARGO_MANIFEST_DIR"));
+        let out = print_plan(&path);
+        assert!(
+            out.status.success(),
+            "{file}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let plan: Value = serde_yaml_ng::from_slice(&out.stdout).unwrap();
+        let types: Vec<&str> = plan["faults"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|f| f["type"].as_str())
+            .collect();
+        for t in expected {
+            assert!(types.contains(t), "{file}: {t} missing from {types:?}");
+        }
+    }
+}
