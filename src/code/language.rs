@@ -20,6 +20,8 @@ pub(crate) struct LanguageSpec {
     /// Patterns of their own capture `@attached`: nodes that belong to the definition they precede as siblings
     /// (Rust attributes and doc comments, Go doc comments, TypeScript decorators); `#set! attached.adjacent`
     /// (no blank line between) and `#set! attached.own_line` (not a comment ending a line of code) narrow them.
+    /// A pattern capturing `@terminated` and `@terminator` says that a token right after a definition node ends
+    /// it (the `;` after a TypeScript class member).
     pub(crate) functions_query: &'static str,
     /// Captures `@scope` (a class-like container: class, impl, trait, named object literal) and
     /// `@scope.name`. Functions are scopes too, without being listed here.
