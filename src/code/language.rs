@@ -80,6 +80,7 @@ static REGISTRY: &[LanguageSpec] = &[
     language!("go", aliases: &["golang"], separator: ".", grammars: [&["go"] => tree_sitter_go::LANGUAGE]),
     language!("rust", aliases: &[], separator: "::", grammars: [&["rs"] => tree_sitter_rust::LANGUAGE]),
     language!("javascript", aliases: &["node", "nodejs"], separator: ".", grammars: [&["js", "mjs", "cjs", "jsx"] => tree_sitter_javascript::LANGUAGE]),
+    language!("typescript", aliases: &[], separator: ".", grammars: [&["ts", "mts", "cts"] => tree_sitter_typescript::LANGUAGE_TYPESCRIPT, &["tsx"] => tree_sitter_typescript::LANGUAGE_TSX]),
 ];
 
 /// A supported source language, with the grammar it is read with.
