@@ -7,11 +7,13 @@
 
 (function_declaration
   name: (identifier) @name
-  body: (statement_block) @body) @definition
+  body: (statement_block) @body
+  (#set! kind "function")) @definition
 
 (generator_function_declaration
   name: (identifier) @name
-  body: (statement_block) @body) @definition
+  body: (statement_block) @body
+  (#set! kind "function")) @definition
 
 ; `function f(x: string): void;` (an overload) and, inside `declare`, ambient functions.
 (function_signature
@@ -22,7 +24,8 @@
     (function_declaration name: (identifier) @name body: (statement_block) @body)
     (generator_function_declaration name: (identifier) @name body: (statement_block) @body)
     (function_signature name: (identifier) @name)
-  ]) @definition
+  ]
+  (#set! kind "function")) @definition
 
 (ambient_declaration
   (function_signature name: (identifier) @name)) @definition
@@ -55,7 +58,8 @@
       (generator_function body: (_) @body)
       (parenthesized_expression (function_expression body: (_) @body))
       (parenthesized_expression (arrow_function body: (_) @body))
-    ])) @definition
+    ])
+  (#set! kind "function")) @definition
 
 (variable_declaration
   (variable_declarator
@@ -66,7 +70,8 @@
       (generator_function body: (_) @body)
       (parenthesized_expression (function_expression body: (_) @body))
       (parenthesized_expression (arrow_function body: (_) @body))
-    ])) @definition
+    ])
+  (#set! kind "function")) @definition
 
 (export_statement
   declaration: (lexical_declaration
@@ -78,7 +83,8 @@
         (generator_function body: (_) @body)
         (parenthesized_expression (function_expression body: (_) @body))
         (parenthesized_expression (arrow_function body: (_) @body))
-      ]))) @definition
+      ]))
+  (#set! kind "function")) @definition
 
 (export_statement
   declaration: (variable_declaration
@@ -90,7 +96,8 @@
         (generator_function body: (_) @body)
         (parenthesized_expression (function_expression body: (_) @body))
         (parenthesized_expression (arrow_function body: (_) @body))
-      ]))) @definition
+      ]))
+  (#set! kind "function")) @definition
 
 ; `foo = function () {}` (no declaration keyword).
 (expression_statement
