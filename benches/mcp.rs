@@ -3,10 +3,14 @@
 //! `cargo bench --bench mcp` (release build). Measures, as medians over repeated runs:
 //! - spawn of `fault agent tool` → `initialize` answer, vs. starting `python3 -c pass`;
 //! - `tools/list` round trip;
-//! - `fault_list_function_names` on a generated 10,000-line Python file, vs. a python3 process listing it
-//!   with `ast` (and vs. `ast.parse` alone, timed inside Python);
+//! - `fault_list_function_names` (first call) on a generated 10,000-line Python file, vs. a python3 process
+//!   listing it with `ast` (and vs. `ast.parse` alone, timed inside Python);
 //! - the same on a generated 10,000-line Rust file, vs. `syn::parse_file` + a visitor in this process;
-//! - `fault_extract_code_block` of one function of each file.
+//! - `fault_extract_code_block` of one function of each file (after a listing: the parse is cached);
+//! - the first and the repeated `fault_list_function_names` of each 10,000-line file, beside a bare tree-sitter
+//!   parse of the same source in this process, in interleaved rounds: each round parses in process, lists a
+//!   fresh copy of the file (first call: read, parse, queries, answer), then lists that copy again (repeated
+//!   call: served by the parse cache).
 
 use std::{
     path::Path,
@@ -22,6 +26,49 @@ use serde_json::{Value, json};
 use syn::visit::Visit;
 
 const RUNS: usize = 21;
+
+/// Medians of interleaved rounds: bare tree-sitter parse, first MCP listing of a fresh copy, repeated listing.
+struct FirstAndRepeated {
+    bare_parse: Duration,
+    first_call: Duration,
+    repeated_call: Duration,
+}
+
+fn first_and_repeated(
+    server: &mut Server,
+    dir: &Path,
+    extension: &str,
+    source: &str,
+    grammar: tree_sitter::Language,
+    runs: usize,
+) -> FirstAndRepeated {
+    let (mut bare, mut first, mut repeated) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..runs {
+        let copy = dir.join(format!("fresh-{round}.{extension}"));
+        std::fs::write(&copy, source).unwrap();
+        let file = json!({"file": copy.to_string_lossy()});
+
+        let start = Instant::now();
+        let mut parser = tree_sitter::Parser::new();
+        parser.set_language(&grammar).unwrap();
+        std::hint::black_box(parser.parse(source, None).unwrap());
+        bare.push(start.elapsed());
+
+        let start = Instant::now();
+        let answer = server.call("fault_list_function_names", file.clone());
+        first.push(start.elapsed());
+        assert!(answer["result"]["isError"] != true, "{answer}");
+
+        let start = Instant::now();
+        std::hint::black_box(server.call("fault_list_function_names", file));
+        repeated.push(start.elapsed());
+    }
+    FirstAndRepeated {
+        bare_parse: median(bare),
+        first_call: median(first),
+        repeated_call: median(repeated),
+    }
+}
 
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
@@ -170,12 +217,6 @@ fn main() {
     server.initialize();
     let tools_list = time(runs * 5, || server.request("tools/list", json!({})));
 
-    let list_python = time(runs, || {
-        server.call(
-            "fault_list_function_names",
-            json!({"file": path(&python_file)}),
-        )
-    });
     let listed = server.call(
         "fault_list_function_names",
         json!({"file": path(&python_file)}),
@@ -188,12 +229,6 @@ fn main() {
         server.call(
             "fault_extract_code_block",
             json!({"file": path(&python_file), "func": "target_function"}),
-        )
-    });
-    let list_rust = time(runs, || {
-        server.call(
-            "fault_list_function_names",
-            json!({"file": path(&rust_file)}),
         )
     });
     let rust_count = server.call(
@@ -209,6 +244,22 @@ fn main() {
             json!({"file": path(&rust_file), "func": "Point7::x"}),
         )
     });
+    let python_cache = first_and_repeated(
+        &mut server,
+        dir.path(),
+        "py",
+        &python,
+        tree_sitter_python::LANGUAGE.into(),
+        runs,
+    );
+    let rust_cache = first_and_repeated(
+        &mut server,
+        dir.path(),
+        "rs",
+        &rust,
+        tree_sitter_rust::LANGUAGE.into(),
+        runs,
+    );
     server.close();
 
     // Peers for listing: python3 + ast (whole process, and ast alone), syn in this process.
@@ -255,19 +306,19 @@ fn main() {
             python_start,
         );
         row(
-            "list functions, Python 10k lines (MCP round trip)",
-            list_python,
+            "list functions, Python 10k lines, first call (MCP round trip)",
+            python_cache.first_call,
             "python3 process: read + ast.parse + walk",
             python_process,
         );
         row(
-            "list functions, Python 10k lines (MCP round trip)",
-            list_python,
+            "list functions, Python 10k lines, first call (MCP round trip)",
+            python_cache.first_call,
             "ast.parse + walk inside Python",
             python_ast_only,
         );
         row(
-            "extract one function, Python 10k lines",
+            "extract one function, Python 10k lines (parse cached)",
             extract_python,
             "ast.parse + walk inside Python",
             python_ast_only,
@@ -285,15 +336,29 @@ fn main() {
         spawn_to_initialize,
     );
     row(
-        "list functions, Rust 10k lines (MCP round trip)",
-        list_rust,
+        "list functions, Rust 10k lines, first call (MCP round trip)",
+        rust_cache.first_call,
         "syn::parse_file + visit, in process",
         syn_listing,
     );
     row(
-        "extract one function, Rust 10k lines",
+        "extract one function, Rust 10k lines (parse cached)",
         extract_rust,
         "syn::parse_file + visit, in process",
         syn_listing,
     );
+    for (language, figures) in [("Python", &python_cache), ("Rust", &rust_cache)] {
+        row(
+            &format!("list functions, {language} 10k lines, first call (MCP)"),
+            figures.first_call,
+            "bare tree-sitter parse, in process",
+            figures.bare_parse,
+        );
+        row(
+            &format!("list functions, {language} 10k lines, repeated call (MCP)"),
+            figures.repeated_call,
+            "bare tree-sitter parse, in process",
+            figures.bare_parse,
+        );
+    }
 }

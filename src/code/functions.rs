@@ -211,7 +211,10 @@ fn run_functions_query<'tree>(query: &Query, root: Node<'tree>, source: &str) ->
         index("attached"),
         index("qualifier"),
     );
+    let (terminated_ix, terminator_ix) = (index("terminated"), index("terminator"));
     let mut attached: HashMap<usize, AttachRule> = HashMap::new();
+    // Definition node → end of the token that ends it.
+    let mut terminators: HashMap<usize, usize> = HashMap::new();
     let mut cursor = QueryCursor::new();
     let mut matches = cursor.matches(query, root, source.as_bytes());
     // Keyed by the name node: several patterns may match one function (plain, decorated, exported);
@@ -222,6 +225,15 @@ fn run_functions_query<'tree>(query: &Query, root: Node<'tree>, source: &str) ->
         let mut definition = None;
         let mut body = None;
         let mut qualifier = None;
+        if terminated_ix.is_some() {
+            let node_of = |ix| m.captures().iter().find(|c| Some(c.index) == ix);
+            if let (Some(terminated), Some(terminator)) =
+                (node_of(terminated_ix), node_of(terminator_ix))
+            {
+                terminators.insert(terminated.node.id(), terminator.node.end_byte());
+                continue;
+            }
+        }
         for capture in m.captures() {
             let ix = Some(capture.index);
             let node = capture.node;
@@ -265,9 +277,12 @@ fn run_functions_query<'tree>(query: &Query, root: Node<'tree>, source: &str) ->
         }
     }
     let mut found: Vec<Found<'tree>> = by_name.into_values().collect();
-    if !attached.is_empty() {
-        for function in &mut found {
+    for function in &mut found {
+        if !attached.is_empty() {
             function.full_start = attached_start(function.definition_node, &attached);
+        }
+        if let Some(&end) = terminators.get(&function.definition_node.id()) {
+            function.definition.end = function.definition.end.max(end);
         }
     }
     found.sort_by_key(|f| (f.name.start_byte(), f.definition.start));

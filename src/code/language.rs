@@ -20,6 +20,8 @@ pub(crate) struct LanguageSpec {
     /// Patterns of their own capture `@attached`: nodes that belong to the definition they precede as siblings
     /// (Rust attributes and doc comments, Go doc comments, TypeScript decorators); `#set! attached.adjacent`
     /// (no blank line between) and `#set! attached.own_line` (not a comment ending a line of code) narrow them.
+    /// A pattern capturing `@terminated` and `@terminator` says that a token right after a definition node ends
+    /// it (the `;` after a TypeScript class member).
     pub(crate) functions_query: &'static str,
     /// Captures `@scope` (a class-like container: class, impl, trait, named object literal) and
     /// `@scope.name`. Functions are scopes too, without being listed here.
@@ -78,6 +80,7 @@ static REGISTRY: &[LanguageSpec] = &[
     language!("go", aliases: &["golang"], separator: ".", grammars: [&["go"] => tree_sitter_go::LANGUAGE]),
     language!("rust", aliases: &[], separator: "::", grammars: [&["rs"] => tree_sitter_rust::LANGUAGE]),
     language!("javascript", aliases: &["node", "nodejs"], separator: ".", grammars: [&["js", "mjs", "cjs", "jsx"] => tree_sitter_javascript::LANGUAGE]),
+    language!("typescript", aliases: &[], separator: ".", grammars: [&["ts", "mts", "cts"] => tree_sitter_typescript::LANGUAGE_TYPESCRIPT, &["tsx"] => tree_sitter_typescript::LANGUAGE_TSX]),
 ];
 
 /// A supported source language, with the grammar it is read with.

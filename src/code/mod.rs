@@ -290,6 +290,9 @@ mod tests {
             ("javascript", "javascript"),
             ("js", "javascript"),
             ("node", "javascript"),
+            ("typescript", "typescript"),
+            ("ts", "typescript"),
+            ("tsx", "typescript"),
         ] {
             assert_eq!(Language::from_name(name).unwrap().name(), canonical);
         }
@@ -303,14 +306,27 @@ mod tests {
             ("/a/b.MJS", "javascript"),
             ("/a/b.cjs", "javascript"),
             ("/a/b.jsx", "javascript"),
+            ("/a/b.ts", "typescript"),
+            ("/a/b.mts", "typescript"),
+            ("/a/b.cts", "typescript"),
+            ("/a/b.tsx", "typescript"),
         ] {
             assert_eq!(
                 Language::from_path(Path::new(file)).unwrap().name(),
                 canonical
             );
         }
-        assert!(Language::from_path(Path::new("/a/b.ts")).is_none());
-        assert_eq!(Language::all().count(), 4);
+        assert!(Language::from_path(Path::new("/a/b.cob")).is_none());
+        let tsx = Language::from_path(Path::new("/a/b.tsx")).unwrap();
+        assert_eq!(tsx.extensions(), ["tsx"], "TSX has a grammar of its own");
+        assert_eq!(Language::from_name("tsx"), Some(tsx));
+        assert!(parse_errors(tsx, "const a = <p>{1}</p>;\n").is_empty());
+        let names: std::collections::HashSet<&str> = Language::all().map(|l| l.name()).collect();
+        assert_eq!(
+            names.len(),
+            Language::all().count(),
+            "one entry per language"
+        );
     }
 
     #[test]

@@ -11,16 +11,18 @@ use crate::code::{self, CodeError, Extracted, FunctionInfo};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ListFunctionsInput {
-    /// Absolute path (or file:// URI) of a source file: .py/.pyi, .go, .rs, .js/.mjs/.cjs/.jsx.
+    /// Absolute path (or file:// URI) of a source file: .py/.pyi, .go, .rs, .js/.mjs/.cjs/.jsx,
+    /// .ts/.mts/.cts/.tsx.
     pub file: String,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ExtractInput {
-    /// Absolute path (or file:// URI) of a source file: .py/.pyi, .go, .rs, .js/.mjs/.cjs/.jsx.
+    /// Absolute path (or file:// URI) of a source file: .py/.pyi, .go, .rs, .js/.mjs/.cjs/.jsx,
+    /// .ts/.mts/.cts/.tsx.
     pub file: String,
     /// The function's name, plain (`handle`) or qualified to pick among several (`Server.handle`,
-    /// `Server::handle`). With several matches for a plain name, the first in the file is returned.
+    /// `Server::handle`). With several matches, the first in the file with a body is returned.
     pub func: String,
 }
 
@@ -42,7 +44,7 @@ struct FullAndBody<'a> {
 impl FaultServer {
     #[tool(
         name = "fault_list_function_names",
-        description = "List the functions defined in a source file (Python, Go, Rust, JavaScript). \
+        description = "List the functions defined in a source file (Python, Go, Rust, JavaScript, TypeScript). \
             The text result is a JSON array of the names in document order, each once; the structured \
             result gives each function's qualified name (Class.method, Type::method), kind \
             (function|method|signature) and 1-based start/end lines. `file` must be an absolute path.",
@@ -78,12 +80,12 @@ impl FaultServer {
 
     #[tool(
         name = "fault_extract_code_block",
-        description = "Extract one function from a source file (Python, Go, Rust, JavaScript). The text \
+        description = "Extract one function from a source file (Python, Go, Rust, JavaScript, TypeScript). The text \
             result is the JSON object {\"full\": ..., \"body\": ...}: `full` is the whole definition from its \
-            first decorator (Python) or attribute (Rust) to its end, `body` the body without the signature. \
-            `func` may be plain (`handle`) or qualified (`Server.handle`, `Server::handle`, `Type.Method`); \
-            for an ambiguous plain name the first in the file is returned, and the structured result says \
-            which (lines) and how many others matched. `file` must be an absolute path.",
+            first decorator (Python, TypeScript), attribute or doc comment (Rust) or doc comment (Go) to its \
+            end, `body` the body without the signature. `func` may be plain (`handle`) or qualified \
+            (`Server.handle`, `Server::handle`, `Type.Method`); for an ambiguous plain name the first with a \
+            body is returned, and the structured result says which (lines) and how many others matched. `file` must be an absolute path.",
         output_schema = output_schema::<Extracted>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]

@@ -4,11 +4,14 @@
 //! - Go: `go/ast` (tests/parsers/go_functions) on Go's standard library (`go env GOROOT`).
 //! - Rust: `syn` on crate sources copied into tests/fixtures/code/reference/rust.
 //! - JavaScript: acorn (tests/parsers/js_functions.cjs) on npm packages installed into the target directory.
+//! - TypeScript: the TypeScript compiler API (tests/parsers/ts_functions.cjs) on the TypeScript sources that
+//!   npm packages ship, installed into the target directory.
 //!
 //! Listing: every function the reference finds, keyed by name (qualified where the reference qualifies), kind
 //! and lines, must be listed, and nothing else. Extraction: the `full` text of each one must span exactly the
 //! bytes the reference gives it: Python from the first decorator's `@`, Go from its doc comment (`Doc`), Rust
-//! from its first outer attribute or doc comment, JavaScript the declaration (with `export`). Recall, precision and full-text exactness must each reach [`REQUIRED`].
+//! from its first outer attribute or doc comment, JavaScript and TypeScript the declaration (with `export`,
+//! modifiers and decorators). Recall, precision and full-text exactness must each reach [`REQUIRED`].
 //!
 //! A language whose reference tool is missing is skipped with a message. Run with `--nocapture` to see
 //! the figures.
@@ -405,6 +408,101 @@ fn javascript_listing_and_extraction_match_acorn_on_npm_packages() {
         score.add(path, expected, &listed);
     }
     score.report_and_check("JavaScript", "acorn");
+}
+
+/// npm packages that ship their TypeScript sources, and the files compared (`.ts`, `.tsx`, `.d.ts`).
+const TYPESCRIPT_PACKAGES: [&str; 6] = [
+    "typescript@5.9.3",
+    "rxjs@7.8.2",
+    "immer@10.1.1",
+    "@tanstack/query-core@5.90.2",
+    "@tanstack/react-query@5.90.2",
+    "zod@3.25.76",
+];
+const TYPESCRIPT_FILES: [&str; 30] = [
+    "rxjs/src/internal/Observable.ts",
+    "rxjs/src/internal/Subject.ts",
+    "rxjs/src/internal/Subscriber.ts",
+    "rxjs/src/internal/Subscription.ts",
+    "rxjs/src/internal/ajax/ajax.ts",
+    "rxjs/src/internal/observable/combineLatest.ts",
+    "rxjs/src/internal/operators/mergeInternals.ts",
+    "rxjs/src/internal/scheduler/AsyncAction.ts",
+    "rxjs/src/internal/testing/TestScheduler.ts",
+    "rxjs/src/internal/util/pipe.ts",
+    "immer/src/core/immerClass.ts",
+    "immer/src/core/proxy.ts",
+    "immer/src/core/finalize.ts",
+    "immer/src/plugins/mapset.ts",
+    "immer/src/utils/common.ts",
+    "@tanstack/query-core/src/queryClient.ts",
+    "@tanstack/query-core/src/query.ts",
+    "@tanstack/query-core/src/queryObserver.ts",
+    "@tanstack/query-core/src/utils.ts",
+    "@tanstack/query-core/src/retryer.ts",
+    "@tanstack/react-query/src/HydrationBoundary.tsx",
+    "@tanstack/react-query/src/QueryClientProvider.tsx",
+    "@tanstack/react-query/src/QueryErrorResetBoundary.tsx",
+    "@tanstack/react-query/src/usePrefetchQuery.tsx",
+    "@tanstack/react-query/src/useBaseQuery.ts",
+    "zod/src/v3/types.ts",
+    "zod/src/v4/core/schemas.ts",
+    "zod/src/v4/core/util.ts",
+    "zod/src/v4/classic/schemas.ts",
+    "typescript/lib/lib.es5.d.ts",
+];
+
+#[test]
+fn typescript_listing_and_extraction_match_the_typescript_compiler_on_npm_packages() {
+    if tool_output("node", &["--version"]).is_none() {
+        return skip("TypeScript", "node not found (install nodejs and npm)");
+    }
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("reference-ts");
+    let modules = dir.join("node_modules");
+    if !TYPESCRIPT_FILES.iter().all(|f| modules.join(f).is_file()) {
+        std::fs::create_dir_all(&dir).unwrap();
+        let installed = Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
+            .arg(&dir)
+            .args(TYPESCRIPT_PACKAGES)
+            .status();
+        if !matches!(installed, Ok(status) if status.success()) {
+            return skip(
+                "TypeScript",
+                &format!("npm install of {} failed", TYPESCRIPT_PACKAGES.join(", ")),
+            );
+        }
+    }
+    let files: Vec<PathBuf> = TYPESCRIPT_FILES.iter().map(|f| modules.join(f)).collect();
+    let mut command = Command::new("node");
+    command
+        .env("NODE_PATH", &modules)
+        .arg(manifest_dir().join("tests/parsers/ts_functions.cjs"))
+        .args(&files);
+    let reference = reference_listing(command, strings);
+    let mut score = Score::default();
+    for (path, expected) in &reference {
+        let listed = ours(path, |info| {
+            vec![
+                info.name.clone(),
+                if info.kind == FunctionKind::Signature {
+                    "signature"
+                } else {
+                    "body"
+                }
+                .to_owned(),
+                info.start_line.to_string(),
+                info.end_line.to_string(),
+            ]
+        });
+        score.add(path, expected, &listed);
+    }
+    let version = std::fs::read_to_string(modules.join("typescript/package.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+        .and_then(|package| package["version"].as_str().map(str::to_owned))
+        .unwrap_or_default();
+    score.report_and_check("TypeScript", &format!("typescript {version}"));
 }
 
 /// `syn`'s view: every fn item, impl method, trait method and foreign fn, qualified like ours, spanning its

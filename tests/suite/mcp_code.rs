@@ -481,3 +481,96 @@ async fn a_file_without_functions_and_a_file_with_syntax_errors() {
     assert_eq!(names[0], "ok");
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn typescript_and_tsx_are_listed_and_extracted() {
+    let client = common::spawn().await;
+    let ts = common::code_fixture("sample.ts");
+    let (names, structured) = list(&client, &ts).await;
+    assert_eq!(
+        names,
+        [
+            "parse",
+            "external",
+            "double",
+            "area",
+            "describe",
+            "onResize",
+            "constructor",
+            "load",
+            "distance",
+            "onOpen",
+            "onClose",
+            "logged"
+        ]
+    );
+    let functions = structured["functions"].as_array().unwrap();
+    let summary: Vec<(&str, &str)> = functions
+        .iter()
+        .map(|f| {
+            (
+                f["qualified_name"].as_str().unwrap(),
+                f["kind"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    for expected in [
+        ("parse", "signature"),
+        ("parse", "function"),
+        ("external", "signature"),
+        ("Shape.area", "signature"),
+        ("Shape.describe", "method"),
+        ("Square.onResize", "method"),
+        ("Square.area", "method"),
+        ("Square.load", "method"),
+        ("Geometry.distance", "function"),
+        ("handlers.onOpen", "method"),
+        ("handlers.onClose", "method"),
+    ] {
+        assert!(summary.contains(&expected), "{expected:?} in {summary:?}");
+    }
+
+    // The implementation, not an overload signature; a decorator belongs to its method.
+    let (text_value, structured) = extract(&client, &ts, "parse").await;
+    assert_eq!(
+        text_value["full"],
+        "export function parse(input: string | number): number {\n  return Number(input);\n}"
+    );
+    assert_eq!(structured["other_matches"], 2);
+    let (text_value, structured) = extract(&client, &ts, "area").await;
+    assert_eq!(
+        text_value["full"],
+        "@logged\n  area(): number {\n    return this.size * this.size;\n  }"
+    );
+    assert_eq!(structured["function"]["qualified_name"], "Square.area");
+    let (text_value, _) = extract(&client, &ts, "Shape.area").await;
+    assert_eq!(text_value["full"], "abstract area(): number;");
+    assert_eq!(text_value["body"], "");
+
+    let (names, _) = list(&client, &common::code_fixture("sample.tsx")).await;
+    assert_eq!(names, ["Greeting", "Counter"]);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_changed_file_gives_the_new_answer() {
+    let client = common::spawn().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("module.py");
+    let file = path.to_string_lossy().into_owned();
+    std::fs::write(&path, "def first():\n    return 1\n").unwrap();
+    assert_eq!(list(&client, &file).await.0, ["first"]);
+    assert_eq!(list(&client, &file).await.0, ["first"]);
+    // Same size, rewritten in place right away.
+    std::fs::write(&path, "def other():\n    return 2\n").unwrap();
+    assert_eq!(list(&client, &file).await.0, ["other"]);
+    let (text_value, _) = extract(&client, &file, "other").await;
+    assert_eq!(text_value["full"], "def other():\n    return 2");
+    std::fs::write(
+        &path,
+        "def other():\n    return 2\n\ndef added():\n    pass\n",
+    )
+    .unwrap();
+    assert_eq!(list(&client, &file).await.0, ["other", "added"]);
+    client.cancel().await.unwrap();
+}
