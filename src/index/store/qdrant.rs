@@ -167,10 +167,9 @@ impl VectorStore for QdrantStore {
                         stored: info.dimension,
                         configured: dimension,
                         fix: format!(
-                            "delete the collection with `curl -X DELETE {}/collections/{}` on Qdrant's REST port \
-                             (usually 6333) and index again",
-                            self.url.replace(":6334", ":6333").trim_end_matches('/'),
-                            self.collection
+                            "delete the collection with `curl -X DELETE {}` on Qdrant's REST port (usually 6333) \
+                             and index again",
+                            rest_collection_url(&self.url, &self.collection)
                         ),
                     });
                 }
@@ -427,5 +426,42 @@ impl VectorStore for QdrantStore {
                 .collect())
         }
         .boxed()
+    }
+}
+
+/// The REST address of `collection` on the Qdrant whose gRPC URL is `grpc_url`: the REST port is only known
+/// for the default gRPC port (6334 → 6333); any other is left for the user to fill in.
+fn rest_collection_url(grpc_url: &str, collection: &str) -> String {
+    match url::Url::parse(grpc_url) {
+        Ok(mut url) if url.port_or_known_default() == Some(6334) => {
+            let _ = url.set_port(Some(6333));
+            format!(
+                "{}/collections/{collection}",
+                url.as_str().trim_end_matches('/')
+            )
+        }
+        Ok(url) => format!(
+            "{}://{}:<REST port>/collections/{collection}",
+            url.scheme(),
+            url.host_str().unwrap_or("localhost")
+        ),
+        Err(_) => format!("<Qdrant REST URL>/collections/{collection}"),
+    }
+}
+
+#[cfg(test)]
+mod rest_url_tests {
+    use super::rest_collection_url;
+
+    #[test]
+    fn the_rest_port_is_named_only_when_it_is_known() {
+        assert_eq!(
+            rest_collection_url("http://localhost:6334", "code"),
+            "http://localhost:6333/collections/code"
+        );
+        assert_eq!(
+            rest_collection_url("http://127.0.0.1:16334/", "code"),
+            "http://127.0.0.1:<REST port>/collections/code"
+        );
     }
 }
