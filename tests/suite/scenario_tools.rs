@@ -14,10 +14,9 @@ use std::{
 };
 
 use rmcp::{
-    ClientHandler, ServiceExt,
+    ClientHandler,
     model::{CallToolRequestParams, ClientRequest, Request},
     service::{NotificationContext, PeerRequestOptions},
-    transport::{ConfigureCommandExt, TokioChildProcess},
 };
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
@@ -566,15 +565,7 @@ impl ClientHandler for ProgressCounter {
 async fn progress_each_second_and_cancellation_frees_the_ports() {
     let topology = Topology::new().await;
     let counter = ProgressCounter::default();
-    let command = tokio::process::Command::new(common::fault_bin()).configure(|cmd| {
-        cmd.args(["agent", "tool"]);
-    });
-    let transport = TokioChildProcess::builder(command)
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap()
-        .0;
-    let client = counter.clone().serve(transport).await.unwrap();
+    let client = common::spawn_handler(common::ServerSpec::default(), counter.clone()).await;
     let args = topology.args("/hang", json!({"duration": "30s", "timeout": 30}));
     let request = ClientRequest::CallToolRequest(Request::new(
         CallToolRequestParams::new("fault_run_blackhole_impact_scenario")
