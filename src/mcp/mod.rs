@@ -83,10 +83,12 @@ pub async fn serve(options: AgentOptions) -> Result<(), ServeError> {
         ?options,
         "fault agent tool: serving MCP on stdio"
     );
-    let service = match FaultServer::new(options)
-        .serve(rmcp::transport::stdio())
-        .await
-    {
+    serve_stdio(FaultServer::new(options)).await
+}
+
+/// Serves `server` over MCP on stdin/stdout until the client closes stdin.
+pub async fn serve_stdio<S: ServerHandler>(server: S) -> Result<(), ServeError> {
+    let service = match server.serve(rmcp::transport::stdio()).await {
         Ok(service) => service,
         // The client went away before the handshake (e.g. a config check): a clean end, not a failure.
         Err(rmcp::service::ServerInitializeError::ConnectionClosed(when)) => {

@@ -15,7 +15,7 @@ use std::{sync::Arc, time::Instant};
 
 use clap::{Args, ValueEnum};
 use rmcp::{
-    ErrorData, RoleServer, ServerHandler, ServiceExt,
+    ErrorData, RoleServer, ServerHandler,
     handler::server::{router::tool::ToolRouter, tool::ToolCallContext},
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
@@ -115,39 +115,15 @@ impl ServerHandler for TestServer {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum ServeError {
-    #[error("MCP session failed to start: {0}")]
-    Start(String),
-    #[error("MCP session ended with an error: {0}")]
-    Run(String),
-}
-
 /// Serves the test tools on stdin/stdout until the client closes stdin.
-pub async fn serve(args: TestServerArgs) -> Result<(), ServeError> {
+pub async fn serve(args: TestServerArgs) -> Result<(), crate::mcp::ServeError> {
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
         ?args,
         "fault mcp-test-server: serving MCP on stdio"
     );
     let Transport::Stdio = args.transport;
-    let service = match TestServer::new(args.log_calls)
-        .serve(rmcp::transport::stdio())
-        .await
-    {
-        Ok(service) => service,
-        Err(rmcp::service::ServerInitializeError::ConnectionClosed(when)) => {
-            tracing::info!(%when, "stdin closed before the MCP handshake");
-            return Ok(());
-        }
-        Err(e) => return Err(ServeError::Start(e.to_string())),
-    };
-    let reason = service
-        .waiting()
-        .await
-        .map_err(|e| ServeError::Run(e.to_string()))?;
-    tracing::info!(?reason, "MCP session closed");
-    Ok(())
+    crate::mcp::serve_stdio(TestServer::new(args.log_calls)).await
 }
 
 /// The input schema of a tool whose arguments are read by [`Arguments`] and documented by `T`.
