@@ -1,12 +1,15 @@
-//! Decisions: which fault, if any, fires on a call. Each decision depends only on (seed, fault index, tool,
-//! that tool's call ordinal) through [`super::roll`], never on arrival order across tools.
+//! Decisions: which faults, if any, apply to a call. Each decision depends only on (seed, plan, tool, that
+//! tool's call ordinal) through [`super::roll`], never on arrival order across tools: a tool's calls are
+//! decided one after another in ordinal order, and every counter a decision reads (`max_injections`, the
+//! burst chains) is kept per (fault, tool) and advanced only by that tool's own decisions. The exceptions
+//! are the wall-clock ones by nature: `window`, and `server_degradation` with `clock: ms`.
 
 use std::{collections::HashMap, time::Instant};
 
 use serde::Serialize;
 
-use super::faults::FaultSpec;
-use super::plan::{Plan, PlannedFault};
+use super::faults::{CallContext, Fault, FaultSpec};
+use super::plan::{Plan, PlannedFault, Policy};
 use super::roll::call_roll;
 use super::trigger::Matcher;
 
@@ -27,16 +30,27 @@ pub struct Decision {
     /// The key the rolls were keyed by: the tool, or the call's `arguments.call_id` for `flaky`.
     pub roll_key: String,
     pub records: Vec<DecisionRecord>,
+    /// The first fault applied.
     pub fired: Option<usize>,
+    /// Every fault applied, in plan order (one at most under `policy: first`).
+    pub applied: Vec<usize>,
     /// A `drop_tool` fault just took effect and asks for `notifications/tools/list_changed`.
     pub notify_list_changed: bool,
 }
 
+/// What the decider remembers about one (method, tool): its last ordinal and, per fault, how many of its
+/// calls the fault was applied to.
+#[derive(Debug, Default)]
+struct TargetState {
+    ordinal: u64,
+    injected: Vec<u64>,
+}
+
 pub struct Decider {
     seed: u64,
+    policy: Policy,
     faults: Vec<(PlannedFault, Matcher)>,
-    injections: Vec<u64>,
-    ordinals: HashMap<(String, String), u64>,
+    targets: HashMap<(String, String), TargetState>,
     /// burst_error chains: (fault, tool) → (last ordinal stepped, failing).
     bursts: HashMap<(usize, String), (u64, bool)>,
     /// drop_tool faults in effect.
@@ -68,9 +82,9 @@ impl Decider {
             .collect();
         Ok(Self {
             seed: plan.seed,
-            injections: vec![0; faults.len()],
+            policy: plan.policy,
             faults,
-            ordinals: HashMap::new(),
+            targets: HashMap::new(),
             bursts: HashMap::new(),
             dropping,
             start: Instant::now(),
@@ -83,6 +97,13 @@ impl Decider {
 
     pub fn fault(&self, index: usize) -> Option<&PlannedFault> {
         self.faults.get(index).map(|(f, _)| f)
+    }
+
+    /// Whether fault `index`'s `tools` select `tool` (for faults that act on the tools of a listing).
+    pub fn selects_tool(&self, index: usize, tool: &str) -> bool {
+        self.faults
+            .get(index)
+            .is_some_and(|(_, m)| m.matches_tool(tool))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -111,27 +132,30 @@ impl Decider {
 
     /// Decides about the next call of `method` on `target` (a tool name for `tools/call`).
     pub fn decide(&mut self, method: &str, target: &str, call_id: Option<&str>) -> Decision {
-        let ordinal = {
-            let n = self
-                .ordinals
-                .entry((method.to_owned(), target.to_owned()))
-                .or_insert(0);
-            *n += 1;
-            *n
-        };
+        let faults = self.faults.len();
+        let state = self
+            .targets
+            .entry((method.to_owned(), target.to_owned()))
+            .or_insert_with(|| TargetState {
+                ordinal: 0,
+                injected: vec![0; faults],
+            });
+        state.ordinal += 1;
+        let ordinal = state.ordinal;
+        let injected = state.injected.clone();
         let elapsed_ms = self.start.elapsed().as_millis() as u64;
         let mut decision = Decision {
             ordinal,
             roll_key: target.to_owned(),
             ..Default::default()
         };
-        for index in 0..self.faults.len() {
+        for (index, injected) in injected.into_iter().enumerate() {
             let (fault, matcher) = &self.faults[index];
+            // A listing's drift picks its tools inside the listing, not by the call's target.
+            let tool_matches = fault.spec.drifts_list() || matcher.matches_tool(target);
             if !matcher.matches_method(method)
-                || !matcher.matches_tool(target)
-                || !fault
-                    .trigger
-                    .eligible(ordinal, elapsed_ms, self.injections[index])
+                || !tool_matches
+                || !fault.trigger.eligible(ordinal, elapsed_ms, injected)
             {
                 continue;
             }
@@ -157,18 +181,36 @@ impl Decider {
                 roll,
                 fired,
             });
-            if fired {
+            if !fired {
+                continue;
+            }
+            if decision.fired.is_none() {
+                decision.fired = Some(index);
                 if key != target {
                     decision.roll_key = key.to_owned();
                 }
-                self.injections[index] += 1;
-                if matches!(spec, FaultSpec::DropTool(ref d) if d.notify) && !self.dropping[index] {
-                    decision.notify_list_changed = true;
-                }
-                if matches!(spec, FaultSpec::DropTool(_)) {
-                    self.dropping[index] = true;
-                }
-                decision.fired = Some(index);
+            }
+            decision.applied.push(index);
+            if let Some(state) = self
+                .targets
+                .get_mut(&(method.to_owned(), target.to_owned()))
+            {
+                state.injected[index] += 1;
+            }
+            if matches!(spec, FaultSpec::DropTool(ref d) if d.notify) && !self.dropping[index] {
+                decision.notify_list_changed = true;
+            }
+            if matches!(spec, FaultSpec::DropTool(_)) {
+                self.dropping[index] = true;
+            }
+            let call = CallContext {
+                seed: self.seed,
+                fault_index: index,
+                tool: target,
+                ordinal,
+                roll,
+            };
+            if self.policy == Policy::First || spec.action(&call).ends_chain() {
                 break;
             }
         }
@@ -230,6 +272,66 @@ mod tests {
         assert!(
             (30..70).contains(&fired),
             "{fired} of 100 fired at rate 0.5"
+        );
+    }
+
+    /// Each tool's decisions, in ordinal order, when the calls of `tools` arrive in the order given.
+    fn per_tool(plan: &Plan, order: &[&str]) -> HashMap<String, Vec<Vec<usize>>> {
+        let mut decider = Decider::new(plan).unwrap();
+        let mut seen: HashMap<String, Vec<Vec<usize>>> = HashMap::new();
+        for tool in order {
+            let d = decider.decide("tools/call", tool, None);
+            seen.entry(tool.to_string()).or_default().push(d.applied);
+        }
+        seen
+    }
+
+    #[test]
+    fn max_injections_counts_per_tool_by_ordinal_whatever_the_arrival_order() {
+        let p = plan(
+            "seed: 42\nfaults:\n  - type: error\n    probability: 0.5\n    max_injections: 3\n  - type: latency\n    ms: 1\n    after_calls: 2\n    max_injections: 4\n",
+        );
+        let interleaved: Vec<&str> = (0..40).flat_map(|_| ["x", "y"]).collect();
+        let mut grouped: Vec<&str> = vec!["y"; 40];
+        grouped.extend(vec!["x"; 40]);
+        let a = per_tool(&p, &interleaved);
+        let b = per_tool(&p, &grouped);
+        assert_eq!(a, b);
+        for (tool, calls) in &a {
+            let errors = calls.iter().filter(|c| c.first() == Some(&0)).count();
+            let delays = calls.iter().filter(|c| c.first() == Some(&1)).count();
+            assert_eq!((errors, delays), (3, 4), "{tool}: {calls:?}");
+            // The cap is reached at the ordinal the rolls say, and nothing fires after it.
+            let last_error = calls.iter().rposition(|c| c.first() == Some(&0)).unwrap() as u64;
+            let third_roll_below = (1..=40u64)
+                .filter(|n| call_roll(42, 0, tool, *n, "") < 0.5)
+                .nth(2)
+                .unwrap();
+            assert_eq!(last_error + 1, third_roll_below, "{tool}");
+        }
+    }
+
+    #[test]
+    fn policy_all_applies_every_fault_until_one_answers() {
+        let p = plan(
+            "policy: all\nfaults:\n  - type: latency\n    ms: 5\n  - type: schema_drift\n    rename: {a: b}\n  - type: error\n  - type: empty\n",
+        );
+        let mut d = Decider::new(&p).unwrap();
+        let decision = d.decide("tools/call", "t", None);
+        assert_eq!(decision.applied, [0, 1, 2]);
+        assert_eq!(decision.fired, Some(0));
+        assert_eq!(
+            decision.records.len(),
+            3,
+            "the fault after the error is not evaluated"
+        );
+        let first = plan("faults:\n  - type: latency\n    ms: 5\n  - type: error\n");
+        assert_eq!(
+            Decider::new(&first)
+                .unwrap()
+                .decide("tools/call", "t", None)
+                .applied,
+            [0]
         );
     }
 

@@ -50,6 +50,9 @@ pub struct CallEvent {
     pub seed: u64,
     pub decisions: Vec<DecisionRecord>,
     pub fault: Option<FiredFault>,
+    /// Under `policy: all`, the faults applied after `fault`, in plan order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub also_applied: Vec<FiredFault>,
     /// What the server answered (`none`: it was not called; `pending`: no answer yet).
     pub upstream: Outcome,
     /// What the client received (`none`: nothing).

@@ -23,6 +23,19 @@ pub enum Mode {
     Strict,
 }
 
+/// Which of the faults that fire on one call apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Policy {
+    /// The first fault, in plan order, that fires; the faults after it are not evaluated.
+    #[default]
+    First,
+    /// Every fault that fires, in plan order (mcp-chaos applies its faults in sequence): delays add up,
+    /// result rewrites chain, and the first fault that answers in the server's place (error, timeout, hang,
+    /// dropped connection, ...) ends the chain, after the delays before it.
+    All,
+}
+
 /// One fault of a plan: when (trigger) and what (spec).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PlannedFault {
@@ -38,6 +51,7 @@ pub struct PlannedFault {
 pub struct Plan {
     pub seed: u64,
     pub mode: Mode,
+    pub policy: Policy,
     /// The server command from the plan (`upstream.command` or SmartAI's `server.command`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub command: Vec<String>,
@@ -116,13 +130,14 @@ impl Plan {
                             })?
                         }
                         "policy" => {
-                            if value.as_str() != Some("first") {
-                                return Err(at(
+                            plan.policy = serde_json::from_value(value).map_err(|_| {
+                                at(
                                     source,
                                     "policy",
-                                    "policy must be `first` (the first fault that fires on a call applies)",
-                                ));
-                            }
+                                    "policy must be `first` (the first fault that fires on a call applies) \
+                                     or `all` (every fault that fires applies, in plan order)",
+                                )
+                            })?
                         }
                         "upstream" | "server" => plan.command = command_of(&key, &value, source)?,
                         "faults" => {
@@ -284,8 +299,17 @@ fn normalise(map: Map<String, Value>, source: &str) -> Result<Option<Entry>, Str
         canonical,
         keys: flat,
     };
+    // schema_drift's own `target: list | result` (what it drifts), not a tool name
+    let drift_target = canonical == "schema_drift"
+        && entry
+            .keys
+            .iter()
+            .any(|(k, v, _)| k == "target" && matches!(v.as_str(), Some("list" | "result")));
     // targets: mcptest {tool, server}, mcp-chaos-monkey "name", SmartAI `tool:`
     for key in ["target", "tool"] {
+        if key == "target" && drift_target {
+            continue;
+        }
         if let Some(value) = entry.take(key) {
             let tool = match value {
                 Value::Object(mut target) => target.remove("tool"),
@@ -375,7 +399,7 @@ fn planned_fault(map: Map<String, Value>, source: &str) -> Result<Option<Planned
             return Err(unknown_key(source, &written, canonical, own));
         }
     }
-    let trigger: Trigger = serde_json::from_value(Value::Object(trigger))
+    let mut trigger: Trigger = serde_json::from_value(Value::Object(trigger))
         .map_err(|e| format!("{canonical}: trigger: {e}"))?;
     trigger
         .validate()
@@ -385,6 +409,10 @@ fn planned_fault(map: Map<String, Value>, source: &str) -> Result<Option<Planned
     spec.validate().map_err(|e| format!("{canonical}: {e}"))?;
     if matches!(spec, FaultSpec::DropTool(_)) && trigger.tools.is_empty() {
         return Err("drop_tool: tools must name the tools to drop".into());
+    }
+    if spec.drifts_list() && trigger.methods == ["tools/call"] {
+        // Interface drift acts on the listing; `tools` then picks the listed tools to drift.
+        trigger.methods = vec!["tools/list".into()];
     }
     Ok(Some(PlannedFault {
         name,

@@ -21,13 +21,19 @@ use tokio_util::sync::CancellationToken;
 
 use super::decide::{Decider, Decision};
 use super::events::{CallEvent, CancelRecord, EventLog, FiredFault};
-use super::faults::{Action, CallContext, DropTool, Fault, OnCap};
+use super::faults::{Action, CallContext, DropTool, Fault, FaultSpec, OnCap};
 use super::jsonrpc::{Envelope, Outcome, Reply, id_key};
 use super::plan::{Mode, Plan};
 use super::roll::fnv_hex;
 
 /// Calls remembered at most; beyond it the oldest is forgotten (and logged as `pending`).
 const MAX_PENDING: usize = 65_536;
+/// A call the server has not answered for this long (with no injected wait in progress) is forgotten and
+/// logged as `pending`; its answer, if it ever comes, passes to the client untouched. As long as mcptest's
+/// hang cap, so a server that never answers some ids holds neither memory nor stale entries beyond it.
+const PENDING_TTL: Duration = Duration::from_secs(600);
+/// How often calls are checked against [`PENDING_TTL`] when no new call arrives.
+const EXPIRY_SWEEP: Duration = Duration::from_secs(30);
 /// Ids whose late real answer must be swallowed (the client already got a synthesised one).
 const MAX_SWALLOW: usize = 4_096;
 /// How long the server gets to exit after the client closed, before it is killed.
@@ -89,11 +95,47 @@ struct Wait {
 #[derive(Debug, Clone)]
 enum ResponsePlan {
     Pass,
-    Delay(Duration),
-    Rewrite(usize),
+    /// Rewrite the response with these faults, in order, then hold it for `delay`.
+    Alter {
+        rewrites: Vec<usize>,
+        delay: Duration,
+    },
     Swallow,
-    Replace(Reply),
+    /// Answer `reply` instead of the server's response, `delay` after it.
+    Replace {
+        reply: Reply,
+        delay: Duration,
+    },
     FilterList,
+}
+
+/// A call's applied faults as one plan: the delays add up, the rewrites chain, and `terminal` (a reply, a
+/// hang, a dropped connection) settles the call.
+#[derive(Debug, Clone, Default)]
+struct Composed {
+    request_delay: Duration,
+    response_delay: Duration,
+    rewrites: Vec<usize>,
+    terminal: Option<Action>,
+}
+
+fn compose(decider: &Decider, p: &Pending) -> Composed {
+    let mut composed = Composed::default();
+    for &index in &p.decision.applied {
+        let Some(fault) = decider.fault(index) else {
+            continue;
+        };
+        match fault.spec.action(&call_context(decider, p, index)) {
+            Action::DelayRequest(d) => composed.request_delay += d,
+            Action::DelayResponse(d) => composed.response_delay += d,
+            Action::Rewrite => composed.rewrites.push(index),
+            terminal => {
+                composed.terminal = Some(terminal);
+                break;
+            }
+        }
+    }
+    composed
 }
 
 struct Pending {
@@ -107,6 +149,8 @@ struct Pending {
     plan: ResponsePlan,
     wait: Option<Wait>,
     held: Option<Vec<u8>>,
+    /// What the faults do once a held request is released.
+    then: Option<Composed>,
     forwarded: bool,
     forwarded_at: Option<Instant>,
     upstream: Option<Outcome>,
@@ -135,8 +179,7 @@ struct Core {
     mode: Mode,
     decider: Decider,
     events: Option<EventLog>,
-    pending: HashMap<String, Pending>,
-    order: VecDeque<String>,
+    pending: InFlight<Pending>,
     swallow: VecDeque<String>,
     child: Option<Child>,
     generation: u64,
@@ -176,8 +219,7 @@ pub async fn run(options: RelayOptions) -> Result<(), RelayError> {
         mode: options.plan.mode,
         decider,
         events,
-        pending: HashMap::new(),
-        order: VecDeque::new(),
+        pending: InFlight::new(MAX_PENDING, PENDING_TTL),
         swallow: VecDeque::new(),
         child: None,
         generation: 0,
@@ -194,11 +236,17 @@ pub async fn run(options: RelayOptions) -> Result<(), RelayError> {
     core.start_child()?;
     core.upstream = UpstreamState::Up;
 
+    let mut sweep = tokio::time::interval(EXPIRY_SWEEP);
+    sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let grace = core.client_closed_at.map(|at| at + EXIT_GRACE);
         let msg = tokio::select! {
             msg = core_rx.recv() => msg,
             () = sleep_until(grace) => None,
+            _ = sweep.tick() => {
+                core.expire_stale(Instant::now());
+                continue;
+            }
         };
         let Some(msg) = msg else { break };
         if let Exit::Stop = core.handle(msg).await {
@@ -331,14 +379,11 @@ impl Core {
             }
         }
         self.child = None;
-        let keys: Vec<String> = self.pending.keys().cloned().collect();
-        for key in keys {
-            if let Some(mut p) = self.pending.remove(&key) {
-                if let Some(wait) = p.wait.take() {
-                    wait.token.cancel();
-                }
-                self.log_event(&p, Outcome::Pending);
+        for (_, mut p) in self.pending.drain() {
+            if let Some(wait) = p.wait.take() {
+                wait.token.cancel();
             }
+            self.log_event(&p, Outcome::Pending);
         }
     }
 
@@ -427,7 +472,6 @@ impl Core {
             );
         }
         let key = id_key(&id);
-        let fired = decision.fired;
         let mut pending = Pending {
             id,
             method: method.clone(),
@@ -443,6 +487,7 @@ impl Core {
             },
             wait: None,
             held: None,
+            then: None,
             forwarded: false,
             forwarded_at: None,
             upstream: None,
@@ -456,48 +501,69 @@ impl Core {
             self.log_event(&pending, reply_outcome(&reply));
             return Exit::Continue;
         }
-        let Some(index) = fired else {
+        if pending.decision.applied.is_empty() {
             pending.forwarded = true;
             pending.forwarded_at = Some(Instant::now());
             self.send_server(line);
             self.remember(key, pending);
             return Exit::Continue;
-        };
-        let action = {
-            let Some(fault) = self.decider.fault(index) else {
-                return Exit::Continue;
-            };
-            fault
-                .spec
-                .action(&call_context(&self.decider, &pending, index))
-        };
-        match action {
-            Action::DelayRequest(delay) => {
-                pending.held = Some(line);
-                pending.wait = Some(self.start_wait(&key, WaitKind::Request, delay));
+        }
+        let composed = compose(&self.decider, &pending);
+        if composed.request_delay.is_zero() {
+            return self.proceed(key, pending, line, composed);
+        }
+        pending.held = Some(line);
+        pending.wait = Some(self.start_wait(&key, WaitKind::Request, composed.request_delay));
+        pending.then = Some(composed);
+        self.remember(key, pending);
+        Exit::Continue
+    }
+
+    /// Carries out a call's faults once its request delay (if any) has passed.
+    fn proceed(
+        &mut self,
+        key: String,
+        mut pending: Pending,
+        line: Vec<u8>,
+        composed: Composed,
+    ) -> Exit {
+        let Some(terminal) = composed.terminal else {
+            pending.forwarded = true;
+            pending.forwarded_at = Some(Instant::now());
+            if !composed.rewrites.is_empty() || !composed.response_delay.is_zero() {
+                pending.plan = ResponsePlan::Alter {
+                    rewrites: composed.rewrites,
+                    delay: composed.response_delay,
+                };
             }
-            Action::DelayResponse(delay) => {
-                pending.forwarded = true;
-                pending.forwarded_at = Some(Instant::now());
-                pending.plan = ResponsePlan::Delay(delay);
-                self.send_server(line);
-            }
+            self.send_server(line);
+            self.remember(key, pending);
+            return Exit::Continue;
+        };
+        match terminal {
             Action::Reply {
                 after,
                 reply,
                 call_upstream,
             } => {
+                let after = after + composed.response_delay;
                 if call_upstream {
                     pending.forwarded = true;
                     pending.forwarded_at = Some(Instant::now());
                     self.send_server(line);
-                    pending.plan = ResponsePlan::Replace(reply);
+                    pending.plan = ResponsePlan::Replace {
+                        reply,
+                        delay: composed.response_delay,
+                    };
                 } else if after.is_zero() {
                     self.send_client(reply.line(&pending.id));
                     self.log_event(&pending, reply_outcome(&reply));
                     return Exit::Continue;
                 } else {
-                    pending.plan = ResponsePlan::Replace(reply);
+                    pending.plan = ResponsePlan::Replace {
+                        reply,
+                        delay: Duration::ZERO,
+                    };
                     pending.wait = Some(self.start_wait(&key, WaitKind::Reply, after));
                 }
             }
@@ -513,12 +579,6 @@ impl Core {
                 }
                 pending.plan = ResponsePlan::Swallow;
                 pending.wait = Some(self.start_wait(&key, WaitKind::Hang(on_cap), max_hold));
-            }
-            Action::Rewrite => {
-                pending.forwarded = true;
-                pending.forwarded_at = Some(Instant::now());
-                pending.plan = ResponsePlan::Rewrite(index);
-                self.send_server(line);
             }
             Action::CrashServer {
                 after,
@@ -537,30 +597,40 @@ impl Core {
                 self.log_event(&pending, Outcome::None);
                 return Exit::Stop;
             }
+            // Not settling actions: [`compose`] never makes them terminal.
+            Action::DelayRequest(_) | Action::DelayResponse(_) | Action::Rewrite => {
+                pending.forwarded = true;
+                pending.forwarded_at = Some(Instant::now());
+                self.send_server(line);
+            }
         }
         self.remember(key, pending);
         Exit::Continue
     }
 
     fn remember(&mut self, key: String, pending: Pending) {
-        if self.pending.len() >= MAX_PENDING {
-            while let Some(old) = self.order.pop_front() {
-                if let Some(mut p) = self.pending.remove(&old) {
-                    tracing::warn!("mcp-proxy: forgetting call {old} after {MAX_PENDING} pending");
-                    if let Some(wait) = p.wait.take() {
-                        wait.token.cancel();
-                    }
-                    self.log_event(&p, Outcome::Pending);
-                    break;
-                }
+        let now = Instant::now();
+        self.expire_stale(now);
+        if let Some((old, mut p)) = self.pending.insert(key, pending, now) {
+            tracing::warn!("mcp-proxy: forgetting call {old} after {MAX_PENDING} pending");
+            if let Some(wait) = p.wait.take() {
+                wait.token.cancel();
             }
+            self.log_event(&p, Outcome::Pending);
         }
-        if self.order.len() > MAX_PENDING * 2 {
-            let pending = &self.pending;
-            self.order.retain(|k| pending.contains_key(k));
+    }
+
+    /// Forgets the calls the server left unanswered for [`PENDING_TTL`]; a late answer then passes untouched.
+    fn expire_stale(&mut self, now: Instant) {
+        for (key, p) in self.pending.expire(now, |p| p.wait.is_some()) {
+            tracing::warn!(
+                "mcp-proxy: forgetting call {key} ({} `{}`): no answer from the server in {} s",
+                p.method,
+                p.tool,
+                PENDING_TTL.as_secs()
+            );
+            self.log_event(&p, Outcome::Pending);
         }
-        self.order.push_back(key.clone());
-        self.pending.insert(key, pending);
     }
 
     fn start_wait(&mut self, key: &str, kind: WaitKind, delay: Duration) -> Wait {
@@ -603,17 +673,14 @@ impl Core {
             return Exit::Continue;
         };
         let Some(w) = p.wait.take_if(|w| w.id == wait) else {
-            self.pending.insert(key.to_owned(), p);
+            self.pending.insert(key.to_owned(), p, Instant::now());
             return Exit::Continue;
         };
         match w.kind {
             WaitKind::Request => {
-                if let Some(line) = p.held.take() {
-                    p.forwarded = true;
-                    p.forwarded_at = Some(Instant::now());
-                    self.send_server(line);
-                }
-                self.pending.insert(key.to_owned(), p);
+                let line = p.held.take().unwrap_or_default();
+                let composed = p.then.take().unwrap_or_default();
+                return self.proceed(key.to_owned(), p, line, composed);
             }
             WaitKind::Response => {
                 let line = p.held.take().unwrap_or_default();
@@ -622,7 +689,7 @@ impl Core {
                 self.finish(key.to_owned(), p, outcome);
             }
             WaitKind::Reply => {
-                if let ResponsePlan::Replace(reply) = p.plan.clone() {
+                if let ResponsePlan::Replace { reply, .. } = p.plan.clone() {
                     self.send_client(reply.line(&p.id));
                     self.finish(key.to_owned(), p, reply_outcome(&reply));
                 }
@@ -691,51 +758,87 @@ impl Core {
                 self.send_client(line);
                 self.finish(key, p, upstream);
             }
-            ResponsePlan::Delay(delay) => {
-                p.held = Some(line);
-                p.wait = Some(self.start_wait(&key, WaitKind::Response, delay));
-                self.pending.insert(key, p);
-            }
-            ResponsePlan::Rewrite(index) => {
-                let rewritten = self.decider.fault(index).map(|fault| {
-                    fault
-                        .spec
-                        .rewrite_line(&line, &call_context(&self.decider, &p, index))
-                });
-                let out = match rewritten {
-                    Some(Ok(out)) => out,
-                    Some(Err(e)) => self.internal_error(&p, &line, &e),
-                    None => line,
-                };
-                let outcome = Outcome::of_line(&out);
-                self.send_client(out);
-                self.finish(key, p, outcome);
+            ResponsePlan::Alter { rewrites, delay } => {
+                let out = self.alter(&p, line, &rewrites);
+                if delay.is_zero() {
+                    let outcome = Outcome::of_line(&out);
+                    self.send_client(out);
+                    self.finish(key, p, outcome);
+                } else {
+                    p.held = Some(out);
+                    p.wait = Some(self.start_wait(&key, WaitKind::Response, delay));
+                    self.pending.insert(key, p, Instant::now());
+                }
             }
             ResponsePlan::FilterList => {
-                let out = match serde_json::from_slice::<Value>(&line) {
-                    Ok(mut value) => {
-                        DropTool::filter_list(&mut value, |tool| self.decider.dropped(tool));
-                        let mut out = value.to_string().into_bytes();
-                        out.push(b'\n');
-                        out
-                    }
-                    Err(e) => self.internal_error(&p, &line, &e.to_string()),
-                };
+                let out = self.filter_list(&p, line);
                 self.send_client(out);
                 self.finish(key, p, upstream);
             }
             ResponsePlan::Swallow => {
-                self.pending.insert(key, p);
+                self.pending.insert(key, p, Instant::now());
             }
-            ResponsePlan::Replace(reply) => {
+            ResponsePlan::Replace { reply, delay } => {
                 if p.wait.is_some() {
-                    self.pending.insert(key, p);
-                } else {
+                    self.pending.insert(key, p, Instant::now());
+                } else if delay.is_zero() {
                     self.send_client(reply.line(&p.id));
                     self.finish(key, p, reply_outcome(&reply));
+                } else {
+                    p.wait = Some(self.start_wait(&key, WaitKind::Reply, delay));
+                    self.pending.insert(key, p, Instant::now());
                 }
             }
         }
+    }
+
+    /// A `tools/list` response without the tools `drop_tool` faults removed.
+    fn filter_list(&self, p: &Pending, line: Vec<u8>) -> Vec<u8> {
+        match serde_json::from_slice::<Value>(&line) {
+            Ok(mut value) => {
+                DropTool::filter_list(&mut value, |tool| self.decider.dropped(tool));
+                let mut out = value.to_string().into_bytes();
+                out.push(b'\n');
+                out
+            }
+            Err(e) => self.internal_error(p, &line, &e.to_string()),
+        }
+    }
+
+    /// The server's response with the faults' rewrites applied in order (and, for a listing, the dropped
+    /// tools removed first).
+    fn alter(&self, p: &Pending, line: Vec<u8>, rewrites: &[usize]) -> Vec<u8> {
+        let mut out = if p.method == "tools/list" && self.decider.has_drop_tool() {
+            self.filter_list(p, line)
+        } else {
+            line
+        };
+        for &index in rewrites {
+            let Some(fault) = self.decider.fault(index) else {
+                continue;
+            };
+            let call = call_context(&self.decider, p, index);
+            let rewritten = match &fault.spec {
+                FaultSpec::SchemaDrift(drift) if fault.spec.drifts_list() => {
+                    serde_json::from_slice::<Value>(&out)
+                        .map_err(|e| format!("response is not JSON: {e}"))
+                        .map(|mut value| {
+                            drift.rewrite_list(&mut value, &call, |tool| {
+                                self.decider.selects_tool(index, tool)
+                            });
+                            let mut bytes = value.to_string().into_bytes();
+                            bytes.push(b'\n');
+                            bytes
+                        })
+                }
+                spec => spec.rewrite_line(&out, &call),
+            };
+            match rewritten {
+                Ok(next) => out = next,
+                Err(e) => return self.internal_error(p, &out, &e),
+            }
+        }
+        out
     }
 
     /// A fault could not be applied: pass the original (fail-safe) or answer an error (strict).
@@ -831,7 +934,7 @@ impl Core {
             return;
         };
         let now = Instant::now();
-        let fault = p.decision.fired.and_then(|index| {
+        let fired = |index: usize| {
             let planned = self.decider.fault(index)?;
             let roll = p
                 .decision
@@ -847,7 +950,15 @@ impl Core {
                 roll_key: p.decision.roll_key.clone(),
                 action: planned.spec.describe(),
             })
-        });
+        };
+        let fault = p.decision.fired.and_then(fired);
+        let also_applied = p
+            .decision
+            .applied
+            .iter()
+            .skip(1)
+            .filter_map(|&index| fired(index))
+            .collect();
         let upstream = match (&p.upstream, p.forwarded) {
             (Some(outcome), _) => outcome.clone(),
             (None, true) => Outcome::Pending,
@@ -868,12 +979,110 @@ impl Core {
             seed: self.decider.seed(),
             decisions: p.decision.records.clone(),
             fault,
+            also_applied,
             upstream,
             client,
             latency_ms: millis(now - p.started),
             upstream_ms: p.upstream_time.map(millis),
             cancel,
         });
+    }
+}
+
+/// The calls in flight, by id key: at most `cap` of them (beyond it the oldest is given back), and each
+/// given back by [`InFlight::expire`] once untouched for `ttl`. Inserting an entry again touches it.
+struct InFlight<V> {
+    entries: HashMap<String, (Instant, V)>,
+    /// Keys in the order they were touched; a record older than its entry's last touch is stale.
+    order: VecDeque<(Instant, String)>,
+    cap: usize,
+    ttl: Duration,
+}
+
+impl<V> InFlight<V> {
+    fn new(cap: usize, ttl: Duration) -> Self {
+        Self {
+            entries: HashMap::new(),
+            order: VecDeque::new(),
+            cap,
+            ttl,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&String, &V)> {
+        self.entries.iter().map(|(k, (_, v))| (k, v))
+    }
+
+    /// Inserts (or touches) `key` at `now`; returns the oldest entry when it had to go to make room.
+    fn insert(&mut self, key: String, value: V, now: Instant) -> Option<(String, V)> {
+        let evicted = if self.entries.len() >= self.cap && !self.entries.contains_key(&key) {
+            self.pop_oldest()
+        } else {
+            None
+        };
+        self.order.push_back((now, key.clone()));
+        self.entries.insert(key, (now, value));
+        if self.order.len() > self.cap.saturating_mul(2) {
+            let entries = &self.entries;
+            self.order
+                .retain(|(at, k)| entries.get(k).is_some_and(|(t, _)| t == at));
+        }
+        evicted
+    }
+
+    fn remove(&mut self, key: &str) -> Option<V> {
+        self.entries.remove(key).map(|(_, v)| v)
+    }
+
+    fn drain(&mut self) -> Vec<(String, V)> {
+        self.order.clear();
+        self.entries.drain().map(|(k, (_, v))| (k, v)).collect()
+    }
+
+    fn is_current(&self, at: Instant, key: &str) -> bool {
+        self.entries.get(key).is_some_and(|(t, _)| *t == at)
+    }
+
+    fn pop_oldest(&mut self) -> Option<(String, V)> {
+        while let Some((at, key)) = self.order.pop_front() {
+            if self.is_current(at, &key) {
+                return self.remove(&key).map(|v| (key, v));
+            }
+        }
+        None
+    }
+
+    /// Gives back the entries untouched for `ttl` at `now`, oldest first; an entry `busy` holds (a wait of
+    /// its own in progress, bounded by its own timer) is touched instead.
+    fn expire(&mut self, now: Instant, busy: impl Fn(&V) -> bool) -> Vec<(String, V)> {
+        let mut expired = Vec::new();
+        while let Some((at, _)) = self.order.front() {
+            if now.saturating_duration_since(*at) < self.ttl {
+                break;
+            }
+            let Some((at, key)) = self.order.pop_front() else {
+                break;
+            };
+            if !self.is_current(at, &key) {
+                continue;
+            }
+            match self.entries.get_mut(&key) {
+                Some(entry) if busy(&entry.1) => {
+                    entry.0 = now;
+                    self.order.push_back((now, key));
+                }
+                _ => {
+                    if let Some(value) = self.remove(&key) {
+                        expired.push((key, value));
+                    }
+                }
+            }
+        }
+        expired
     }
 }
 
@@ -912,5 +1121,64 @@ fn call_context<'a>(decider: &Decider, p: &'a Pending, index: usize) -> CallCont
             .iter()
             .find(|r| r.fault == index)
             .map_or(0.0, |r| r.roll),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn in_flight_calls_expire_after_the_ttl_unless_busy() {
+        let ttl = Duration::from_secs(600);
+        let mut table: InFlight<bool> = InFlight::new(8, ttl);
+        let t0 = Instant::now();
+        table.insert("1".into(), false, t0);
+        table.insert("2".into(), true, t0); // an injected wait in progress
+        table.insert("3".into(), false, t0 + Duration::from_secs(300));
+        assert!(
+            table
+                .expire(t0 + ttl - Duration::from_millis(1), |b| *b)
+                .is_empty()
+        );
+        let gone = table.expire(t0 + ttl, |b| *b);
+        assert_eq!(
+            gone.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
+            ["1"]
+        );
+        // "2" was touched at t0 + ttl; "3" goes at its own ttl, and touching it again restarts it.
+        table.insert("3".into(), false, t0 + Duration::from_secs(800));
+        assert!(
+            table
+                .expire(t0 + Duration::from_secs(1000), |b| *b)
+                .is_empty()
+        );
+        let gone = table.expire(t0 + Duration::from_secs(1400), |_| false);
+        let mut keys: Vec<&str> = gone.iter().map(|(k, _)| k.as_str()).collect();
+        keys.sort();
+        assert_eq!(keys, ["2", "3"]);
+        assert!(table.is_empty());
+        assert!(table.order.is_empty(), "no stale records left behind");
+    }
+
+    #[test]
+    fn in_flight_calls_are_capped_oldest_first_and_memory_stays_bounded() {
+        let mut table: InFlight<u32> = InFlight::new(4, Duration::from_secs(600));
+        let t0 = Instant::now();
+        for i in 0..4u32 {
+            assert!(table.insert(i.to_string(), i, t0).is_none());
+        }
+        // Touching "0" makes "1" the oldest.
+        table.insert("0".into(), 0, t0 + Duration::from_secs(1));
+        let evicted = table.insert("4".into(), 4, t0 + Duration::from_secs(2));
+        assert_eq!(evicted, Some(("1".to_string(), 1)));
+        // A server that never answers: many calls, each touched often, the table stays at the cap.
+        for i in 0..10_000u32 {
+            let key = (i % 7).to_string();
+            table.insert(key.clone(), i, t0 + Duration::from_secs(3));
+            table.remove(&key);
+            table.insert(key, i, t0 + Duration::from_secs(3));
+        }
+        assert!(table.entries.len() <= 4 && table.order.len() <= 8 + 1);
     }
 }

@@ -50,9 +50,12 @@ pub struct Trigger {
     /// Only the N-th call of each tool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_call: Option<u64>,
-    /// At most N injections in all (counted in arrival order).
+    /// At most N injections per tool: the N-th call of a tool is eligible only while fewer than N of that
+    /// tool's earlier calls (ordinals below it) had this fault applied. A pure function of the seed, the plan
+    /// and the ordinal, so it stops at the same call whatever the arrival order across tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_injections: Option<u64>,
+    /// A wall-clock window: the one trigger that depends on when a call arrives, not on its ordinal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window: Option<Window>,
 }
@@ -116,7 +119,8 @@ impl Trigger {
         })
     }
 
-    /// Whether a call (`ordinal`-th of its tool, `elapsed_ms` after start) is eligible, before the roll.
+    /// Whether a call (`ordinal`-th of its tool, `elapsed_ms` after start, after `injected` injections of this
+    /// fault into the tool's earlier calls) is eligible, before the roll.
     pub fn eligible(&self, ordinal: u64, elapsed_ms: u64, injected: u64) -> bool {
         self.first_n.is_none_or(|n| ordinal <= n)
             && self.after_calls.is_none_or(|n| ordinal > n)

@@ -11,15 +11,16 @@ use serde_json::{Value, json};
 
 use crate::common::{self, Client};
 
-/// A proxy in front of `fault mcp-test-server`, with its plan and events file in a temporary folder.
+/// A proxy in front of `fault mcp-test-server`, with its plan and events file in a temporary folder. It runs
+/// in its own sandbox (see [`common::Sandbox`]): the proxy's stderr, with the server's passed through, is kept
+/// in the sandbox's log, read with `client.stderr()` and printed when a test fails.
 pub struct Proxy {
     pub client: Client,
     pub events: PathBuf,
-    pub stderr: Option<tokio::process::ChildStderr>,
     _dir: tempfile::TempDir,
 }
 
-/// Writes `plan` (YAML) to a file and starts the proxy with it, stderr captured.
+/// Writes `plan` (YAML) to a file and starts the proxy with it.
 pub async fn proxy(plan: &str) -> Proxy {
     let dir = tempfile::tempdir().unwrap();
     let plan_path = dir.path().join("plan.yaml");
@@ -35,11 +36,10 @@ pub async fn proxy(plan: &str) -> Proxy {
         common::fault_bin(),
         "mcp-test-server",
     ];
-    let (client, stderr) = common::spawn_command_with(&args, (), true).await;
+    let (client, _) = common::spawn_command_with(&args, (), false).await;
     Proxy {
         client,
         events,
-        stderr,
         _dir: dir,
     }
 }
@@ -153,10 +153,21 @@ async fn latency_delays_one_call_by_the_asked_time_while_others_flow() {
     );
 }
 
+/// Waits until the proxy's log (with the server's stderr) holds `needle`; the whole log.
+async fn wait_log(p: &Proxy, needle: &str) -> String {
+    let started = Instant::now();
+    loop {
+        let log = p.client.stderr();
+        if log.contains(needle) || started.elapsed() > Duration::from_secs(5) {
+            return log;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 #[tokio::test]
 async fn hang_is_released_by_the_clients_cancel_which_reaches_the_server() {
-    use tokio::io::AsyncReadExt;
-    let mut p = proxy("faults:\n  - type: hang\n    tools: [slow]\n").await;
+    let p = proxy("faults:\n  - type: hang\n    tools: [slow]\n").await;
     // Dropping the call's future makes rmcp send notifications/cancelled.
     let outcome = tokio::time::timeout(
         Duration::from_millis(300),
@@ -186,13 +197,84 @@ async fn hang_is_released_by_the_clients_cancel_which_reaches_the_server() {
     assert_eq!(event["cancel"]["ended_injected_wait"], true);
     assert!(event["cancel"]["released_ms"].as_f64().unwrap() < 50.0);
     // The cancellation was forwarded: the test server logged it, through our stderr.
-    p.client.cancel().await.unwrap();
-    let mut stderr = String::new();
-    let mut pipe = p.stderr.take().unwrap();
-    let _ = tokio::time::timeout(Duration::from_secs(5), pipe.read_to_string(&mut stderr)).await;
+    let log = wait_log(&p, "slow: cancelled by the client").await;
     assert!(
-        stderr.contains("slow: cancelled by the client"),
-        "server stderr: {stderr}"
+        log.contains("slow: cancelled by the client"),
+        "server stderr: {log}"
+    );
+}
+
+/// The wall-clock time at the start of a log line (tracing's RFC 3339 timestamp).
+fn logged_at(line: &str) -> chrono::DateTime<chrono::Utc> {
+    let stamp = line.split_whitespace().next().unwrap_or_default();
+    chrono::DateTime::parse_from_rfc3339(stamp)
+        .unwrap_or_else(|e| panic!("no timestamp at the start of `{line}`: {e}"))
+        .with_timezone(&chrono::Utc)
+}
+
+/// The client sends `notifications/cancelled` itself during an injected hang and times, on its own clock,
+/// how long until the hang ends on the wire: the proxy forwards the cancel and the server (which was running
+/// the call, as `forward: true` asks) stops it and logs so. No answer for the cancelled id reaches the client,
+/// as MCP asks, and the session goes on.
+#[tokio::test]
+async fn a_cancel_sent_during_a_hang_ends_it_within_50_ms_on_the_clients_clock() {
+    use rmcp::model::{CallToolRequestParams, ClientRequest, Request};
+    let p = proxy("faults:\n  - type: hang\n    tools: [slow]\n").await;
+    let mut arguments = rmcp::model::JsonObject::new();
+    arguments.insert("milliseconds".into(), json!(30_000));
+    let request = ClientRequest::CallToolRequest(Request::new(
+        CallToolRequestParams::new("slow").with_arguments(arguments),
+    ));
+    let handle = p
+        .client
+        .peer()
+        .send_cancellable_request(request, rmcp::service::PeerRequestOptions::no_options())
+        .await
+        .unwrap();
+    // Let the call reach the server (it logs nothing until it ends), then cancel it.
+    wait_events_none(&p.events, Duration::from_millis(200)).await;
+    let sent_at = chrono::Utc::now();
+    let sent = Instant::now();
+    handle
+        .cancel(Some("the client gave up".into()))
+        .await
+        .unwrap();
+    let log = wait_log(&p, "slow: cancelled by the client").await;
+    let seen_by_client = sent.elapsed();
+    let line = log
+        .lines()
+        .find(|l| l.contains("slow: cancelled by the client"))
+        .unwrap_or_else(|| panic!("the server never saw the cancel: {log}"));
+    let server_saw = (logged_at(line) - sent_at).to_std().unwrap_or_default();
+    assert!(
+        server_saw < Duration::from_millis(50),
+        "the hang ended {server_saw:?} after the client sent the cancel (the client saw it after {seen_by_client:?})"
+    );
+    let event = wait_events(&p.events, 1).await.remove(0);
+    assert_eq!(event["fault"]["type"], "hang");
+    assert_eq!(event["client"]["kind"], "none");
+    assert_eq!(event["cancel"]["ended_injected_wait"], true);
+    let released_ms = event["cancel"]["released_ms"].as_f64().unwrap();
+    assert!(
+        released_ms < 50.0,
+        "released {released_ms} ms after the cancel"
+    );
+    // The session goes on, and nothing arrives for the cancelled id.
+    let after = common::call_ok(&p.client, "echo", json!({"text": "next"})).await;
+    assert_eq!(structured(&after)["text"], "next");
+    eprintln!(
+        "hang release: server saw the cancel {:.3} ms after the client sent it; proxy released the hang {released_ms} ms after it arrived",
+        server_saw.as_secs_f64() * 1000.0
+    );
+}
+
+/// Waits `for_at_least`, checking that no event is written meanwhile (the hung call has no answer yet).
+async fn wait_events_none(path: &std::path::Path, for_at_least: Duration) {
+    tokio::time::sleep(for_at_least).await;
+    assert!(
+        events(path).is_empty(),
+        "an event before the cancel: {:?}",
+        events(path)
     );
 }
 
@@ -317,6 +399,77 @@ async fn schema_drift_really_changes_structured_content_and_text() {
     assert!(drifted["title"].is_string());
     assert!(drifted["in_stock"].is_string());
     assert_eq!(text_json(&item), drifted);
+}
+
+#[tokio::test]
+async fn schema_drift_of_the_list_changes_the_advertised_schemas() {
+    let p = proxy(
+        "faults:\n  - type: schema_drift\n    target: list\n    tools: [get_item]\n    rename: {name: title}\n    retype: {id: string}\n",
+    )
+    .await;
+    let tools = p.client.list_all_tools().await.unwrap();
+    let tool = |name: &str| tools.iter().find(|t| t.name == name).unwrap().clone();
+    let get_item = tool("get_item");
+    assert_eq!(get_item.input_schema["properties"]["id"]["type"], "string");
+    let output = get_item.output_schema.clone().unwrap();
+    assert!(output["properties"].get("name").is_none(), "{output:?}");
+    assert_eq!(output["properties"]["title"]["type"], "string");
+    assert_eq!(output["properties"]["id"]["type"], "string");
+    let required: Vec<&str> = output["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        required.contains(&"title") && !required.contains(&"name"),
+        "{required:?}"
+    );
+    // Other tools keep their interface, and the call's result is the server's own (now off its schema).
+    assert_eq!(
+        tool("echo").input_schema["properties"]["text"]["type"],
+        "string"
+    );
+    let item = call(&p.client, "get_item", json!({"id": 5})).await.unwrap();
+    assert!(structured(&item)["name"].is_string());
+    let logged = wait_events(&p.events, 2).await;
+    let listed = logged.iter().find(|e| e["method"] == "tools/list").unwrap();
+    assert_eq!(listed["fault"]["type"], "schema_drift");
+}
+
+#[tokio::test]
+async fn policy_all_applies_every_fault_that_fires_in_plan_order() {
+    let p = proxy(
+        "policy: all\nfaults:\n  - type: latency\n    ms: 150\n    tools: [get_item, echo]\n  - type: schema_drift\n    tools: [get_item]\n    rename: {name: title}\n  - type: error\n    tools: [echo]\n    message: down\n  - type: empty\n    tools: [echo]\n",
+    )
+    .await;
+    // latency + schema_drift: the drifted result, late.
+    let started = Instant::now();
+    let item = call(&p.client, "get_item", json!({"id": 5})).await.unwrap();
+    let elapsed = started.elapsed();
+    assert!(elapsed >= Duration::from_millis(150), "{elapsed:?}");
+    assert!(structured(&item)["title"].is_string() && structured(&item).get("name").is_none());
+    assert_eq!(text_json(&item), structured(&item));
+    // latency + error: the error, after the delay; the error settles the call, so `empty` never applies.
+    let started = Instant::now();
+    let (code, message, _) = protocol_error(call(&p.client, "echo", json!({"text": "a"})).await);
+    let elapsed = started.elapsed();
+    assert_eq!((code, message.as_str()), (-32603, "down"));
+    assert!(elapsed >= Duration::from_millis(150), "{elapsed:?}");
+    let logged = wait_events(&p.events, 2).await;
+    let event = |tool: &str| logged.iter().find(|e| e["tool"] == tool).unwrap().clone();
+    let item_event = event("get_item");
+    assert_eq!(item_event["fault"]["type"], "latency");
+    assert_eq!(item_event["also_applied"][0]["type"], "schema_drift");
+    let echo_event = event("echo");
+    assert_eq!(echo_event["also_applied"][0]["type"], "error");
+    let evaluated: Vec<&str> = echo_event["decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| d["type"].as_str())
+        .collect();
+    assert_eq!(evaluated, ["latency", "error"]);
 }
 
 #[tokio::test]

@@ -46,7 +46,8 @@ async fn the_python_sdk_sees_each_fault() {
             {"tool": "list_items", "arguments": {"count": 4}},
         ]
     });
-    let run = python_client::run_script(&python, &script).await;
+    let sandbox = common::Sandbox::new("python client → fault mcp-proxy");
+    let run = python_client::run_script_in(&python, &script, &sandbox).await;
     let calls = &run.calls;
     assert_eq!(calls[0].outcome, "result");
     assert!(
@@ -72,4 +73,42 @@ async fn the_python_sdk_sees_each_fault() {
     let hung: &Value = logged.iter().find(|e| e["tool"] == "slow").unwrap();
     assert_eq!(hung["cancel"]["ended_injected_wait"], true);
     assert!(hung["cancel"]["released_ms"].as_f64().unwrap() < 50.0);
+}
+
+/// `schema_drift` with `target: list` seen by the Python SDK: the advertised `outputSchema` of `get_item` now
+/// requires `title` instead of `name`, so the SDK rejects the server's real (undrifted) result, the way a
+/// client would meet a server whose interface changed under it.
+#[tokio::test]
+async fn the_python_sdk_validates_against_the_drifted_list() {
+    let test = "the_python_sdk_validates_against_the_drifted_list";
+    let Some(python) = python_client::python_with_mcp(test) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.yaml");
+    std::fs::write(
+        &plan,
+        "faults:\n  - type: schema_drift\n    target: list\n    tools: [get_item]\n    rename: {name: title}\n",
+    )
+    .unwrap();
+    let script = json!({
+        "server": python_client::fault_server(&[
+            "mcp-proxy", "--plan", plan.to_str().unwrap(), "--", common::fault_bin(), "mcp-test-server",
+        ]),
+        "calls": [
+            {"method": "tools/list"},
+            {"tool": "get_item", "arguments": {"id": 4}},
+            {"tool": "echo", "arguments": {"text": "a"}},
+        ]
+    });
+    let sandbox = common::Sandbox::new("python client → fault mcp-proxy");
+    let run = python_client::run_script_in(&python, &script, &sandbox).await;
+    let tools = run.calls[0].tools.as_ref().unwrap();
+    let get_item = tools.iter().find(|t| t["name"] == "get_item").unwrap();
+    let required = get_item["output_schema"]["required"].as_array().unwrap();
+    assert!(required.contains(&json!("title")) && !required.contains(&json!("name")));
+    assert_eq!(run.calls[1].outcome, "exception", "{:?}", run.calls[1]);
+    let exception = run.calls[1].exception.as_ref().unwrap();
+    assert!(exception.message.contains("title"), "{exception:?}");
+    assert_eq!(run.calls[2].outcome, "result", "{:?}", run.calls[2]);
 }

@@ -6,25 +6,26 @@ use std::{process::Stdio, time::Duration};
 use serde_json::{Value, json};
 use tokio::{
     io::{AsyncBufReadExt, AsyncWriteExt, BufReader},
-    process::{Child, ChildStdin, ChildStdout, Command},
+    process::{Child, ChildStdin, ChildStdout},
 };
 
 use crate::common;
 
-/// A client that writes and reads raw lines.
+/// A client that writes and reads raw lines to `fault` run in its own sandbox (its stderr, with the
+/// server's, is kept there and printed if the test fails).
 struct Raw {
     _child: Child,
     stdin: ChildStdin,
     out: BufReader<ChildStdout>,
+    _command: common::FaultCommand,
 }
 
 impl Raw {
     fn start(args: &[&str]) -> Raw {
-        let mut child = Command::new(common::fault_bin())
-            .args(args)
+        let mut command = common::fault_command(args);
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
             .kill_on_drop(true)
             .spawn()
             .unwrap();
@@ -32,6 +33,7 @@ impl Raw {
             stdin: child.stdin.take().unwrap(),
             out: BufReader::new(child.stdout.take().unwrap()),
             _child: child,
+            _command: command,
         }
     }
 
@@ -221,15 +223,16 @@ async fn drop_tool_after_calls_notifies_list_changed() {
     );
 }
 
-fn print_plan(path: &str) -> std::process::Output {
-    std::process::Command::new(common::fault_bin())
-        .args(["mcp-proxy", "--plan", path, "--print-plan"])
+async fn print_plan(path: &str) -> std::process::Output {
+    common::fault_command(&["mcp-proxy", "--plan", path, "--print-plan"])
+        .stderr(Stdio::piped())
         .output()
+        .await
         .unwrap()
 }
 
-#[test]
-fn unknown_keys_are_refused_with_their_line() {
+#[tokio::test]
+async fn unknown_keys_are_refused_with_their_line() {
     let dir = tempfile::tempdir().unwrap();
     let plan = dir.path().join("plan.yaml");
     std::fs::write(
@@ -237,7 +240,7 @@ fn unknown_keys_are_refused_with_their_line() {
         "seed: 4\nfaults:\n  - type: latency\n    ms: 10\n    jiter_ms: 3\n",
     )
     .unwrap();
-    let out = print_plan(plan.to_str().unwrap());
+    let out = print_plan(plan.to_str().unwrap()).await;
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -247,8 +250,8 @@ fn unknown_keys_are_refused_with_their_line() {
 }
 
 /// Each peer format's example loads, and normalises to the faults it names.
-#[test]
-fn the_peer_plan_formats_load() {
+#[tokio::test]
+async fn the_peer_plan_formats_load() {
     for (file, expected) in [
         (
             "mcp-chaos.yaml",
@@ -262,7 +265,7 @@ fn the_peer_plan_formats_load() {
         ("plan.yaml", &["latency", "timeout", "schema_drift"][..]),
     ] {
         let path = format!("{}/examples/mcp-chaos/{file}", env!("CARGO_MANIFEST_DIR"));
-        let out = print_plan(&path);
+        let out = print_plan(&path).await;
         assert!(
             out.status.success(),
             "{file}: {}",

@@ -120,8 +120,35 @@ pub fn fault_server(args: &[&str]) -> Value {
 /// Runs `script` (see `mcp_python/client.py`) and returns what the client saw; panics with the client's
 /// stderr if it fails.
 pub async fn run_script(python: &Path, script: &Value) -> ScriptRun {
+    run(tokio::process::Command::new(python), script, None).await
+}
+
+/// [`run_script`] in `sandbox`'s hermetic environment: the client runs isolated and hands the sandbox's
+/// settings (data directory, HOME, XDG) to the server it starts; the client's stderr, which carries the
+/// server's, is appended to the sandbox's log, printed if the test fails.
+pub async fn run_script_in(
+    python: &Path,
+    script: &Value,
+    sandbox: &crate::common::Sandbox,
+) -> ScriptRun {
+    let python = python.to_string_lossy();
+    let command = crate::common::python_command(&python, sandbox);
+    let mut script = script.clone();
+    let env: serde_json::Map<String, Value> = sandbox
+        .env()
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), Value::from(v.to_string_lossy().into_owned())))
+        .collect();
+    script["server"]["env"] = Value::Object(env);
+    run(command.into(), &script, Some(sandbox)).await
+}
+
+async fn run(
+    mut command: tokio::process::Command,
+    script: &Value,
+    sandbox: Option<&crate::common::Sandbox>,
+) -> ScriptRun {
     let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/suite/mcp_python/client.py");
-    let mut command = tokio::process::Command::new(python);
     command
         .arg(&client)
         .arg(script.to_string())
@@ -135,6 +162,16 @@ pub async fn run_script(python: &Path, script: &Value) -> ScriptRun {
         .expect("start the Python MCP client");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    if let Some(sandbox) = sandbox {
+        use std::io::Write;
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(sandbox.stderr_path());
+        if let Ok(mut log) = log {
+            let _ = log.write_all(stderr.as_bytes());
+        }
+    }
     assert!(
         output.status.success(),
         "the Python MCP client failed ({}):\n{stderr}",

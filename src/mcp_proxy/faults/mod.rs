@@ -41,7 +41,7 @@ pub use partial_result::PartialResult;
 pub use rate_limit::RateLimit;
 pub use recover_after::RecoverAfter;
 pub use registry_inconsistency::RegistryInconsistency;
-pub use schema_drift::SchemaDrift;
+pub use schema_drift::{DriftTarget, SchemaDrift};
 pub use server_degradation::ServerDegradation;
 pub use timeout::Timeout;
 
@@ -94,6 +94,17 @@ pub enum Action {
     },
     /// Close our stdout: the client sees the server go away.
     CloseClient,
+}
+
+impl Action {
+    /// Whether the action settles the call (answers in the server's place, hangs, or drops a connection),
+    /// which ends a `policy: all` chain; delays and rewrites compose with what follows.
+    pub fn ends_chain(&self) -> bool {
+        !matches!(
+            self,
+            Action::DelayRequest(_) | Action::DelayResponse(_) | Action::Rewrite
+        )
+    }
 }
 
 /// What a hang does once its hold cap is reached.
@@ -217,6 +228,12 @@ macro_rules! registry {
                         .map_err(|e| e.to_string()), )+
                     other => Err(format!("unknown fault type `{other}`")),
                 }
+            }
+
+            /// Whether this is a `schema_drift` of `tools/list` (`target: list`), which picks its tools
+            /// inside the listing.
+            pub fn drifts_list(&self) -> bool {
+                matches!(self, FaultSpec::SchemaDrift(d) if d.target == schema_drift::DriftTarget::List)
             }
 
             /// The canonical type name.

@@ -1,6 +1,8 @@
 //! `schema_drift` (alias `schema_mismatch`): the tool result is really changed, in `structuredContent` and in
 //! text blocks that hold JSON alike: `drop_fields`, `rename`, `retype`, `nullify`, `wrap`. Without any
-//! operation, a seeded drift renames one top-level key and retypes another.
+//! operation, a seeded drift renames one top-level key and retypes another. With `target: list` the tools'
+//! interface drifts instead: the same operations act on the properties of each selected tool's
+//! `inputSchema` and `outputSchema` in `tools/list` results (and on their `required` lists).
 
 use std::collections::BTreeMap;
 
@@ -20,8 +22,25 @@ pub enum JsonType {
     Object,
 }
 
+/// What a schema drift changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DriftTarget {
+    /// The tool call's result.
+    #[default]
+    Result,
+    /// The tools' schemas in `tools/list` results.
+    List,
+}
+
+fn is_result(target: &DriftTarget) -> bool {
+    *target == DriftTarget::Result
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SchemaDrift {
+    #[serde(default, skip_serializing_if = "is_result")]
+    pub target: DriftTarget,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drop_fields: Vec<String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -36,7 +55,14 @@ pub struct SchemaDrift {
 }
 
 impl SchemaDrift {
-    pub const KEYS: &[&str] = &["drop_fields", "rename", "retype", "nullify", "wrap"];
+    pub const KEYS: &[&str] = &[
+        "target",
+        "drop_fields",
+        "rename",
+        "retype",
+        "nullify",
+        "wrap",
+    ];
 
     fn has_operations(&self) -> bool {
         !(self.drop_fields.is_empty()
@@ -47,12 +73,14 @@ impl SchemaDrift {
     }
 
     /// The operations for one call: the plan's, or a seeded rename + retype of the payload's own keys.
-    fn operations_for(&self, keys: &[String], call: &CallContext<'_>) -> SchemaDrift {
+    /// `scope` tells apart the drifts of one call (each schema of a listing); it is empty for a result.
+    fn operations_for(&self, keys: &[String], call: &CallContext<'_>, scope: &str) -> SchemaDrift {
         if self.has_operations() || keys.is_empty() {
             return self.clone();
         }
         let pick = |salt: &str| {
-            keys[(call.roll_for(salt) * keys.len() as f64) as usize % keys.len()].clone()
+            let roll = call.roll_for(&format!("{salt}{scope}"));
+            keys[(roll * keys.len() as f64) as usize % keys.len()].clone()
         };
         let renamed = pick("rename");
         let mut drift = SchemaDrift::default();
@@ -86,6 +114,109 @@ impl SchemaDrift {
             }
         }
     }
+
+    /// Drifts one JSON Schema object: its `properties` and `required` change as its instances would.
+    fn apply_schema(&self, schema: &mut Map<String, Value>) {
+        let mut required: Vec<String> = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| {
+                r.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+            for field in &self.drop_fields {
+                properties.remove(field);
+                required.retain(|r| r != field);
+            }
+            for (from, to) in &self.rename {
+                if let Some(property) = properties.remove(from) {
+                    properties.insert(to.clone(), property);
+                    for r in required.iter_mut().filter(|r| r.as_str() == from.as_str()) {
+                        *r = to.clone();
+                    }
+                }
+            }
+            for (field, json_type) in &self.retype {
+                if let Some(property) = properties.get_mut(field) {
+                    *property = retyped_property(property, *json_type);
+                }
+            }
+            for field in &self.nullify {
+                if let Some(property) = properties.get_mut(field) {
+                    *property = retyped_property(property, JsonType::Null);
+                }
+            }
+        }
+        if schema.contains_key("required") {
+            schema.insert("required".into(), Value::from(required));
+        }
+        if let Some(key) = &self.wrap {
+            let mut inner = Map::new();
+            inner.insert("type".into(), Value::from("object"));
+            for part in ["properties", "required"] {
+                if let Some(value) = schema.remove(part) {
+                    inner.insert(part.into(), value);
+                }
+            }
+            schema.insert(
+                "properties".into(),
+                serde_json::json!({ key.clone(): inner }),
+            );
+            schema.insert("required".into(), serde_json::json!([key]));
+        }
+    }
+
+    /// Drifts the `inputSchema` and `outputSchema` of every tool of a `tools/list` response that `selected`
+    /// picks.
+    pub fn rewrite_list(
+        &self,
+        response: &mut Value,
+        call: &CallContext<'_>,
+        selected: impl Fn(&str) -> bool,
+    ) {
+        let Some(Value::Array(tools)) =
+            super::result_mut(response).and_then(|r| r.get_mut("tools"))
+        else {
+            return;
+        };
+        for tool in tools {
+            let Some(name) = tool.get("name").and_then(Value::as_str).map(str::to_owned) else {
+                continue;
+            };
+            if !selected(&name) {
+                continue;
+            }
+            for schema_key in ["inputSchema", "outputSchema"] {
+                let Some(Value::Object(schema)) = tool.get_mut(schema_key) else {
+                    continue;
+                };
+                let keys: Vec<String> = schema
+                    .get("properties")
+                    .and_then(Value::as_object)
+                    .map(|p| p.keys().cloned().collect())
+                    .unwrap_or_default();
+                self.operations_for(&keys, call, &format!(":{name}:{schema_key}"))
+                    .apply_schema(schema);
+            }
+        }
+    }
+}
+
+/// A property's schema with its type changed (its description kept).
+fn retyped_property(property: &Value, json_type: JsonType) -> Value {
+    let mut out = Map::new();
+    if let Some(description) = property.get("description") {
+        out.insert("description".into(), description.clone());
+    }
+    out.insert(
+        "type".into(),
+        serde_json::to_value(json_type).unwrap_or(Value::Null),
+    );
+    Value::Object(out)
 }
 
 fn retype(value: Value, json_type: JsonType) -> Value {
@@ -133,9 +264,13 @@ impl Fault for SchemaDrift {
     }
 
     fn describe(&self) -> String {
+        let what = match self.target {
+            DriftTarget::Result => "the result",
+            DriftTarget::List => "the tools' schemas in tools/list",
+        };
         if self.has_operations() {
             format!(
-                "change the result: drop {:?}, rename {:?}, retype {:?}, nullify {:?}{}",
+                "change {what}: drop {:?}, rename {:?}, retype {:?}, nullify {:?}{}",
                 self.drop_fields,
                 self.rename,
                 self.retype,
@@ -146,7 +281,7 @@ impl Fault for SchemaDrift {
                     .unwrap_or_default()
             )
         } else {
-            "rename one result key and retype another (seeded)".into()
+            format!("change {what}: rename one key and retype another (seeded)")
         }
     }
 
@@ -155,12 +290,17 @@ impl Fault for SchemaDrift {
     }
 
     fn rewrite(&self, response: &mut Value, call: &CallContext<'_>) {
+        if self.target == DriftTarget::List {
+            // The relay passes the trigger's tool selection through `rewrite_list`; alone, drift them all.
+            self.rewrite_list(response, call, |_| true);
+            return;
+        }
         let keys: Vec<String> = response
             .pointer("/result/structuredContent")
             .and_then(Value::as_object)
             .map(|o| o.keys().cloned().collect())
             .unwrap_or_default();
-        let drift = self.operations_for(&keys, call);
+        let drift = self.operations_for(&keys, call, "");
         edit_payloads(response, |payload| {
             // Without structuredContent, the seeded drift picks from the text payload's own keys.
             let drift = if keys.is_empty() && !self.has_operations() {
@@ -168,7 +308,7 @@ impl Fault for SchemaDrift {
                     .as_object()
                     .map(|o| o.keys().cloned().collect())
                     .unwrap_or_default();
-                self.operations_for(&own, call)
+                self.operations_for(&own, call, "")
             } else {
                 drift.clone()
             };
@@ -215,6 +355,42 @@ mod tests {
             serde_json::from_str(response["result"]["content"][0]["text"].as_str().unwrap())
                 .unwrap();
         assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn list_target_drifts_the_selected_tools_schemas() {
+        let drift = SchemaDrift {
+            target: DriftTarget::List,
+            drop_fields: vec!["price".into()],
+            rename: [("name".to_string(), "title".to_string())].into(),
+            retype: [("id".to_string(), JsonType::String)].into(),
+            ..Default::default()
+        };
+        let schema = serde_json::json!({"type":"object","properties":{
+            "id":{"type":"integer","description":"the id"},"name":{"type":"string"},"price":{"type":"number"}},
+            "required":["id","name","price"]});
+        let mut response = serde_json::json!({"result":{"tools":[
+            {"name":"get_item","inputSchema":schema.clone(),"outputSchema":schema.clone()},
+            {"name":"echo","inputSchema":schema.clone()}]}});
+        drift.rewrite_list(&mut response, &call(), |t| t == "get_item");
+        let expected = serde_json::json!({"type":"object","properties":{
+            "id":{"type":"string","description":"the id"},"title":{"type":"string"}},
+            "required":["id","title"]});
+        assert_eq!(response["result"]["tools"][0]["inputSchema"], expected);
+        assert_eq!(response["result"]["tools"][0]["outputSchema"], expected);
+        assert_eq!(response["result"]["tools"][1]["inputSchema"], schema);
+        // Without operations: a seeded rename in each schema.
+        let mut response =
+            serde_json::json!({"result":{"tools":[{"name":"t","inputSchema":schema}]}});
+        SchemaDrift {
+            target: DriftTarget::List,
+            ..Default::default()
+        }
+        .rewrite(&mut response, &call());
+        let properties = response["result"]["tools"][0]["inputSchema"]["properties"]
+            .as_object()
+            .unwrap();
+        assert!(properties.keys().any(|k| k.ends_with("_v2")), "{response}");
     }
 
     #[test]
