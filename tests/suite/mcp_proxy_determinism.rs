@@ -111,6 +111,9 @@ async fn the_same_decision_per_tool_and_ordinal_across_runs() {
     assert_eq!(first, second);
     assert_eq!(first, predicted(&first));
     let fired = first.values().filter(|d| !d["fault"].is_null()).count();
+    eprintln!(
+        "determinism: {fired} of 400 calls had a fault; both runs and the library agree on all 400"
+    );
     assert!(
         fired > 40 && fired < 350,
         "{fired} of 400 calls had a fault"
