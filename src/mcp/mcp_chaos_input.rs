@@ -22,7 +22,8 @@ const MAX_CALLS: u64 = 100_000;
 /// The MCP server under test, started over stdio behind `fault mcp-proxy`.
 #[derive(Debug, Deserialize, JsonSchema)]
 struct ServerInput {
-    /// The server's executable, e.g. "python" or "/abs/path/server" (looked up on PATH).
+    /// The server's executable, e.g. "python" or "/abs/path/server" (looked up on PATH). Required.
+    #[serde(default)]
     command: Lenient<String>,
     /// Its arguments, e.g. ["server.py"]. Default none.
     #[serde(default)]
@@ -38,7 +39,8 @@ struct ServerInput {
 /// One tool call to make.
 #[derive(Debug, Deserialize, JsonSchema)]
 struct CallInput {
-    /// The tool's name.
+    /// The tool's name. Required.
+    #[serde(default)]
     tool: Lenient<String>,
     /// Its arguments. Default {}.
     #[serde(default)]

@@ -388,10 +388,7 @@ async fn bad_input_names_the_field_and_a_dead_server_shows_its_stderr() {
             .unwrap();
         assert!(common::is_error(&result));
         let message = common::text(&result);
-        assert!(
-            message.starts_with(&format!("{field}:")),
-            "{field}: {message}"
-        );
+        assert!(message.starts_with(field), "{field}: {message}");
     }
     let result = common::call(
         &client,
@@ -477,4 +474,69 @@ async fn mcp_proxy_writes_its_report_on_sigusr1_and_at_exit() {
     let get_item = tool(&report, "get_item");
     assert_eq!(get_item["correctness"], 0.0);
     assert_eq!(get_item["outcomes"]["schema_invalid"], 2);
+}
+
+/// A client that counts progress notifications.
+#[derive(Clone, Default)]
+struct ProgressCounter(std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+impl rmcp::ClientHandler for ProgressCounter {
+    async fn on_progress(
+        &self,
+        _params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+fn running(marker: &str) -> bool {
+    std::process::Command::new("pgrep")
+        .args(["-f", marker])
+        .output()
+        .is_ok_and(|o| !o.stdout.is_empty())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_each_second_and_cancellation_stops_the_server() {
+    use rmcp::{
+        model::{CallToolRequestParams, ClientRequest, Request},
+        service::PeerRequestOptions,
+    };
+    let counter = ProgressCounter::default();
+    let client = common::spawn_handler(common::ServerSpec::default(), counter.clone()).await;
+    // The server runs under `sh` whose command line carries a marker, to see it go.
+    let marker = format!("mcp-chaos-cancel-{}", std::process::id());
+    let args = json!({
+        "server": {"command": "sh", "args": ["-c", "\"$0\" mcp-test-server", common::fault_bin(), marker]},
+        "plan": {"faults": [{"type": "hang", "tools": ["echo"]}]},
+        "calls": [{"tool": "echo", "arguments": {"text": "x"}}],
+        "repeat": 20,
+        "client": {"timeout_ms": 60000},
+    });
+    let request = ClientRequest::CallToolRequest(Request::new(
+        CallToolRequestParams::new("fault_run_mcp_chaos_scenario")
+            .with_arguments(args.as_object().unwrap().clone()),
+    ));
+    let handle = client
+        .peer()
+        .send_cancellable_request(request, PeerRequestOptions::no_options())
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(2600)).await;
+    assert!(
+        counter.0.load(std::sync::atomic::Ordering::Relaxed) >= 2,
+        "progress notifications"
+    );
+    assert!(running(&marker), "the server runs during the scenario");
+    handle.cancel(Some("test".into())).await.unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while running(&marker) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "server still running after cancel"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    client.cancel().await.unwrap();
 }
