@@ -540,3 +540,41 @@ async fn progress_each_second_and_cancellation_stops_the_server() {
     }
     client.cancel().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duration_and_rate_schedule_the_calls_on_time() {
+    let client = common::spawn().await;
+    let (text, report) = run(
+        &client,
+        json!({
+            "server": test_server(),
+            "calls": [{"tool": "echo", "arguments": {"text": "a"}},
+                      {"tool": "get_item", "arguments": {"id": 2}}],
+            "duration": "2s",
+            "rate": "10",
+            "concurrency": 2,
+        }),
+    )
+    .await;
+    let overall = &report["run"]["overall"];
+    assert_eq!(overall["logical_calls"], 20, "{text}");
+    assert_eq!(tool(&report, "echo")["calls"], 10);
+    assert_eq!(overall["effective_availability"], 1.0);
+    // Ten calls are due in each of the two seconds (a loaded machine may start the last of a second late).
+    let per_second: Vec<u64> = report["run"]["per_second"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["requests"].as_u64().unwrap())
+        .collect();
+    assert_eq!(per_second.iter().sum::<u64>(), 20);
+    assert!(
+        per_second.len() >= 2 && per_second[0] >= 8,
+        "{per_second:?}"
+    );
+    assert_eq!(
+        report["client"]["schedule"],
+        "2 calls cycled at 10 calls/s for 2s"
+    );
+    client.cancel().await.unwrap();
+}
