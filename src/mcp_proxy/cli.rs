@@ -27,8 +27,8 @@ pub struct McpProxyArgs {
     #[arg(long, value_name = "FILE")]
     pub events: Option<PathBuf>,
 
-    /// Write the MCP chaos report here (markdown; JSON when FILE ends in `.json`) when the session ends, and
-    /// whenever the proxy gets SIGUSR1.
+    /// Write the MCP chaos report here (markdown; JSON when FILE ends in `.json`) when the session ends (the
+    /// client closes, the server exits, or SIGTERM/SIGINT), and whenever the proxy gets SIGUSR1.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
 
@@ -95,13 +95,22 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
         _ => None,
     };
     let observer: Option<Observer> = recorder.clone().map(|r| r as Observer);
-    let relayed = relay::run(RelayOptions {
+    let relay = relay::run(RelayOptions {
         plan,
         command,
         events: args.events,
         observer,
-    })
-    .await;
+    });
+    let relayed = if recorder.is_some() {
+        // With a report to write, SIGTERM and SIGINT end the session as a closed client would: the relay
+        // is dropped (the server, spawned with kill-on-drop, is ended) and the report is written.
+        tokio::select! {
+            relayed = relay => relayed,
+            () = terminated() => Ok(()),
+        }
+    } else {
+        relay.await
+    };
     if let Some(task) = on_signal {
         task.abort();
     }
@@ -120,6 +129,21 @@ fn write_report(path: &Path, recorder: &Mutex<SessionRecorder>) -> std::io::Resu
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .write(path)
+}
+
+/// Resolves on SIGTERM or SIGINT (never, when neither can be listened for).
+async fn terminated() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
 }
 
 /// Writes the report on each SIGUSR1, so a long session can be looked at while it runs.

@@ -578,3 +578,46 @@ async fn duration_and_rate_schedule_the_calls_on_time() {
     );
     client.cancel().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_proxy_writes_its_report_on_sigterm() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.json");
+    let mut command = common::fault_command(&[
+        "mcp-proxy",
+        "--report",
+        report.to_str().unwrap(),
+        "--",
+        common::fault_bin(),
+        "mcp-test-server",
+    ]);
+    command
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    let mut proxy = command.spawn().unwrap();
+    let mut stdin = proxy.stdin.take().unwrap();
+    let mut lines = BufReader::new(proxy.stdout.take().unwrap()).lines();
+    for line in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}"#,
+    ] {
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+    // The answers to initialize and to the call.
+    for _ in 0..2 {
+        lines.next_line().await.unwrap().unwrap();
+    }
+    let pid = proxy.id().unwrap().to_string();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    proxy.wait().await.unwrap();
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(tool(&report, "echo")["outcomes"]["ok"], 1);
+}
