@@ -11,6 +11,7 @@ pub mod llm;
 pub mod load;
 pub mod logging;
 pub mod mcp;
+pub mod mcp_chaos;
 pub mod mcp_proxy;
 pub mod mcp_test_server;
 pub mod proxy;

@@ -29,6 +29,7 @@ use tokio::{task::JoinSet, time::Instant};
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
+pub(crate) use record::histogram;
 pub use record::{Outcome, Samples, SecondSamples};
 
 use client::{Connection, Connector};

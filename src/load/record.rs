@@ -22,7 +22,8 @@ pub enum Outcome {
     Timeout,
 }
 
-fn histogram(sigfig: u8) -> Histogram<u64> {
+/// A latency histogram in µs, 1 µs to an hour (the load generator's and the MCP chaos report's).
+pub(crate) fn histogram(sigfig: u8) -> Histogram<u64> {
     // Bounds are constants within hdrhistogram's limits, so creation cannot fail.
     Histogram::new_with_bounds(1, MAX_LATENCY_US, sigfig).unwrap_or_else(|_| {
         Histogram::new(sigfig.min(5)).unwrap_or_else(|_| unreachable!("valid sigfig"))

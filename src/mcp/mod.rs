@@ -6,6 +6,8 @@ mod advice;
 mod code;
 mod index;
 mod lenient;
+mod mcp_chaos;
+mod mcp_chaos_input;
 mod scenario;
 mod scenario_input;
 
@@ -31,7 +33,10 @@ fault_suggest_service_level_objectives_slo proposes SLOs; fault_make_reliability
 whole-file change; fault_function_reliability_deep_analysis reviews one function in depth. \
 Impact scenarios: fault_run_{latency,jitter,packet_loss,bandwidth,blackhole,http_error}_impact_scenario put a \
 fault-injecting proxy on the path to a URL (or on the `proxies` you map), send load, and return a markdown report \
-with latency percentiles and SLO verdicts. Paths must be absolute.";
+with latency percentiles and SLO verdicts. \
+MCP chaos: fault_run_mcp_chaos_scenario starts an MCP server behind fault mcp-proxy with a fault plan, drives tool \
+calls with a client policy (timeout, retries, backoff) and reports availability, correctness against outputSchema, \
+latency, recovery and blast radius. Paths must be absolute.";
 
 /// The `fault agent tool` MCP server.
 #[derive(Clone)]
@@ -49,7 +54,8 @@ impl FaultServer {
             tool_router: Self::code_router()
                 + Self::advice_router()
                 + Self::index_router()
-                + Self::scenario_router(),
+                + Self::scenario_router()
+                + Self::mcp_chaos_router(),
             scenario_slot: scenario::ScenarioSlot::default(),
         }
     }

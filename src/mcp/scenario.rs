@@ -85,28 +85,12 @@ impl FaultServer {
             ));
         };
         let progress = Arc::new(load::LoadProgress::default());
-        let ticker = context.meta.get_progress_token().map(|token| {
-            let peer = context.peer.clone();
-            let progress = progress.clone();
-            let total = spec.planned_requests();
-            tokio::spawn(async move {
-                let mut tick = tokio::time::interval(Duration::from_secs(1));
-                tick.tick().await;
-                loop {
-                    tick.tick().await;
-                    let done = progress
-                        .completed
-                        .load(std::sync::atomic::Ordering::Relaxed);
-                    let errors = progress.errors.load(std::sync::atomic::Ordering::Relaxed);
-                    let note = ProgressNotificationParam::new(token.clone(), done as f64)
-                        .with_total(total as f64)
-                        .with_message(format!("{done} of {total} requests done, {errors} errors"));
-                    if peer.notify_progress(note).await.is_err() {
-                        break;
-                    }
-                }
-            })
-        });
+        let ticker = progress_ticker(
+            &context,
+            progress.clone(),
+            spec.planned_requests(),
+            "requests",
+        );
         let outcome = scenario::run(&spec, &context.ct, progress).await;
         if let Some(ticker) = ticker {
             ticker.abort();
@@ -116,6 +100,35 @@ impl FaultServer {
             Err(e) => Ok(tool_error(e)),
         }
     }
+}
+
+/// Sends `notifications/progress` each second while a run goes on, when the client asked for progress:
+/// `completed` of `total` `unit` done, and how many failed.
+pub(super) fn progress_ticker(
+    context: &RequestContext<RoleServer>,
+    progress: Arc<load::LoadProgress>,
+    total: u64,
+    unit: &'static str,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let token = context.meta.get_progress_token()?;
+    let peer = context.peer.clone();
+    Some(tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            let done = progress
+                .completed
+                .load(std::sync::atomic::Ordering::Relaxed);
+            let errors = progress.errors.load(std::sync::atomic::Ordering::Relaxed);
+            let note = ProgressNotificationParam::new(token.clone(), done as f64)
+                .with_total(total as f64)
+                .with_message(format!("{done} of {total} {unit} done, {errors} errors"));
+            if peer.notify_progress(note).await.is_err() {
+                break;
+            }
+        }
+    }))
 }
 
 #[tool_router(router = scenario_router, vis = "pub(super)")]

@@ -26,7 +26,7 @@ pub(crate) struct InputError {
     message: String,
 }
 
-fn bad(field: impl Into<String>, message: impl Into<String>) -> InputError {
+pub(super) fn bad(field: impl Into<String>, message: impl Into<String>) -> InputError {
     InputError {
         field: field.into(),
         message: message.into(),
@@ -34,7 +34,7 @@ fn bad(field: impl Into<String>, message: impl Into<String>) -> InputError {
 }
 
 /// `value` of `field` when within `min..=max` (`default` when absent).
-fn within(
+pub(super) fn within(
     field: &str,
     value: Option<f64>,
     default: f64,
@@ -52,7 +52,7 @@ fn within(
 }
 
 /// A whole number of `field` within `min..=max` (`default` when absent).
-fn whole(
+pub(super) fn whole(
     field: &str,
     value: Option<f64>,
     default: u64,
@@ -272,7 +272,7 @@ impl CommonInput {
 }
 
 /// A duration string ("10s", "500ms") or a number of seconds; default 10 s.
-fn duration(text: Option<String>, limits: &Limits) -> Result<Duration, InputError> {
+pub(super) fn duration(text: Option<String>, limits: &Limits) -> Result<Duration, InputError> {
     let duration = match text {
         None => Duration::from_secs(10),
         Some(text) => match text.parse::<f64>() {
@@ -524,7 +524,7 @@ impl FaultInput for HttpErrorInput {
 }
 
 /// `T` read from the tool's arguments; a value of the wrong shape is an error naming its field.
-fn read<T: DeserializeOwned>(args: &JsonObject) -> Result<T, InputError> {
+pub(super) fn read<T: DeserializeOwned>(args: &JsonObject) -> Result<T, InputError> {
     let value = serde_json::Value::Object(args.clone());
     serde_path_to_error::deserialize(value).map_err(|e| match e.path().to_string().as_str() {
         // A missing required field: serde's message names it.

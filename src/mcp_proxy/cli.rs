@@ -1,13 +1,17 @@
 //! `fault mcp-proxy`: its arguments and entry point.
 
-use std::path::PathBuf;
+use std::{
+    path::{Path, PathBuf},
+    sync::{Arc, Mutex},
+};
 
 use clap::Args;
 
 use super::plan::{Mode, Plan, PlanError};
-use super::relay::{self, RelayError, RelayOptions};
+use super::relay::{self, Observer, RelayError, RelayOptions};
+use crate::mcp_chaos::session::SessionRecorder;
 
-/// Arguments of `fault mcp-proxy [--plan FILE] [--seed N] [--events FILE] [--strict] -- COMMAND [ARGS…]`.
+/// Arguments of `fault mcp-proxy [--plan FILE] [--seed N] [--events FILE] [--report FILE] [--strict] -- COMMAND [ARGS…]`.
 #[derive(Debug, Args)]
 pub struct McpProxyArgs {
     /// Fault plan, YAML or JSON (`seed`, `faults: [...]`); the mcp-chaos, mcptest and mcp-chaos-monkey
@@ -22,6 +26,11 @@ pub struct McpProxyArgs {
     /// Write one JSON line per tool call here (decision, roll, outcomes, latency, cancellation).
     #[arg(long, value_name = "FILE")]
     pub events: Option<PathBuf>,
+
+    /// Write the MCP chaos report here (markdown; JSON when FILE ends in `.json`) when the session ends (the
+    /// client closes, the server exits, or SIGTERM/SIGINT), and whenever the proxy gets SIGUSR1.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
 
     /// Fail closed: when the proxy cannot apply a fault, answer the client with a JSON-RPC error instead of
     /// passing the original message on.
@@ -43,6 +52,11 @@ pub enum McpProxyError {
     Plan(#[from] PlanError),
     #[error(transparent)]
     Relay(#[from] RelayError),
+    #[error("cannot write --report {path}: {source}")]
+    Report {
+        path: String,
+        source: std::io::Error,
+    },
 }
 
 /// Runs `fault mcp-proxy`.
@@ -72,11 +86,89 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
         plan.seed,
         command.join(" ")
     );
-    relay::run(RelayOptions {
+    let recorder = args
+        .report
+        .as_ref()
+        .map(|_| Arc::new(Mutex::new(SessionRecorder::new(&plan, &command))));
+    let on_signal = match (&args.report, &recorder) {
+        (Some(path), Some(recorder)) => report_on_signal(path.clone(), recorder.clone()),
+        _ => None,
+    };
+    let observer: Option<Observer> = recorder.clone().map(|r| r as Observer);
+    let relay = relay::run(RelayOptions {
         plan,
         command,
         events: args.events,
-    })
-    .await?;
+        observer,
+    });
+    let relayed = if recorder.is_some() {
+        // With a report to write, SIGTERM and SIGINT end the session as a closed client would: the relay
+        // is dropped (the server, spawned with kill-on-drop, is ended) and the report is written.
+        tokio::select! {
+            relayed = relay => relayed,
+            () = terminated() => Ok(()),
+        }
+    } else {
+        relay.await
+    };
+    if let Some(task) = on_signal {
+        task.abort();
+    }
+    if let (Some(path), Some(recorder)) = (&args.report, &recorder) {
+        write_report(path, recorder).map_err(|source| McpProxyError::Report {
+            path: path.display().to_string(),
+            source,
+        })?;
+    }
+    relayed?;
     Ok(())
+}
+
+fn write_report(path: &Path, recorder: &Mutex<SessionRecorder>) -> std::io::Result<()> {
+    recorder
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .write(path)
+}
+
+/// Resolves on SIGTERM or SIGINT (never, when neither can be listened for).
+async fn terminated() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}
+
+/// Writes the report on each SIGUSR1, so a long session can be looked at while it runs.
+fn report_on_signal(
+    path: PathBuf,
+    recorder: Arc<Mutex<SessionRecorder>>,
+) -> Option<tokio::task::JoinHandle<()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut signals = match signal(SignalKind::user_defined1()) {
+        Ok(signals) => signals,
+        Err(e) => {
+            tracing::warn!(
+                "mcp-proxy: cannot listen for SIGUSR1 (the report is written at exit): {e}"
+            );
+            return None;
+        }
+    };
+    Some(tokio::spawn(async move {
+        while signals.recv().await.is_some() {
+            match write_report(&path, &recorder) {
+                Ok(()) => tracing::info!("mcp-proxy: report written to {}", path.display()),
+                Err(e) => {
+                    tracing::warn!("mcp-proxy: cannot write the report {}: {e}", path.display())
+                }
+            }
+        }
+    }))
 }

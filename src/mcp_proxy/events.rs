@@ -65,6 +65,14 @@ pub struct CallEvent {
     pub cancel: Option<CancelRecord>,
 }
 
+/// Watches a session besides the events file (e.g. the `--report` recorder).
+pub trait CallObserver: Send {
+    /// A line the proxy sent to the client.
+    fn client_line(&mut self, line: &[u8]);
+    /// A call the client got its answer to (or none, for good).
+    fn call(&mut self, event: &CallEvent);
+}
+
 /// Appends events to a file, one flushed line each, so a killed run keeps what it saw.
 pub struct EventLog {
     out: BufWriter<File>,

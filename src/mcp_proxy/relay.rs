@@ -20,7 +20,7 @@ use tokio::{
 use tokio_util::sync::CancellationToken;
 
 use super::decide::{Decider, Decision};
-use super::events::{CallEvent, CancelRecord, EventLog, FiredFault};
+use super::events::{CallEvent, CallObserver, CancelRecord, EventLog, FiredFault};
 use super::faults::{Action, CallContext, DropTool, Fault, FaultSpec, OnCap};
 use super::jsonrpc::{Envelope, Outcome, Reply, id_key};
 use super::plan::{Mode, Plan};
@@ -62,7 +62,12 @@ pub struct RelayOptions {
     pub plan: Plan,
     pub command: Vec<String>,
     pub events: Option<std::path::PathBuf>,
+    /// Sees every line sent to the client and every finished call (the `--report` recorder).
+    pub observer: Option<Observer>,
 }
+
+/// A shared [`CallObserver`]: the relay feeds it, its owner reads it.
+pub type Observer = std::sync::Arc<std::sync::Mutex<dyn CallObserver>>;
 
 enum CoreMsg {
     Client(Vec<u8>),
@@ -179,6 +184,7 @@ struct Core {
     mode: Mode,
     decider: Decider,
     events: Option<EventLog>,
+    observer: Option<Observer>,
     pending: InFlight<Pending>,
     swallow: VecDeque<String>,
     child: Option<Child>,
@@ -213,12 +219,13 @@ pub async fn run(options: RelayOptions) -> Result<(), RelayError> {
     let client_writer = spawn_client_writer(client_rx);
     spawn_client_reader(core_tx.clone());
 
-    let transparent = decider.is_empty() && events.is_none();
+    let transparent = decider.is_empty() && events.is_none() && options.observer.is_none();
     let mut core = Core {
         command: options.command,
         mode: options.plan.mode,
         decider,
         events,
+        observer: options.observer,
         pending: InFlight::new(MAX_PENDING, PENDING_TTL),
         swallow: VecDeque::new(),
         child: None,
@@ -388,6 +395,12 @@ impl Core {
     }
 
     fn send_client(&self, line: Vec<u8>) {
+        if let Some(observer) = &self.observer {
+            observer
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .client_line(&line);
+        }
         let _ = self.to_client.send(line);
     }
 
@@ -930,9 +943,9 @@ impl Core {
     }
 
     fn log_event(&mut self, p: &Pending, client: Outcome) {
-        let Some(events) = self.events.as_mut() else {
+        if self.events.is_none() && self.observer.is_none() {
             return;
-        };
+        }
         let now = Instant::now();
         let fired = |index: usize| {
             let planned = self.decider.fault(index)?;
@@ -969,7 +982,7 @@ impl Core {
             ended_injected_wait: p.cancel_ended_wait,
             released_ms: millis(now.saturating_duration_since(at)),
         });
-        events.write(&CallEvent {
+        let event = CallEvent {
             time: p.time.clone(),
             id: p.id.clone(),
             method: p.method.clone(),
@@ -985,7 +998,16 @@ impl Core {
             latency_ms: millis(now - p.started),
             upstream_ms: p.upstream_time.map(millis),
             cancel,
-        });
+        };
+        if let Some(events) = self.events.as_mut() {
+            events.write(&event);
+        }
+        if let Some(observer) = &self.observer {
+            observer
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .call(&event);
+        }
     }
 }
 

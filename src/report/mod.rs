@@ -230,15 +230,15 @@ pub struct Report {
 const PERCENTILES: [f64; 5] = [25.0, 50.0, 75.0, 95.0, 99.0];
 
 /// The value at `q`, as the middle of its histogram bucket rather than its upper edge.
-fn quantile(histogram: &hdrhistogram::Histogram<u64>, q: f64) -> u64 {
+pub(crate) fn quantile(histogram: &hdrhistogram::Histogram<u64>, q: f64) -> u64 {
     histogram.median_equivalent(histogram.value_at_quantile(q))
 }
 
-fn ms(us: u64) -> f64 {
+pub(crate) fn ms(us: u64) -> f64 {
     round2(us as f64 / 1000.0)
 }
 
-fn round2(value: f64) -> f64 {
+pub(crate) fn round2(value: f64) -> f64 {
     (value * 100.0).round() / 100.0
 }
 
@@ -388,7 +388,7 @@ fn evaluate(slo: &Slo, samples: &Samples) -> SloVerdict {
 const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
 
 /// p50 and p95 per second on one shared scale, so the two lines compare at a glance.
-fn sparklines(per_second: &[SecondFigures]) -> (String, String) {
+pub(crate) fn sparklines(per_second: &[SecondFigures]) -> (String, String) {
     let values = per_second
         .iter()
         .flat_map(|s| [s.p50_ms, s.p95_ms])

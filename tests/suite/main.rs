@@ -23,6 +23,7 @@ mod llm_tools_openai;
 mod llm_user_home;
 mod load_http_framing;
 mod load_open_model;
+mod mcp_chaos;
 mod mcp_code;
 mod mcp_examples;
 mod mcp_proxy;

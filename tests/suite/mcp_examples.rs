@@ -163,3 +163,31 @@ fn client_configurations_start_the_server() {
         assert_eq!(answer["result"]["serverInfo"]["name"], "fault", "{args:?}");
     }
 }
+
+#[test]
+fn mcp_chaos_example_prints_the_report() {
+    let Some(python) = python("mcp_examples::mcp_chaos_example_prints_the_report") else {
+        return;
+    };
+    let output = run_example(
+        &python,
+        "mcp_chaos_scenario.py",
+        &["--repeat", "5", "--retries", "1", "--json"],
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["run"]["tasks"]["tasks"], 5);
+    // The first two `slow` calls hang until the client's 500 ms timeout cancels them.
+    let slow = report["run"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tool"] == "slow")
+        .unwrap();
+    assert_eq!(slow["client"]["cancels"], 2);
+    assert_eq!(slow["faults_by_type"]["hang"], 2);
+}

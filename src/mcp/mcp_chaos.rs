@@ -1,0 +1,57 @@
+//! MCP tool `fault_run_mcp_chaos_scenario`: a server behind `fault mcp-proxy`, calls driven with a client
+//! policy, and the MCP chaos report. Input in [`super::mcp_chaos_input`], the run in [`crate::mcp_chaos`].
+
+use std::sync::Arc;
+
+use rmcp::{
+    RoleServer,
+    model::{CallToolResult, JsonObject},
+    service::RequestContext,
+    tool, tool_router,
+};
+
+use super::mcp_chaos_input::{chaos_input_schema, chaos_spec};
+use super::scenario::progress_ticker;
+use super::{FaultServer, output_schema, text_and_structured, tool_error};
+use crate::{
+    load::LoadProgress,
+    mcp_chaos::{self, ChaosReport},
+};
+
+#[tool_router(router = mcp_chaos_router, vis = "pub(super)")]
+impl FaultServer {
+    #[tool(
+        description = "Evaluate how an MCP server, and a client with a given retry policy, cope with faults in \
+the tool-call plane. Starts `server` (stdio) behind `fault mcp-proxy` with the fault `plan` (hang, latency, \
+error, flaky, recover_after, rate_limit, malformed, schema_drift, partial_result, ...), makes the `calls` \
+(repeat times, or for duration at rate; concurrency at once) with the `client` policy (timeout_ms then cancel, \
+retries, backoff_ms), and returns a markdown report: per tool and overall outcomes, faults injected, \
+availability A, correctness C (results validated against the tool's own outputSchema), A×C, latency \
+percentiles with and without injection, retries, time to detect, time to recovery, runaways, duplicates, \
+tasks and blast radius; structuredContent holds every figure. `baseline: true` runs the calls without faults \
+first and adds a with/without table.",
+        input_schema = chaos_input_schema(),
+        output_schema = output_schema::<ChaosReport>()
+    )]
+    async fn fault_run_mcp_chaos_scenario(
+        &self,
+        arguments: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, rmcp::ErrorData> {
+        let spec = match chaos_spec(&arguments) {
+            Ok(spec) => spec,
+            Err(e) => return Ok(tool_error(e)),
+        };
+        let total = spec.planned_calls() * if spec.baseline { 2 } else { 1 };
+        let progress = Arc::new(LoadProgress::default());
+        let ticker = progress_ticker(&context, progress.clone(), total, "calls");
+        let outcome = mcp_chaos::scenario::run(&spec, &context.ct, progress).await;
+        if let Some(ticker) = ticker {
+            ticker.abort();
+        }
+        match outcome {
+            Ok(report) => Ok(text_and_structured(mcp_chaos::render(&report), &report)),
+            Err(e) => Ok(tool_error(e)),
+        }
+    }
+}

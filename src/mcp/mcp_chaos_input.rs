@@ -1,0 +1,265 @@
+//! Input of `fault_run_mcp_chaos_scenario`: a serde struct that is also the tool's JSON Schema, with
+//! lenient field types ([`super::lenient`]); `validate` turns it into a [`ChaosSpec`] or an error naming the
+//! field and what it accepts.
+
+use std::{collections::BTreeMap, path::PathBuf, sync::Arc, time::Duration};
+
+use rmcp::{model::JsonObject, schemars::JsonSchema};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::lenient::{Lenient, Strings};
+use super::scenario_input::{InputError, bad, duration, read, whole, within};
+use crate::{
+    mcp_chaos::scenario::{ChaosSpec, PlanSource, PlannedCall, Schedule, ServerCommand},
+    mcp_proxy::plan::Plan,
+    scenario::Limits,
+};
+
+/// Logical calls one run may make.
+const MAX_CALLS: u64 = 100_000;
+
+/// The MCP server under test, started over stdio behind `fault mcp-proxy`.
+#[derive(Debug, Deserialize, JsonSchema)]
+struct ServerInput {
+    /// The server's executable, e.g. "python" or "/abs/path/server" (looked up on PATH). Required.
+    #[serde(default)]
+    command: Lenient<String>,
+    /// Its arguments, e.g. ["server.py"]. Default none.
+    #[serde(default)]
+    args: Strings,
+    /// Environment variables added for it. Default none.
+    #[serde(default)]
+    env: BTreeMap<String, Lenient<String>>,
+    /// Absolute working directory. Default: the directory fault runs in.
+    #[serde(default)]
+    cwd: Lenient<String>,
+}
+
+/// One tool call to make.
+#[derive(Debug, Deserialize, JsonSchema)]
+struct CallInput {
+    /// The tool's name. Required.
+    #[serde(default)]
+    tool: Lenient<String>,
+    /// Its arguments. Default {}.
+    #[serde(default)]
+    arguments: Option<Map<String, Value>>,
+    /// A task id: calls sharing it form one task in each repetition (for tool calls per task and blast
+    /// radius). Default: each call is a task of its own.
+    #[serde(default)]
+    task: Lenient<String>,
+}
+
+/// How the driving client behaves.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+struct ClientInput {
+    /// Give up on a call after this many ms: send `notifications/cancelled` and count a timeout. Default
+    /// 10000; 1..=600000.
+    #[serde(default)]
+    timeout_ms: Lenient<f64>,
+    /// Further attempts after an error, an isError result, a timeout or a malformed answer. Default 0; 0..=10.
+    #[serde(default)]
+    retries: Lenient<f64>,
+    /// Wait before each retry, in ms. Default 0; 0..=60000.
+    #[serde(default)]
+    backoff_ms: Lenient<f64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(super) struct McpChaosInput {
+    server: ServerInput,
+    /// The fault plan, as `fault mcp-proxy --plan` reads it: an object {seed, faults: [{type, tools, ...}]}
+    /// or the same as YAML text (the mcp-chaos, mcptest and mcp-chaos-monkey formats load too). Default: no
+    /// faults.
+    #[serde(default)]
+    plan: Option<Value>,
+    /// Seed of every fault decision (overrides the plan's `seed`). Default: the plan's, else 0.
+    #[serde(default)]
+    seed: Lenient<f64>,
+    /// The calls to make, in order: [{tool, arguments, task}]. 1 to 1000 entries.
+    calls: Vec<CallInput>,
+    /// Run the calls list this many times. Default 1; at most 100000 calls in all. Not with `duration`.
+    #[serde(default)]
+    repeat: Lenient<f64>,
+    /// Instead of `repeat`: cycle through the calls for this long, e.g. "30s" (at most "10m"), at `rate`.
+    #[serde(default)]
+    duration: Lenient<String>,
+    /// Logical calls started per second with `duration`. Default 10; more than 0 and at most 1000.
+    #[serde(default)]
+    rate: Lenient<f64>,
+    /// Logical calls in flight at once. Default 1; 1..=256.
+    #[serde(default)]
+    concurrency: Lenient<f64>,
+    /// The client policy: {timeout_ms, retries, backoff_ms}.
+    #[serde(default)]
+    client: Option<ClientInput>,
+    /// Run the same calls without faults first and add a with/without table. Default false.
+    #[serde(default)]
+    baseline: Lenient<bool>,
+}
+
+impl McpChaosInput {
+    fn validate(self) -> Result<ChaosSpec, InputError> {
+        let server = self.server.validate()?;
+        let mut plan = plan_source(self.plan)?;
+        match self.seed.0 {
+            None => {}
+            Some(s) if s >= 0.0 && s.fract() == 0.0 && s <= u64::MAX as f64 => {
+                plan.plan.seed = s as u64
+            }
+            Some(s) => {
+                return Err(bad(
+                    "seed",
+                    format!("{s} is not accepted; use a whole number ≥ 0"),
+                ));
+            }
+        }
+        if self.calls.is_empty() || self.calls.len() > 1000 {
+            return Err(bad(
+                "calls",
+                "give between 1 and 1000 calls, e.g. [{\"tool\": \"echo\", \"arguments\": {\"text\": \"hi\"}}]",
+            ));
+        }
+        let calls =
+            self.calls
+                .into_iter()
+                .enumerate()
+                .map(|(i, call)| {
+                    let tool = call.tool.0.ok_or_else(|| {
+                        bad(format!("calls[{i}].tool"), "is required: a tool name")
+                    })?;
+                    Ok(PlannedCall {
+                        tool,
+                        arguments: Value::Object(call.arguments.unwrap_or_default()),
+                        task: call.task.0,
+                    })
+                })
+                .collect::<Result<Vec<_>, InputError>>()?;
+        let schedule = match (self.duration.0, self.repeat.0) {
+            (Some(_), Some(_)) => {
+                return Err(bad(
+                    "repeat",
+                    "give either `repeat` or `duration` (with `rate`), not both",
+                ));
+            }
+            (Some(text), None) => Schedule::Rate {
+                duration: duration(Some(text), &Limits::default())?,
+                rate: within("rate", self.rate.0, 10.0, 0.001, 1000.0)?,
+            },
+            (None, repeat) => {
+                if self.rate.0.is_some() {
+                    return Err(bad("rate", "only goes with `duration`"));
+                }
+                Schedule::Repeat(whole("repeat", repeat, 1, 1, MAX_CALLS)?)
+            }
+        };
+        let concurrency = whole("concurrency", self.concurrency.0, 1, 1, 256)? as u32;
+        let client = self.client.unwrap_or_default();
+        let timeout_ms = whole("client.timeout_ms", client.timeout_ms.0, 10_000, 1, 600_000)?;
+        let retries = whole("client.retries", client.retries.0, 0, 0, 10)? as u32;
+        let backoff_ms = whole("client.backoff_ms", client.backoff_ms.0, 0, 0, 60_000)?;
+        let proxy_exe = std::env::current_exe().map_err(|e| {
+            bad(
+                "server",
+                format!("cannot find the fault executable to run the proxy: {e}"),
+            )
+        })?;
+        let spec = ChaosSpec {
+            server,
+            plan,
+            calls,
+            schedule,
+            concurrency,
+            timeout: Duration::from_millis(timeout_ms),
+            retries,
+            backoff: Duration::from_millis(backoff_ms),
+            baseline: self.baseline.0.unwrap_or(false),
+            proxy_exe,
+        };
+        if spec.planned_calls() > MAX_CALLS {
+            return Err(bad(
+                "repeat",
+                format!(
+                    "{} calls in all; accepted: at most {MAX_CALLS}",
+                    spec.planned_calls()
+                ),
+            ));
+        }
+        Ok(spec)
+    }
+}
+
+impl ServerInput {
+    fn validate(self) -> Result<ServerCommand, InputError> {
+        let command = self.command.0.ok_or_else(|| {
+            bad(
+                "server.command",
+                "is required: the server's executable, e.g. \"python\"",
+            )
+        })?;
+        let cwd = match self.cwd.0 {
+            None => None,
+            Some(cwd) => {
+                let path = PathBuf::from(&cwd);
+                if !path.is_absolute() || !path.is_dir() {
+                    return Err(bad(
+                        "server.cwd",
+                        format!("'{cwd}' is not an absolute path to a directory"),
+                    ));
+                }
+                Some(path)
+            }
+        };
+        Ok(ServerCommand {
+            command,
+            args: self.args.0,
+            env: self
+                .env
+                .into_iter()
+                .map(|(k, v)| (k, v.0.unwrap_or_default()))
+                .collect(),
+            cwd,
+        })
+    }
+}
+
+/// The plan as given (an object, or YAML text), loaded as the proxy will load it.
+fn plan_source(plan: Option<Value>) -> Result<PlanSource, InputError> {
+    let (root, text, json) = match plan {
+        None | Some(Value::Null) => (Value::Null, String::new(), true),
+        Some(Value::String(text)) => {
+            let root: Value = serde_yaml_ng::from_str(&text)
+                .map_err(|e| bad("plan", format!("is not valid YAML: {e}")))?;
+            (root, text, false)
+        }
+        Some(root @ (Value::Object(_) | Value::Array(_))) => {
+            let text =
+                serde_json::to_string_pretty(&root).map_err(|e| bad("plan", e.to_string()))?;
+            (root, text, true)
+        }
+        Some(other) => {
+            return Err(bad(
+                "plan",
+                format!("expected an object or YAML text, got {other}"),
+            ));
+        }
+    };
+    let plan = Plan::from_value(root, &text).map_err(|e| bad("plan", e))?;
+    let text = if text.is_empty() {
+        "{}".to_owned()
+    } else {
+        text
+    };
+    Ok(PlanSource { text, json, plan })
+}
+
+/// The scenario of a tool call.
+pub(super) fn chaos_spec(args: &JsonObject) -> Result<ChaosSpec, InputError> {
+    read::<McpChaosInput>(args)?.validate()
+}
+
+/// The tool's input schema.
+pub(super) fn chaos_input_schema() -> Arc<JsonObject> {
+    rmcp::handler::server::common::schema_for_type::<McpChaosInput>()
+}

@@ -1,0 +1,275 @@
+//! Markdown of a [`ChaosReport`], in the layout of the impact scenario reports. Every figure is printed
+//! from the report's own fields, with the same rounding: ratios with 4 decimals, milliseconds with 2.
+
+use std::fmt::Write;
+
+use super::report::{ChaosFigures, ChaosReport, LatencyFigures, RUNAWAY_ATTEMPTS, ToolFigures};
+
+fn opt_ms(value: Option<f64>) -> String {
+    value.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"))
+}
+
+fn opt_count(value: Option<u64>) -> String {
+    value.map_or_else(|| "-".to_owned(), |v| v.to_string())
+}
+
+fn faults_by_type(tool: &ToolFigures) -> String {
+    if tool.faults_by_type.is_empty() {
+        return "-".to_owned();
+    }
+    tool.faults_by_type
+        .iter()
+        .map(|(kind, count)| format!("{kind}×{count}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Renders the whole report.
+pub fn render(report: &ChaosReport) -> String {
+    let mut out = String::new();
+    // Writing into a String cannot fail.
+    let _ = write_report(&mut out, report);
+    out
+}
+
+fn write_report(out: &mut String, report: &ChaosReport) -> std::fmt::Result {
+    writeln!(out, "# {}\n", report.title)?;
+    writeln!(out, "Start: {}\n", report.started_at)?;
+    writeln!(out, "End: {}\n", report.ended_at)?;
+    writeln!(
+        out,
+        "## Scenario: `{}` behind `fault mcp-proxy` (seed {})\n",
+        report.server.replace('`', "'"),
+        report.seed
+    )?;
+    if let Some(client) = &report.client {
+        writeln!(
+            out,
+            "**Client**: {}; concurrency {}; timeout {}ms (then `notifications/cancelled`); retries {}; backoff {}ms\n",
+            client.schedule,
+            client.concurrency,
+            client.timeout_ms,
+            client.retries,
+            client.backoff_ms
+        )?;
+    }
+    writeln!(out, "**Faults Applied**:\n")?;
+    if report.faults.is_empty() {
+        writeln!(out, "None.\n")?;
+    } else {
+        writeln!(out, "| # | Type | Tools | Description |")?;
+        writeln!(out, "|---|------|-------|-------------|")?;
+        for fault in &report.faults {
+            let tools = if fault.tools.is_empty() {
+                "all".to_owned()
+            } else {
+                fault.tools.join(", ")
+            };
+            writeln!(
+                out,
+                "| {} | {} | {} | {} |",
+                fault.index,
+                fault.fault_type,
+                tools,
+                fault.description.replace('|', "\\|")
+            )?;
+        }
+        writeln!(out)?;
+    }
+    write_run(out, &report.run)?;
+    if let Some(rows) = &report.comparison {
+        writeln!(
+            out,
+            "**Impact versus baseline** (the same calls without faults, run first):\n"
+        )?;
+        writeln!(
+            out,
+            "| Run | A | C | A×C | Task success rate | Blast radius | p50 (ms) | p95 (ms) | p99 (ms) | Retries |"
+        )?;
+        writeln!(
+            out,
+            "|-----|---|---|-----|-------------------|--------------|----------|----------|----------|---------|"
+        )?;
+        for row in rows {
+            writeln!(
+                out,
+                "| {} | {:.4} | {:.4} | {:.4} | {:.4} | {:.4} | {} | {} | {} | {} |",
+                row.run,
+                row.availability,
+                row.correctness,
+                row.effective_availability,
+                row.task_success_rate,
+                row.blast_radius,
+                opt_ms(row.p50_ms),
+                opt_ms(row.p95_ms),
+                opt_ms(row.p99_ms),
+                row.retries
+            )?;
+        }
+        writeln!(out)?;
+    }
+    writeln!(
+        out,
+        "_A (availability) = answered calls / calls; C (correctness) = results valid against the tool's own outputSchema / answered calls; A×C = valid results / calls. \
+A retry is a further attempt of the same logical call; a runaway is a logical call with {RUNAWAY_ATTEMPTS} or more attempts after its first failure; \
+a duplicate is a retry of a failed attempt the server had received. Time to detect runs from a request to the client's cancel; \
+time to recovery from a failed call to the next valid result of the same tool. A task fails when one of its calls ends, after retries, \
+without a valid result; the blast radius is the share of tasks that met an injected fault and failed._"
+    )
+}
+
+fn row(tools: &[ToolFigures], overall: &ToolFigures) -> Vec<ToolFigures> {
+    let mut rows = vec![overall.clone()];
+    rows.extend(tools.iter().cloned());
+    rows
+}
+
+fn latency_cells(l: &LatencyFigures) -> String {
+    format!(
+        "{} | {} | {} | {}",
+        l.calls,
+        opt_ms(l.p50_ms),
+        opt_ms(l.p95_ms),
+        opt_ms(l.p99_ms)
+    )
+}
+
+fn write_run(out: &mut String, run: &ChaosFigures) -> std::fmt::Result {
+    let rows = row(&run.tools, &run.overall);
+    let seconds = run.duration_ms / 1000.0;
+    writeln!(out, "**Run Overview** ({seconds:.2} s):\n")?;
+    writeln!(
+        out,
+        "| Tool | Calls | Logical calls | Faults injected | OK | isError | Protocol error | Timeout | Malformed | Schema-invalid | A | C | A×C | Success after retries |"
+    )?;
+    writeln!(
+        out,
+        "|------|-------|---------------|-----------------|----|---------|----------------|---------|-----------|----------------|---|---|-----|-----------------------|"
+    )?;
+    for t in &rows {
+        let o = &t.outcomes;
+        writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.4} | {:.4} | {:.4} | {:.4} |",
+            t.tool,
+            t.calls,
+            t.logical_calls,
+            faults_by_type(t),
+            o.ok,
+            o.tool_error,
+            o.protocol_error,
+            o.timeout,
+            o.malformed,
+            o.schema_invalid,
+            t.availability,
+            t.correctness,
+            t.effective_availability,
+            t.success_after_retries
+        )?;
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "**Latency** (ms, from each request to its answer or cancel):\n"
+    )?;
+    writeln!(
+        out,
+        "| Tool | All calls | p50 | p95 | p99 | Clean calls | p50 | p95 | p99 | Injected calls | p50 | p95 | p99 |"
+    )?;
+    writeln!(
+        out,
+        "|------|-----------|-----|-----|-----|-------------|-----|-----|-----|----------------|-----|-----|-----|"
+    )?;
+    for t in &rows {
+        writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            t.tool,
+            latency_cells(&t.latency),
+            latency_cells(&t.latency_clean),
+            latency_cells(&t.latency_injected)
+        )?;
+    }
+    writeln!(out)?;
+    writeln!(out, "**Client behaviour**:\n")?;
+    writeln!(
+        out,
+        "| Tool | Retries | Cancels | Detect mean (ms) | Detect max (ms) | Recoveries | Unrecovered | Recovery mean (ms) | Recovery max (ms) | Recovery mean (calls) | Recovery max (calls) | Runaway | Duplicates |"
+    )?;
+    writeln!(
+        out,
+        "|------|---------|---------|------------------|-----------------|------------|-------------|--------------------|-------------------|-----------------------|----------------------|---------|------------|"
+    )?;
+    for t in &rows {
+        let c = &t.client;
+        writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            t.tool,
+            c.retries,
+            c.cancels,
+            opt_ms(c.detect_mean_ms),
+            opt_ms(c.detect_max_ms),
+            c.recoveries,
+            c.unrecovered,
+            opt_ms(c.recovery_mean_ms),
+            opt_ms(c.recovery_max_ms),
+            opt_ms(c.recovery_mean_calls),
+            opt_count(c.recovery_max_calls),
+            c.runaway,
+            c.duplicates
+        )?;
+    }
+    writeln!(out)?;
+    let k = &run.tasks;
+    writeln!(out, "**Tasks**:\n")?;
+    writeln!(
+        out,
+        "| Tasks | Calls per task | Succeeded | Failed | Met a fault | Failed after a fault | Task success rate | Blast radius |"
+    )?;
+    writeln!(
+        out,
+        "|-------|----------------|-----------|--------|-------------|----------------------|-------------------|--------------|"
+    )?;
+    writeln!(
+        out,
+        "| {} | {:.2} | {} | {} | {} | {} | {:.4} | {:.4} |\n",
+        k.tasks,
+        k.calls_per_task,
+        k.succeeded,
+        k.failed,
+        k.met_fault,
+        k.failed_after_fault,
+        k.success_rate,
+        k.blast_radius
+    )?;
+    write_sparkline(out, run)
+}
+
+fn write_sparkline(out: &mut String, run: &ChaosFigures) -> std::fmt::Result {
+    let values: Vec<f64> = run
+        .per_second
+        .iter()
+        .flat_map(|s| [s.p50_ms, s.p95_ms])
+        .flatten()
+        .collect();
+    if values.is_empty() {
+        return Ok(());
+    }
+    let low = values.iter().copied().fold(f64::MAX, f64::min);
+    let high = values.iter().copied().fold(f64::MIN, f64::max);
+    let failed: Vec<String> = run
+        .per_second
+        .iter()
+        .map(|s| s.errors.to_string())
+        .collect();
+    writeln!(
+        out,
+        "**Latency per second** (one block per second, shared scale {low:.2}ms ▁ … █ {high:.2}ms; failed calls per second: {}):\n",
+        failed.join(" ")
+    )?;
+    writeln!(out, "```text")?;
+    writeln!(out, "p50 {}", run.sparkline_p50)?;
+    writeln!(out, "p95 {}", run.sparkline_p95)?;
+    writeln!(out, "```\n")
+}

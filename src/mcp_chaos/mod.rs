@@ -1,0 +1,19 @@
+//! MCP chaos scenarios: what faults in the tool-call plane did to a client, as numbers.
+//!
+//! - [`record`]: one record per tool call (what the client received, judged against the tool's own
+//!   `outputSchema`), the unit every figure is computed from;
+//! - [`report`], [`markdown`]: the report's data (per tool and overall: outcomes, availability, correctness,
+//!   latency with and without injection, client behaviour, tasks) and its markdown;
+//! - [`session`]: records of a live `fault mcp-proxy --report` session, fed by the relay;
+//! - [`client`], [`scenario`]: `fault_run_mcp_chaos_scenario`, which starts a server behind `fault mcp-proxy`
+//!   and drives calls at it with a client policy (timeout and cancel, retries, backoff).
+
+pub mod client;
+pub mod markdown;
+pub mod record;
+pub mod report;
+pub mod scenario;
+pub mod session;
+
+pub use markdown::render;
+pub use report::ChaosReport;

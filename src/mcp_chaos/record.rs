@@ -1,0 +1,233 @@
+//! One record per tool call, and how a result is judged: an answer is correct when it is not an error and
+//! its payload validates against the tool's `outputSchema` (as `tools/list` advertised it), so drift coming
+//! from the server itself counts as much as drift the proxy injects.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+/// What the client ended up with for one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallOutcome {
+    /// A result, valid against the tool's `outputSchema` (or the tool has none).
+    Ok,
+    /// A tool result with `isError: true`.
+    ToolError,
+    /// A JSON-RPC error (or the connection closed under the call).
+    ProtocolError,
+    /// No answer in time: the client cancelled, or nothing ever came.
+    Timeout,
+    /// A line that is not a JSON-RPC response reached the client instead of the answer.
+    Malformed,
+    /// A result whose payload does not validate against the tool's `outputSchema`.
+    SchemaInvalid,
+}
+
+impl CallOutcome {
+    /// An answer the client can read as a result (correct or not): what availability counts.
+    pub fn answered(self) -> bool {
+        matches!(self, CallOutcome::Ok | CallOutcome::SchemaInvalid)
+    }
+
+    /// An outcome a client sees as a failure and may retry (a schema-invalid result is taken as it is).
+    pub fn retryable(self) -> bool {
+        matches!(
+            self,
+            CallOutcome::ToolError
+                | CallOutcome::ProtocolError
+                | CallOutcome::Timeout
+                | CallOutcome::Malformed
+        )
+    }
+}
+
+/// Which logical call an attempt belongs to, when the caller knows (the scenario tool's driver does; in a
+/// proxy session it is inferred from identical calls, see [`infer_logical`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Logical {
+    /// Index of the logical call (one entry of `calls`, one repetition).
+    pub index: u64,
+    /// 1 for the first attempt, 2 for the first retry, ...
+    pub attempt: u32,
+    /// The task the call belongs to (its own index when none was given).
+    pub task: String,
+}
+
+/// One `tools/call` as the client lived it.
+#[derive(Debug, Clone)]
+pub struct CallRecord {
+    pub tool: String,
+    /// Hash of the arguments (identical calls share it).
+    pub args_hash: Option<String>,
+    /// When the call started, from the start of the session.
+    pub start_ms: f64,
+    /// From the request to the answer, or to the client's cancel.
+    pub latency_ms: f64,
+    /// The fault the proxy injected, by type.
+    pub fault: Option<String>,
+    pub outcome: CallOutcome,
+    /// The server received the call (so a retry may run it twice).
+    pub reached_server: bool,
+    /// The client cancelled the call this long after sending it.
+    pub cancel_after_ms: Option<f64>,
+    pub logical: Option<Logical>,
+}
+
+/// Output schemas by tool, from a `tools/list` result.
+#[derive(Default)]
+pub struct Schemas {
+    validators: HashMap<String, jsonschema::Validator>,
+}
+
+impl Schemas {
+    /// Adds the tools of one `tools/list` result (a page); a schema that does not compile is skipped and
+    /// logged, so the tool's results are not judged.
+    pub fn add_list(&mut self, result: &Value) {
+        let Some(tools) = result.get("tools").and_then(Value::as_array) else {
+            return;
+        };
+        for tool in tools {
+            let Some(name) = tool.get("name").and_then(Value::as_str) else {
+                continue;
+            };
+            match tool.get("outputSchema") {
+                Some(schema) => match jsonschema::validator_for(schema) {
+                    Ok(validator) => {
+                        self.validators.insert(name.to_owned(), validator);
+                    }
+                    Err(e) => tracing::warn!("outputSchema of `{name}` does not compile: {e}"),
+                },
+                None => {
+                    self.validators.remove(name);
+                }
+            }
+        }
+    }
+
+    /// How a `tools/call` result of `tool` ends: an error, a valid payload, or an invalid one. The payload
+    /// is `structuredContent`, else the JSON of the first text block; a tool with an `outputSchema` and
+    /// neither is invalid.
+    pub fn judge(&self, tool: &str, result: &Value) -> CallOutcome {
+        if result.get("isError").and_then(Value::as_bool) == Some(true) {
+            return CallOutcome::ToolError;
+        }
+        let Some(validator) = self.validators.get(tool) else {
+            return CallOutcome::Ok;
+        };
+        let text_json = || {
+            result
+                .get("content")?
+                .as_array()?
+                .iter()
+                .find_map(|block| block.get("text").and_then(Value::as_str))
+                .and_then(|text| serde_json::from_str::<Value>(text).ok())
+        };
+        let payload = result.get("structuredContent").cloned().or_else(text_json);
+        match payload {
+            Some(payload) if validator.is_valid(&payload) => CallOutcome::Ok,
+            _ => CallOutcome::SchemaInvalid,
+        }
+    }
+}
+
+/// A run of identical calls: (logical index, attempts so far, last outcome, when the last one ended).
+type Chain = (u64, u32, CallOutcome, f64);
+
+/// Fills in [`Logical`] for records without it: a call identical to an earlier one (same tool and
+/// arguments) that failed and had ended is its retry; any other call starts a logical call and its own task.
+pub fn infer_logical(records: &mut [CallRecord]) {
+    let mut order: Vec<usize> = (0..records.len()).collect();
+    order.sort_by(|&a, &b| records[a].start_ms.total_cmp(&records[b].start_ms));
+    let mut chains: HashMap<(String, Option<String>), Chain> = HashMap::new();
+    let mut next = 0u64;
+    for i in order {
+        let record = &records[i];
+        if record.logical.is_some() {
+            continue;
+        }
+        let key = (record.tool.clone(), record.args_hash.clone());
+        let retry = chains
+            .get(&key)
+            .filter(|(_, _, outcome, end)| *outcome != CallOutcome::Ok && *end <= record.start_ms);
+        let (index, attempt) = match retry {
+            Some((index, attempts, _, _)) => (*index, attempts + 1),
+            None => {
+                next += 1;
+                (next - 1, 1)
+            }
+        };
+        let end = record.start_ms + record.latency_ms;
+        chains.insert(key, (index, attempt, record.outcome, end));
+        records[i].logical = Some(Logical {
+            index,
+            attempt,
+            task: format!("call-{index}"),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schemas() -> Schemas {
+        let mut schemas = Schemas::default();
+        schemas.add_list(&json!({"tools": [{
+            "name": "get_item",
+            "inputSchema": {"type": "object"},
+            "outputSchema": {"type": "object", "required": ["name"],
+                             "properties": {"name": {"type": "string"}}}
+        }, {"name": "plain", "inputSchema": {"type": "object"}}]}));
+        schemas
+    }
+
+    #[test]
+    fn results_are_judged_on_their_payload() {
+        let s = schemas();
+        let ok = json!({"content": [], "structuredContent": {"name": "a"}});
+        let drifted = json!({"content": [], "structuredContent": {"title": "a"}});
+        let text_only = json!({"content": [{"type": "text", "text": "{\"name\":\"a\"}"}]});
+        let nothing = json!({"content": []});
+        assert_eq!(s.judge("get_item", &ok), CallOutcome::Ok);
+        assert_eq!(s.judge("get_item", &drifted), CallOutcome::SchemaInvalid);
+        assert_eq!(s.judge("get_item", &text_only), CallOutcome::Ok);
+        assert_eq!(s.judge("get_item", &nothing), CallOutcome::SchemaInvalid);
+        assert_eq!(s.judge("plain", &nothing), CallOutcome::Ok);
+        assert_eq!(
+            s.judge("plain", &json!({"content": [], "isError": true})),
+            CallOutcome::ToolError
+        );
+    }
+
+    fn call(start: f64, args: &str, outcome: CallOutcome) -> CallRecord {
+        CallRecord {
+            tool: "t".into(),
+            args_hash: Some(args.into()),
+            start_ms: start,
+            latency_ms: 10.0,
+            fault: None,
+            outcome,
+            reached_server: true,
+            cancel_after_ms: None,
+            logical: None,
+        }
+    }
+
+    #[test]
+    fn identical_calls_after_a_failure_are_retries() {
+        let mut records = vec![
+            call(0.0, "a", CallOutcome::Timeout),
+            call(20.0, "a", CallOutcome::Timeout),
+            call(40.0, "a", CallOutcome::Ok),
+            call(60.0, "a", CallOutcome::Ok),
+            call(65.0, "b", CallOutcome::Ok),
+        ];
+        infer_logical(&mut records);
+        let seen: Vec<(u64, u32)> = records
+            .iter()
+            .map(|r| r.logical.as_ref().map(|l| (l.index, l.attempt)).unwrap())
+            .collect();
+        assert_eq!(seen, vec![(0, 1), (0, 2), (0, 3), (1, 1), (2, 1)]);
+    }
+}

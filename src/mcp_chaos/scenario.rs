@@ -1,0 +1,439 @@
+//! `fault_run_mcp_chaos_scenario`'s run: start the server behind `fault mcp-proxy` (this executable), drive
+//! the calls with the client policy, join what the client saw with the proxy's events (which fault fired,
+//! whether the server got the call, when the cancel arrived), and build the report. With a baseline the same
+//! calls run first through a proxy without faults.
+
+use std::{
+    path::PathBuf,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use serde_json::{Value, json};
+use tokio::{sync::Semaphore, task::JoinSet};
+use tokio_util::sync::CancellationToken;
+
+use super::client::{Answer, StdioClient};
+use super::record::{CallOutcome, CallRecord, Logical, Schemas};
+use super::report::{self, ChaosReport, ClientPolicy};
+use super::session::planned_faults;
+use crate::{load::LoadProgress, mcp_proxy::plan::Plan};
+
+/// How long the server gets to answer `initialize` and `tools/list`.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the proxy gets to exit once the client closed.
+const EXIT_GRACE: Duration = Duration::from_secs(5);
+
+/// The real MCP server's command.
+#[derive(Debug, Clone)]
+pub struct ServerCommand {
+    pub command: String,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<PathBuf>,
+}
+
+impl ServerCommand {
+    pub fn line(&self) -> String {
+        std::iter::once(self.command.as_str())
+            .chain(self.args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// One entry of `calls`.
+#[derive(Debug, Clone)]
+pub struct PlannedCall {
+    pub tool: String,
+    pub arguments: Value,
+    /// Calls sharing a task id form one task in each repetition.
+    pub task: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Schedule {
+    /// The calls list this many times.
+    Repeat(u64),
+    /// The calls list over and over, `rate` logical calls per second, for `duration`.
+    Rate { duration: Duration, rate: f64 },
+}
+
+/// The plan as given: its text (JSON or YAML) and what it loads as.
+#[derive(Debug, Clone)]
+pub struct PlanSource {
+    pub text: String,
+    pub json: bool,
+    pub plan: Plan,
+}
+
+/// A validated scenario.
+#[derive(Debug, Clone)]
+pub struct ChaosSpec {
+    pub server: ServerCommand,
+    pub plan: PlanSource,
+    pub calls: Vec<PlannedCall>,
+    pub schedule: Schedule,
+    pub concurrency: u32,
+    pub timeout: Duration,
+    pub retries: u32,
+    pub backoff: Duration,
+    pub baseline: bool,
+    /// The `fault` executable that runs `mcp-proxy`.
+    pub proxy_exe: PathBuf,
+}
+
+impl ChaosSpec {
+    /// Logical calls of one run.
+    pub fn planned_calls(&self) -> u64 {
+        match self.schedule {
+            Schedule::Repeat(n) => n * self.calls.len() as u64,
+            Schedule::Rate { duration, rate } => (duration.as_secs_f64() * rate).ceil() as u64,
+        }
+    }
+
+    fn describe_schedule(&self) -> String {
+        match self.schedule {
+            Schedule::Repeat(n) => format!("{} calls × {n} repeats", self.calls.len()),
+            Schedule::Rate { duration, rate } => format!(
+                "{} calls cycled at {rate} calls/s for {}",
+                self.calls.len(),
+                humantime::format_duration(duration)
+            ),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ChaosError {
+    #[error("cannot prepare the run: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("server: the MCP server did not start ({reason}). Last lines of its stderr:\n{stderr}")]
+    ServerStart { reason: String, stderr: String },
+    #[error("the scenario was cancelled; the proxy and the server were stopped")]
+    Cancelled,
+}
+
+/// A scratch directory for the plan and events files, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> std::io::Result<Self> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let dir = std::env::temp_dir().join(format!(
+            "fault-mcp-chaos-{}-{}-{nanos}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir)?;
+        Ok(Self(dir))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs the scenario: an optional baseline without faults, then the run with the plan, then the report.
+pub async fn run(
+    spec: &ChaosSpec,
+    cancel: &CancellationToken,
+    progress: Arc<LoadProgress>,
+) -> Result<ChaosReport, ChaosError> {
+    let started_at = now();
+    let baseline = if spec.baseline {
+        Some(run_once(spec, false, cancel, progress.clone()).await?)
+    } else {
+        None
+    };
+    let (records, duration_ms) = run_once(spec, true, cancel, progress).await?;
+    let run = report::figures(records, duration_ms);
+    let baseline = baseline.map(|(records, ms)| report::figures(records, ms));
+    let comparison = baseline.as_ref().map(|b| report::compare(b, &run));
+    Ok(ChaosReport {
+        title: "MCP Chaos Report".into(),
+        started_at,
+        ended_at: now(),
+        server: spec.server.line(),
+        seed: spec.plan.plan.seed,
+        faults: planned_faults(&spec.plan.plan),
+        client: Some(ClientPolicy {
+            timeout_ms: spec.timeout.as_millis() as u64,
+            retries: spec.retries,
+            backoff_ms: spec.backoff.as_millis() as u64,
+            concurrency: spec.concurrency,
+            schedule: spec.describe_schedule(),
+        }),
+        run,
+        baseline,
+        comparison,
+    })
+}
+
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// One attempt as the driver saw it, with the request id the proxy's event is keyed by.
+struct Attempt {
+    id: u64,
+    record: CallRecord,
+}
+
+/// One run through a proxy with the plan (`with_faults`) or without; its records and duration.
+async fn run_once(
+    spec: &ChaosSpec,
+    with_faults: bool,
+    cancel: &CancellationToken,
+    progress: Arc<LoadProgress>,
+) -> Result<(Vec<CallRecord>, f64), ChaosError> {
+    let scratch = Scratch::new()?;
+    let events = scratch.0.join("events.jsonl");
+    let mut args = vec!["mcp-proxy".to_owned()];
+    if with_faults {
+        let plan = scratch.0.join(if spec.plan.json {
+            "plan.json"
+        } else {
+            "plan.yaml"
+        });
+        std::fs::write(&plan, &spec.plan.text)?;
+        args.extend([
+            "--plan".to_owned(),
+            plan.display().to_string(),
+            "--seed".to_owned(),
+            spec.plan.plan.seed.to_string(),
+        ]);
+    }
+    args.extend([
+        "--events".to_owned(),
+        events.display().to_string(),
+        "--".to_owned(),
+        spec.server.command.clone(),
+    ]);
+    args.extend(spec.server.args.iter().cloned());
+    let client = StdioClient::spawn(
+        &spec.proxy_exe,
+        &args,
+        &spec.server.env,
+        spec.server.cwd.as_deref(),
+    )?;
+    let client = Arc::new(client);
+    let schemas = match start(&client).await {
+        Ok(schemas) => Arc::new(schemas),
+        Err(reason) => {
+            client.close(Duration::from_secs(1)).await;
+            return Err(ChaosError::ServerStart {
+                reason,
+                stderr: client.stderr_tail(),
+            });
+        }
+    };
+    let started = Instant::now();
+    let driven = tokio::select! {
+        attempts = drive(spec, &client, &schemas, started, progress) => Some(attempts),
+        () = cancel.cancelled() => None,
+    };
+    let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+    client.close(EXIT_GRACE).await;
+    let Some(attempts) = driven else {
+        return Err(ChaosError::Cancelled);
+    };
+    let events = std::fs::read_to_string(&events).unwrap_or_default();
+    Ok((join(attempts, &events), duration_ms))
+}
+
+/// The MCP handshake and the tools' output schemas; `Err` says why the server is not usable.
+async fn start(client: &StdioClient) -> Result<Schemas, String> {
+    let init = json!({
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "fault-mcp-chaos", "version": env!("CARGO_PKG_VERSION")}
+    });
+    match client.request("initialize", init, START_TIMEOUT).await.1 {
+        Answer::Response(r) if r.get("result").is_some() => {}
+        Answer::Response(r) => return Err(format!("initialize failed: {}", r["error"])),
+        Answer::TimedOut => {
+            return Err(format!(
+                "no answer to initialize within {}s",
+                START_TIMEOUT.as_secs()
+            ));
+        }
+        Answer::Closed => return Err("it exited before answering initialize".into()),
+    }
+    client.notify("notifications/initialized", json!({}));
+    let mut schemas = Schemas::default();
+    let mut cursor: Option<Value> = None;
+    loop {
+        let params = match &cursor {
+            Some(c) => json!({"cursor": c}),
+            None => json!({}),
+        };
+        match client.request("tools/list", params, START_TIMEOUT).await.1 {
+            Answer::Response(r) => {
+                let result = r.get("result").cloned().unwrap_or(Value::Null);
+                schemas.add_list(&result);
+                cursor = result.get("nextCursor").filter(|c| !c.is_null()).cloned();
+                if cursor.is_none() {
+                    return Ok(schemas);
+                }
+            }
+            Answer::TimedOut => return Err("no answer to tools/list".into()),
+            Answer::Closed => return Err("it exited before answering tools/list".into()),
+        }
+    }
+}
+
+/// Runs every logical call with the client policy, `concurrency` at a time, on the schedule.
+async fn drive(
+    spec: &ChaosSpec,
+    client: &Arc<StdioClient>,
+    schemas: &Arc<Schemas>,
+    started: Instant,
+    progress: Arc<LoadProgress>,
+) -> Vec<Attempt> {
+    let permits = Arc::new(Semaphore::new(spec.concurrency.max(1) as usize));
+    let mut running = JoinSet::new();
+    let per_round = spec.calls.len().max(1) as u64;
+    let mut index = 0u64;
+    loop {
+        match spec.schedule {
+            Schedule::Repeat(n) if index >= n * per_round => break,
+            Schedule::Rate { duration, rate } => {
+                let due = Duration::from_secs_f64(index as f64 / rate);
+                if due >= duration {
+                    break;
+                }
+                tokio::time::sleep_until((started + due).into()).await;
+            }
+            Schedule::Repeat(_) => {}
+        }
+        let Ok(permit) = permits.clone().acquire_owned().await else {
+            break;
+        };
+        let call = spec.calls[(index % per_round) as usize].clone();
+        let repetition = index / per_round + 1;
+        let task = match &call.task {
+            Some(task) => format!("{task}#{repetition}"),
+            None => format!("call-{index}"),
+        };
+        let client = client.clone();
+        let schemas = schemas.clone();
+        let progress = progress.clone();
+        let policy = (spec.timeout, spec.retries, spec.backoff);
+        running.spawn(async move {
+            let attempts =
+                logical_call(&client, &schemas, &call, index, task, policy, started).await;
+            progress.completed.fetch_add(1, Ordering::Relaxed);
+            if attempts
+                .last()
+                .is_some_and(|a| a.record.outcome != CallOutcome::Ok)
+            {
+                progress.errors.fetch_add(1, Ordering::Relaxed);
+            }
+            drop(permit);
+            attempts
+        });
+        index += 1;
+    }
+    let mut attempts = Vec::new();
+    while let Some(done) = running.join_next().await {
+        if let Ok(mut some) = done {
+            attempts.append(&mut some);
+        }
+    }
+    attempts
+}
+
+/// One logical call: attempts until a result the client accepts or the retries run out.
+async fn logical_call(
+    client: &StdioClient,
+    schemas: &Schemas,
+    call: &PlannedCall,
+    index: u64,
+    task: String,
+    (timeout, retries, backoff): (Duration, u32, Duration),
+    started: Instant,
+) -> Vec<Attempt> {
+    let mut attempts = Vec::new();
+    for attempt in 1..=retries + 1 {
+        let start = started.elapsed();
+        let params = json!({"name": call.tool, "arguments": call.arguments});
+        let (id, answer) = client.request("tools/call", params, timeout).await;
+        let latency = started.elapsed() - start;
+        let (outcome, cancel_after_ms) = match answer {
+            Answer::Response(r) => match r.get("result") {
+                Some(result) if r.get("error").is_none() => {
+                    (schemas.judge(&call.tool, result), None)
+                }
+                _ => (CallOutcome::ProtocolError, None),
+            },
+            Answer::TimedOut => (CallOutcome::Timeout, Some(millis(timeout))),
+            Answer::Closed => (CallOutcome::ProtocolError, None),
+        };
+        attempts.push(Attempt {
+            id,
+            record: CallRecord {
+                tool: call.tool.clone(),
+                args_hash: None,
+                start_ms: millis(start),
+                latency_ms: millis(latency),
+                fault: None,
+                outcome,
+                reached_server: true,
+                cancel_after_ms,
+                logical: Some(Logical {
+                    index,
+                    attempt,
+                    task: task.clone(),
+                }),
+            },
+        });
+        if !outcome.retryable() || attempt > retries {
+            break;
+        }
+        if !backoff.is_zero() {
+            tokio::time::sleep(backoff).await;
+        }
+    }
+    attempts
+}
+
+fn millis(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1_000_000.0).round() / 1000.0
+}
+
+/// Adds what the proxy recorded to each attempt: the fault that fired, a malformed answer (the client
+/// could not tie it to its request), whether the server got the call, and when the cancel reached it.
+fn join(attempts: Vec<Attempt>, events: &str) -> Vec<CallRecord> {
+    let mut by_id: std::collections::HashMap<u64, Value> = events
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|e| e["method"] == "tools/call")
+        .filter_map(|e| Some((e["id"].as_u64()?, e)))
+        .collect();
+    attempts
+        .into_iter()
+        .map(|Attempt { id, mut record }| {
+            if let Some(event) = by_id.remove(&id) {
+                record.fault = event["fault"]["type"].as_str().map(str::to_owned);
+                record.args_hash = event["args_hash"].as_str().map(str::to_owned);
+                record.reached_server = event["upstream"]["kind"] != "none";
+                if event["client"]["kind"] == "malformed" {
+                    record.outcome = CallOutcome::Malformed;
+                }
+                if let Some(after) = event["cancel"]["after_ms"].as_f64() {
+                    record.cancel_after_ms = Some(after);
+                }
+            }
+            record
+        })
+        .collect()
+}

@@ -1,0 +1,163 @@
+//! The report of a live `fault mcp-proxy --report FILE` session. The relay shows the recorder every line it
+//! sends to the client (to learn output schemas from `tools/list` and to judge results) and every finished
+//! call; the report is rendered from what it kept, at exit or on demand.
+
+use std::{
+    collections::{HashMap, VecDeque},
+    path::Path,
+    time::Instant,
+};
+
+use serde_json::Value;
+
+use super::record::{CallOutcome, CallRecord, Schemas};
+use super::report::{self, ChaosReport, PlannedFaultInfo};
+use crate::mcp_proxy::{
+    events::{CallEvent, CallObserver},
+    faults::Fault,
+    jsonrpc::{Envelope, Outcome, id_key},
+    plan::Plan,
+};
+
+/// Results kept until their call's event arrives (it follows at once; the bound only guards odd servers).
+const MAX_HELD_RESULTS: usize = 4_096;
+
+/// The faults of `plan`, as the report lists them.
+pub fn planned_faults(plan: &Plan) -> Vec<PlannedFaultInfo> {
+    plan.faults
+        .iter()
+        .enumerate()
+        .map(|(index, f)| {
+            let mut description = f.spec.describe();
+            if f.trigger.probability < 1.0 {
+                description.push_str(&format!(", probability {}", f.trigger.probability));
+            }
+            PlannedFaultInfo {
+                index,
+                fault_type: f.spec.type_name().to_owned(),
+                tools: f.trigger.tools.clone(),
+                description,
+            }
+        })
+        .collect()
+}
+
+/// What a live session has seen so far.
+pub struct SessionRecorder {
+    server: String,
+    seed: u64,
+    faults: Vec<PlannedFaultInfo>,
+    started: Instant,
+    started_at: String,
+    schemas: Schemas,
+    /// tools/call results sent to the client, by request id, until their event.
+    results: HashMap<String, Value>,
+    result_order: VecDeque<String>,
+    records: Vec<CallRecord>,
+}
+
+impl SessionRecorder {
+    pub fn new(plan: &Plan, command: &[String]) -> Self {
+        Self {
+            server: command.join(" "),
+            seed: plan.seed,
+            faults: planned_faults(plan),
+            started: Instant::now(),
+            started_at: now(),
+            schemas: Schemas::default(),
+            results: HashMap::new(),
+            result_order: VecDeque::new(),
+            records: Vec::new(),
+        }
+    }
+
+    /// The report of everything seen so far.
+    pub fn report(&self) -> ChaosReport {
+        let duration_ms = self.started.elapsed().as_secs_f64() * 1000.0;
+        ChaosReport {
+            title: "MCP Chaos Report".into(),
+            started_at: self.started_at.clone(),
+            ended_at: now(),
+            server: self.server.clone(),
+            seed: self.seed,
+            faults: self.faults.clone(),
+            client: None,
+            run: report::figures(self.records.clone(), duration_ms),
+            baseline: None,
+            comparison: None,
+        }
+    }
+
+    /// Writes the report to `path`: JSON when it ends in `.json`, else markdown.
+    pub fn write(&self, path: &Path) -> std::io::Result<()> {
+        let report = self.report();
+        let json = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+        let text = if json {
+            serde_json::to_string_pretty(&report).map_err(std::io::Error::other)?
+        } else {
+            super::render(&report)
+        };
+        std::fs::write(path, text)
+    }
+}
+
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+impl CallObserver for SessionRecorder {
+    fn client_line(&mut self, line: &[u8]) {
+        let Some(envelope) = Envelope::parse(line).filter(Envelope::is_response) else {
+            return;
+        };
+        let (Some(id), Some(result)) = (envelope.id, envelope.result) else {
+            return;
+        };
+        if result.get("tools").is_some() {
+            self.schemas.add_list(&result);
+        } else if result.get("content").is_some() {
+            let key = id_key(&id);
+            if self.results.len() >= MAX_HELD_RESULTS
+                && let Some(old) = self.result_order.pop_front()
+            {
+                self.results.remove(&old);
+            }
+            self.result_order.push_back(key.clone());
+            self.results.insert(key, result);
+        }
+    }
+
+    fn call(&mut self, event: &CallEvent) {
+        if event.method != "tools/call" {
+            return;
+        }
+        let held = self.results.remove(&id_key(&event.id));
+        let outcome = match &event.client {
+            Outcome::Result | Outcome::ToolError => held.as_ref().map_or(
+                if event.client == Outcome::ToolError {
+                    CallOutcome::ToolError
+                } else {
+                    CallOutcome::Ok
+                },
+                |result| self.schemas.judge(&event.tool, result),
+            ),
+            Outcome::Error { .. } => CallOutcome::ProtocolError,
+            Outcome::Malformed => CallOutcome::Malformed,
+            Outcome::None | Outcome::Pending => CallOutcome::Timeout,
+        };
+        let end_ms = self.started.elapsed().as_secs_f64() * 1000.0;
+        self.records.push(CallRecord {
+            tool: event.tool.clone(),
+            args_hash: event.args_hash.clone(),
+            start_ms: (end_ms - event.latency_ms).max(0.0),
+            latency_ms: event.latency_ms,
+            fault: event.fault.as_ref().map(|f| f.fault_type.to_owned()),
+            outcome,
+            reached_server: event.upstream != Outcome::None,
+            cancel_after_ms: event.cancel.as_ref().map(|c| c.after_ms),
+            logical: None,
+        });
+    }
+}
