@@ -118,7 +118,8 @@ impl Cache {
         }
     }
 
-    fn insert(&mut self, stamp: Stamp, read_at: SystemTime, file: Arc<ParsedFile>) {
+    /// Keeps `file` under `stamp`; a `racy` entry is checked against the file's content before its next use.
+    fn insert(&mut self, stamp: Stamp, racy: bool, file: Arc<ParsedFile>) {
         let weight = file.weight();
         if let Some(old) = self.entries.remove(&file.path) {
             self.total_weight -= old.weight;
@@ -144,7 +145,7 @@ impl Cache {
         self.entries.insert(
             file.path.clone(),
             Entry {
-                racy: stamp.racy(read_at),
+                racy,
                 stamp,
                 file,
                 weight,
@@ -186,7 +187,37 @@ pub fn parsed_path(path: &Path) -> Result<Arc<ParsedFile>, CodeError> {
         blocks,
     });
     if let Some(stamp) = stamp {
-        lock().insert(stamp, read_at, Arc::clone(&file));
+        let racy = stamp.racy(read_at);
+        lock().insert(stamp, racy, Arc::clone(&file));
+    }
+    Ok(file)
+}
+
+/// A parse of `source`, the text the caller has just read from the file at `path` (absolute): the cached one
+/// when it is of this same text, else a new one, kept for the calls that follow. Its stamp is taken after the
+/// caller's read, so the entry is checked against the file's content before its next use.
+pub fn parsed_source(
+    path: &Path,
+    language: Language,
+    source: &str,
+) -> Result<Arc<ParsedFile>, CodeError> {
+    let stamp = Stamp::of(path).filter(|_| path.is_absolute());
+    let cached = stamp.as_ref().and_then(|stamp| lock().get(path, stamp));
+    if let Some((file, _)) = cached
+        && file.language == language
+        && file.source == source
+    {
+        return Ok(file);
+    }
+    let blocks = functions_in_source_checked(language, source)?;
+    let file = Arc::new(ParsedFile {
+        path: path.to_owned(),
+        language,
+        source: source.to_owned(),
+        blocks,
+    });
+    if let Some(stamp) = stamp {
+        lock().insert(stamp, true, Arc::clone(&file));
     }
     Ok(file)
 }
@@ -234,6 +265,27 @@ mod tests {
     }
 
     #[test]
+    fn text_read_by_the_caller_shares_the_cache_and_is_checked_before_reuse() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.py");
+        let python = Language::from_name("python").unwrap();
+        std::fs::write(&path, "def first():\n    return 1\n").unwrap();
+        let listed = parsed_path(&path).unwrap();
+        let chunked = parsed_source(&path, python, "def first():\n    return 1\n").unwrap();
+        assert!(Arc::ptr_eq(&listed, &chunked), "the listing's parse is reused");
+
+        std::fs::write(&path, "def other():\n    return 2\n").unwrap();
+        let read = std::fs::read_to_string(&path).unwrap();
+        let chunked = parsed_source(&path, python, &read).unwrap();
+        assert_eq!(chunked.blocks[0].info.name, "other");
+        assert!(Arc::ptr_eq(&chunked, &parsed_path(&path).unwrap()));
+
+        // Rewritten in place, same size, right away: the entry's content is checked.
+        std::fs::write(&path, "def third():\n    return 3\n").unwrap();
+        assert_eq!(parsed_path(&path).unwrap().blocks[0].info.name, "third");
+    }
+
+    #[test]
     fn the_bound_evicts_the_least_recently_used() {
         let mut cache = Cache::default();
         let stamp = Stamp {
@@ -241,7 +293,6 @@ mod tests {
             modified: None,
             inode: 0,
         };
-        let now = SystemTime::now();
         let python = Language::from_name("python").unwrap();
         let big = |name: &str| {
             Arc::new(ParsedFile {
@@ -251,11 +302,11 @@ mod tests {
                 blocks: Vec::new(),
             })
         };
-        cache.insert(stamp.clone(), now, big("/a"));
-        cache.insert(stamp.clone(), now, big("/b"));
-        cache.insert(stamp.clone(), now, big("/c"));
+        cache.insert(stamp.clone(), false, big("/a"));
+        cache.insert(stamp.clone(), false, big("/b"));
+        cache.insert(stamp.clone(), false, big("/c"));
         assert!(cache.get(Path::new("/a"), &stamp).is_some());
-        cache.insert(stamp.clone(), now, big("/d"));
+        cache.insert(stamp.clone(), false, big("/d"));
         assert!(
             cache.get(Path::new("/b"), &stamp).is_none(),
             "b was the oldest"
@@ -264,7 +315,7 @@ mod tests {
         assert!(cache.total_weight <= CACHE_BYTES);
         cache.insert(
             stamp.clone(),
-            now,
+            false,
             Arc::new(ParsedFile {
                 path: PathBuf::from("/huge"),
                 language: python,

@@ -16,7 +16,7 @@ use std::{ops::Range, path::Path};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-pub use cache::{CACHE_BYTES, ParsedFile, parsed_file, parsed_path};
+pub use cache::{CACHE_BYTES, ParsedFile, parsed_file, parsed_path, parsed_source};
 pub use error::{CodeError, MAX_SOURCE_BYTES};
 pub use language::{Language, UnknownLanguage};
 pub use source::{read_source, read_source_file, resolve_path};
