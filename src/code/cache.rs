@@ -9,7 +9,7 @@
 use std::{
     collections::HashMap,
     path::{Path, PathBuf},
-    sync::{Arc, LazyLock, Mutex},
+    sync::{Arc, LazyLock, Mutex, OnceLock},
     time::{Duration, SystemTime},
 };
 
@@ -31,9 +31,35 @@ pub struct ParsedFile {
     pub source: String,
     /// Every function, in document order.
     pub blocks: Vec<FunctionBlock>,
+    /// The listing's answer (text and structured content), built by the first listing of this parse.
+    listing: OnceLock<(String, serde_json::Value)>,
 }
 
 impl ParsedFile {
+    pub fn new(
+        path: PathBuf,
+        language: Language,
+        source: String,
+        blocks: Vec<FunctionBlock>,
+    ) -> Self {
+        Self {
+            path,
+            language,
+            source,
+            blocks,
+            listing: OnceLock::new(),
+        }
+    }
+
+    /// The answer of a listing of this file, built once by `build` from the functions: a repeated listing of
+    /// an unchanged file costs a copy.
+    pub fn listing(
+        &self,
+        build: impl FnOnce(&[FunctionBlock]) -> (String, serde_json::Value),
+    ) -> &(String, serde_json::Value) {
+        self.listing.get_or_init(|| build(&self.blocks))
+    }
+
     /// Bytes this entry keeps alive, as counted against [`CACHE_BYTES`].
     fn weight(&self) -> usize {
         const PER_BLOCK: usize = std::mem::size_of::<FunctionBlock>();
@@ -180,12 +206,7 @@ pub fn parsed_path(path: &Path) -> Result<Arc<ParsedFile>, CodeError> {
     }
     let (path, language, source) = read_source_file(path.to_owned())?;
     let blocks = functions_in_source_checked(language, &source)?;
-    let file = Arc::new(ParsedFile {
-        path,
-        language,
-        source,
-        blocks,
-    });
+    let file = Arc::new(ParsedFile::new(path, language, source, blocks));
     if let Some(stamp) = stamp {
         let racy = stamp.racy(read_at);
         lock().insert(stamp, racy, Arc::clone(&file));
@@ -210,12 +231,12 @@ pub fn parsed_source(
         return Ok(file);
     }
     let blocks = functions_in_source_checked(language, source)?;
-    let file = Arc::new(ParsedFile {
-        path: path.to_owned(),
+    let file = Arc::new(ParsedFile::new(
+        path.to_owned(),
         language,
-        source: source.to_owned(),
+        source.to_owned(),
         blocks,
-    });
+    ));
     if let Some(stamp) = stamp {
         lock().insert(stamp, true, Arc::clone(&file));
     }
@@ -272,7 +293,10 @@ mod tests {
         std::fs::write(&path, "def first():\n    return 1\n").unwrap();
         let listed = parsed_path(&path).unwrap();
         let chunked = parsed_source(&path, python, "def first():\n    return 1\n").unwrap();
-        assert!(Arc::ptr_eq(&listed, &chunked), "the listing's parse is reused");
+        assert!(
+            Arc::ptr_eq(&listed, &chunked),
+            "the listing's parse is reused"
+        );
 
         std::fs::write(&path, "def other():\n    return 2\n").unwrap();
         let read = std::fs::read_to_string(&path).unwrap();
@@ -295,12 +319,12 @@ mod tests {
         };
         let python = Language::from_name("python").unwrap();
         let big = |name: &str| {
-            Arc::new(ParsedFile {
-                path: PathBuf::from(name),
-                language: python,
-                source: "#".repeat(CACHE_BYTES / 3),
-                blocks: Vec::new(),
-            })
+            Arc::new(ParsedFile::new(
+                PathBuf::from(name),
+                python,
+                "#".repeat(CACHE_BYTES / 3),
+                Vec::new(),
+            ))
         };
         cache.insert(stamp.clone(), false, big("/a"));
         cache.insert(stamp.clone(), false, big("/b"));
@@ -316,12 +340,12 @@ mod tests {
         cache.insert(
             stamp.clone(),
             false,
-            Arc::new(ParsedFile {
-                path: PathBuf::from("/huge"),
-                language: python,
-                source: "#".repeat(CACHE_BYTES + 1),
-                blocks: Vec::new(),
-            }),
+            Arc::new(ParsedFile::new(
+                PathBuf::from("/huge"),
+                python,
+                "#".repeat(CACHE_BYTES + 1),
+                Vec::new(),
+            )),
         );
         assert!(cache.get(Path::new("/huge"), &stamp).is_none());
     }
