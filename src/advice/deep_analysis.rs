@@ -91,10 +91,9 @@ pub async fn deep_analysis(
     let file_owned = file.to_owned();
     let func_owned = func.to_owned();
     let (path, language, extracted) = tokio::task::spawn_blocking(move || {
-        let (path, language, source) = code::read_source(&file_owned)?;
-        let blocks = code::functions_in_source(language, &source);
-        let extracted = code::select_function(&path, blocks, &func_owned)?;
-        Ok::<_, code::CodeError>((path, language, extracted))
+        let file = code::parsed_file(&file_owned)?;
+        let extracted = code::select_function(&file.path, &file.blocks, &func_owned)?;
+        Ok::<_, code::CodeError>((file.path.clone(), file.language, extracted))
     })
     .await
     .map_err(|e| AdviceError::Internal(format!("reading the file failed: {e}")))??;

@@ -9,7 +9,7 @@
 use std::{
     collections::HashMap,
     path::{Path, PathBuf},
-    sync::{Arc, LazyLock, Mutex},
+    sync::{Arc, LazyLock, Mutex, OnceLock},
     time::{Duration, SystemTime},
 };
 
@@ -31,9 +31,35 @@ pub struct ParsedFile {
     pub source: String,
     /// Every function, in document order.
     pub blocks: Vec<FunctionBlock>,
+    /// The listing's answer (text and structured content), built by the first listing of this parse.
+    listing: OnceLock<(String, serde_json::Value)>,
 }
 
 impl ParsedFile {
+    pub fn new(
+        path: PathBuf,
+        language: Language,
+        source: String,
+        blocks: Vec<FunctionBlock>,
+    ) -> Self {
+        Self {
+            path,
+            language,
+            source,
+            blocks,
+            listing: OnceLock::new(),
+        }
+    }
+
+    /// The answer of a listing of this file, built once by `build` from the functions: a repeated listing of
+    /// an unchanged file costs a copy.
+    pub fn listing(
+        &self,
+        build: impl FnOnce(&[FunctionBlock]) -> (String, serde_json::Value),
+    ) -> &(String, serde_json::Value) {
+        self.listing.get_or_init(|| build(&self.blocks))
+    }
+
     /// Bytes this entry keeps alive, as counted against [`CACHE_BYTES`].
     fn weight(&self) -> usize {
         const PER_BLOCK: usize = std::mem::size_of::<FunctionBlock>();
@@ -118,7 +144,8 @@ impl Cache {
         }
     }
 
-    fn insert(&mut self, stamp: Stamp, read_at: SystemTime, file: Arc<ParsedFile>) {
+    /// Keeps `file` under `stamp`; a `racy` entry is checked against the file's content before its next use.
+    fn insert(&mut self, stamp: Stamp, racy: bool, file: Arc<ParsedFile>) {
         let weight = file.weight();
         if let Some(old) = self.entries.remove(&file.path) {
             self.total_weight -= old.weight;
@@ -144,7 +171,7 @@ impl Cache {
         self.entries.insert(
             file.path.clone(),
             Entry {
-                racy: stamp.racy(read_at),
+                racy,
                 stamp,
                 file,
                 weight,
@@ -179,14 +206,39 @@ pub fn parsed_path(path: &Path) -> Result<Arc<ParsedFile>, CodeError> {
     }
     let (path, language, source) = read_source_file(path.to_owned())?;
     let blocks = functions_in_source_checked(language, &source)?;
-    let file = Arc::new(ParsedFile {
-        path,
-        language,
-        source,
-        blocks,
-    });
+    let file = Arc::new(ParsedFile::new(path, language, source, blocks));
     if let Some(stamp) = stamp {
-        lock().insert(stamp, read_at, Arc::clone(&file));
+        let racy = stamp.racy(read_at);
+        lock().insert(stamp, racy, Arc::clone(&file));
+    }
+    Ok(file)
+}
+
+/// A parse of `source`, the text the caller has just read from the file at `path` (absolute): the cached one
+/// when it is of this same text, else a new one, kept for the calls that follow. Its stamp is taken after the
+/// caller's read, so the entry is checked against the file's content before its next use.
+pub fn parsed_source(
+    path: &Path,
+    language: Language,
+    source: &str,
+) -> Result<Arc<ParsedFile>, CodeError> {
+    let stamp = Stamp::of(path).filter(|_| path.is_absolute());
+    let cached = stamp.as_ref().and_then(|stamp| lock().get(path, stamp));
+    if let Some((file, _)) = cached
+        && file.language == language
+        && file.source == source
+    {
+        return Ok(file);
+    }
+    let blocks = functions_in_source_checked(language, source)?;
+    let file = Arc::new(ParsedFile::new(
+        path.to_owned(),
+        language,
+        source.to_owned(),
+        blocks,
+    ));
+    if let Some(stamp) = stamp {
+        lock().insert(stamp, true, Arc::clone(&file));
     }
     Ok(file)
 }
@@ -234,6 +286,30 @@ mod tests {
     }
 
     #[test]
+    fn text_read_by_the_caller_shares_the_cache_and_is_checked_before_reuse() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.py");
+        let python = Language::from_name("python").unwrap();
+        std::fs::write(&path, "def first():\n    return 1\n").unwrap();
+        let listed = parsed_path(&path).unwrap();
+        let chunked = parsed_source(&path, python, "def first():\n    return 1\n").unwrap();
+        assert!(
+            Arc::ptr_eq(&listed, &chunked),
+            "the listing's parse is reused"
+        );
+
+        std::fs::write(&path, "def other():\n    return 2\n").unwrap();
+        let read = std::fs::read_to_string(&path).unwrap();
+        let chunked = parsed_source(&path, python, &read).unwrap();
+        assert_eq!(chunked.blocks[0].info.name, "other");
+        assert!(Arc::ptr_eq(&chunked, &parsed_path(&path).unwrap()));
+
+        // Rewritten in place, same size, right away: the entry's content is checked.
+        std::fs::write(&path, "def third():\n    return 3\n").unwrap();
+        assert_eq!(parsed_path(&path).unwrap().blocks[0].info.name, "third");
+    }
+
+    #[test]
     fn the_bound_evicts_the_least_recently_used() {
         let mut cache = Cache::default();
         let stamp = Stamp {
@@ -241,21 +317,20 @@ mod tests {
             modified: None,
             inode: 0,
         };
-        let now = SystemTime::now();
         let python = Language::from_name("python").unwrap();
         let big = |name: &str| {
-            Arc::new(ParsedFile {
-                path: PathBuf::from(name),
-                language: python,
-                source: "#".repeat(CACHE_BYTES / 3),
-                blocks: Vec::new(),
-            })
+            Arc::new(ParsedFile::new(
+                PathBuf::from(name),
+                python,
+                "#".repeat(CACHE_BYTES / 3),
+                Vec::new(),
+            ))
         };
-        cache.insert(stamp.clone(), now, big("/a"));
-        cache.insert(stamp.clone(), now, big("/b"));
-        cache.insert(stamp.clone(), now, big("/c"));
+        cache.insert(stamp.clone(), false, big("/a"));
+        cache.insert(stamp.clone(), false, big("/b"));
+        cache.insert(stamp.clone(), false, big("/c"));
         assert!(cache.get(Path::new("/a"), &stamp).is_some());
-        cache.insert(stamp.clone(), now, big("/d"));
+        cache.insert(stamp.clone(), false, big("/d"));
         assert!(
             cache.get(Path::new("/b"), &stamp).is_none(),
             "b was the oldest"
@@ -264,13 +339,13 @@ mod tests {
         assert!(cache.total_weight <= CACHE_BYTES);
         cache.insert(
             stamp.clone(),
-            now,
-            Arc::new(ParsedFile {
-                path: PathBuf::from("/huge"),
-                language: python,
-                source: "#".repeat(CACHE_BYTES + 1),
-                blocks: Vec::new(),
-            }),
+            false,
+            Arc::new(ParsedFile::new(
+                PathBuf::from("/huge"),
+                python,
+                "#".repeat(CACHE_BYTES + 1),
+                Vec::new(),
+            )),
         );
         assert!(cache.get(Path::new("/huge"), &stamp).is_none());
     }

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use std::path::Path;
 
-use super::{CodeError, FunctionBlock, Language, functions_in_source, parsed_path};
+use super::{CodeError, FunctionBlock, Language, functions_in_source, parsed_path, parsed_source};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -41,6 +41,23 @@ pub fn chunk_source(language: Language, source: &str, max_lines: usize) -> Vec<C
 pub fn chunk_file(path: &Path, max_lines: usize) -> Result<Vec<Chunk>, CodeError> {
     let file = parsed_path(path)?;
     Ok(chunk_blocks(&file.source, &file.blocks, max_lines))
+}
+
+/// [`chunk_source`] of `source`, the text just read from the file at `path`, through the parse cache
+/// ([`parsed_source`]): a file listed or extracted before is not parsed again, nor one listed after.
+pub fn chunk_read_file(
+    path: &Path,
+    language: Language,
+    source: &str,
+    max_lines: usize,
+) -> Vec<Chunk> {
+    match parsed_source(path, language, source) {
+        Ok(file) => chunk_blocks(&file.source, &file.blocks, max_lines),
+        Err(e) => {
+            tracing::error!("{e}");
+            chunk_blocks(source, &[], max_lines)
+        }
+    }
 }
 
 fn chunk_blocks(source: &str, blocks: &[FunctionBlock], max_lines: usize) -> Vec<Chunk> {

@@ -5,7 +5,9 @@ use std::{collections::HashMap, ops::Range};
 use streaming_iterator::StreamingIterator;
 use tree_sitter::{Node, Parser, Query, QueryCursor, Tree};
 
-use super::{CodeError, FunctionBlock, FunctionInfo, FunctionKind, Language};
+use super::{
+    CodeError, FunctionBlock, FunctionInfo, FunctionKind, Language, language::CompiledQueries,
+};
 
 /// Parses `source`; `None` only when the grammar cannot be loaded (a build problem).
 pub(crate) fn parse(language: Language, source: &str) -> Result<Tree, CodeError> {
@@ -59,41 +61,19 @@ pub(crate) fn find_functions(
         message,
     })?;
     let root = tree.root_node();
-    let scopes = find_scopes(&queries.scopes, root, source);
-    let found = run_functions_query(&queries.functions, root, source);
-
-    // Functions are scopes for what they contain (nested functions), next to the class-like ones.
-    let function_scopes: Vec<(Range<usize>, String)> = found
-        .iter()
-        .map(|f| (f.definition.clone(), node_text(f.name, source).to_owned()))
-        .collect();
+    let (found, scopes) = run_query(queries, root, source);
+    let enclosing = enclosing_containers(&found, &scopes, source);
 
     let separator = language.separator();
     let lines = LineIndex::new(source);
     let mut blocks = Vec::with_capacity(found.len());
-    for function in &found {
-        let name = node_text(function.name, source).to_owned();
-        let name = unquote(&name).to_owned();
-        // Enclosing containers, outermost first: (start, is_function, name).
-        let mut enclosing: Vec<(usize, usize, bool, &str)> = Vec::new();
-        for scope in &scopes {
-            if strictly_contains(&scope.range, &function.definition) {
-                enclosing.push((scope.range.start, scope.range.end, false, &scope.name));
-            }
-        }
-        for (range, scope_name) in &function_scopes {
-            if strictly_contains(range, &function.definition) {
-                enclosing.push((range.start, range.end, true, scope_name));
-            }
-        }
-        // Outermost first; on equal starts the wider one is outer.
-        enclosing.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
-
+    for (function, enclosing) in found.iter().zip(enclosing) {
+        let name = unquote(node_text(function.name, source)).to_owned();
         let qualified_name = match &function.qualifier {
             Some(qualifier) => format!("{qualifier}{separator}{name}"),
             None => enclosing
                 .iter()
-                .map(|(_, _, _, scope_name)| unquote(scope_name))
+                .map(|container| unquote(container.name))
                 .chain(std::iter::once(name.as_str()))
                 .collect::<Vec<_>>()
                 .join(separator),
@@ -102,10 +82,7 @@ pub(crate) fn find_functions(
             FunctionKind::Signature
         } else if let Some(kind) = function.kind {
             kind
-        } else if enclosing
-            .last()
-            .is_some_and(|(_, _, is_function, _)| !is_function)
-        {
+        } else if enclosing.last().is_some_and(|c| !c.is_function) {
             FunctionKind::Method
         } else {
             FunctionKind::Function
@@ -135,6 +112,72 @@ pub(crate) fn find_functions(
     Ok(blocks)
 }
 
+/// A container that qualifies the functions inside it: a scope, or a function (for nested functions).
+#[derive(Clone, Copy)]
+struct Container<'s> {
+    start: usize,
+    end: usize,
+    is_function: bool,
+    name: &'s str,
+}
+
+/// For each function of `found`, the containers strictly enclosing its definition, outermost first (on equal
+/// starts the wider one is outer). One sweep over the containers in document order with a stack of the open
+/// ones: syntax nodes nest, so the open containers that contain a definition are all that enclose it.
+fn enclosing_containers<'s>(
+    found: &[Found<'_>],
+    scopes: &'s [Scope],
+    source: &'s str,
+) -> Vec<Vec<Container<'s>>> {
+    // (container, index in `found` for a function)
+    let mut containers: Vec<(Container<'s>, Option<usize>)> = scopes
+        .iter()
+        .map(|scope| {
+            let container = Container {
+                start: scope.range.start,
+                end: scope.range.end,
+                is_function: false,
+                name: &scope.name,
+            };
+            (container, None)
+        })
+        .chain(found.iter().enumerate().map(|(index, function)| {
+            let container = Container {
+                start: function.definition.start,
+                end: function.definition.end,
+                is_function: true,
+                name: node_text(function.name, source),
+            };
+            (container, Some(index))
+        }))
+        .collect();
+    // Scopes before functions on equal ranges, functions in `found` order: as listed before sorting.
+    containers.sort_by(|(a, a_index), (b, b_index)| {
+        (a.start, std::cmp::Reverse(a.end), a.is_function, a_index).cmp(&(
+            b.start,
+            std::cmp::Reverse(b.end),
+            b.is_function,
+            b_index,
+        ))
+    });
+    let mut enclosing = vec![Vec::new(); found.len()];
+    let mut open: Vec<Container<'s>> = Vec::new();
+    for (container, function_index) in containers {
+        while open.last().is_some_and(|top| top.end < container.end) {
+            open.pop();
+        }
+        if let Some(index) = function_index {
+            enclosing[index] = open
+                .iter()
+                .filter(|outer| (outer.start, outer.end) != (container.start, container.end))
+                .copied()
+                .collect();
+        }
+        open.push(container);
+    }
+    enclosing
+}
+
 /// How a node captured `@attached` joins the definition that follows it (pattern properties).
 #[derive(Clone, Copy, Default)]
 struct AttachRule {
@@ -159,50 +202,131 @@ impl AttachRule {
     }
 }
 
-/// Where the definition really starts: the generic "attached preceding siblings" rule. Walking back from
-/// the definition, a sibling captured `@attached` (by its rule) joins it, another comment is passed over
-/// (it joins only when something attached lies above it), anything else stops the walk.
-fn attached_start(definition: Node<'_>, attached: &HashMap<usize, AttachRule>) -> usize {
-    let mut start = definition.start_byte();
-    let mut next_row = definition.start_position().row;
-    let mut sibling = definition.prev_sibling();
-    while let Some(node) = sibling {
-        sibling = node.prev_sibling();
-        if !node.is_named() {
+/// A named sibling that may join the definition after it: captured `@attached` (`rule`), or an extra
+/// (a comment) passed over.
+struct Link {
+    start_byte: usize,
+    start_row: usize,
+    end_row: usize,
+    rule: Option<AttachRule>,
+    /// It starts on the line where the previous named sibling, a piece of code, ends.
+    ends_a_line_of_code: bool,
+}
+
+/// The named siblings seen so far at one level of the walk, since the last one that stops attachment.
+#[derive(Default)]
+struct Level {
+    links: Vec<Link>,
+    /// The previous named sibling: whether it is an extra, and its last row.
+    previous: Option<(bool, usize)>,
+}
+
+impl Level {
+    /// Where a definition starting at `start` really starts: the generic "attached preceding siblings" rule.
+    /// Walking back from the definition, a sibling captured `@attached` joins it (when its rule allows), a
+    /// comment not captured is passed over (it joins only when something attached lies above it), anything
+    /// else has already ended the walk (see [`Level::push`]).
+    fn attached_start(&self, start: usize, start_row: usize) -> usize {
+        let mut start = start;
+        let mut next_row = start_row;
+        for link in self.links.iter().rev() {
+            if let Some(rule) = link.rule {
+                if rule.adjacent && next_row > link.end_row + 1 {
+                    break;
+                }
+                if rule.own_line && link.ends_a_line_of_code {
+                    break;
+                }
+                start = link.start_byte;
+            }
+            next_row = link.start_row;
+        }
+        start
+    }
+
+    fn push(&mut self, node: Node<'_>, rule: Option<AttachRule>) {
+        let start_row = node.start_position().row;
+        let is_extra = node.is_extra();
+        if rule.is_some() || is_extra {
+            self.links.push(Link {
+                start_byte: node.start_byte(),
+                start_row,
+                end_row: node.end_position().row,
+                rule,
+                ends_a_line_of_code: self
+                    .previous
+                    .is_some_and(|(extra, end_row)| !extra && end_row == start_row),
+            });
+        } else {
+            self.links.clear();
+        }
+        self.previous = Some((is_extra, node.end_position().row));
+    }
+}
+
+/// Sets each function's `full_start` with what is attached before it, in one walk of the tree that enters
+/// only nodes holding a definition (siblings are visited in order, so no sibling is looked up backwards).
+fn set_attached_starts(
+    root: Node<'_>,
+    found: &mut [Found<'_>],
+    attached: &HashMap<usize, AttachRule>,
+) {
+    let mut by_node: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (index, function) in found.iter().enumerate() {
+        by_node
+            .entry(function.definition_node.id())
+            .or_default()
+            .push(index);
+    }
+    let mut starts: Vec<usize> = found
+        .iter()
+        .map(|f| f.definition_node.start_byte())
+        .collect();
+    starts.sort_unstable();
+    let holds_a_definition = |node: Node<'_>| {
+        let first = starts.partition_point(|&start| start < node.start_byte());
+        starts
+            .get(first)
+            .is_some_and(|&start| start < node.end_byte())
+    };
+
+    let mut cursor = root.walk();
+    let mut levels = vec![Level::default()];
+    loop {
+        let node = cursor.node();
+        if let Some(level) = levels.last_mut().filter(|_| node.is_named()) {
+            if let Some(indices) = by_node.get(&node.id()) {
+                let start = level.attached_start(node.start_byte(), node.start_position().row);
+                for &index in indices {
+                    found[index].full_start = start;
+                }
+            }
+            level.push(node, attached.get(&node.id()).copied());
+        }
+        if holds_a_definition(node) && cursor.goto_first_child() {
+            levels.push(Level::default());
             continue;
         }
-        match attached.get(&node.id()) {
-            Some(rule) => {
-                if rule.adjacent && next_row > node.end_position().row + 1 {
-                    break;
-                }
-                if rule.own_line && ends_a_line_of_code(node) {
-                    break;
-                }
-                start = node.start_byte();
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
             }
-            None if node.is_extra() => {}
-            None => break,
+            if !cursor.goto_parent() {
+                return;
+            }
+            levels.pop();
         }
-        next_row = node.start_position().row;
     }
-    start
 }
 
-/// Whether `node` starts on the line where the previous piece of code (not a comment) ends.
-fn ends_a_line_of_code(node: Node<'_>) -> bool {
-    let mut sibling = node.prev_sibling();
-    while let Some(previous) = sibling {
-        if previous.is_named() {
-            return !previous.is_extra()
-                && previous.end_position().row == node.start_position().row;
-        }
-        sibling = previous.prev_sibling();
-    }
-    false
-}
-
-fn run_functions_query<'tree>(query: &Query, root: Node<'tree>, source: &str) -> Vec<Found<'tree>> {
+/// Runs the combined query once: the functions (with what `merge` kept of several matches of one function)
+/// in document order, and the scopes.
+fn run_query<'tree>(
+    queries: &CompiledQueries,
+    root: Node<'tree>,
+    source: &str,
+) -> (Vec<Found<'tree>>, Vec<Scope>) {
+    let query = &queries.query;
     let index = |name: &str| query.capture_index_for_name(name);
     let (name_ix, definition_ix, body_ix, attached_ix, qualifier_ix) = (
         index("name"),
@@ -212,28 +336,49 @@ fn run_functions_query<'tree>(query: &Query, root: Node<'tree>, source: &str) ->
         index("qualifier"),
     );
     let (terminated_ix, terminator_ix) = (index("terminated"), index("terminator"));
+    let (scope_ix, scope_name_ix) = (index("scope"), index("scope.name"));
     let mut attached: HashMap<usize, AttachRule> = HashMap::new();
     // Definition node → end of the token that ends it.
     let mut terminators: HashMap<usize, usize> = HashMap::new();
+    // Keyed by the scope node; the earliest pattern (the most specific) names it.
+    let mut scopes: HashMap<usize, (usize, Scope)> = HashMap::new();
     let mut cursor = QueryCursor::new();
     let mut matches = cursor.matches(query, root, source.as_bytes());
     // Keyed by the name node: several patterns may match one function (plain, decorated, exported);
     // the widest definition wins.
     let mut by_name: HashMap<usize, Found<'tree>> = HashMap::new();
     while let Some(m) = matches.next() {
+        let node_of = |ix: Option<u32>| {
+            m.captures()
+                .iter()
+                .find(|c| Some(c.index) == ix)
+                .map(|c| c.node)
+        };
+        if m.pattern_index >= queries.first_scope_pattern {
+            if let (Some(scope), Some(name)) = (node_of(scope_ix), node_of(scope_name_ix)) {
+                match scopes.get(&scope.id()) {
+                    Some((pattern, _)) if *pattern <= m.pattern_index => {}
+                    _ => {
+                        let entry = Scope {
+                            range: scope.byte_range(),
+                            name: clean_qualifier(node_text(name, source)),
+                        };
+                        scopes.insert(scope.id(), (m.pattern_index, entry));
+                    }
+                }
+            }
+            continue;
+        }
+        if let (Some(terminated), Some(terminator)) =
+            (node_of(terminated_ix), node_of(terminator_ix))
+        {
+            terminators.insert(terminated.id(), terminator.end_byte());
+            continue;
+        }
         let mut name = None;
         let mut definition = None;
         let mut body = None;
         let mut qualifier = None;
-        if terminated_ix.is_some() {
-            let node_of = |ix| m.captures().iter().find(|c| Some(c.index) == ix);
-            if let (Some(terminated), Some(terminator)) =
-                (node_of(terminated_ix), node_of(terminator_ix))
-            {
-                terminators.insert(terminated.node.id(), terminator.node.end_byte());
-                continue;
-            }
-        }
         for capture in m.captures() {
             let ix = Some(capture.index);
             let node = capture.node;
@@ -278,15 +423,16 @@ fn run_functions_query<'tree>(query: &Query, root: Node<'tree>, source: &str) ->
     }
     let mut found: Vec<Found<'tree>> = by_name.into_values().collect();
     for function in &mut found {
-        if !attached.is_empty() {
-            function.full_start = attached_start(function.definition_node, &attached);
-        }
         if let Some(&end) = terminators.get(&function.definition_node.id()) {
             function.definition.end = function.definition.end.max(end);
         }
     }
+    if !attached.is_empty() {
+        set_attached_starts(root, &mut found, &attached);
+    }
     found.sort_by_key(|f| (f.name.start_byte(), f.definition.start));
-    found
+    let scopes = scopes.into_values().map(|(_, scope)| scope).collect();
+    (found, scopes)
 }
 
 /// Keeps the widest definition of one function and whatever either match knew.
@@ -303,40 +449,6 @@ fn merge<'tree>(existing: &mut Found<'tree>, other: Found<'tree>) {
     }
 }
 
-fn find_scopes(query: &Query, root: Node<'_>, source: &str) -> Vec<Scope> {
-    let (Some(scope_ix), Some(name_ix)) = (
-        query.capture_index_for_name("scope"),
-        query.capture_index_for_name("scope.name"),
-    ) else {
-        return Vec::new();
-    };
-    let mut cursor = QueryCursor::new();
-    let mut matches = cursor.matches(query, root, source.as_bytes());
-    // Keyed by the scope node; the earliest pattern (the most specific) names it.
-    let mut by_node: HashMap<usize, (usize, Scope)> = HashMap::new();
-    while let Some(m) = matches.next() {
-        let scope = m.captures().iter().find(|c| c.index == scope_ix);
-        let name = m.captures().iter().find(|c| c.index == name_ix);
-        let (Some(scope), Some(name)) = (scope, name) else {
-            continue;
-        };
-        let entry = (
-            m.pattern_index,
-            Scope {
-                range: scope.node.byte_range(),
-                name: clean_qualifier(node_text(name.node, source)),
-            },
-        );
-        match by_node.get(&scope.node.id()) {
-            Some((pattern, _)) if *pattern <= m.pattern_index => {}
-            _ => {
-                by_node.insert(scope.node.id(), entry);
-            }
-        }
-    }
-    by_node.into_values().map(|(_, scope)| scope).collect()
-}
-
 /// Where `node` really ends: comments after its last statement (Python blocks keep them) are not part of it.
 fn end_without_trailing_comments(node: Node<'_>) -> usize {
     let mut current = node;
@@ -351,10 +463,6 @@ fn end_without_trailing_comments(node: Node<'_>) -> usize {
             None => return current.end_byte(),
         }
     }
-}
-
-fn strictly_contains(outer: &Range<usize>, inner: &Range<usize>) -> bool {
-    outer.start <= inner.start && inner.end <= outer.end && outer != inner
 }
 
 pub(crate) fn node_text<'s>(node: Node<'_>, source: &'s str) -> &'s str {

@@ -38,9 +38,11 @@ pub(crate) struct Grammar {
     compiled: &'static OnceLock<Result<CompiledQueries, String>>,
 }
 
+/// The functions and scopes queries compiled as one, so that one pass over a tree runs both.
 pub(crate) struct CompiledQueries {
-    pub(crate) functions: Query,
-    pub(crate) scopes: Query,
+    pub(crate) query: Query,
+    /// Patterns from this index on come from `scopes.scm`.
+    pub(crate) first_scope_pattern: usize,
 }
 
 macro_rules! language {
@@ -192,9 +194,13 @@ impl Language {
                     Query::new(&grammar, text)
                         .map_err(|e: QueryError| format!("grammars/{}/{file}: {e}", spec.name))
                 };
+                // Each file alone first, so that an error names the file and its own offsets.
+                let functions = compile("functions.scm", spec.functions_query)?;
+                compile("scopes.scm", spec.scopes_query)?;
+                let combined = format!("{}\n{}", spec.functions_query, spec.scopes_query);
                 Ok(CompiledQueries {
-                    functions: compile("functions.scm", spec.functions_query)?,
-                    scopes: compile("scopes.scm", spec.scopes_query)?,
+                    query: compile("functions.scm + scopes.scm", &combined)?,
+                    first_scope_pattern: functions.pattern_count(),
                 })
             })
             .as_ref()

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 pub use crate::code::Language as Lang;
-use crate::code::chunk::{ChunkKind, chunk_source};
+use crate::code::chunk::{ChunkKind, chunk_read_file};
 
 /// One piece of a file to embed.
 #[derive(Debug, Clone)]
@@ -38,9 +38,10 @@ pub fn contains(languages: &[Lang], lang: Lang) -> bool {
     languages.iter().any(|l| l.name() == lang.name())
 }
 
-/// Function-sized chunks of `source`, functions longer than `max_lines` split.
-pub fn chunk(lang: Lang, source: &str, max_lines: usize) -> Vec<SourceChunk> {
-    chunk_source(lang, source, max_lines)
+/// Function-sized chunks of `source`, just read from the file at `path`, functions longer than `max_lines`
+/// split. The parse goes through the code tools' parse cache.
+pub fn chunk(path: &Path, lang: Lang, source: &str, max_lines: usize) -> Vec<SourceChunk> {
+    chunk_read_file(path, lang, source, max_lines)
         .into_iter()
         .map(|c| SourceChunk {
             kind: match c.kind {

@@ -210,6 +210,7 @@ fn plan(
         plan_file(
             &mut plan,
             &rel_path,
+            entry.path(),
             lang,
             &source,
             stored.get(&rel_path),
@@ -220,9 +221,12 @@ fn plan(
     plan
 }
 
+// The file's names, language and text, the stored points and the settings: each used on its own.
+#[allow(clippy::too_many_arguments)]
 fn plan_file(
     plan: &mut Plan,
     rel_path: &str,
+    path: &Path,
     lang: Lang,
     source: &str,
     stored: Option<&Vec<StoredPoint>>,
@@ -247,7 +251,7 @@ fn plan_file(
         return;
     }
     plan.files_changed += 1;
-    let pieces = chunks::chunk(lang, source, settings.max_lines);
+    let pieces = chunks::chunk(path, lang, source, settings.max_lines);
     let file_chunks = pieces.len() as u32;
     let by_id: HashMap<&str, &StoredPoint> = stored.iter().map(|p| (p.id.as_str(), p)).collect();
     let mut ordinals: HashMap<(String, String), usize> = HashMap::new();

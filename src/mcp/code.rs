@@ -2,12 +2,16 @@
 
 use std::collections::HashSet;
 
-use rmcp::{handler::server::wrapper::Parameters, model::CallToolResult, tool, tool_router};
+use rmcp::{
+    handler::server::wrapper::Parameters,
+    model::{CallToolResult, ContentBlock},
+    tool, tool_router,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{FaultServer, json_and_structured, output_schema, tool_error};
-use crate::code::{self, CodeError, Extracted, FunctionInfo};
+use crate::code::{self, CodeError, Extracted, FunctionBlock, FunctionInfo};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ListFunctionsInput {
@@ -28,9 +32,9 @@ pub struct ExtractInput {
 
 /// `structuredContent` of `fault_list_function_names`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ListFunctionsOutput {
+pub struct ListFunctionsOutput<'a> {
     /// Every function-like definition, in document order (nested functions after their parent).
-    pub functions: Vec<FunctionInfo>,
+    pub functions: Vec<&'a FunctionInfo>,
 }
 
 /// The text content of `fault_extract_code_block`: exactly these two keys.
@@ -48,7 +52,7 @@ impl FaultServer {
             The text result is a JSON array of the names in document order, each once; the structured \
             result gives each function's qualified name (Class.method, Type::method), kind \
             (function|method|signature) and 1-based start/end lines. `file` must be an absolute path.",
-        output_schema = output_schema::<ListFunctionsOutput>(),
+        output_schema = output_schema::<ListFunctionsOutput<'static>>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn list_function_names(
@@ -57,22 +61,15 @@ impl FaultServer {
     ) -> Result<CallToolResult, rmcp::ErrorData> {
         let outcome = run_blocking(move || {
             let file = code::parsed_file(&input.file)?;
-            let functions: Vec<FunctionInfo> =
-                file.blocks.iter().map(|block| block.info.clone()).collect();
-            tracing::debug!(file = %file.path.display(), language = %file.language, count = functions.len(), "listed functions");
-            Ok(functions)
+            tracing::debug!(file = %file.path.display(), language = %file.language, count = file.blocks.len(), "listed functions");
+            Ok(file.listing(listing_answer).clone())
         })
         .await;
         Ok(match outcome {
-            Ok(functions) => {
-                let mut seen = HashSet::new();
-                let names: Vec<&str> = functions
-                    .iter()
-                    .map(|f| f.name.as_str())
-                    .filter(|name| seen.insert(*name))
-                    .collect();
-                let text = serde_json::to_string(&names).unwrap_or_else(|_| "[]".to_owned());
-                super::text_and_structured(text, &ListFunctionsOutput { functions })
+            Ok((text, structured)) => {
+                let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+                result.structured_content = Some(structured);
+                result
             }
             Err(message) => tool_error(message),
         })
@@ -109,6 +106,22 @@ impl FaultServer {
             Err(message) => tool_error(message),
         })
     }
+}
+
+/// The answer of `fault_list_function_names`: the names in document order, each once, as a JSON array (text),
+/// and every function (structured content).
+fn listing_answer(blocks: &[FunctionBlock]) -> (String, serde_json::Value) {
+    let mut seen = HashSet::new();
+    let names: Vec<&str> = blocks
+        .iter()
+        .map(|block| block.info.name.as_str())
+        .filter(|name| seen.insert(*name))
+        .collect();
+    let text = serde_json::to_string(&names).unwrap_or_else(|_| "[]".to_owned());
+    let functions: Vec<&FunctionInfo> = blocks.iter().map(|block| &block.info).collect();
+    let structured = serde_json::to_value(ListFunctionsOutput { functions })
+        .unwrap_or_else(|e| serde_json::json!({"error": format!("cannot encode the result: {e}")}));
+    (text, structured)
 }
 
 /// Runs file reading and parsing off the async workers; any failure becomes the message of a tool error.
