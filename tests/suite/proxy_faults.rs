@@ -214,7 +214,8 @@ async fn latency_spread_follows_stddev() {
 }
 
 /// Sends the same request sequence through a proxy with `fault` and `seed`: 12 requests on one kept-alive
-/// connection, then 8 on a new connection each, 20 ms apart. Returns each request's status and time.
+/// connection, then 8 on a new connection each, 20 ms apart. Returns each request's status and time (from
+/// sending the request to the end of the response).
 async fn request_sequence(fault: FaultSpec, seed: u64) -> Vec<(u16, f64)> {
     let up = upstream().await;
     let handle = proxy::start(ProxyConfig {
@@ -228,29 +229,34 @@ async fn request_sequence(fault: FaultSpec, seed: u64) -> Vec<(u16, f64)> {
     let mut kept = Client::connect(addr).await;
     for i in 0..20 {
         tokio::time::sleep(Duration::from_millis(20)).await;
+        let mut fresh = (i >= 12).then_some(Client::connect(addr).await);
+        let client = fresh.as_mut().unwrap_or(&mut kept);
         let t = Instant::now();
-        let (code, _) = if i < 12 {
-            kept.exchange("/").await.unwrap()
-        } else {
-            Client::connect(addr).await.exchange("/").await.unwrap()
-        };
+        let (code, _) = client.exchange("/").await.unwrap();
         seen.push((code, ms(t.elapsed())));
     }
     handle.stop().await;
     seen
 }
 
-/// The requests whose delay differs between two runs by more than timer noise on a loaded machine.
+/// The requests whose delay differs between two runs by more than scheduling noise on a loaded machine.
 fn different_delays(a: &[(u16, f64)], b: &[(u16, f64)]) -> Vec<(usize, f64, f64)> {
     a.iter()
         .zip(b)
         .enumerate()
-        .filter(|(_, (x, y))| (x.1 - y.1).abs() > 6.0)
+        .filter(|(_, (x, y))| (x.1 - y.1).abs() > 10.0)
         .map(|(i, (x, y))| (i, x.1, y.1))
         .collect()
 }
 
-#[tokio::test]
+/// Each request's least time over two runs of the sequence: scheduling noise on a loaded machine only adds.
+async fn least_of_two(fault: FaultSpec, seed: u64) -> Vec<(u16, f64)> {
+    let a = request_sequence(fault.clone(), seed).await;
+    let b = request_sequence(fault, seed).await;
+    a.iter().zip(&b).map(|(x, y)| (x.0, x.1.min(y.1))).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_same_seed_and_requests_give_the_same_decisions() {
     // HTTP error at probability 0.5: the same requests fail, another seed fails others.
     let http_error = |_| {
@@ -281,11 +287,14 @@ async fn the_same_seed_and_requests_give_the_same_decisions() {
         }),
     ];
     for fault in faults {
-        let first = request_sequence(fault.clone(), 42).await;
-        let second = request_sequence(fault.clone(), 42).await;
-        let other = request_sequence(fault.clone(), 43).await;
-        assert_eq!(different_delays(&first, &second), vec![], "{fault:?}");
-        assert!(different_delays(&first, &other).len() > 5, "{fault:?}");
+        let first = least_of_two(fault.clone(), 42).await;
+        let second = least_of_two(fault.clone(), 42).await;
+        let other = least_of_two(fault.clone(), 43).await;
+        // The same draws; a preempted test thread may still add to one or two exchanges.
+        let same = different_delays(&first, &second);
+        assert!(same.len() <= 2, "{fault:?}: {same:?}");
+        let differ = different_delays(&first, &other);
+        assert!(differ.len() > 8, "{fault:?}: {differ:?}");
     }
 }
 

@@ -1,8 +1,8 @@
 //! Jitter: spikes arrive as one Poisson process of `frequency` Hz per proxy and flow, shared by all its
-//! connections; a spike delays the next chunk on the flow, whichever connection carries it, by a uniform
-//! random delay in (0, amplitude]. Spikes between two chunks merge into one.
+//! connections; a spike delays the next message on the flow (a request or a response), whichever connection
+//! carries it, by a uniform random delay in (0, amplitude]. Spikes between two messages merge into one.
 //!
-//! The process is drawn chunk by chunk: a chunk that comes `gap` after the flow's previous chunk (on any
+//! The process is drawn message by message: a message that starts `gap` after the flow's previous one (on any
 //! connection) meets at least one spike with probability `1 - exp(-frequency × gap)`, which is exactly the
 //! Poisson process's. The draws are keyed by message (see [`super::message_rng`]), so a seed repeats them; a
 //! short connection sees spikes as often as a long one.
@@ -135,21 +135,21 @@ impl JitterFlags {
     }
 }
 
-/// When a flow of the proxy last carried a chunk, on any connection.
+/// When a message last started on a flow of the proxy, on any connection.
 pub struct SpikeProcess {
-    last_chunk: Mutex<Instant>,
+    last_message: Mutex<Instant>,
 }
 
 impl SpikeProcess {
     pub fn new(started: Instant) -> Self {
         Self {
-            last_chunk: Mutex::new(started),
+            last_message: Mutex::new(started),
         }
     }
 
-    /// Time since the flow's previous chunk; `now` becomes the previous chunk.
+    /// Time since the flow's previous message; `now` becomes the previous message.
     fn gap(&self, now: Instant) -> Duration {
-        let mut last = self.last_chunk.lock().unwrap_or_else(|p| p.into_inner());
+        let mut last = self.last_message.lock().unwrap_or_else(|p| p.into_inner());
         let gap = now.saturating_duration_since(*last);
         *last = (*last).max(now);
         gap
@@ -175,8 +175,13 @@ impl Jitter {
 
 impl Stage for Jitter {
     fn on_chunk(&mut self, chunk: &Chunk<'_>, rng: &mut StdRng) -> Verdict {
+        // How a message is split into reads depends on timing; deciding once per message keeps a seed's
+        // decisions the same from run to run.
+        if !chunk.new_message {
+            return Verdict::Pass;
+        }
         let gap = self.process.gap(chunk.now);
-        // Both draws every time, so one chunk's outcome does not shift the next one's.
+        // Both draws every time, so whether a spike came does not shift the delay's draw.
         let roll = rng.random::<f64>();
         // (0, amplitude]: 1 - U[0,1) is in (0, 1].
         let share = 1.0 - rng.random::<f64>();
@@ -213,7 +218,7 @@ mod tests {
         let start = Instant::now();
         let process = Arc::new(SpikeProcess::new(start));
         let mut rng = StdRng::seed_from_u64(5);
-        // One chunk every 10 ms for 200 s, each on a new connection (a new stage).
+        // One message every 10 ms for 200 s, each on a new connection (a new stage).
         let spiked = (1..=20_000u32)
             .filter(|i| {
                 let now = start + Duration::from_millis(u64::from(*i) * 10);
