@@ -134,10 +134,12 @@ fn ours(url: &str, num_clients: u32, pace: Pace, seconds: u64) -> OursResult {
     let plan = LoadPlan {
         target: Target::parse(url, "GET", &[], "").expect("url"),
         connect_to: None,
+        proxy_originates_tls: false,
         num_clients,
         pace,
         duration: Duration::from_secs(seconds),
         timeout: Duration::from_secs(5),
+        max_in_flight: None,
     };
     let report = runtime
         .block_on(load::run(

@@ -5,7 +5,8 @@
 //! namespace (netem is tried and its error reported when the kernel lacks it).
 //!
 //! `cargo bench --bench proxy` (root needed for the namespace part; `benches/proxy/run.sh`
-//! installs socat and haproxy first). About two minutes.
+//! installs socat and haproxy first). About two minutes. `cargo bench --bench proxy -- delays` runs only
+//! latency accuracy and the proxy's CPU per delayed message.
 
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -458,6 +459,81 @@ async fn measured_rate(addr: SocketAddr, body: usize) -> f64 {
     (body + head) as f64 / t.elapsed().as_secs_f64()
 }
 
+/// CPU time of this process so far (all threads), from `/proc/self/stat` (clock ticks of 10 ms).
+fn process_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
+    let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = [11, 12]
+        .iter()
+        .filter_map(|i| fields.get(*i).and_then(|f| f.parse::<u64>().ok()))
+        .sum();
+    Duration::from_millis(ticks * 10)
+}
+
+/// Latency accuracy (1/10/100/300 ms), then the proxy's CPU per delayed message: the same keep-alive
+/// exchanges through a pass-through proxy and through a 2 ms latency, CPU of the whole process (client,
+/// upstream and proxy) compared.
+async fn delays(http: SocketAddr, bulk: SocketAddr) {
+    println!(
+        "\n## Latency accuracy (server ingress, keep-alive, added = median(proxied) − median(direct))\n"
+    );
+    println!("| requested ms | samples | added p50 ms | error ms | error % | added p99 ms |");
+    println!("|---|---|---|---|---|---|");
+    let mut direct = keepalive_samples(http, 300).await;
+    let base = median(&mut direct) / 1e3;
+    for (ms, n) in [(1u64, 300usize), (10, 100), (100, 25), (300, 10)] {
+        let p = start_proxy(
+            http,
+            bulk,
+            vec![FaultSpec::Latency(LatencySpec {
+                mean: Duration::from_millis(ms),
+                ..Default::default()
+            })],
+        )
+        .await;
+        let xs = keepalive_samples(p.local_addrs()[0], n).await;
+        p.stop().await;
+        let added = pct(&xs, 0.5) / 1e3 - base;
+        let err = added - ms as f64;
+        println!(
+            "| {ms} | {n} | {added:.3} | {err:+.3} | {:+.2}% | {:.3} |",
+            100.0 * err / ms as f64,
+            pct(&xs, 0.99) / 1e3 - base
+        );
+    }
+
+    println!(
+        "\n## CPU per delayed message (2 ms latency, keep-alive, whole process, minus pass-through)\n"
+    );
+    println!("| run | exchanges | CPU pass-through | CPU delayed | CPU per delayed message |");
+    println!("|---|---|---|---|---|");
+    let n = 2000;
+    for round in 1..=2 {
+        let mut cpu = Vec::new();
+        for faults in [
+            vec![],
+            vec![FaultSpec::Latency(LatencySpec {
+                mean: Duration::from_millis(2),
+                ..Default::default()
+            })],
+        ] {
+            let p = start_proxy(http, bulk, faults).await;
+            let before = process_cpu();
+            keepalive_samples(p.local_addrs()[0], n).await;
+            cpu.push(process_cpu().saturating_sub(before));
+            p.stop().await;
+        }
+        let per_message = cpu[1].saturating_sub(cpu[0]).as_secs_f64() * 1e6 / n as f64;
+        println!(
+            "| {round} | {n} | {:.2} s | {:.2} s | {per_message:.1} µs |",
+            cpu[0].as_secs_f64(),
+            cpu[1].as_secs_f64()
+        );
+    }
+}
+
 async fn run() {
     let exe = std::env::current_exe()
         .unwrap()
@@ -544,34 +620,8 @@ async fn run() {
         );
     }
 
-    // 2. Latency accuracy.
-    println!(
-        "\n## Latency accuracy (server ingress, keep-alive, added = median(proxied) − median(direct))\n"
-    );
-    println!("| requested ms | samples | added p50 ms | error ms | error % | added p99 ms |");
-    println!("|---|---|---|---|---|---|");
-    let mut direct = keepalive_samples(http, 300).await;
-    let base = median(&mut direct) / 1e3;
-    for (ms, n) in [(1u64, 300usize), (10, 100), (100, 25), (300, 10)] {
-        let p = start_proxy(
-            http,
-            bulk,
-            vec![FaultSpec::Latency(LatencySpec {
-                mean: Duration::from_millis(ms),
-                ..Default::default()
-            })],
-        )
-        .await;
-        let xs = keepalive_samples(p.local_addrs()[0], n).await;
-        p.stop().await;
-        let added = pct(&xs, 0.5) / 1e3 - base;
-        let err = added - ms as f64;
-        println!(
-            "| {ms} | {n} | {added:.3} | {err:+.3} | {:+.2}% | {:.3} |",
-            100.0 * err / ms as f64,
-            pct(&xs, 0.99) / 1e3 - base
-        );
-    }
+    // 2. Latency accuracy, and the proxy's CPU per delayed message.
+    delays(http, bulk).await;
 
     // 3. Bandwidth accuracy (fault), then the kernel reference in a namespace.
     let rates: [(u64, &str); 3] = [
@@ -674,6 +724,14 @@ fn main() {
             let (http, _bulk) = upstream(&ip).await;
             println!("{http}");
             std::future::pending::<()>().await;
+        });
+        return;
+    }
+    if args.iter().any(|a| a == "delays") {
+        // Only latency accuracy and CPU per delayed message.
+        rt.block_on(async {
+            let (http, bulk) = upstream("127.0.0.1").await;
+            delays(http, bulk).await;
         });
         return;
     }

@@ -17,4 +17,5 @@ pub mod mcp_test_server;
 pub mod proxy;
 pub mod report;
 pub mod scenario;
+pub mod seeded;
 pub mod tls;

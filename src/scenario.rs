@@ -3,7 +3,9 @@
 //! Topology: with `proxies` the faults run on those listeners (the service under test calls its upstream
 //! through them) and the load goes to the URL. Without, a proxy on 127.0.0.1 (port chosen by the system)
 //! relays raw TCP to the URL's host and the load generator dials it while keeping the URL's host for TLS, SNI
-//! and `Host`, so `http://` and `https://` work alike.
+//! and `Host`, so `http://` and `https://` work alike. A fault that reads HTTP (HTTP error) cannot see inside
+//! TLS: for it the proxy speaks TLS to an `https://` URL itself and the load generator sends it clear-text
+//! HTTP with the URL's `Host`.
 
 use std::{net::SocketAddr, sync::Arc, time::Duration};
 
@@ -72,14 +74,22 @@ impl ScenarioSpec {
         if self.baseline { one * 2 } else { one }
     }
 
+    /// Whether the proxy in front of an `https://` URL speaks TLS to it, so that the fault sees clear-text HTTP:
+    /// in the direct topology, for a fault that reads HTTP. Both runs (baseline too) use the same path.
+    fn proxy_originates_tls(&self) -> bool {
+        self.proxies.is_empty() && self.target.is_tls() && self.fault.fault().reads_http()
+    }
+
     fn load_plan(&self, connect_to: Option<SocketAddr>) -> LoadPlan {
         LoadPlan {
             target: self.target.clone(),
             connect_to,
+            proxy_originates_tls: self.proxy_originates_tls(),
             num_clients: self.num_clients,
             pace: Pace::Open { rps: self.rps },
             duration: self.duration,
             timeout: self.timeout,
+            max_in_flight: None,
         }
     }
 }
@@ -106,7 +116,7 @@ pub async fn run(
     cancel: &CancellationToken,
     progress: Arc<LoadProgress>,
 ) -> Result<Report, ScenarioError> {
-    let service = spec.target.resolve().await?;
+    let service = spec.target.resolve(spec.timeout).await?;
     spec.target.check_reachable(service).await?;
 
     let baseline = if spec.baseline {
@@ -152,9 +162,8 @@ pub async fn run(
         }],
         slos: spec.slos.clone(),
     };
-    let mut report = report::build(input, &faulted.load, baseline.as_ref().map(|b| &b.load));
-    report.proxy = Some(faulted.proxy_figures);
-    Ok(report)
+    let report = report::build(input, &faulted.load, baseline.as_ref().map(|b| &b.load));
+    Ok(report.with_proxy(faulted.proxy_figures))
 }
 
 struct RunOutcome {
@@ -174,11 +183,12 @@ async fn run_once(
     let mappings = if direct {
         vec![Mapping {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-            // Raw TCP: TLS, when there is any, stays end to end between the load generator and the service.
+            // Raw TCP: TLS, when there is any, stays end to end between the load generator and the service,
+            // unless the fault must read HTTP.
             upstream: Upstream {
                 host: spec.target.host().to_owned(),
                 port: spec.target.port(),
-                tls: false,
+                tls: spec.proxy_originates_tls(),
             },
         }]
     } else {

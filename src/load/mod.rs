@@ -6,6 +6,12 @@
 //! scheduled start to the end of the body; `timeout` ends a request. Requests only go to the URL's host, or
 //! to the address given in [`LoadPlan::connect_to`] (a proxy in front of it) with the URL's host kept for TLS
 //! and `Host`.
+//!
+//! Each client has at most [`LoadPlan::max_in_flight`] requests in flight (default
+//! [`DEFAULT_MAX_IN_FLIGHT`], lowered so that all clients together stay within the process's open-file limit):
+//! a request whose start time comes while its client is at the cap is not sent and counts as its own outcome
+//! ([`Outcome::NotStarted`]), with its timeout as latency. Name resolution and TLS
+//! handshakes run under the request timeout, so a run never outlives `duration + timeout + GRACE`.
 
 mod client;
 mod record;
@@ -36,6 +42,14 @@ use client::{Connection, Connector};
 
 /// After `duration + timeout`, in-flight work gets this long to wind down before it is cut.
 pub const GRACE: Duration = Duration::from_secs(2);
+
+/// Requests one client keeps in flight at most, unless the plan says otherwise.
+pub const DEFAULT_MAX_IN_FLIGHT: u32 = 256;
+
+/// Open files one in-flight request may hold in this process: its socket, and the two of a proxy in front.
+const FILES_PER_REQUEST: u64 = 3;
+/// Open files left for everything else (logs, listeners, the MCP transport).
+const FILES_KEPT: u64 = 256;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
@@ -160,17 +174,21 @@ impl Target {
         self.url.scheme() == "https"
     }
 
-    /// The first address of the URL's host.
-    pub async fn resolve(&self) -> Result<SocketAddr, LoadError> {
+    /// The first address of the URL's host, if the resolver answers within `within`.
+    pub async fn resolve(&self, within: Duration) -> Result<SocketAddr, LoadError> {
         let resolve_error = |reason: String| LoadError::Resolve {
             host: self.host.clone(),
             reason,
         };
-        tokio::net::lookup_host((self.host.as_str(), self.port))
-            .await
-            .map_err(|e| resolve_error(e.to_string()))?
-            .next()
-            .ok_or_else(|| resolve_error("no address".into()))
+        tokio::time::timeout(
+            within,
+            tokio::net::lookup_host((self.host.as_str(), self.port)),
+        )
+        .await
+        .map_err(|_| resolve_error(format!("no answer within {within:?}")))?
+        .map_err(|e| resolve_error(e.to_string()))?
+        .next()
+        .ok_or_else(|| resolve_error("no address".into()))
     }
 
     /// A quick TCP connect to `addr`, so an unreachable service is reported before the run starts.
@@ -242,13 +260,32 @@ pub struct LoadPlan {
     pub target: Target,
     /// Dial this address instead of the URL's host (a proxy in front of it); TLS name and `Host` stay the URL's.
     pub connect_to: Option<SocketAddr>,
+    /// The proxy at `connect_to` takes plain HTTP and speaks TLS to an `https://` URL's host itself, so the
+    /// load goes to it in clear text (with the URL's `Host`).
+    pub proxy_originates_tls: bool,
     pub num_clients: u32,
     pub pace: Pace,
     pub duration: Duration,
     pub timeout: Duration,
+    /// Requests one client keeps in flight at most; `None` = [`DEFAULT_MAX_IN_FLIGHT`]. Lowered further when
+    /// all clients together would exceed the process's open-file limit.
+    pub max_in_flight: Option<u32>,
 }
 
 impl LoadPlan {
+    /// The in-flight cap per client actually used: the plan's, within the open-file budget.
+    pub fn in_flight_cap(&self) -> u32 {
+        let asked = self.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT).max(1);
+        let files = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+            .current
+            .unwrap_or(u64::MAX);
+        let budget = files.saturating_sub(FILES_KEPT) / FILES_PER_REQUEST;
+        let per_client = budget / u64::from(self.num_clients.max(1));
+        asked
+            .min(u32::try_from(per_client).unwrap_or(u32::MAX))
+            .max(1)
+    }
+
     /// How many requests the schedule starts (open model); `None` when saturating.
     pub fn planned_requests(&self) -> Option<u64> {
         match self.pace {
@@ -305,6 +342,8 @@ struct RunState {
     pace: Pace,
     duration: Duration,
     timeout: Duration,
+    /// Requests one client keeps in flight at most.
+    max_in_flight: usize,
     start: Instant,
     progress: Arc<LoadProgress>,
     recorder: Recorder,
@@ -373,9 +412,9 @@ pub async fn run(
 ) -> Result<LoadReport, LoadError> {
     let dial = match plan.connect_to {
         Some(addr) => addr,
-        None => plan.target.resolve().await?,
+        None => plan.target.resolve(plan.timeout).await?,
     };
-    let tls = if plan.target.is_tls() {
+    let tls = if plan.target.is_tls() && !(plan.proxy_originates_tls && plan.connect_to.is_some()) {
         // The proxy's TLS setup: system roots plus the CA in $FAULT_PROXY_EXTRA_CA, if any.
         let connector = crate::tls::connector(None).map_err(|e| LoadError::Tls(e.to_string()))?;
         let name = rustls::pki_types::ServerName::try_from(plan.target.host().to_owned())
@@ -401,6 +440,7 @@ pub async fn run(
         pace: plan.pace,
         duration: plan.duration,
         timeout: plan.timeout,
+        max_in_flight: plan.in_flight_cap() as usize,
         start,
         progress,
         recorder: Recorder::new(plan.num_clients, plan.seconds()),
@@ -501,7 +541,11 @@ async fn virtual_client(index: u32, shared: Arc<RunState>, stop: CancellationTok
                         // Start every request whose time has come (several, if this task was late).
                         let now = Instant::now();
                         while next < planned && schedule(next) <= now {
-                            in_flight.push(request(idle.pop(), schedule(next)));
+                            if in_flight.len() < shared.max_in_flight {
+                                in_flight.push(request(idle.pop(), schedule(next)));
+                            } else {
+                                record_not_started(index, &shared, schedule(next));
+                            }
                             next += 1;
                         }
                         if next < planned {
@@ -527,6 +571,17 @@ async fn virtual_client(index: u32, shared: Arc<RunState>, stop: CancellationTok
             }
         }
     }
+}
+
+/// Records a request of `client` that could not start (its client was at the in-flight cap); it counts as
+/// served no sooner than its timeout.
+fn record_not_started(client: u32, shared: &RunState, scheduled: Instant) {
+    shared.progress.errors.fetch_add(1, Ordering::Relaxed);
+    let second = scheduled.saturating_duration_since(shared.start).as_secs() as usize;
+    shared
+        .recorder
+        .record(client, second, shared.timeout, Outcome::NotStarted, 0);
+    shared.progress.completed.fetch_add(1, Ordering::Relaxed);
 }
 
 /// Records one request of `client`; `None` is a timeout.

@@ -20,6 +20,8 @@ pub enum Outcome {
     Transport(String),
     /// Nothing complete arrived before `timeout`.
     Timeout,
+    /// The request was not sent: its client already had its cap of requests in flight.
+    NotStarted,
 }
 
 /// A latency histogram in µs, 1 µs to an hour (the load generator's and the MCP chaos report's).
@@ -72,6 +74,8 @@ pub struct Samples {
     pub http_errors: BTreeMap<u16, u64>,
     pub transport_errors: u64,
     pub timeouts: u64,
+    /// Requests that could not start (in-flight cap reached).
+    pub not_started: u64,
     pub transport_error_examples: Vec<String>,
     pub body_bytes: u64,
     pub per_second: Vec<SecondSamples>,
@@ -88,6 +92,7 @@ impl Samples {
             http_errors: BTreeMap::new(),
             transport_errors: 0,
             timeouts: 0,
+            not_started: 0,
             transport_error_examples: Vec::new(),
             body_bytes: 0,
             per_second: (0..seconds).map(|_| SecondSamples::new()).collect(),
@@ -103,7 +108,7 @@ impl Samples {
     }
 
     pub fn errors(&self) -> u64 {
-        self.http_error_count() + self.transport_errors + self.timeouts
+        self.http_error_count() + self.transport_errors + self.timeouts + self.not_started
     }
 
     /// Records one request scheduled in `second` that ended after `latency` with `outcome`.
@@ -128,6 +133,7 @@ impl Samples {
                 }
             }
             Outcome::Timeout => self.timeouts += 1,
+            Outcome::NotStarted => self.not_started += 1,
         }
         if let Some(slot) = self.per_second.get_mut(second) {
             slot.add(latency, is_error);
@@ -145,6 +151,7 @@ impl Samples {
         }
         self.transport_errors += other.transport_errors;
         self.timeouts += other.timeouts;
+        self.not_started += other.not_started;
         for example in &other.transport_error_examples {
             if self.transport_error_examples.len() < MAX_ERROR_EXAMPLES
                 && !self.transport_error_examples.contains(example)

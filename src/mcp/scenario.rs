@@ -185,7 +185,8 @@ latency scenario. Defaults: side server, direction egress, loss_rate 0.05.",
 
     #[tool(
         description = "Evaluate an endpoint's reliability when a TCP path's bandwidth is capped to `rate` `unit` \
-(bytes per second, shared by all connections). Same topology, load and report as the latency scenario. \
+(bytes per second; each connection has its own cap by default, `scope` \"proxy\" makes all connections share \
+one). Same topology, load and report as the latency scenario. \
 Defaults: side server, direction ingress (the response flow, where bodies travel), unit bps.",
         input_schema = input_schema::<BandwidthInput>(),
         output_schema = output_schema::<Report>()

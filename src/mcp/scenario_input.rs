@@ -11,8 +11,8 @@ use super::lenient::{Lenient, Scalar, Strings};
 use crate::{
     load::{self, Target},
     proxy::{
-        BandwidthSpec, BandwidthUnit, BlackholeSpec, Direction, FaultCommon, FaultSpec,
-        HttpErrorSpec, JitterSpec, LatencySpec, PacketLossSpec, ParseError, Side,
+        BandwidthScope, BandwidthSpec, BandwidthUnit, BlackholeSpec, Direction, FaultCommon,
+        FaultSpec, HttpErrorSpec, JitterSpec, LatencySpec, PacketLossSpec, ParseError, Side,
         config::parse_rate,
     },
     report::Slo,
@@ -323,6 +323,11 @@ impl Scalar for BandwidthUnit {
     const EXPECTED: &'static str = "one of bps, kbps, mbps, gbps";
 }
 
+impl Scalar for BandwidthScope {
+    const JSON_TYPES: &'static [&'static str] = &[];
+    const EXPECTED: &'static str = "one of connection, proxy";
+}
+
 /// A share of segments: a fraction (0.05) or a percentage ("5%").
 #[derive(Debug, Clone, Copy)]
 struct LossRate(f64);
@@ -460,6 +465,11 @@ pub(super) struct BandwidthInput {
     /// per second). Default "bps".
     #[serde(default)]
     unit: Lenient<BandwidthUnit>,
+    /// Which connections share the cap: "connection" (each connection has its own `rate` per direction, as
+    /// on a real path) or "proxy" (all connections through the proxy share one `rate` per direction and queue
+    /// on it). Default "connection".
+    #[serde(default)]
+    scope: Lenient<BandwidthScope>,
 }
 
 impl FaultInput for BandwidthInput {
@@ -484,6 +494,7 @@ impl FaultInput for BandwidthInput {
             common,
             rate: rate as u64,
             unit,
+            scope: self.scope.0.unwrap_or_default(),
         }))
     }
 }

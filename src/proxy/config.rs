@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::mapping::Mapping;
 
 pub use super::faults::FaultSpec;
-pub use super::faults::bandwidth::{BandwidthSpec, BandwidthUnit};
+pub use super::faults::bandwidth::{BandwidthScope, BandwidthSpec, BandwidthUnit};
 pub use super::faults::blackhole::BlackholeSpec;
 pub use super::faults::http_error::HttpErrorSpec;
 pub use super::faults::jitter::JitterSpec;

@@ -10,6 +10,7 @@ pub mod cli;
 pub mod config;
 pub mod faults;
 pub mod mapping;
+mod precise;
 mod relay;
 mod splice;
 
@@ -25,8 +26,8 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
 pub use config::{
-    BandwidthSpec, BandwidthUnit, BlackholeSpec, Direction, FaultCommon, FaultSpec, Flow,
-    HttpErrorSpec, JitterSpec, LatencyDistribution, LatencySpec, PacketLossSpec, ParseError,
+    BandwidthScope, BandwidthSpec, BandwidthUnit, BlackholeSpec, Direction, FaultCommon, FaultSpec,
+    Flow, HttpErrorSpec, JitterSpec, LatencyDistribution, LatencySpec, PacketLossSpec, ParseError,
     ProxyConfig, SchedTime, Schedule, Side,
 };
 pub use mapping::{Mapping, Upstream};
@@ -175,7 +176,7 @@ pub async fn start(config: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
 
     let runtime = Arc::new(Runtime {
         faults,
-        seed: config.seed,
+        seed: config.seed.unwrap_or_else(rand::random),
         started: tokio::time::Instant::now(),
         counters: Counters::default(),
         tls,

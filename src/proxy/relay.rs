@@ -15,9 +15,9 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::time::Instant;
 
 use super::config::{FaultSpec, Flow};
-use super::faults::{self, Chunk, Ending, Injector, Stage, Verdict};
+use super::faults::{self, Chunk, Ending, Injector, MessageKey, Stage, Verdict};
 use super::mapping::Upstream;
-use super::splice;
+use super::{precise, splice};
 
 /// Read buffer per flow: large, allocated once per connection.
 const BUFFER: usize = 64 * 1024;
@@ -55,7 +55,8 @@ impl ProxyFault {
 /// What every connection of a proxy shares.
 pub(crate) struct Runtime {
     pub faults: Vec<ProxyFault>,
-    pub seed: Option<u64>,
+    /// The configured seed, or a random one: every decision is keyed from it (see [`faults::message_rng`]).
+    pub seed: u64,
     pub started: Instant,
     pub counters: Counters,
     pub tls: Option<tokio_rustls::TlsConnector>,
@@ -130,11 +131,18 @@ pub(crate) async fn serve(
                 return;
             }
         };
-        let tls = match connector.connect(name, server).await {
-            Ok(tls) => tls,
-            Err(e) => {
+        let handshake = connector.connect(name, server);
+        let tls = match tokio::time::timeout(rt.connect_timeout, handshake).await {
+            Ok(Ok(tls)) => tls,
+            Ok(Err(e)) => {
                 return rt.upstream_failed(format_args!(
                     "upstream {upstream}: TLS handshake failed: {e}; closing the client connection"
+                ));
+            }
+            Err(_) => {
+                return rt.upstream_failed(format_args!(
+                    "upstream {upstream}: no TLS handshake within {:?}; closing the client connection",
+                    rt.connect_timeout
                 ));
             }
         };
@@ -226,9 +234,26 @@ struct ActiveStage {
     stage: Box<dyn Stage>,
     /// Index of its fault in `Runtime::faults`.
     fault: usize,
+    /// Drawn from for the current message; re-keyed at each new message.
     rng: StdRng,
+    /// The current message's key.
+    key: MessageKey,
     /// Whether the fault applies to the current message (probability is rolled per message).
     applies: Option<bool>,
+    /// Whether a message has started on the flow (the first one is message 0).
+    started: bool,
+}
+
+impl ActiveStage {
+    /// Starts the stage's next message on its flow.
+    fn next_message(&mut self, seed: u64) {
+        if self.started {
+            self.key.message += 1;
+        }
+        self.started = true;
+        self.rng = faults::message_rng(seed, self.key);
+        self.applies = None;
+    }
 }
 
 /// The stages of every fault for a new connection: request flow, response flow.
@@ -238,11 +263,19 @@ fn connection_stages(rt: &Runtime, connection: u64) -> [Vec<ActiveStage>; 2] {
         let built = fault.injector.connection(fault.flows);
         for (flow, stage) in [Flow::Request, Flow::Response].into_iter().zip(built) {
             if let Some(stage) = stage {
+                let key = MessageKey {
+                    fault: i,
+                    connection,
+                    flow,
+                    message: 0,
+                };
                 stages[flow.index()].push(ActiveStage {
                     stage,
                     fault: i,
-                    rng: faults::stage_rng(rt.seed, connection, i, flow),
+                    rng: faults::message_rng(rt.seed, key),
+                    key,
                     applies: None,
+                    started: false,
                 });
             }
         }
@@ -406,6 +439,11 @@ where
         seen_other = other_now;
         first = false;
         turns[me].fetch_add(1, Ordering::Relaxed);
+        if starts_message {
+            for active in stages.iter_mut() {
+                active.next_message(rt.seed);
+            }
+        }
 
         for (i, piece) in buf[..n].chunks(piece_size).enumerate() {
             let new_message = starts_message && i == 0;
@@ -419,7 +457,7 @@ where
             let mut exact = false;
             for active in stages.iter_mut() {
                 let fault = &rt.faults[active.fault];
-                if !applies(active, fault, since_start, new_message) {
+                if !applies(active, fault, since_start) {
                     continue;
                 }
                 let chunk = Chunk {
@@ -455,7 +493,7 @@ where
             }
             if !delay.is_zero() {
                 if exact {
-                    sleep_until_precisely(now + delay).await;
+                    precise::sleep_until(now + delay).await;
                 } else {
                     tokio::time::sleep_until(now + delay).await;
                 }
@@ -478,16 +516,11 @@ where
 
 /// Whether `active`'s fault applies now: inside its schedule, and drawn by its probability (once per
 /// message, or on the first chunk the stage sees).
-fn applies(
-    active: &mut ActiveStage,
-    fault: &ProxyFault,
-    since_start: Duration,
-    new_message: bool,
-) -> bool {
+fn applies(active: &mut ActiveStage, fault: &ProxyFault, since_start: Duration) -> bool {
     if !fault.active_at(since_start) {
         return false;
     }
-    if new_message || active.applies.is_none() {
+    if active.applies.is_none() {
         let p = fault.spec.common().probability;
         active.applies = Some(p >= 1.0 || active.rng.random::<f64>() < p);
     }
@@ -516,7 +549,7 @@ where
         // The stage moves or clears its timer whatever happens, so it is asked even when it does not apply.
         let verdict = active.stage.on_timer(now, &mut active.rng);
         let fault = &rt.faults[active.fault];
-        if !applies(active, fault, since_start, false) {
+        if !applies(active, fault, since_start) {
             continue;
         }
         if let Verdict::End { how, .. } = verdict {
@@ -542,20 +575,5 @@ where
         }
         // No FIN first: the sockets are closed with SO_LINGER 0 by `serve`.
         Ending::Reset => io::Error::other(ResetByFault(kind)),
-    }
-}
-
-/// The tokio timer fires on 1 ms ticks, rounding every delay up by up to a millisecond. For
-/// delays that must be exact (latency, jitter, loss), sleep on it until just before `deadline`,
-/// then yield until the deadline (on average half a millisecond of polling per delayed chunk).
-async fn sleep_until_precisely(deadline: Instant) {
-    const COARSE_MARGIN: Duration = Duration::from_millis(1);
-    if let Some(coarse) = deadline.checked_sub(COARSE_MARGIN)
-        && coarse > Instant::now()
-    {
-        tokio::time::sleep_until(coarse).await;
-    }
-    while Instant::now() < deadline {
-        tokio::task::yield_now().await;
     }
 }

@@ -63,7 +63,17 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
         "## Scenario: Evaluating runtime performance of {} (items: 1)\n",
         call.url
     )?;
-    writeln!(out, "### 🎯 `{}` {} | {}\n", call.method, call.url, status)?;
+    match &report.inconclusive {
+        None => writeln!(out, "### 🎯 `{}` {} | {}\n", call.method, call.url, status)?,
+        Some(why) => {
+            writeln!(
+                out,
+                "### 🎯 `{}` {} | {} (inconclusive)\n",
+                call.method, call.url, status
+            )?;
+            writeln!(out, "⚠️ **Inconclusive**: {why}.\n")?;
+        }
+    }
     writeln!(out, "**Call**:\n")?;
     writeln!(out, "- Method: `{}`", call.method)?;
     writeln!(out, "- Timeout: {}ms", call.timeout_ms)?;
@@ -148,7 +158,7 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
     }
     writeln!(
         out,
-        "_Latencies run from each request's scheduled start to the end of its body and cover every request (a timeout counts at the moment it ended). Errors are HTTP statuses ≥ 400, transport errors and timeouts. A request counts towards an SLO only if it succeeded within the threshold._"
+        "_Latencies run from each request's scheduled start to the end of its body and cover every request (a timeout counts at the moment it ended, a request that could not start at its timeout). Errors are HTTP statuses ≥ 400, transport errors, timeouts and requests that could not start. A request counts towards an SLO only if it succeeded within the threshold._"
     )
 }
 
@@ -219,8 +229,13 @@ fn write_run(out: &mut String, run: &RunFigures) -> std::fmt::Result {
     )?;
     writeln!(
         out,
-        "| Timeout | {} |\n",
+        "| Timeout | {} |",
         count_with_share(outcomes.timeout, total)
+    )?;
+    writeln!(
+        out,
+        "| Could not start (in-flight cap) | {} |\n",
+        count_with_share(outcomes.not_started, total)
     )?;
     if !outcomes.transport_error_examples.is_empty() {
         writeln!(out, "Transport errors seen:\n")?;

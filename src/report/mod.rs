@@ -2,7 +2,7 @@
 //!
 //! Definitions (stated in the report too):
 //! - latency percentiles, min, max and mean cover every request; a timeout counts at the moment it ended;
-//! - errors = HTTP status ≥ 400 + transport errors + timeouts;
+//! - errors = HTTP status ≥ 400 + transport errors + timeouts + requests that could not start (in-flight cap);
 //! - a request counts towards an SLO only if it succeeded within the threshold;
 //! - the scenario is Failed when any SLO is not met.
 
@@ -105,6 +105,9 @@ pub struct OutcomeCounts {
     pub http_error_by_status: BTreeMap<String, u64>,
     pub transport_error: u64,
     pub timeout: u64,
+    /// Requests that could not start: their client already had its cap of requests in flight (the service
+    /// held earlier ones). Counted in latency at the timeout.
+    pub not_started: u64,
     /// Up to five distinct transport error messages.
     pub transport_error_examples: Vec<String>,
 }
@@ -156,7 +159,7 @@ pub struct RunFigures {
     pub requests: u64,
     /// Requests the schedule planned (num_clients × rps × duration).
     pub planned_requests: Option<u64>,
-    /// HTTP errors + transport errors + timeouts.
+    /// HTTP errors + transport errors + timeouts + requests that could not start.
     pub errors: u64,
     pub error_percent: f64,
     pub outcomes: OutcomeCounts,
@@ -225,6 +228,23 @@ pub struct Report {
     pub comparison: Option<Comparison>,
     /// Proxy counters of the faulted run.
     pub proxy: Option<ProxyFigures>,
+    /// Set when the status says nothing about the fault: why (the fault never acted during the run).
+    pub inconclusive: Option<String>,
+}
+
+impl Report {
+    /// Adds the proxy's counters; a fault that acted 0 times makes the run inconclusive, whatever its status.
+    pub fn with_proxy(mut self, proxy: ProxyFigures) -> Self {
+        if proxy.fault_applications == 0 {
+            self.inconclusive = Some(
+                "the fault acted 0 times during the run, so this status says nothing about it: check that \
+                 the traffic goes through the proxy and that the fault's side and direction match it"
+                    .into(),
+            );
+        }
+        self.proxy = Some(proxy);
+        self
+    }
 }
 
 const PERCENTILES: [f64; 5] = [25.0, 50.0, 75.0, 95.0, 99.0];
@@ -317,6 +337,7 @@ pub fn figures(load: &LoadReport, slos: &[Slo]) -> RunFigures {
                 .collect(),
             transport_error: samples.transport_errors,
             timeout: samples.timeouts,
+            not_started: samples.not_started,
             transport_error_examples: samples.transport_error_examples.clone(),
         },
         min_ms: if total == 0 {
@@ -458,5 +479,6 @@ pub fn build(input: ReportInput, run: &LoadReport, baseline: Option<&LoadReport>
         baseline: baseline_figures,
         comparison,
         proxy: None,
+        inconclusive: None,
     }
 }

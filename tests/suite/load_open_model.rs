@@ -12,10 +12,12 @@ fn plan(url: &str, num_clients: u32, rps: u32, duration_ms: u64, timeout_ms: u64
     LoadPlan {
         target: Target::parse(url, "GET", &[], "").unwrap(),
         connect_to: None,
+        proxy_originates_tls: false,
         num_clients,
         pace: Pace::Open { rps },
         duration: Duration::from_millis(duration_ms),
         timeout: Duration::from_millis(timeout_ms),
+        max_in_flight: None,
     }
 }
 

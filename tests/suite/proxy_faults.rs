@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 use fault::proxy::faults::limit_data::LimitDataSpec;
 use fault::proxy::faults::reset::ResetSpec;
 use fault::proxy::{
-    self, BandwidthSpec, BandwidthUnit, BlackholeSpec, Direction, FaultCommon, FaultSpec,
-    JitterSpec, LatencyDistribution, LatencySpec, Mapping, PacketLossSpec, ProxyConfig, Side,
+    self, BandwidthScope, BandwidthSpec, BandwidthUnit, BlackholeSpec, Direction, FaultCommon,
+    FaultSpec, JitterSpec, LatencyDistribution, LatencySpec, Mapping, PacketLossSpec, ProxyConfig,
+    Side,
 };
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -97,6 +98,11 @@ impl Client {
     }
 
     async fn get(&mut self, path: &str) -> std::io::Result<Vec<u8>> {
+        Ok(self.exchange(path).await?.1)
+    }
+
+    /// One request: the response's status code and body.
+    async fn exchange(&mut self, path: &str) -> std::io::Result<(u16, Vec<u8>)> {
         let req = format!("GET {path} HTTP/1.1\r\nhost: test\r\n\r\n");
         self.reader.get_mut().write_all(req.as_bytes()).await?;
         let mut len = 0usize;
@@ -118,7 +124,12 @@ impl Client {
         }
         let mut body = vec![0; len];
         self.reader.read_exact(&mut body).await?;
-        Ok(body)
+        let code = status
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        Ok((code, body))
     }
 
     /// Time of one request/response exchange.
@@ -202,25 +213,89 @@ async fn latency_spread_follows_stddev() {
     assert!((6.0..30.0).contains(&sd), "sd {sd}: {xs:?}");
 }
 
-#[test]
-fn a_seed_makes_the_random_decisions_reproducible() {
-    use fault::proxy::faults::{latency::Sampler, stage_rng};
-    let spec = LatencySpec {
-        mean: Duration::from_millis(40),
-        stddev: Duration::from_millis(15),
-        ..Default::default()
+/// Sends the same request sequence through a proxy with `fault` and `seed`: 12 requests on one kept-alive
+/// connection, then 8 on a new connection each, 20 ms apart. Returns each request's status and time (from
+/// sending the request to the end of the response).
+async fn request_sequence(fault: FaultSpec, seed: u64) -> Vec<(u16, f64)> {
+    let up = upstream().await;
+    let handle = proxy::start(ProxyConfig {
+        seed: Some(seed),
+        ..config(up.addr, vec![fault])
+    })
+    .await
+    .unwrap();
+    let addr = handle.local_addrs()[0];
+    let mut seen = Vec::new();
+    let mut kept = Client::connect(addr).await;
+    for i in 0..20 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let mut fresh = (i >= 12).then_some(Client::connect(addr).await);
+        let client = fresh.as_mut().unwrap_or(&mut kept);
+        let t = Instant::now();
+        let (code, _) = client.exchange("/").await.unwrap();
+        seen.push((code, ms(t.elapsed())));
+    }
+    handle.stop().await;
+    seen
+}
+
+/// The requests whose delay differs between two runs by more than scheduling noise on a loaded machine.
+fn different_delays(a: &[(u16, f64)], b: &[(u16, f64)]) -> Vec<(usize, f64, f64)> {
+    a.iter()
+        .zip(b)
+        .enumerate()
+        .filter(|(_, (x, y))| (x.1 - y.1).abs() > 10.0)
+        .map(|(i, (x, y))| (i, x.1, y.1))
+        .collect()
+}
+
+/// Each request's least time over two runs of the sequence: scheduling noise on a loaded machine only adds.
+async fn least_of_two(fault: FaultSpec, seed: u64) -> Vec<(u16, f64)> {
+    let a = request_sequence(fault.clone(), seed).await;
+    let b = request_sequence(fault, seed).await;
+    a.iter().zip(&b).map(|(x, y)| (x.0, x.1.min(y.1))).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_seed_and_requests_give_the_same_decisions() {
+    // HTTP error at probability 0.5: the same requests fail, another seed fails others.
+    let http_error = |_| {
+        FaultSpec::HttpError(fault::proxy::HttpErrorSpec {
+            status_code: 503,
+            probability: 0.5,
+            ..Default::default()
+        })
     };
-    let sampler = Sampler::new(&spec);
-    let draw = |seed: Option<u64>, connection: u64| {
-        let mut rng = stage_rng(seed, connection, 0, fault::proxy::Flow::Response);
-        (0..10)
-            .map(|_| sampler.sample(&mut rng))
-            .collect::<Vec<_>>()
+    let failed = |seen: Vec<(u16, f64)>| -> Vec<usize> {
+        (0..seen.len()).filter(|i| seen[*i].0 == 503).collect()
     };
-    assert_eq!(draw(Some(42), 3), draw(Some(42), 3));
-    assert_ne!(draw(Some(42), 3), draw(Some(43), 3));
-    assert_ne!(draw(Some(42), 3), draw(Some(42), 4));
-    assert_ne!(draw(None, 3), draw(None, 3));
+    let first = failed(request_sequence(http_error(()), 42).await);
+    let second = failed(request_sequence(http_error(()), 42).await);
+    let other = failed(request_sequence(http_error(()), 43).await);
+    assert_eq!(first, second);
+    assert_ne!(first, other);
+    assert!((4..=16).contains(&first.len()), "{first:?}");
+
+    // Latency with a deviation, and jitter: the same delay for each request.
+    let faults = [
+        latency(40, 15),
+        FaultSpec::Jitter(JitterSpec {
+            amplitude: Duration::from_millis(60),
+            // Requests 20 ms apart: a spike (or more) before nearly every one.
+            frequency: 500.0,
+            ..Default::default()
+        }),
+    ];
+    for fault in faults {
+        let first = least_of_two(fault.clone(), 42).await;
+        let second = least_of_two(fault.clone(), 42).await;
+        let other = least_of_two(fault.clone(), 43).await;
+        // The same draws; a preempted test thread may still add to one or two exchanges.
+        let same = different_delays(&first, &second);
+        assert!(same.len() <= 2, "{fault:?}: {same:?}");
+        let differ = different_delays(&first, &other);
+        assert!(differ.len() > 8, "{fault:?}: {differ:?}");
+    }
 }
 
 #[tokio::test]
@@ -248,25 +323,45 @@ async fn latency_distributions_and_clamps_on_client_side() {
     handle.stop().await;
 }
 
-#[tokio::test]
-async fn bandwidth_moves_a_body_at_the_rate_shared_by_connections() {
+/// Seconds for two connections at once to fetch 5000 bytes each through a 10 KB/s bandwidth fault.
+async fn two_bodies_through_bandwidth(scope: BandwidthScope) -> f64 {
     let up = upstream().await;
     let spec = FaultSpec::Bandwidth(BandwidthSpec {
         rate: 10,
         unit: BandwidthUnit::KBps,
+        scope,
         ..Default::default()
     });
     let handle = proxy::start(config(up.addr, vec![spec])).await.unwrap();
     let addr = handle.local_addrs()[0];
-    // Two connections of 5 KB each share 10 KB/s: both done after ≈ 1 s (+ headers).
     let t = Instant::now();
     let a = tokio::spawn(async move { Client::connect(addr).await.get("/bytes/5000").await });
     let b = tokio::spawn(async move { Client::connect(addr).await.get("/bytes/5000").await });
     assert_eq!(a.await.unwrap().unwrap(), pattern(5000));
     assert_eq!(b.await.unwrap().unwrap(), pattern(5000));
     let took = t.elapsed().as_secs_f64();
-    assert!((0.9..1.1).contains(&took), "10 KB at 10 KB/s took {took} s");
     handle.stop().await;
+    took
+}
+
+#[tokio::test]
+async fn bandwidth_limits_each_connection_by_default() {
+    // Each connection has its own 10 KB/s: 5 KB (+ headers) each, both done after ≈ 0.5 s.
+    let took = two_bodies_through_bandwidth(BandwidthScope::default()).await;
+    assert!(
+        (0.48..0.56).contains(&took),
+        "5 KB at 10 KB/s took {took} s"
+    );
+}
+
+#[tokio::test]
+async fn bandwidth_with_proxy_scope_is_shared_by_connections() {
+    // Two connections of 5 KB each share 10 KB/s: both done after ≈ 1 s (+ headers).
+    let took = two_bodies_through_bandwidth(BandwidthScope::Proxy).await;
+    assert!(
+        (0.97..1.06).contains(&took),
+        "10 KB at 10 KB/s took {took} s"
+    );
 }
 
 #[tokio::test]
@@ -310,7 +405,7 @@ async fn default_rto_is_200ms() {
     }
     // Each exchange is either on time or late by a sum of doubling RTOs (200, 600, 1400 ...).
     for t in &xs {
-        let late = [0.0, 200.0, 600.0, 1400.0, 3000.0]
+        let late = [0.0, 200.0, 600.0, 1400.0, 3000.0, 6200.0, 12600.0]
             .iter()
             .any(|rto| (t - rto).abs() < 30.0 || *t < 10.0);
         assert!(late, "{xs:?}");

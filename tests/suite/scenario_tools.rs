@@ -30,11 +30,28 @@ struct Topology {
     proxy_port: u16,
 }
 
+/// How the demo app calls its upstream.
+#[derive(Debug, Clone, Copy)]
+enum Calls {
+    KeepAlive,
+    NewConnectionEach,
+}
+
 impl Topology {
     async fn new() -> Self {
+        Self::with(Calls::KeepAlive).await
+    }
+
+    async fn with(calls: Calls) -> Self {
         let upstream = scenario_support::upstream().await;
         let proxy_port = scenario_support::free_port().await;
-        let app = scenario_support::demo_app(format!("http://127.0.0.1:{proxy_port}")).await;
+        let base = format!("http://127.0.0.1:{proxy_port}");
+        let app = match calls {
+            Calls::KeepAlive => scenario_support::demo_app(base).await,
+            Calls::NewConnectionEach => {
+                scenario_support::demo_app_new_connection_per_call(base).await
+            }
+        };
         Self {
             upstream,
             app,
@@ -175,28 +192,93 @@ async fn latency_raises_p50_by_the_latency_and_tables_agree_with_structured_cont
     std::net::TcpListener::bind(("127.0.0.1", topology.proxy_port)).expect("port freed");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bandwidth_of_1024_bytes_per_second_makes_a_4kb_response_take_about_4s() {
-    let _timing = TIMING.lock().await;
-    let topology = Topology::new().await;
+/// Latencies in seconds of a 1024 B/s bandwidth scenario: a 4096-byte body, 1 call per second.
+async fn bandwidth_run(calls: Calls, scope: &str, duration_s: u64) -> (String, Value) {
+    let topology = Topology::with(calls).await;
     let client = common::spawn().await;
-    let (markdown, report) = scenario(
+    scenario(
         &client,
         "fault_run_bandwidth_impact_scenario",
         topology.args(
             "/bytes/4096",
-            json!({"rate": 1024, "unit": "bps", "duration": "1s", "rps": 1}),
+            json!({"rate": 1024, "unit": "bps", "scope": scope, "duration": format!("{duration_s}s"),
+                   "rps": 1, "timeout": 30}),
         ),
     )
-    .await;
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bandwidth_per_connection_makes_every_4kb_response_take_about_4s() {
+    let _timing = TIMING.lock().await;
+    for calls in [Calls::NewConnectionEach, Calls::KeepAlive] {
+        let (markdown, report) = bandwidth_run(calls, "connection", 5).await;
+        let run = &report["run"];
+        assert_eq!(run["requests"], 5, "{calls:?}\n{markdown}");
+        assert_eq!(run["outcomes"]["success"], 5, "{calls:?}\n{markdown}");
+        eprintln!(
+            "bandwidth per connection, {calls:?}: p25 {} ms, p50 {} ms, p99 {} ms",
+            p(run, "p25"),
+            p(run, "p50"),
+            p(run, "p99")
+        );
+        // 4096 bytes of body and about 80 of head at 1024 B/s: 4.1 s, ± 15% for every call.
+        for name in ["p25", "p99"] {
+            let seconds = p(run, name) / 1000.0;
+            assert!(
+                (3.4..=4.6).contains(&seconds),
+                "{calls:?}: {name} {seconds}s\n{markdown}"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bandwidth_with_proxy_scope_queues_the_calls_on_one_link() {
+    let _timing = TIMING.lock().await;
+    let (markdown, report) = bandwidth_run(Calls::KeepAlive, "proxy", 3).await;
     let run = &report["run"];
-    assert_eq!(run["requests"], 1, "{markdown}");
-    assert_eq!(run["errors"], 0, "{markdown}");
-    let seconds = p(run, "p50") / 1000.0;
-    assert!(
-        (3.6..=4.6).contains(&seconds),
-        "took {seconds}s\n{markdown}"
+    assert_eq!(run["outcomes"]["success"], 3, "{markdown}");
+    // Three bodies of 4.1 KB share 1024 B/s: the link is busy for 12 s, the last call ends near 12 s - 2 s.
+    let last = p(run, "p99") / 1000.0;
+    eprintln!(
+        "bandwidth per proxy: p25 {} ms, p50 {} ms, p99 {} ms",
+        p(run, "p25"),
+        p(run, "p50"),
+        p(run, "p99")
     );
+    assert!(
+        (8.5..=11.5).contains(&last),
+        "slowest call {last}s\n{markdown}"
+    );
+    assert!(markdown.contains("shared by all connections"), "{markdown}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fault_that_never_acted_makes_the_run_inconclusive() {
+    // The app calls its upstream directly: the proxy in the mapping carries nothing.
+    let upstream = scenario_support::upstream().await;
+    let app = scenario_support::demo_app(format!("http://{}", upstream.addr)).await;
+    let unused = scenario_support::free_port().await;
+    let client = common::spawn().await;
+    let (markdown, report) = scenario(
+        &client,
+        "fault_run_latency_impact_scenario",
+        json!({"url": app.url("/api/todos/1"), "latency": 100, "duration": "1s", "rps": 2,
+               "proxies": [format!("{unused}={}", upstream.addr)]}),
+    )
+    .await;
+    assert_eq!(report["status"], "Passed");
+    assert_eq!(report["proxy"]["fault_applications"], 0);
+    assert!(
+        report["inconclusive"]
+            .as_str()
+            .unwrap()
+            .contains("acted 0 times"),
+        "{report}"
+    );
+    assert!(markdown.contains("| Passed (inconclusive)"), "{markdown}");
+    assert!(markdown.contains("acted 0 times"), "{markdown}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -222,6 +304,75 @@ async fn blackhole_with_a_1s_timeout_makes_every_request_a_counted_timeout() {
     assert!(started.elapsed() < Duration::from_secs(2 + 1 + 3));
 }
 
+/// Open files of process `pid` now.
+fn open_files(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |dir| dir.count())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blackhole_at_2000_rps_stays_within_the_file_limit_and_the_time_bound() {
+    let _timing = TIMING.lock().await;
+    let upstream = scenario_support::upstream().await;
+    let (transport, sandbox) = common::spawn_process(common::ServerSpec::default());
+    let pid = transport.id().expect("server pid");
+    // The server runs under a common default limit of 1024 open files.
+    rustix::process::prlimit(
+        rustix::process::Pid::from_raw(pid as i32),
+        rustix::process::Resource::Nofile,
+        rustix::process::Rlimit {
+            current: Some(1024),
+            maximum: rustix::process::getrlimit(rustix::process::Resource::Nofile).maximum,
+        },
+    )
+    .expect("lower the server's open-file limit");
+    let client = common::handshake(transport, sandbox, ()).await;
+    let watching = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let most_open = Arc::new(AtomicU64::new(0));
+    let watcher = {
+        let (watching, most_open) = (watching.clone(), most_open.clone());
+        tokio::spawn(async move {
+            while watching.load(Ordering::Relaxed) {
+                most_open.fetch_max(open_files(pid) as u64, Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+    };
+    let started = std::time::Instant::now();
+    let (markdown, report) = scenario(
+        &client,
+        "fault_run_blackhole_impact_scenario",
+        json!({"url": upstream.url("/todos/1"), "duration": "2s", "rps": 2000, "timeout": 5}),
+    )
+    .await;
+    let took = started.elapsed();
+    watching.store(false, Ordering::Relaxed);
+    watcher.await.unwrap();
+    let outcomes = &report["run"]["outcomes"];
+    assert_eq!(report["run"]["requests"], 4000, "{markdown}");
+    assert_eq!(outcomes["transport_error"], 0, "{markdown}");
+    let (timeouts, not_started) = (
+        outcomes["timeout"].as_u64().unwrap(),
+        outcomes["not_started"].as_u64().unwrap(),
+    );
+    assert_eq!(timeouts + not_started, 4000, "{markdown}");
+    assert!(
+        timeouts <= u64::from(fault::load::DEFAULT_MAX_IN_FLIGHT),
+        "{markdown}"
+    );
+    assert!(not_started > 3000, "{markdown}");
+    assert!(
+        markdown.contains("| Could not start (in-flight cap) |"),
+        "{markdown}"
+    );
+    let most_open = most_open.load(Ordering::Relaxed);
+    assert!(most_open < 1024, "{most_open} files open at most");
+    // duration + timeout + grace, plus the server's start and report.
+    assert!(took < Duration::from_secs(2 + 5 + 2 + 1), "took {took:?}");
+    eprintln!(
+        "blackhole at 2000 rps: {most_open} files open at most, {timeouts} timeouts, {not_started} not started, {took:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn packet_loss_raises_the_tail_and_bodies_arrive_intact() {
     let _timing = TIMING.lock().await;
@@ -232,8 +383,9 @@ async fn packet_loss_raises_the_tail_and_bodies_arrive_intact() {
         "fault_run_packet_loss_impact_scenario",
         topology.args(
             "/bytes/20000",
+            // A segment lost 5 times in a row arrives 6.2 s late: a timeout long enough to see it arrive.
             json!({"loss_rate": 0.2, "direction": "ingress", "side": "server", "seed": 7,
-                   "baseline": true, "rps": 10}),
+                   "baseline": true, "rps": 10, "timeout": 30}),
         ),
     )
     .await;
@@ -246,25 +398,30 @@ async fn packet_loss_raises_the_tail_and_bodies_arrive_intact() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn jitter_widens_the_spread() {
+async fn jitter_widens_the_spread_whatever_the_connection_pattern() {
     let _timing = TIMING.lock().await;
-    let topology = Topology::new().await;
-    let client = common::spawn().await;
-    let (markdown, report) = scenario(
-        &client,
-        "fault_run_jitter_impact_scenario",
-        topology.args(
-            "/todos/1",
-            json!({"amplitude": 150, "frequency": 10, "seed": 3, "baseline": true, "rps": 10}),
-        ),
-    )
-    .await;
-    let spread = |f: &Value| p(f, "p95") - p(f, "p25");
-    let (with, without) = (spread(&report["run"]), spread(&report["baseline"]));
-    assert!(
-        with > without + 30.0,
-        "p95-p25 {without} → {with}\n{markdown}"
-    );
+    for calls in [Calls::NewConnectionEach, Calls::KeepAlive] {
+        let topology = Topology::with(calls).await;
+        let client = common::spawn().await;
+        let (markdown, report) = scenario(
+            &client,
+            "fault_run_jitter_impact_scenario",
+            topology.args(
+                "/todos/1",
+                json!({"amplitude": 150, "frequency": 5, "seed": 3, "baseline": true, "rps": 10,
+                       "duration": "3s"}),
+            ),
+        )
+        .await;
+        let spread = |f: &Value| p(f, "p95") - p(f, "p25");
+        let (with, without) = (spread(&report["run"]), spread(&report["baseline"]));
+        eprintln!("jitter, {calls:?}: p95-p25 {without} ms → {with} ms");
+        assert!(
+            with >= without + 50.0,
+            "{calls:?}: p95-p25 {without} → {with}\n{markdown}"
+        );
+        assert!(report["inconclusive"].is_null(), "{markdown}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -383,6 +540,35 @@ async fn direct_topology_works_for_https_with_the_service_certificate() {
     assert_eq!(report["run"]["outcomes"]["success"], 4, "{markdown}");
     assert!(p(&report["run"], "p50") >= 100.0, "{markdown}");
     assert_eq!(upstream.served(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_error_on_an_https_url_without_proxies_replaces_every_response() {
+    let upstream = scenario_support::upstream_tls().await;
+    let ca = scenario_support::tls_fixtures().join("ca.pem");
+    let client = common::spawn_with(common::ServerSpec {
+        env: [(
+            "FAULT_PROXY_EXTRA_CA".to_owned(),
+            ca.to_string_lossy().into_owned(),
+        )]
+        .into(),
+        ..Default::default()
+    })
+    .await;
+    let url = format!("https://127.0.0.1:{}/todos/1", upstream.addr.port());
+    let (markdown, report) = scenario(
+        &client,
+        "fault_run_http_error_impact_scenario",
+        json!({"url": url, "status_code": 503, "probability": 1, "duration": "1s", "rps": 5,
+               "timeout": 3}),
+    )
+    .await;
+    let outcomes = &report["run"]["outcomes"];
+    assert_eq!(outcomes["http_error_by_status"]["503"], 5, "{markdown}");
+    assert_eq!(outcomes["timeout"], 0, "{markdown}");
+    assert_eq!(report["proxy"]["fault_applications"], 5, "{markdown}");
+    // The proxy spoke TLS to the service on the load generator's behalf.
+    assert_eq!(upstream.served(), 5);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

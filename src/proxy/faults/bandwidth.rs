@@ -1,6 +1,8 @@
-//! Bandwidth: a link of `rate` bytes per second shared by every connection of the proxy.
+//! Bandwidth: links of `rate` bytes per second, one per connection and flow (the default, as a connection's
+//! own path would be) or one per flow shared by every connection of the proxy (`scope` proxy: the
+//! connections queue on it).
 //!
-//! The link is a virtual clock (GCRA): each chunk is sent when the link is free and takes
+//! A link is a virtual clock (GCRA): each chunk is sent when the link is free and takes
 //! `len / rate` to cross it, so a body of N bytes takes N / rate, whatever the chunking.
 
 use std::fmt;
@@ -12,7 +14,7 @@ use rand::rngs::StdRng;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use super::{Chunk, Fault, Injector, Stage, Verdict, on_selected_flows};
+use super::{Chunk, Fault, Injector, Stage, Verdict};
 use crate::proxy::cli::parse_probability;
 use crate::proxy::config::{Direction, FaultCommon, ParseError, Schedule, Side};
 
@@ -63,11 +65,45 @@ impl fmt::Display for BandwidthUnit {
     }
 }
 
+/// Which connections share one link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BandwidthScope {
+    /// Each connection has its own link per flow.
+    #[default]
+    Connection,
+    /// All connections of the proxy share one link per flow.
+    Proxy,
+}
+
+impl FromStr for BandwidthScope {
+    type Err = ParseError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "connection" => Ok(Self::Connection),
+            "proxy" => Ok(Self::Proxy),
+            _ => Err(ParseError::new(format!(
+                "bandwidth scope must be connection or proxy; got '{s}'"
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for BandwidthScope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Connection => "connection",
+            Self::Proxy => "proxy",
+        })
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct BandwidthSpec {
     pub common: FaultCommon,
     pub rate: u64,
     pub unit: BandwidthUnit,
+    pub scope: BandwidthScope,
 }
 
 impl BandwidthSpec {
@@ -95,30 +131,52 @@ impl Fault for BandwidthSpec {
     }
 
     fn describe(&self) -> String {
+        let scope = match self.scope {
+            BandwidthScope::Connection => "each connection",
+            BandwidthScope::Proxy => "shared by all connections",
+        };
         format!(
-            "Bandwidth: {} {} ({} bytes per second, shared by all connections)",
+            "Bandwidth: {} {} ({} bytes per second, {scope})",
             self.rate,
             self.unit,
             self.bytes_per_second()
         )
     }
 
-    /// One link for the whole proxy: every connection's stages reserve time on it.
     fn injector(&self) -> Arc<dyn Injector> {
-        Arc::new(Arc::new(Link::new(self.bytes_per_second())))
+        let rate = self.bytes_per_second();
+        Arc::new(Links {
+            rate,
+            shared: (self.scope == BandwidthScope::Proxy)
+                .then(|| [(); 2].map(|_| Arc::new(Link::new(rate)))),
+        })
     }
 }
 
-impl Injector for Arc<Link> {
+/// The links of one proxy: shared ones per flow (proxy scope), or new ones for each connection.
+struct Links {
+    rate: u64,
+    shared: Option<[Arc<Link>; 2]>,
+}
+
+impl Injector for Links {
     fn connection(&self, acts_on: [bool; 2]) -> [Option<Box<dyn Stage>>; 2] {
-        on_selected_flows(acts_on, || Box::new(Bandwidth::new(self.clone())))
+        std::array::from_fn(|flow| {
+            acts_on[flow].then(|| {
+                let link = match &self.shared {
+                    Some(links) => links[flow].clone(),
+                    None => Arc::new(Link::new(self.rate)),
+                };
+                Box::new(Bandwidth::new(link)) as Box<dyn Stage>
+            })
+        })
     }
 }
 
 /// `fault run` flags of the bandwidth fault.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BandwidthFlags {
-    /// Limit bandwidth (one link shared by all connections of the proxy).
+    /// Limit bandwidth (per connection, or shared: see --bandwidth-scope).
     #[arg(long, env = "FAULT_WITH_BANDWIDTH", help_heading = "Bandwidth")]
     pub with_bandwidth: bool,
     /// Rate, in --bandwidth-unit.
@@ -137,6 +195,14 @@ pub struct BandwidthFlags {
         help_heading = "Bandwidth"
     )]
     pub bandwidth_unit: BandwidthUnit,
+    /// Which connections share a link: connection (each its own, per flow) or proxy (one per flow for all).
+    #[arg(
+        long,
+        env = "FAULT_BANDWIDTH_SCOPE",
+        default_value = "connection",
+        help_heading = "Bandwidth"
+    )]
+    pub bandwidth_scope: BandwidthScope,
     /// Side: client or server.
     #[arg(
         long,
@@ -172,6 +238,7 @@ impl BandwidthFlags {
             },
             rate: self.bandwidth_rate,
             unit: self.bandwidth_unit,
+            scope: self.bandwidth_scope,
         })
     }
 }

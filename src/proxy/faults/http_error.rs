@@ -19,6 +19,8 @@ use crate::proxy::config::{FaultCommon, ParseError};
 
 /// Largest response head buffered while looking for its end; beyond it the response passes untouched.
 const MAX_HEAD: usize = 64 * 1024;
+/// How every HTTP/1.x response starts; a flow that starts otherwise is passed untouched.
+const HTTP1: &[u8] = b"HTTP/1.";
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct HttpErrorSpec {
@@ -78,6 +80,10 @@ impl Fault for HttpErrorSpec {
 
     fn injector(&self) -> Arc<dyn Injector> {
         Arc::new(self.clone())
+    }
+
+    fn reads_http(&self) -> bool {
+        true
     }
 }
 
@@ -237,6 +243,14 @@ impl HttpError {
                         .get_or_insert_with(|| p >= 1.0 || rng.random::<f64>() < p);
                     let before = head.len();
                     head.extend_from_slice(input);
+                    let seen = head.len().min(HTTP1.len());
+                    if head[..seen] != HTTP1[..seen] {
+                        // Not HTTP/1.x (e.g. a TLS handshake): everything passes untouched.
+                        let head = std::mem::take(head);
+                        out.extend_from_slice(&head);
+                        self.phase = Phase::Opaque;
+                        return;
+                    }
                     let Some(end) = find_head_end(head) else {
                         input = &[];
                         if head.len() > MAX_HEAD {
@@ -535,6 +549,19 @@ mod tests {
     use rand::SeedableRng;
 
     use super::*;
+
+    #[test]
+    fn a_flow_that_is_not_http1_passes_untouched_at_once() {
+        let spec = HttpErrorSpec::default();
+        let mut stage = HttpError::new(&spec, Arc::new(RequestLog::default()));
+        let mut rng = StdRng::seed_from_u64(1);
+        // A TLS ServerHello record header, then more of it.
+        for piece in [&[0x16u8, 0x03, 0x03, 0x00, 0x7a][..], b"more bytes", b"HTTP/1.1 200 OK\r\n\r\n"] {
+            let mut out = Vec::new();
+            stage.process(piece, &mut out, &mut rng);
+            assert_eq!(out, piece);
+        }
+    }
 
     fn run(stage: &mut HttpError, pieces: &[&[u8]]) -> Vec<u8> {
         let mut rng = StdRng::seed_from_u64(7);

@@ -1,17 +1,22 @@
-//! Jitter: spikes arrive as a Poisson process of `frequency` Hz; a spike delays the next chunk of
-//! the flow by a uniform random delay in (0, amplitude]. Spikes between two chunks merge into one.
+//! Jitter: spikes arrive as one Poisson process of `frequency` Hz per proxy and flow, shared by all its
+//! connections; a spike delays the next message on the flow (a request or a response), whichever connection
+//! carries it, by a uniform random delay in (0, amplitude]. Spikes between two messages merge into one.
+//!
+//! The process is drawn message by message: a message that starts `gap` after the flow's previous one (on any
+//! connection) meets at least one spike with probability `1 - exp(-frequency × gap)`, which is exactly the
+//! Poisson process's. The draws are keyed by message (see [`super::message_rng`]), so a seed repeats them; a
+//! short connection sees spikes as often as a long one.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rand::RngExt;
 use rand::rngs::StdRng;
-use rand_distr::{Distribution, Exp};
 use tokio::time::Instant;
 
-use super::{Chunk, Fault, Injector, Stage, Verdict, in_ms, on_selected_flows};
+use super::{Chunk, Fault, Injector, Stage, Verdict, in_ms};
 use crate::proxy::cli::{parse_ms, parse_probability};
-use crate::proxy::config::{Direction, FaultCommon, ParseError, Schedule, Side};
+use crate::proxy::config::{Direction, FaultCommon, Flow, ParseError, Schedule, Side};
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct JitterSpec {
@@ -50,13 +55,27 @@ impl Fault for JitterSpec {
     }
 
     fn injector(&self) -> Arc<dyn Injector> {
-        Arc::new(self.clone())
+        let started = Instant::now();
+        Arc::new(SpikeProcesses {
+            spec: self.clone(),
+            flows: [Flow::Request, Flow::Response].map(|_| Arc::new(SpikeProcess::new(started))),
+        })
     }
 }
 
-impl Injector for JitterSpec {
+/// The jitter of one proxy: one spike process per flow.
+struct SpikeProcesses {
+    spec: JitterSpec,
+    flows: [Arc<SpikeProcess>; 2],
+}
+
+impl Injector for SpikeProcesses {
     fn connection(&self, acts_on: [bool; 2]) -> [Option<Box<dyn Stage>>; 2] {
-        on_selected_flows(acts_on, || Box::new(Jitter::new(self)))
+        std::array::from_fn(|flow| {
+            acts_on[flow].then(|| {
+                Box::new(Jitter::new(&self.spec, self.flows[flow].clone())) as Box<dyn Stage>
+            })
+        })
     }
 }
 
@@ -116,49 +135,101 @@ impl JitterFlags {
     }
 }
 
-pub struct Jitter {
-    amplitude: Duration,
-    interarrival: Option<Exp<f64>>,
-    next_spike: Option<Instant>,
-    origin: Instant,
+/// When a message last started on a flow of the proxy, on any connection.
+pub struct SpikeProcess {
+    last_message: Mutex<Instant>,
 }
 
-impl Jitter {
-    pub fn new(spec: &JitterSpec) -> Self {
+impl SpikeProcess {
+    pub fn new(started: Instant) -> Self {
         Self {
-            amplitude: spec.amplitude,
-            interarrival: Exp::new(spec.frequency).ok(),
-            next_spike: None,
-            origin: Instant::now(),
+            last_message: Mutex::new(started),
         }
     }
 
-    fn draw_gap(&self, rng: &mut StdRng) -> Duration {
-        match &self.interarrival {
-            Some(exp) => Duration::from_secs_f64(exp.sample(rng).min(3600.0)),
-            None => Duration::from_secs(3600),
+    /// Time since the flow's previous message; `now` becomes the previous message.
+    fn gap(&self, now: Instant) -> Duration {
+        let mut last = self.last_message.lock().unwrap_or_else(|p| p.into_inner());
+        let gap = now.saturating_duration_since(*last);
+        *last = (*last).max(now);
+        gap
+    }
+}
+
+/// The jitter stage of one flow of one connection.
+pub struct Jitter {
+    amplitude: Duration,
+    frequency: f64,
+    process: Arc<SpikeProcess>,
+}
+
+impl Jitter {
+    pub fn new(spec: &JitterSpec, process: Arc<SpikeProcess>) -> Self {
+        Self {
+            amplitude: spec.amplitude,
+            frequency: spec.frequency,
+            process,
         }
     }
 }
 
 impl Stage for Jitter {
     fn on_chunk(&mut self, chunk: &Chunk<'_>, rng: &mut StdRng) -> Verdict {
-        let next = match self.next_spike {
-            Some(t) => t,
-            None => {
-                let t = self.origin + self.draw_gap(rng);
-                self.next_spike = Some(t);
-                t
-            }
-        };
-        if chunk.now < next {
+        // How a message is split into reads depends on timing; deciding once per message keeps a seed's
+        // decisions the same from run to run.
+        if !chunk.new_message {
             return Verdict::Pass;
         }
-        // Memoryless: the next spike is an exponential gap from now.
-        self.next_spike = Some(chunk.now + self.draw_gap(rng));
+        let gap = self.process.gap(chunk.now);
+        // Both draws every time, so whether a spike came does not shift the delay's draw.
+        let roll = rng.random::<f64>();
         // (0, amplitude]: 1 - U[0,1) is in (0, 1].
         let share = 1.0 - rng.random::<f64>();
-        let delay = self.amplitude.mul_f64(share);
-        Verdict::after(delay)
+        let spiked = 1.0 - (-self.frequency * gap.as_secs_f64()).exp();
+        if roll < spiked {
+            Verdict::after(self.amplitude.mul_f64(share))
+        } else {
+            Verdict::Pass
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    fn chunk(now: Instant) -> Chunk<'static> {
+        Chunk {
+            bytes: b"x",
+            flow: Flow::Response,
+            new_message: true,
+            now,
+        }
+    }
+
+    #[test]
+    fn spikes_come_at_the_frequency_whatever_the_connection_pattern() {
+        let spec = JitterSpec {
+            amplitude: Duration::from_millis(150),
+            frequency: 5.0,
+            ..JitterSpec::default()
+        };
+        let start = Instant::now();
+        let process = Arc::new(SpikeProcess::new(start));
+        let mut rng = StdRng::seed_from_u64(5);
+        // One message every 10 ms for 200 s, each on a new connection (a new stage).
+        let spiked = (1..=20_000u32)
+            .filter(|i| {
+                let now = start + Duration::from_millis(u64::from(*i) * 10);
+                Jitter::new(&spec, process.clone()).on_chunk(&chunk(now), &mut rng) != Verdict::Pass
+            })
+            .count();
+        // About 5 spikes per second over 200 s (a few merge at 10 ms apart: 1 - e^-0.05 per chunk).
+        let expected = 20_000.0 * (1.0 - (-0.05f64).exp());
+        assert!(
+            (spiked as f64 - expected).abs() < expected * 0.1,
+            "{spiked} spikes, expected about {expected}"
+        );
     }
 }

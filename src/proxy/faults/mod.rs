@@ -15,7 +15,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use rand::SeedableRng;
 use rand::rngs::StdRng;
 use tokio::time::Instant;
 
@@ -91,6 +90,11 @@ pub trait Fault: fmt::Debug + Send + Sync {
     fn describe(&self) -> String;
     /// Readies the fault for one proxy; state all its connections share is created here.
     fn injector(&self) -> Arc<dyn Injector>;
+    /// Whether the fault reads HTTP/1 messages, so it needs them in clear text (the proxy, not the client,
+    /// then speaks TLS to an `https://` upstream).
+    fn reads_http(&self) -> bool {
+        false
+    }
 }
 
 /// A fault ready on one proxy: builds the stages of each new connection.
@@ -217,23 +221,34 @@ pub trait Stage: Send {
     fn on_timer(&mut self, _now: Instant, _rng: &mut StdRng) -> Verdict {
         Verdict::Pass
     }
-    /// Decides what happens to `chunk`. `rng` is seeded from the proxy seed when one is set.
+    /// Decides what happens to `chunk`. `rng` is keyed by the message (see [`message_rng`]).
     fn on_chunk(&mut self, chunk: &Chunk<'_>, rng: &mut StdRng) -> Verdict;
 }
 
-/// The random generator the relay gives a stage: reproducible from `seed` and the stage's
-/// coordinates (connection number, fault index, flow); fresh entropy without a seed.
-pub fn stage_rng(seed: Option<u64>, connection: u64, fault: usize, flow: Flow) -> StdRng {
-    match seed {
-        Some(seed) => {
-            // SplitMix-style mixing so neighbouring connections get unrelated streams.
-            let mut x = seed
-                ^ connection.wrapping_mul(0x9E37_79B9_7F4A_7C15)
-                ^ (fault as u64).wrapping_mul(0xBF58_476D_1CE4_E5B9)
-                ^ (flow.index() as u64).wrapping_mul(0x94D0_49BB_1331_11EB);
-            x ^= x >> 31;
-            StdRng::seed_from_u64(x)
-        }
-        None => StdRng::seed_from_u64(rand::random()),
-    }
+/// Where one message sits in a proxy's traffic: the key of every random decision a fault takes about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessageKey {
+    /// Index of the fault in the proxy's configuration.
+    pub fault: usize,
+    /// Accept order of the connection on the proxy.
+    pub connection: u64,
+    pub flow: Flow,
+    /// Order of the message on its flow of the connection.
+    pub message: u64,
+}
+
+/// The random generator a stage draws from for one message: it depends only on the proxy seed and the
+/// message's [`MessageKey`], never on timing or on other connections, so the same seed and the same request
+/// sequence give the same decisions (probability, latency samples, jitter spikes, losses).
+pub fn message_rng(seed: u64, key: MessageKey) -> StdRng {
+    crate::seeded::keyed_rng(
+        seed,
+        &[
+            b"tcp",
+            &(key.fault as u64).to_le_bytes(),
+            &key.connection.to_le_bytes(),
+            &(key.flow.index() as u64).to_le_bytes(),
+            &key.message.to_le_bytes(),
+        ],
+    )
 }

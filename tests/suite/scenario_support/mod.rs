@@ -186,7 +186,20 @@ async fn routes(req: Request<Incoming>) -> Response<Body> {
 /// does), checks `/bytes/N` bodies byte by byte, and answers with the upstream's status and a short summary
 /// ("ok N bytes"); a corrupt body gives 502, an unreachable upstream 502 too.
 pub async fn demo_app(upstream_base: String) -> Server {
-    let client: Client<_, Empty<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
+    demo_app_with(upstream_base, true).await
+}
+
+/// The demo app opening a new upstream connection for every call (as `httpx.get` does).
+pub async fn demo_app_new_connection_per_call(upstream_base: String) -> Server {
+    demo_app_with(upstream_base, false).await
+}
+
+async fn demo_app_with(upstream_base: String, keep_alive: bool) -> Server {
+    let mut builder = Client::builder(TokioExecutor::new());
+    if !keep_alive {
+        builder.pool_max_idle_per_host(0);
+    }
+    let client: Client<_, Empty<Bytes>> = builder.build_http();
     let upstream_base = Arc::new(upstream_base);
     serve(move |req: Request<Incoming>| {
         let client = client.clone();
