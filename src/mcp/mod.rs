@@ -19,7 +19,7 @@ use rmcp::{
 };
 use serde::Serialize;
 
-use crate::cli::AgentOptions;
+use crate::{index::StoreSettings, llm::LlmSettings};
 
 const INSTRUCTIONS: &str = "fault gives you reliability tools for the code you write. \
 Code: fault_list_function_names lists the functions of a file; fault_extract_code_block returns one function \
@@ -33,19 +33,26 @@ Impact scenarios: fault_run_{latency,jitter,packet_loss,bandwidth,blackhole,http
 fault-injecting proxy on the path to a URL (or on the `proxies` you map), send load, and return a markdown report \
 with latency percentiles and SLO verdicts. Paths must be absolute.";
 
+/// What the agent's tools are built with: the models, and where new indexes are kept.
+#[derive(Debug, Clone, Default)]
+pub struct AgentSettings {
+    pub llm: LlmSettings,
+    pub store: StoreSettings,
+}
+
 /// The `fault agent tool` MCP server.
 #[derive(Clone)]
 pub struct FaultServer {
-    options: Arc<AgentOptions>,
+    settings: Arc<AgentSettings>,
     tool_router: ToolRouter<Self>,
     /// One impact scenario at a time: they bind ports and measure latency.
     scenario_slot: scenario::ScenarioSlot,
 }
 
 impl FaultServer {
-    pub fn new(options: AgentOptions) -> Self {
+    pub fn new(settings: AgentSettings) -> Self {
         Self {
-            options: Arc::new(options),
+            settings: Arc::new(settings),
             tool_router: Self::code_router()
                 + Self::advice_router()
                 + Self::index_router()
@@ -54,8 +61,8 @@ impl FaultServer {
         }
     }
 
-    pub fn options(&self) -> &AgentOptions {
-        &self.options
+    pub fn settings(&self) -> &AgentSettings {
+        &self.settings
     }
 }
 
@@ -77,13 +84,12 @@ pub enum ServeError {
 }
 
 /// Serves MCP on stdin/stdout until the client closes stdin.
-pub async fn serve(options: AgentOptions) -> Result<(), ServeError> {
+pub async fn serve(settings: AgentSettings) -> Result<(), ServeError> {
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
-        ?options,
         "fault agent tool: serving MCP on stdio"
     );
-    serve_stdio(FaultServer::new(options)).await
+    serve_stdio(FaultServer::new(settings)).await
 }
 
 /// Serves `server` over MCP on stdin/stdout until the client closes stdin.

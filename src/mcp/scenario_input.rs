@@ -15,7 +15,7 @@ use crate::{
         HttpErrorSpec, JitterSpec, LatencySpec, PacketLossSpec, ParseError, Side,
         config::parse_rate,
     },
-    report::Slo,
+    report::LatencySlo,
     scenario::{self, Limits, ScenarioSpec},
 };
 
@@ -88,7 +88,7 @@ struct SloInput {
 }
 
 impl SloInput {
-    fn validate(self, field: &str) -> Result<Slo, InputError> {
+    fn validate(self, field: &str) -> Result<LatencySlo, InputError> {
         let objective = self.objective.0.ok_or_else(|| {
             bad(
                 format!("{field}.objective"),
@@ -117,7 +117,7 @@ impl SloInput {
                 ),
             ));
         }
-        Ok(Slo {
+        Ok(LatencySlo {
             objective,
             threshold_ms,
         })
@@ -243,7 +243,7 @@ impl CommonInput {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let slos = match self.slos {
-            None => Slo::defaults(),
+            None => LatencySlo::defaults(),
             Some(rows) if rows.is_empty() || rows.len() > 10 => {
                 return Err(bad(
                     "slos",
