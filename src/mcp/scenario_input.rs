@@ -7,7 +7,7 @@ use std::{collections::BTreeMap, sync::Arc, time::Duration};
 use rmcp::{model::JsonObject, schemars::JsonSchema};
 use serde::{Deserialize, de::DeserializeOwned};
 
-use super::lenient::{Lenient, Scalar, Strings};
+use super::lenient::{Lenient, Scalar, Strings, blank_as_default, blank_as_none};
 use crate::{
     load::{self, Target},
     proxy::{
@@ -136,7 +136,7 @@ struct CommonInput {
     #[serde(default)]
     body: Option<String>,
     /// Extra request headers, name → value. Default none.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "blank_as_default")]
     headers: BTreeMap<String, Lenient<String>>,
     /// How long to send load, e.g. "10s", "500ms", "1m" (a bare number means seconds). Default "10s"; more
     /// than 0 and at most "10m".
@@ -160,7 +160,7 @@ struct CommonInput {
     proxies: Strings,
     /// SLOs to judge the run by. Default [{objective: 99, threshold_ms: 350}, {objective: 95,
     /// threshold_ms: 200}].
-    #[serde(default)]
+    #[serde(default, deserialize_with = "blank_as_none")]
     slos: Option<Vec<SloInput>>,
     /// Seed for the fault's randomness, for repeatable runs. Default: random.
     #[serde(default)]
@@ -526,11 +526,8 @@ impl FaultInput for HttpErrorInput {
 /// `T` read from the tool's arguments; a value of the wrong shape is an error naming its field.
 fn read<T: DeserializeOwned>(args: &JsonObject) -> Result<T, InputError> {
     let value = serde_json::Value::Object(args.clone());
-    serde_path_to_error::deserialize(value).map_err(|e| match e.path().to_string().as_str() {
-        // A missing required field: serde's message names it.
-        "." => bad("arguments", e.inner().to_string()),
-        path => bad(path, e.inner().to_string()),
-    })
+    serde_path_to_error::deserialize(value)
+        .map_err(|e| bad(e.path().to_string(), e.inner().to_string()))
 }
 
 /// The scenario of a `F` tool call: the fault's fields first, then where it acts, then the common fields.
