@@ -14,12 +14,12 @@ use std::{
 };
 
 use fault::{
-    cli::AgentOptions,
+    code::Language,
     index::{
-        IndexSettings, Project, chunks, index_project,
+        IndexSettings, Project, index_project,
         store::{ChunkMeta, ChunkPoint, SearchFilter, VectorStore, sqlite::SqliteStore},
     },
-    llm::{Embedder, LlmError},
+    llm::{Embedder, LlmError, LlmSettings},
 };
 use futures::future::BoxFuture;
 use sha2::Digest;
@@ -90,7 +90,7 @@ async fn run_index(
     let store: Arc<dyn VectorStore> = SqliteStore::open(db, &project.collection).unwrap();
     index_project(
         &project,
-        &chunks::all_languages(),
+        &Language::all().collect::<Vec<_>>(),
         embedder,
         store,
         &IndexSettings::default(),
@@ -135,13 +135,13 @@ async fn local_embedder() -> Option<Arc<dyn Embedder>> {
     if !matches!(probe, Ok(Ok(_))) {
         return None;
     }
-    let options = AgentOptions {
-        llm_embed_base_url: Some(base.parse().ok()?),
-        llm_embed_model: "all-minilm".into(),
-        llm_embed_model_dim: DIM as u32,
-        ..AgentOptions::default()
+    let settings = LlmSettings {
+        embed_base_url: Some(base.parse().ok()?),
+        embed_model: "all-minilm".into(),
+        embed_dimension: DIM as u32,
+        ..LlmSettings::default()
     };
-    fault::llm::embedder(&options).ok()
+    fault::llm::embedder(&settings).ok()
 }
 
 async fn pipeline_and_reindex(work: &Path) {

@@ -5,6 +5,12 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use url::Url;
 
+use crate::{
+    index::{StoreChoice, StoreSettings},
+    llm::{self, LlmSettings, Provider},
+    mcp::AgentSettings,
+};
+
 /// Reliability tools for coding assistants, and a fault-injecting TCP proxy.
 #[derive(Debug, Parser)]
 #[command(name = "fault", version, about, long_about = None, propagate_version = true)]
@@ -110,7 +116,7 @@ pub struct AgentOptions {
         long,
         env = "FAULT_AGENT_PROMPT_REASONING_MODEL",
         global = true,
-        default_value = "o4-mini"
+        default_value = llm::DEFAULT_CHAT_MODEL
     )]
     pub llm_prompt_reasoning_model: String,
 
@@ -119,12 +125,12 @@ pub struct AgentOptions {
         long,
         env = "FAULT_AGENT_EMBED_MODEL",
         global = true,
-        default_value = "text-embedding-3-small"
+        default_value = llm::DEFAULT_EMBED_MODEL
     )]
     pub llm_embed_model: String,
 
     /// Dimension of the embedding model's vectors.
-    #[arg(long, env = "FAULT_AGENT_EMBED_MODEL_DIMENSION", global = true, default_value_t = 1536,
+    #[arg(long, env = "FAULT_AGENT_EMBED_MODEL_DIMENSION", global = true, default_value_t = llm::DEFAULT_EMBED_DIMENSION,
           value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub llm_embed_model_dim: u32,
 
@@ -163,25 +169,29 @@ impl AgentOptions {
         Ok(self)
     }
 
-    /// The embeddings base URL: its own flag, else the chat one.
-    pub fn embed_base_url(&self) -> Option<&Url> {
-        self.llm_embed_base_url
-            .as_ref()
-            .or(self.llm_base_url.as_ref())
-    }
-}
-
-impl Default for AgentOptions {
-    fn default() -> Self {
-        Self {
-            llm_client: LlmClient::OpenAi,
-            llm_prompt_reasoning_model: "o4-mini".into(),
-            llm_embed_model: "text-embedding-3-small".into(),
-            llm_embed_model_dim: 1536,
-            llm_base_url: None,
-            llm_embed_base_url: None,
-            qdrant_url: None,
-            vector_store: VectorStoreKind::Auto,
+    /// The settings the agent's tools are built with: the one place the flags map onto them.
+    pub fn settings(&self) -> AgentSettings {
+        AgentSettings {
+            llm: LlmSettings {
+                provider: match self.llm_client {
+                    LlmClient::OpenAi => Provider::OpenAi,
+                    LlmClient::OpenRouter => Provider::OpenRouter,
+                    LlmClient::Ollama => Provider::Ollama,
+                },
+                chat_model: self.llm_prompt_reasoning_model.clone(),
+                embed_model: self.llm_embed_model.clone(),
+                embed_dimension: self.llm_embed_model_dim,
+                base_url: self.llm_base_url.clone(),
+                embed_base_url: self.llm_embed_base_url.clone(),
+            },
+            store: StoreSettings {
+                choice: match self.vector_store {
+                    VectorStoreKind::Auto => StoreChoice::Auto,
+                    VectorStoreKind::Embedded => StoreChoice::Embedded,
+                    VectorStoreKind::Qdrant => StoreChoice::Qdrant,
+                },
+                qdrant_url: self.qdrant_url.clone(),
+            },
         }
     }
 }

@@ -16,7 +16,7 @@ use crate::{
     proxy::{
         self, FaultCommon, FaultSpec, Mapping, ProxyConfig, ProxyError, ProxyHandle, Upstream,
     },
-    report::{self, CallInfo, FaultInfo, Report, ReportInput, Slo, StrategyInfo},
+    report::{self, CallInfo, FaultInfo, LatencySlo, Report, ReportInput, StrategyInfo},
 };
 
 /// Input bounds; the tool errors quote them.
@@ -62,7 +62,7 @@ pub struct ScenarioSpec {
     /// Empty: a proxy is put in front of the URL itself.
     pub proxies: Vec<Mapping>,
     pub fault: FaultSpec,
-    pub slos: Vec<Slo>,
+    pub slos: Vec<LatencySlo>,
     pub seed: Option<u64>,
     pub baseline: bool,
 }

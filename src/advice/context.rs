@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::{cli::AgentOptions, index::RetrievedChunk};
+use crate::{index::RetrievedChunk, llm::LlmSettings};
 
 /// How many chunks a prompt gets at most.
 pub const CONTEXT_CHUNKS: usize = 4;
@@ -16,12 +16,12 @@ const CONTEXT_BUDGET: std::time::Duration = std::time::Duration::from_secs(10);
 /// The `k` indexed chunks most related to `query` (code under review), from the index covering
 /// `hint_path` when given. Empty when there is no index; context is a bonus, never a reason to fail.
 pub async fn related_chunks(
-    options: &AgentOptions,
+    llm: &LlmSettings,
     hint_path: Option<&Path>,
     query: &str,
     k: usize,
 ) -> Vec<RetrievedChunk> {
-    let lookup = crate::index::retrieve_context(options, hint_path, query, k);
+    let lookup = crate::index::retrieve_context(llm, hint_path, query, k);
     match tokio::time::timeout(CONTEXT_BUDGET, lookup).await {
         Ok(Ok(chunks)) => chunks,
         Ok(Err(e)) => {

@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{AdviceError, Progress, ask, prompts::Task};
+use super::{AdviceError, ProgressReporter, ask, prompts::Task};
 use crate::{
     code::{self, FunctionInfo, Language},
     llm::ChatModel,
@@ -86,7 +86,7 @@ pub async fn deep_analysis(
     func: &str,
     lang: Option<&str>,
     concerns: &[Concern],
-    progress: &Progress,
+    progress: &ProgressReporter,
 ) -> Result<DeepAnalysis, AdviceError> {
     let file_owned = file.to_owned();
     let func_owned = func.to_owned();

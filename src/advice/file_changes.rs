@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{
-    AdviceError, Progress, ask, clamp_score, diff, match_final_newline, prompts::Task,
+    AdviceError, ProgressReporter, ask, clamp_score, diff, match_final_newline, prompts::Task,
     string_field, strip_code_fence, syntax_problems,
 };
 use crate::{
@@ -75,7 +75,7 @@ pub async fn file_changes(
     path: &Path,
     old: String,
     context: &[crate::index::RetrievedChunk],
-    progress: &Progress,
+    progress: &ProgressReporter,
 ) -> Result<FileChanges, AdviceError> {
     if old.trim().is_empty() {
         return Err(AdviceError::Input(format!(

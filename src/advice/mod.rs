@@ -24,7 +24,7 @@ use crate::{
 pub use deep_analysis::{Concern, ConcernReport, DeepAnalysis, Finding, deep_analysis};
 pub use file_changes::{FileChanges, file_changes, read_exact};
 pub use score::{Score, score};
-pub use slo::{Sli, Slo, SloKind, slos};
+pub use slo::{Sli, SloKind, SuggestedSlo, slos};
 pub use suggest::{SuggestRequest, Suggestion, suggest};
 
 /// Which quality a score or suggestion is about.
@@ -52,13 +52,13 @@ pub enum AdviceError {
     Internal(String),
 }
 
-/// Progress messages for a long call; the MCP layer turns them into notifications.
+/// Sends progress messages of a long call; the MCP layer turns them into notifications.
 #[derive(Debug, Clone, Default)]
-pub struct Progress {
+pub struct ProgressReporter {
     sender: Option<tokio::sync::mpsc::UnboundedSender<String>>,
 }
 
-impl Progress {
+impl ProgressReporter {
     pub fn new(sender: tokio::sync::mpsc::UnboundedSender<String>) -> Self {
         Self {
             sender: Some(sender),
@@ -82,7 +82,7 @@ async fn ask(
     task: prompts::Task,
     values: &[(&str, &str)],
     check: Option<&AnswerCheck<'_>>,
-    progress: &Progress,
+    progress: &ProgressReporter,
 ) -> Result<Value, AdviceError> {
     let prompt = prompts::render(task.template(), values)
         .map_err(|e| AdviceError::Internal(e.to_string()))?;

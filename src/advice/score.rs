@@ -4,8 +4,8 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::{
-    AdviceError, Aspect, Progress, ask, check_snippet, clamp_score, lang_label, prompts::Task,
-    string_field,
+    AdviceError, Aspect, ProgressReporter, ask, check_snippet, clamp_score, lang_label,
+    prompts::Task, string_field,
 };
 use crate::llm::ChatModel;
 
@@ -23,7 +23,7 @@ pub async fn score(
     aspect: Aspect,
     snippet: &str,
     lang: &str,
-    progress: &Progress,
+    progress: &ProgressReporter,
 ) -> Result<Score, AdviceError> {
     check_snippet(snippet)?;
     let task = match aspect {

@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{AdviceError, Progress, ask, check_snippet, lang_label, prompts::Task};
+use super::{AdviceError, ProgressReporter, ask, check_snippet, lang_label, prompts::Task};
 use crate::llm::ChatModel;
 
 /// The kind of objective.
@@ -18,7 +18,8 @@ pub enum SloKind {
 
 /// One service level objective, in the guide's shape.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Slo {
+#[schemars(rename = "Slo")]
+pub struct SuggestedSlo {
     /// latency, availability or error.
     #[serde(rename = "type")]
     pub kind: SloKind,
@@ -52,8 +53,8 @@ pub async fn slos(
     model: &dyn ChatModel,
     snippet: &str,
     lang: &str,
-    progress: &Progress,
-) -> Result<Vec<Slo>, AdviceError> {
+    progress: &ProgressReporter,
+) -> Result<Vec<SuggestedSlo>, AdviceError> {
     check_snippet(snippet)?;
     let lang = lang_label(lang);
     let answer = ask(

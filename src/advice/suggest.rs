@@ -5,8 +5,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{
-    AdviceError, Aspect, Progress, ask, check_snippet, diff, lang_label, match_final_newline,
-    prompts::Task, string_field, strip_code_fence, syntax_problems,
+    AdviceError, Aspect, ProgressReporter, ask, check_snippet, diff, lang_label,
+    match_final_newline, prompts::Task, string_field, strip_code_fence, syntax_problems,
 };
 use crate::{code::Language, llm::ChatModel};
 
@@ -36,7 +36,7 @@ pub async fn suggest(
     aspect: Aspect,
     request: SuggestRequest<'_>,
     context: &[crate::index::RetrievedChunk],
-    progress: &Progress,
+    progress: &ProgressReporter,
 ) -> Result<Suggestion, AdviceError> {
     check_snippet(request.snippet)?;
     for (name, value) in [

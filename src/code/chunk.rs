@@ -17,6 +17,16 @@ pub enum ChunkKind {
     TopLevel,
 }
 
+impl ChunkKind {
+    /// The kind's name, as serialized: `function` or `top_level`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Function => "function",
+            Self::TopLevel => "top_level",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Chunk {
     pub kind: ChunkKind,

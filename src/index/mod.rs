@@ -2,7 +2,6 @@
 //! embed changed chunks in batches, and keep them in a vector store (embedded SQLite by default, or Qdrant).
 //! Retrieval gives the LLM tools the chunks of the user's own code closest to a query.
 
-pub mod chunks;
 pub mod pipeline;
 pub mod project;
 pub mod store;
@@ -21,8 +20,8 @@ pub use project::{DATA_DIR_ENV, Project};
 use store::{SearchFilter, StoreError, VectorStore, qdrant::QdrantStore, sqlite::SqliteStore};
 
 use crate::{
-    cli::{AgentOptions, VectorStoreKind},
-    llm::{Embedder, LlmError},
+    code::Language,
+    llm::{Embedder, LlmError, LlmSettings},
 };
 
 /// Where the guide tells users to run Qdrant (gRPC port).
@@ -75,13 +74,31 @@ pub enum IndexError {
     Internal(String),
 }
 
+/// Which vector store keeps the index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StoreChoice {
+    /// The Qdrant server at the configured URL, or at [`DEFAULT_QDRANT_URL`] when one answers there; else
+    /// the embedded store.
+    #[default]
+    Auto,
+    /// The embedded store on disk, in the per-user data directory.
+    Embedded,
+    /// A Qdrant server (the configured URL, else [`DEFAULT_QDRANT_URL`]).
+    Qdrant,
+}
+
+/// Where new indexes are kept.
+#[derive(Debug, Clone, Default)]
+pub struct StoreSettings {
+    pub choice: StoreChoice,
+    /// Qdrant gRPC URL, e.g. http://localhost:6334.
+    pub qdrant_url: Option<url::Url>,
+}
+
 /// The languages a `lang` value names: `auto` (or nothing) means every language the registry knows.
-pub fn parse_languages(names: &[String]) -> Result<Vec<chunks::Lang>, IndexError> {
+pub fn parse_languages(names: &[String]) -> Result<Vec<Language>, IndexError> {
     let known = || {
-        let mut names: Vec<&str> = chunks::all_languages()
-            .into_iter()
-            .map(chunks::language_name)
-            .collect();
+        let mut names: Vec<&str> = Language::all().map(|l| l.name()).collect();
         names.push("auto");
         names.join(", ")
     };
@@ -91,10 +108,12 @@ pub fn parse_languages(names: &[String]) -> Result<Vec<chunks::Lang>, IndexError
             continue;
         }
         if name.eq_ignore_ascii_case("auto") {
-            return Ok(chunks::all_languages());
+            return Ok(Language::all().collect());
         }
-        match chunks::language_from_name(name) {
-            Some(lang) if !chunks::contains(&languages, lang) => languages.push(lang),
+        match Language::from_name(name) {
+            Some(lang) if !languages.iter().any(|l: &Language| l.name() == lang.name()) => {
+                languages.push(lang)
+            }
             Some(_) => {}
             None => {
                 return Err(IndexError::Language(format!(
@@ -105,7 +124,7 @@ pub fn parse_languages(names: &[String]) -> Result<Vec<chunks::Lang>, IndexError
         }
     }
     if languages.is_empty() {
-        return Ok(chunks::all_languages());
+        return Ok(Language::all().collect());
     }
     Ok(languages)
 }
@@ -116,9 +135,9 @@ fn qdrant_api_key() -> Option<String> {
         .filter(|k| !k.trim().is_empty())
 }
 
-/// The store for `project` as `--vector-store` asks; `auto` probes the default Qdrant URL briefly.
+/// The store for `project` as `settings` ask; `Auto` probes the default Qdrant URL briefly.
 pub async fn open_store(
-    options: &AgentOptions,
+    settings: &StoreSettings,
     project: &Project,
     data_dir: &Path,
 ) -> Result<Arc<dyn VectorStore>, IndexError> {
@@ -135,14 +154,14 @@ pub async fn open_store(
             &project.collection,
         )?))
     };
-    let configured_url = options
+    let configured_url = settings
         .qdrant_url
         .as_ref()
         .map(|u| u.as_str().trim_end_matches('/').to_owned());
-    let store = match options.vector_store {
-        VectorStoreKind::Embedded => embedded()?,
-        VectorStoreKind::Qdrant => qdrant(configured_url.as_deref().unwrap_or(DEFAULT_QDRANT_URL))?,
-        VectorStoreKind::Auto => match configured_url {
+    let store = match settings.choice {
+        StoreChoice::Embedded => embedded()?,
+        StoreChoice::Qdrant => qdrant(configured_url.as_deref().unwrap_or(DEFAULT_QDRANT_URL))?,
+        StoreChoice::Auto => match configured_url {
             Some(url) => qdrant(&url)?,
             None if QdrantStore::answers(DEFAULT_QDRANT_URL, qdrant_api_key(), QDRANT_PROBE)
                 .await =>
@@ -156,22 +175,23 @@ pub async fn open_store(
         store = store.kind().as_str(),
         location = %store.location(),
         collection = %project.collection,
-        requested = ?options.vector_store,
+        requested = ?settings.choice,
         "vector store selected"
     );
     Ok(store)
 }
 
 /// The configured embedding provider.
-pub fn embedder(options: &AgentOptions) -> Result<Arc<dyn Embedder>, IndexError> {
-    crate::llm::embedder(options).map_err(IndexError::Embedder)
+pub fn embedder(llm: &LlmSettings) -> Result<Arc<dyn Embedder>, IndexError> {
+    crate::llm::embedder(llm).map_err(IndexError::Embedder)
 }
 
 /// Indexes `source_dir` for `languages` with the configured embedder and store, and records the project.
 pub async fn index_source(
-    options: &AgentOptions,
+    llm: &LlmSettings,
+    store: &StoreSettings,
     source_dir: &Path,
-    languages: &[chunks::Lang],
+    languages: &[Language],
     progress: Option<&dyn ProgressSink>,
     ct: &CancellationToken,
 ) -> Result<IndexSummary, IndexError> {
@@ -182,9 +202,9 @@ pub async fn index_source(
         )));
     }
     let project = Project::at(source_dir)?;
-    let embedder = embedder(options)?;
+    let embedder = embedder(llm)?;
     let data_dir = project::data_dir()?;
-    let store = open_store(options, &project, &data_dir).await?;
+    let store = open_store(store, &project, &data_dir).await?;
     let registry = project::Registry::open(&data_dir)?;
     let record = |at_ms| project::ProjectRecord {
         root: project.root.clone(),
@@ -241,18 +261,18 @@ pub struct RetrievedChunk {
 /// The `k` chunks closest to `query` in the project containing `hint_path` (else the most recently indexed
 /// project); empty when nothing was indexed.
 pub async fn retrieve_context(
-    options: &AgentOptions,
+    llm: &LlmSettings,
     hint_path: Option<&Path>,
     query: &str,
     k: usize,
 ) -> Result<Vec<RetrievedChunk>, IndexError> {
-    retrieve_context_in(&project::data_dir()?, options, hint_path, query, k).await
+    retrieve_context_in(&project::data_dir()?, llm, hint_path, query, k).await
 }
 
 /// [`retrieve_context`] with an explicit data directory.
 pub async fn retrieve_context_in(
     data_dir: &Path,
-    options: &AgentOptions,
+    llm: &LlmSettings,
     hint_path: Option<&Path>,
     query: &str,
     k: usize,
@@ -263,7 +283,7 @@ pub async fn retrieve_context_in(
     let Some(record) = registry.find(hint_path)? else {
         return Ok(Vec::new());
     };
-    let embedder = embedder(options)?;
+    let embedder = embedder(llm)?;
     retrieve_from(&record, embedder, query, k).await
 }
 
@@ -326,7 +346,7 @@ mod tests {
         assert_eq!(parse_languages(&names(&["python,go"])).unwrap().len(), 2);
         assert_eq!(
             parse_languages(&names(&["auto"])).unwrap().len(),
-            chunks::all_languages().len()
+            Language::all().count()
         );
         let err = parse_languages(&names(&["cobol"])).unwrap_err().to_string();
         assert!(err.contains("'cobol'") && err.contains("python"), "{err}");

@@ -15,11 +15,16 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     IndexError,
-    chunks::{self, Lang},
     project::Project,
     store::{ChunkMeta, ChunkPoint, FileStamp, LineMove, StoreKind, StoredPoint, VectorStore},
 };
-use crate::llm::Embedder;
+use crate::{
+    code::{
+        Language,
+        chunk::{Chunk, chunk_read_file},
+    },
+    llm::Embedder,
+};
 
 /// Tunables of a run.
 #[derive(Debug, Clone)]
@@ -88,12 +93,13 @@ pub struct IndexSummary {
 struct Pending {
     id: String,
     meta: ChunkMeta,
-    chunk: chunks::SourceChunk,
+    chunk: Chunk,
     input: String,
 }
 
+/// What a run has to do after comparing the tree with the store.
 #[derive(Default)]
-struct Plan {
+struct WorkList {
     files_seen: u64,
     files_changed: u64,
     files_skipped: u64,
@@ -142,16 +148,22 @@ pub fn point_id(path: &str, kind: &str, qualified_name: &str, ordinal: usize) ->
     )
 }
 
+/// The chunk's qualified name; empty for top-level code.
+fn qualified_name(chunk: &Chunk) -> &str {
+    chunk.qualified_name.as_deref().unwrap_or_default()
+}
+
+fn line_number(line: usize) -> u32 {
+    u32::try_from(line).unwrap_or(u32::MAX)
+}
+
 /// The text sent to the embedding model: where the code is, then the code.
-fn embedding_input(
-    rel_path: &str,
-    language: &str,
-    chunk: &chunks::SourceChunk,
-    max_chars: usize,
-) -> String {
+fn embedding_input(rel_path: &str, language: &str, chunk: &Chunk, max_chars: usize) -> String {
     let mut input = format!(
         "{language} {} {} in {rel_path}\n{}",
-        chunk.kind, chunk.qualified_name, chunk.text
+        chunk.kind.as_str(),
+        qualified_name(chunk),
+        chunk.text
     );
     if let Some((cut, _)) = input.char_indices().nth(max_chars) {
         input.truncate(cut);
@@ -162,12 +174,12 @@ fn embedding_input(
 /// Walks and compares in a blocking thread: no embedding happens here.
 fn plan(
     project: &Project,
-    languages: &[Lang],
+    languages: &[Language],
     stored: &HashMap<String, Vec<StoredPoint>>,
     model_key: &str,
     settings: &IndexSettings,
-) -> Plan {
-    let mut plan = Plan::default();
+) -> WorkList {
+    let mut plan = WorkList::default();
     let walker = ignore::WalkBuilder::new(&project.root)
         .hidden(true)
         .git_ignore(true)
@@ -189,8 +201,8 @@ fn plan(
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
         }
-        let Some(lang) =
-            chunks::language_for_path(entry.path()).filter(|l| chunks::contains(languages, *l))
+        let Some(lang) = Language::from_path(entry.path())
+            .filter(|l| languages.iter().any(|known| known.name() == l.name()))
         else {
             continue;
         };
@@ -224,16 +236,16 @@ fn plan(
 // The file's names, language and text, the stored points and the settings: each used on its own.
 #[allow(clippy::too_many_arguments)]
 fn plan_file(
-    plan: &mut Plan,
+    plan: &mut WorkList,
     rel_path: &str,
     path: &Path,
-    lang: Lang,
+    lang: Language,
     source: &str,
     stored: Option<&Vec<StoredPoint>>,
     model_key: &str,
     settings: &IndexSettings,
 ) {
-    let language = chunks::language_name(lang);
+    let language = lang.name();
     // The model and chunking are part of the file hash: changing either re-indexes every file.
     let file_hash = hex(&hash_parts(&[
         model_key.as_bytes(),
@@ -251,18 +263,23 @@ fn plan_file(
         return;
     }
     plan.files_changed += 1;
-    let pieces = chunks::chunk(path, lang, source, settings.max_lines);
+    let pieces = chunk_read_file(path, lang, source, settings.max_lines);
     let file_chunks = pieces.len() as u32;
     let by_id: HashMap<&str, &StoredPoint> = stored.iter().map(|p| (p.id.as_str(), p)).collect();
-    let mut ordinals: HashMap<(String, String), usize> = HashMap::new();
+    let mut ordinals: HashMap<(&str, String), usize> = HashMap::new();
     let mut current_ids = HashSet::new();
     let mut restamp = false;
     for chunk in pieces {
         let ordinal = ordinals
-            .entry((chunk.kind.clone(), chunk.qualified_name.clone()))
+            .entry((chunk.kind.as_str(), qualified_name(&chunk).to_owned()))
             .and_modify(|n| *n += 1)
             .or_insert(0);
-        let id = point_id(rel_path, &chunk.kind, &chunk.qualified_name, *ordinal);
+        let id = point_id(
+            rel_path,
+            chunk.kind.as_str(),
+            qualified_name(&chunk),
+            *ordinal,
+        );
         let input = embedding_input(rel_path, language, &chunk, settings.max_embed_chars);
         let content_hash =
             hex(&hash_parts(&[model_key.as_bytes(), input.as_bytes()]).finalize()[..16]);
@@ -270,8 +287,8 @@ fn plan_file(
         let meta = ChunkMeta {
             path: rel_path.to_owned(),
             language: language.to_owned(),
-            start_line: chunk.start_line,
-            end_line: chunk.end_line,
+            start_line: line_number(chunk.start_line),
+            end_line: line_number(chunk.end_line),
             content_hash,
             file_hash: file_hash.clone(),
             file_chunks,
@@ -322,7 +339,7 @@ fn relative_path(root: &Path, path: &Path) -> Option<String> {
 /// Indexes `project` into `store` with `embedder`. Re-running on an unchanged tree embeds nothing.
 pub async fn index_project(
     project: &Project,
-    languages: &[Lang],
+    languages: &[Language],
     embedder: Arc<dyn Embedder>,
     store: Arc<dyn VectorStore>,
     settings: &IndexSettings,
@@ -355,10 +372,7 @@ pub async fn index_project(
     };
     let (plan, stored) = plan;
 
-    let language_names: HashSet<&str> = languages
-        .iter()
-        .map(|l| chunks::language_name(*l))
-        .collect();
+    let language_names: HashSet<&str> = languages.iter().map(Language::name).collect();
     let gone: Vec<String> = stored
         .iter()
         .filter(|(path, points)| {
@@ -416,9 +430,9 @@ pub async fn index_project(
             .map(|(p, vector)| ChunkPoint {
                 id: p.id,
                 meta: p.meta,
-                kind: p.chunk.kind,
-                name: p.chunk.name,
-                qualified_name: p.chunk.qualified_name,
+                kind: p.chunk.kind.as_str().to_owned(),
+                name: p.chunk.name.unwrap_or_default(),
+                qualified_name: p.chunk.qualified_name.unwrap_or_default(),
                 text: p.chunk.text,
                 vector,
             })
@@ -455,10 +469,7 @@ pub async fn index_project(
         store_location: store.location(),
         collection: store.collection().to_owned(),
         source_dir: project.root.display().to_string(),
-        languages: languages
-            .iter()
-            .map(|l| chunks::language_name(*l).to_owned())
-            .collect(),
+        languages: languages.iter().map(|l| l.name().to_owned()).collect(),
         embed_model: embedder.model().to_owned(),
         dimension,
         files_seen: plan.files_seen,
@@ -479,6 +490,7 @@ pub async fn index_project(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::code::chunk::ChunkKind;
 
     #[test]
     fn point_ids_are_uuids_stable_and_distinct() {
@@ -492,10 +504,10 @@ mod tests {
 
     #[test]
     fn embedding_input_is_bounded_on_a_char_boundary() {
-        let chunk = chunks::SourceChunk {
-            kind: "function".into(),
-            name: "f".into(),
-            qualified_name: "f".into(),
+        let chunk = Chunk {
+            kind: ChunkKind::Function,
+            name: Some("f".into()),
+            qualified_name: Some("f".into()),
             start_line: 1,
             end_line: 1,
             text: "é".repeat(100),

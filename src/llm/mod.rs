@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-use crate::cli::{AgentOptions, LlmClient};
+use url::Url;
 
 pub use structured::{AnswerCheck, JsonAnswer, OutputSchema, RepairNotice, ask_json};
 pub use transport::{MAX_RETRIES_ENV, MAX_TOKENS_ENV, RetryPolicy, TIMEOUT_ENV};
@@ -30,6 +30,48 @@ pub const OLLAMA_HOST_ENV: &str = "OLLAMA_HOST";
 pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 pub const OPENROUTER_BASE_URL: &str = "https://openrouter.ai/api/v1";
 pub const OLLAMA_DEFAULT_HOST: &str = "http://localhost:11434";
+
+pub const DEFAULT_CHAT_MODEL: &str = "o4-mini";
+pub const DEFAULT_EMBED_MODEL: &str = "text-embedding-3-small";
+pub const DEFAULT_EMBED_DIMENSION: u32 = 1536;
+
+/// Who answers: OpenAI (or any OpenAI-compatible server at a base URL), OpenRouter, or Ollama.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Provider {
+    #[default]
+    OpenAi,
+    OpenRouter,
+    Ollama,
+}
+
+/// The models and where to reach them; the chat model and the embedder are built from these.
+#[derive(Debug, Clone)]
+pub struct LlmSettings {
+    pub provider: Provider,
+    /// Chat model used by the scoring and suggestion tools.
+    pub chat_model: String,
+    /// Embedding model used by the source index.
+    pub embed_model: String,
+    /// Dimension of the embedding model's vectors.
+    pub embed_dimension: u32,
+    /// Base URL of the chat API (an OpenAI-compatible server, or the Ollama host).
+    pub base_url: Option<Url>,
+    /// Base URL of the embeddings API; `None` means `base_url`.
+    pub embed_base_url: Option<Url>,
+}
+
+impl Default for LlmSettings {
+    fn default() -> Self {
+        Self {
+            provider: Provider::default(),
+            chat_model: DEFAULT_CHAT_MODEL.into(),
+            embed_model: DEFAULT_EMBED_MODEL.into(),
+            embed_dimension: DEFAULT_EMBED_DIMENSION,
+            base_url: None,
+            embed_base_url: None,
+        }
+    }
+}
 
 /// What went wrong talking to a model. Messages name the provider, the model or the setting involved.
 #[derive(Debug, thiserror::Error)]
@@ -166,28 +208,28 @@ pub trait Embedder: Send + Sync {
     fn dimension(&self) -> usize;
 }
 
-/// The chat model the options describe. Nothing is sent and no key is read until it is used.
-pub fn chat_model(options: &AgentOptions) -> Result<Arc<dyn ChatModel>, LlmError> {
-    chat_model_with_policy(options, RetryPolicy::from_env()?)
+/// The chat model the settings describe. Nothing is sent and no key is read until it is used.
+pub fn chat_model(settings: &LlmSettings) -> Result<Arc<dyn ChatModel>, LlmError> {
+    chat_model_with_policy(settings, RetryPolicy::from_env()?)
 }
 
 /// [`chat_model`] with an explicit timeout and retry policy.
 pub fn chat_model_with_policy(
-    options: &AgentOptions,
+    settings: &LlmSettings,
     policy: RetryPolicy,
 ) -> Result<Arc<dyn ChatModel>, LlmError> {
     let transport = transport::Transport::new(policy)?;
-    let model = options.llm_prompt_reasoning_model.clone();
+    let model = settings.chat_model.clone();
     let max_tokens = transport::max_output_tokens_from_env()?;
-    Ok(match options.llm_client {
-        LlmClient::Ollama => Arc::new(ollama::OllamaChat::new(
-            ollama_host(options.llm_base_url.as_ref())?,
+    Ok(match settings.provider {
+        Provider::Ollama => Arc::new(ollama::OllamaChat::new(
+            ollama_host(settings.base_url.as_ref())?,
             model,
             max_tokens,
             transport,
         )),
-        client => Arc::new(openai::OpenAiChat::new(
-            openai::Endpoint::for_chat(client, options.llm_base_url.as_ref()),
+        provider => Arc::new(openai::OpenAiChat::new(
+            openai::Endpoint::for_chat(provider, settings.base_url.as_ref()),
             model,
             max_tokens,
             transport,
@@ -195,31 +237,36 @@ pub fn chat_model_with_policy(
     })
 }
 
-/// The embedder the options describe. Nothing is sent and no key is read until it is used.
-pub fn embedder(options: &AgentOptions) -> Result<Arc<dyn Embedder>, LlmError> {
-    embedder_with_policy(options, RetryPolicy::from_env()?)
+/// The embedder the settings describe. Nothing is sent and no key is read until it is used.
+pub fn embedder(settings: &LlmSettings) -> Result<Arc<dyn Embedder>, LlmError> {
+    embedder_with_policy(settings, RetryPolicy::from_env()?)
 }
 
 /// [`embedder`] with an explicit timeout and retry policy.
 pub fn embedder_with_policy(
-    options: &AgentOptions,
+    settings: &LlmSettings,
     policy: RetryPolicy,
 ) -> Result<Arc<dyn Embedder>, LlmError> {
     let transport = transport::Transport::new(policy)?;
-    let model = options.llm_embed_model.clone();
-    let dimension = options.llm_embed_model_dim as usize;
-    Ok(match options.llm_client {
-        LlmClient::Ollama => Arc::new(ollama::OllamaEmbedder::new(
-            ollama_host(options.embed_base_url())?,
+    let model = settings.embed_model.clone();
+    let dimension = settings.embed_dimension as usize;
+    Ok(match settings.provider {
+        Provider::Ollama => Arc::new(ollama::OllamaEmbedder::new(
+            ollama_host(
+                settings
+                    .embed_base_url
+                    .as_ref()
+                    .or(settings.base_url.as_ref()),
+            )?,
             model,
             dimension,
             transport,
         )),
-        client => Arc::new(openai::OpenAiEmbedder::new(
+        provider => Arc::new(openai::OpenAiEmbedder::new(
             openai::Endpoint::for_embeddings(
-                client,
-                options.llm_base_url.as_ref(),
-                options.llm_embed_base_url.as_ref(),
+                provider,
+                settings.base_url.as_ref(),
+                settings.embed_base_url.as_ref(),
             ),
             model,
             dimension,
@@ -229,19 +276,19 @@ pub fn embedder_with_policy(
 }
 
 /// The Ollama host: the given URL, else `OLLAMA_HOST` (`host`, `host:port` or a URL), else localhost:11434.
-fn ollama_host(base_url: Option<&url::Url>) -> Result<url::Url, LlmError> {
+fn ollama_host(base_url: Option<&Url>) -> Result<Url, LlmError> {
     if let Some(url) = base_url {
         return Ok(url.clone());
     }
     let Some(raw) = transport::non_empty_env(OLLAMA_HOST_ENV) else {
-        return url::Url::parse(OLLAMA_DEFAULT_HOST).map_err(|e| LlmError::Config(e.to_string()));
+        return Url::parse(OLLAMA_DEFAULT_HOST).map_err(|e| LlmError::Config(e.to_string()));
     };
     let with_scheme = if raw.contains("://") {
         raw.clone()
     } else {
         format!("http://{raw}")
     };
-    let mut url = url::Url::parse(&with_scheme).map_err(|e| {
+    let mut url = Url::parse(&with_scheme).map_err(|e| {
         LlmError::Config(format!(
             "{OLLAMA_HOST_ENV}='{raw}' is not a host or URL ({e})"
         ))

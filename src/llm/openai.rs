@@ -31,10 +31,9 @@ use url::Url;
 
 use super::{
     ChatModel, Embedder, LlmError, Message, OPENAI_BASE_URL, OPENAI_KEY_ENV, OPENROUTER_BASE_URL,
-    OPENROUTER_KEY_ENV, OutputSchema, Role, check_vectors,
+    OPENROUTER_KEY_ENV, OutputSchema, Provider, Role, check_vectors,
     transport::{Transport, non_empty_env, redacted},
 };
-use crate::cli::LlmClient;
 
 /// Where the key comes from.
 #[derive(Debug, Clone, Copy)]
@@ -54,9 +53,9 @@ pub(super) struct Endpoint {
 }
 
 impl Endpoint {
-    pub(super) fn for_chat(client: LlmClient, base_url: Option<&Url>) -> Self {
-        match (client, base_url) {
-            (LlmClient::OpenRouter, base) => Self {
+    pub(super) fn for_chat(provider: Provider, base_url: Option<&Url>) -> Self {
+        match (provider, base_url) {
+            (Provider::OpenRouter, base) => Self {
                 base_url: base.map_or(OPENROUTER_BASE_URL.to_owned(), base_string),
                 key: Key::Required(OPENROUTER_KEY_ENV),
                 provider: "OpenRouter",
@@ -73,13 +72,13 @@ impl Endpoint {
     /// Embeddings follow the chat endpoint unless --llm-embed-base-url names another server; that one
     /// never receives the OpenRouter key.
     pub(super) fn for_embeddings(
-        client: LlmClient,
+        provider: Provider,
         chat_base: Option<&Url>,
         embed_base: Option<&Url>,
     ) -> Self {
         match embed_base {
             Some(base) if Some(base) != chat_base => Self::compatible(base),
-            _ => Self::for_chat(client, chat_base),
+            _ => Self::for_chat(provider, chat_base),
         }
     }
 

@@ -1,6 +1,6 @@
 //! MCP tools of the advice family: LLM scores, improvement diffs, SLOs, whole-file changes, deep analysis.
 //!
-//! Thin: decode the input, build the chat model from the agent options (keys are read here, at call
+//! Thin: decode the input, build the chat model from the agent settings (keys are read here, at call
 //! time), run the `advice` task with progress notifications and cancellation, shape the result.
 
 use std::{future::Future, sync::Arc, time::Duration};
@@ -18,8 +18,8 @@ use serde::{Deserialize, Serialize};
 use super::{FaultServer, json_and_structured, output_schema, text_and_structured, tool_error};
 use crate::{
     advice::{
-        self, AdviceError, Aspect, Concern, DeepAnalysis, FileChanges, Progress, Score, Slo,
-        SuggestRequest, Suggestion,
+        self, AdviceError, Aspect, Concern, DeepAnalysis, FileChanges, ProgressReporter, Score,
+        SuggestRequest, SuggestedSlo, Suggestion,
         context::{CONTEXT_CHUNKS, related_chunks},
         diff::markdown_block,
     },
@@ -71,7 +71,7 @@ pub struct DeepAnalysisInput {
 /// `structuredContent` of fault_suggest_service_level_objectives_slo (the text is the bare array).
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct SloList {
-    pub slos: Vec<Slo>,
+    pub slos: Vec<SuggestedSlo>,
 }
 
 #[tool_router(router = advice_router, vis = "pub(super)")]
@@ -186,10 +186,10 @@ impl FaultServer {
             Ok(Err(e)) => return Ok(tool_error(e)),
             Err(e) => return Ok(tool_error(format!("internal error reading the file: {e}"))),
         };
-        let options = self.options.clone();
+        let settings = self.settings.clone();
         let outcome = self
             .run_llm(&context, async move |model, progress| {
-                let chunks = related_chunks(&options, Some(&path), &old, CONTEXT_CHUNKS).await;
+                let chunks = related_chunks(&settings.llm, Some(&path), &old, CONTEXT_CHUNKS).await;
                 advice::file_changes(&*model, &path, old, &chunks, &progress).await
             })
             .await;
@@ -267,10 +267,11 @@ impl FaultServer {
         input: SuggestInput,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
-        let options = self.options.clone();
+        let settings = self.settings.clone();
         let outcome = self
             .run_llm(&context, async move |model, progress| {
-                let chunks = related_chunks(&options, None, &input.snippet, CONTEXT_CHUNKS).await;
+                let chunks =
+                    related_chunks(&settings.llm, None, &input.snippet, CONTEXT_CHUNKS).await;
                 let request = SuggestRequest {
                     snippet: &input.snippet,
                     lang: &input.lang,
@@ -295,12 +296,12 @@ impl FaultServer {
         task: F,
     ) -> Result<T, String>
     where
-        F: FnOnce(Arc<dyn ChatModel>, Progress) -> Fut,
+        F: FnOnce(Arc<dyn ChatModel>, ProgressReporter) -> Fut,
         Fut: Future<Output = Result<T, AdviceError>>,
     {
-        let model = llm::chat_model(self.options()).map_err(|e| e.to_string())?;
+        let model = llm::chat_model(&self.settings.llm).map_err(|e| e.to_string())?;
         let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<String>();
-        let progress = Progress::new(sender);
+        let progress = ProgressReporter::new(sender);
         let token = context.meta.get_progress_token();
         let peer = context.peer.clone();
         let notifier = async move {

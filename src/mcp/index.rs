@@ -84,8 +84,10 @@ impl FaultServer {
             peer: context.peer.clone(),
             token,
         });
+        let settings = self.settings();
         let outcome = index::index_source(
-            self.options(),
+            &settings.llm,
+            &settings.store,
             &source_dir,
             &languages,
             progress.as_ref().map(|p| p as &dyn ProgressSink),

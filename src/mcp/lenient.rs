@@ -5,7 +5,13 @@
 use std::{borrow::Cow, str::FromStr};
 
 use rmcp::schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
-use serde::{Deserialize, Deserializer, de::Error};
+use serde::{
+    Deserialize, Deserializer,
+    de::{
+        Error, MapAccess, SeqAccess, Unexpected, Visitor,
+        value::{MapAccessDeserializer, SeqAccessDeserializer},
+    },
+};
 use serde_json::Value;
 
 /// What a lenient field holds: parsed from a string with `FromStr`, or from a number or boolean's text.
@@ -14,9 +20,14 @@ pub(crate) trait Scalar: FromStr {
     const JSON_TYPES: &'static [&'static str];
     /// What the field accepts, for errors: "a number (or a string holding one)".
     const EXPECTED: &'static str;
+    /// The value `text` (trimmed, not empty) holds.
+    fn from_text(text: &str) -> Option<Self> {
+        text.parse().ok()
+    }
 }
 
-/// A scalar field; `None` when absent, null or blank ("use the default").
+/// A scalar field; `None` when absent, null or blank ("use the default"). A required field is one without
+/// `#[serde(default)]`: its schema lists it as required, and its `validate` says what is missing, naming it.
 #[derive(Debug, Clone)]
 pub(crate) struct Lenient<T>(pub Option<T>);
 
@@ -28,7 +39,10 @@ impl<T> Default for Lenient<T> {
 
 impl<'de, T: Scalar> Deserialize<'de> for Lenient<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let value = Value::deserialize(deserializer)?;
+        // Through `Option`, so that serde reads a missing field as `None` rather than failing the whole input.
+        let Some(value) = Option::<Value>::deserialize(deserializer)? else {
+            return Ok(Self(None));
+        };
         let text = match &value {
             Value::Null => return Ok(Self(None)),
             Value::String(s) if s.trim().is_empty() => return Ok(Self(None)),
@@ -37,8 +51,8 @@ impl<'de, T: Scalar> Deserialize<'de> for Lenient<T> {
             Value::Bool(b) => b.to_string(),
             Value::Array(_) | Value::Object(_) => String::new(),
         };
-        match text.parse() {
-            Ok(parsed) if !text.is_empty() => Ok(Self(Some(parsed))),
+        match T::from_text(&text) {
+            Some(parsed) if !text.is_empty() => Ok(Self(Some(parsed))),
             _ => Err(D::Error::custom(format!(
                 "expected {}, got {value}",
                 T::EXPECTED
@@ -104,6 +118,58 @@ impl JsonSchema for Strings {
     }
 }
 
+/// For `#[serde(default, deserialize_with = "blank_as_none")]`: null or a blank string is `None` ("use the
+/// default"), anything else is read as `T`, its errors keeping their field path. The schema stays `T`'s.
+pub(crate) fn blank_as_none<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    deserializer.deserialize_any(BlankOr(std::marker::PhantomData))
+}
+
+/// [`blank_as_none`] for a field whose default is `T::default()`.
+pub(crate) fn blank_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    blank_as_none(deserializer).map(Option::unwrap_or_default)
+}
+
+struct BlankOr<T>(std::marker::PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for BlankOr<T> {
+    type Value = Option<T>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a list, an object, or \"\" for the default")
+    }
+
+    fn visit_unit<E: Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_none<E: Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_str<E: Error>(self, text: &str) -> Result<Self::Value, E> {
+        if text.trim().is_empty() {
+            return Ok(None);
+        }
+        Err(E::invalid_value(Unexpected::Str(text), &self))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        T::deserialize(SeqAccessDeserializer::new(seq)).map(Some)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        T::deserialize(MapAccessDeserializer::new(map)).map(Some)
+    }
+}
+
 impl Scalar for f64 {
     const JSON_TYPES: &'static [&'static str] = &["number"];
     const EXPECTED: &'static str = "a number (or a string holding one)";
@@ -112,6 +178,11 @@ impl Scalar for f64 {
 impl Scalar for bool {
     const JSON_TYPES: &'static [&'static str] = &["boolean"];
     const EXPECTED: &'static str = "true or false";
+    fn from_text(text: &str) -> Option<Self> {
+        [true, false]
+            .into_iter()
+            .find(|b| text.eq_ignore_ascii_case(&b.to_string()))
+    }
 }
 
 impl Scalar for String {

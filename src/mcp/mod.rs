@@ -21,7 +21,7 @@ use rmcp::{
 };
 use serde::Serialize;
 
-use crate::cli::AgentOptions;
+use crate::{index::StoreSettings, llm::LlmSettings};
 
 const INSTRUCTIONS: &str = "fault gives you reliability tools for the code you write. \
 Code: fault_list_function_names lists the functions of a file; fault_extract_code_block returns one function \
@@ -38,19 +38,26 @@ MCP chaos: fault_run_mcp_chaos_scenario starts an MCP server behind fault mcp-pr
 calls with a client policy (timeout, retries, backoff) and reports availability, correctness against outputSchema, \
 latency, recovery and blast radius. Paths must be absolute.";
 
+/// What the agent's tools are built with: the models, and where new indexes are kept.
+#[derive(Debug, Clone, Default)]
+pub struct AgentSettings {
+    pub llm: LlmSettings,
+    pub store: StoreSettings,
+}
+
 /// The `fault agent tool` MCP server.
 #[derive(Clone)]
 pub struct FaultServer {
-    options: Arc<AgentOptions>,
+    settings: Arc<AgentSettings>,
     tool_router: ToolRouter<Self>,
     /// One impact scenario at a time: they bind ports and measure latency.
     scenario_slot: scenario::ScenarioSlot,
 }
 
 impl FaultServer {
-    pub fn new(options: AgentOptions) -> Self {
+    pub fn new(settings: AgentSettings) -> Self {
         Self {
-            options: Arc::new(options),
+            settings: Arc::new(settings),
             tool_router: Self::code_router()
                 + Self::advice_router()
                 + Self::index_router()
@@ -60,8 +67,8 @@ impl FaultServer {
         }
     }
 
-    pub fn options(&self) -> &AgentOptions {
-        &self.options
+    pub fn settings(&self) -> &AgentSettings {
+        &self.settings
     }
 }
 
@@ -83,13 +90,12 @@ pub enum ServeError {
 }
 
 /// Serves MCP on stdin/stdout until the client closes stdin.
-pub async fn serve(options: AgentOptions) -> Result<(), ServeError> {
+pub async fn serve(settings: AgentSettings) -> Result<(), ServeError> {
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
-        ?options,
         "fault agent tool: serving MCP on stdio"
     );
-    serve_stdio(FaultServer::new(options)).await
+    serve_stdio(FaultServer::new(settings)).await
 }
 
 /// Serves `server` over MCP on stdin/stdout until the client closes stdin.

@@ -7,7 +7,7 @@ use std::{collections::BTreeMap, sync::Arc, time::Duration};
 use rmcp::{model::JsonObject, schemars::JsonSchema};
 use serde::{Deserialize, de::DeserializeOwned};
 
-use super::lenient::{Lenient, Scalar, Strings};
+use super::lenient::{Lenient, Scalar, Strings, blank_as_default, blank_as_none};
 use crate::{
     load::{self, Target},
     proxy::{
@@ -15,7 +15,7 @@ use crate::{
         FaultSpec, HttpErrorSpec, JitterSpec, LatencySpec, PacketLossSpec, ParseError, Side,
         config::parse_rate,
     },
-    report::Slo,
+    report::LatencySlo,
     scenario::{self, Limits, ScenarioSpec},
 };
 
@@ -66,16 +66,28 @@ pub(super) fn whole(
     Ok(value as u64)
 }
 
-/// Milliseconds of `field`, more than 0 and at most a minute; `what` explains a missing value.
-fn positive_ms(field: &str, value: Option<f64>, what: &str) -> Result<Duration, InputError> {
+/// A required `field`, more than 0 and at most `max` (in `unit`); `what` explains a missing value.
+fn positive(
+    field: &str,
+    value: Option<f64>,
+    what: &str,
+    max: f64,
+    unit: &str,
+) -> Result<f64, InputError> {
     let value = value.ok_or_else(|| bad(field, format!("is required: {what}")))?;
-    if value <= 0.0 || value > 60_000.0 {
+    if value <= 0.0 || value > max {
         return Err(bad(
             field,
-            format!("{value} is out of range; accepted: more than 0 and at most 60000 (ms)"),
+            format!("{value} is out of range; accepted: more than 0 and at most {max}{unit}"),
         ));
     }
-    Ok(Duration::from_secs_f64(value / 1000.0))
+    Ok(value)
+}
+
+/// Milliseconds of `field`, more than 0 and at most a minute; `what` explains a missing value.
+fn positive_ms(field: &str, value: Option<f64>, what: &str) -> Result<Duration, InputError> {
+    let ms = positive(field, value, what, 60_000.0, " (ms)")?;
+    Ok(Duration::from_secs_f64(ms / 1000.0))
 }
 
 /// One SLO row: `objective`% of requests must succeed within `threshold_ms`.
@@ -88,38 +100,24 @@ struct SloInput {
 }
 
 impl SloInput {
-    fn validate(self, field: &str) -> Result<Slo, InputError> {
-        let objective = self.objective.0.ok_or_else(|| {
-            bad(
-                format!("{field}.objective"),
-                "is required: a percent such as 99",
-            )
-        })?;
-        let threshold_ms = self.threshold_ms.0.ok_or_else(|| {
-            bad(
-                format!("{field}.threshold_ms"),
-                "is required: milliseconds such as 350",
-            )
-        })?;
-        if objective <= 0.0 || objective > 100.0 {
-            return Err(bad(
-                format!("{field}.objective"),
-                format!(
-                    "{objective} is out of range; accepted: more than 0 and at most 100 (percent)"
-                ),
-            ));
-        }
-        if threshold_ms <= 0.0 || threshold_ms > 3_600_000.0 {
-            return Err(bad(
-                format!("{field}.threshold_ms"),
-                format!(
-                    "{threshold_ms} is out of range; accepted: more than 0 and at most 3600000"
-                ),
-            ));
-        }
-        Ok(Slo {
-            objective,
-            threshold_ms,
+    fn validate(self, field: &str) -> Result<LatencySlo, InputError> {
+        let objective = format!("{field}.objective");
+        let threshold_ms = format!("{field}.threshold_ms");
+        Ok(LatencySlo {
+            objective: positive(
+                &objective,
+                self.objective.0,
+                "a percent such as 99",
+                100.0,
+                " (percent)",
+            )?,
+            threshold_ms: positive(
+                &threshold_ms,
+                self.threshold_ms.0,
+                "milliseconds such as 350",
+                3_600_000.0,
+                "",
+            )?,
         })
     }
 }
@@ -136,7 +134,7 @@ struct CommonInput {
     #[serde(default)]
     body: Option<String>,
     /// Extra request headers, name → value. Default none.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "blank_as_default")]
     headers: BTreeMap<String, Lenient<String>>,
     /// How long to send load, e.g. "10s", "500ms", "1m" (a bare number means seconds). Default "10s"; more
     /// than 0 and at most "10m".
@@ -160,7 +158,7 @@ struct CommonInput {
     proxies: Strings,
     /// SLOs to judge the run by. Default [{objective: 99, threshold_ms: 350}, {objective: 95,
     /// threshold_ms: 200}].
-    #[serde(default)]
+    #[serde(default, deserialize_with = "blank_as_none")]
     slos: Option<Vec<SloInput>>,
     /// Seed for the fault's randomness, for repeatable runs. Default: random.
     #[serde(default)]
@@ -243,7 +241,7 @@ impl CommonInput {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let slos = match self.slos {
-            None => Slo::defaults(),
+            None => LatencySlo::defaults(),
             Some(rows) if rows.is_empty() || rows.len() > 10 => {
                 return Err(bad(
                     "slos",
@@ -420,16 +418,13 @@ impl FaultInput for JitterInput {
             self.amplitude.0,
             "largest extra delay in ms, e.g. 150",
         )?;
-        let frequency = self
-            .frequency
-            .0
-            .ok_or_else(|| bad("frequency", "is required: in Hz, e.g. 5"))?;
-        if frequency <= 0.0 || frequency > 1000.0 {
-            return Err(bad(
-                "frequency",
-                format!("{frequency} is out of range; accepted: more than 0 and at most 1000 (Hz)"),
-            ));
-        }
+        let frequency = positive(
+            "frequency",
+            self.frequency.0,
+            "in Hz, e.g. 5",
+            1000.0,
+            " (Hz)",
+        )?;
         Ok(FaultSpec::Jitter(JitterSpec {
             common,
             amplitude,
@@ -537,11 +532,8 @@ impl FaultInput for HttpErrorInput {
 /// `T` read from the tool's arguments; a value of the wrong shape is an error naming its field.
 pub(super) fn read<T: DeserializeOwned>(args: &JsonObject) -> Result<T, InputError> {
     let value = serde_json::Value::Object(args.clone());
-    serde_path_to_error::deserialize(value).map_err(|e| match e.path().to_string().as_str() {
-        // A missing required field: serde's message names it.
-        "." => bad("arguments", e.inner().to_string()),
-        path => bad(path, e.inner().to_string()),
-    })
+    serde_path_to_error::deserialize(value)
+        .map_err(|e| bad(e.path().to_string(), e.inner().to_string()))
 }
 
 /// The scenario of a `F` tool call: the fault's fields first, then where it acts, then the common fields.
@@ -564,20 +556,13 @@ pub(super) fn input_schema<F: FaultInput>() -> Arc<JsonObject> {
     }
     let mut merged = (*parts[0]).clone();
     for part in &parts[1..] {
-        for key in ["properties", "$defs"] {
-            if let Some(serde_json::Value::Object(extra)) = part.get(key) {
-                let entry = merged.entry(key).or_insert_with(|| serde_json::json!({}));
-                if let Some(map) = entry.as_object_mut() {
-                    map.extend(extra.clone());
-                }
-            }
-        }
-        if let Some(serde_json::Value::Array(extra)) = part.get("required") {
-            let entry = merged
-                .entry("required")
-                .or_insert_with(|| serde_json::json!([]));
-            if let Some(list) = entry.as_array_mut() {
-                list.extend(extra.iter().cloned());
+        for (key, extra) in part.iter() {
+            use serde_json::Value::{Array, Object};
+            match (merged.get_mut(key), extra) {
+                (Some(Object(into)), Object(extra)) => into.extend(extra.clone()),
+                (Some(Array(into)), Array(extra)) => into.extend(extra.iter().cloned()),
+                (None, _) => drop(merged.insert(key.clone(), extra.clone())),
+                _ => {}
             }
         }
     }

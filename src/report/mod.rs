@@ -19,22 +19,23 @@ pub use markdown::render;
 
 /// A service level objective: `objective`% of requests succeed within `threshold_ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Slo {
+#[schemars(rename = "Slo")]
+pub struct LatencySlo {
     /// Share of requests (percent, 0 < objective < 100 or exactly 100) that must succeed within the threshold.
     pub objective: f64,
     /// Latency threshold in milliseconds.
     pub threshold_ms: f64,
 }
 
-impl Slo {
+impl LatencySlo {
     /// The guide's two rows: 99% @ 350ms and 95% @ 200ms.
-    pub fn defaults() -> Vec<Slo> {
+    pub fn defaults() -> Vec<LatencySlo> {
         vec![
-            Slo {
+            LatencySlo {
                 objective: 99.0,
                 threshold_ms: 350.0,
             },
-            Slo {
+            LatencySlo {
                 objective: 95.0,
                 threshold_ms: 200.0,
             },
@@ -271,7 +272,7 @@ fn percent(part: u64, total: u64) -> f64 {
 }
 
 /// Figures of one load run against `slos`.
-pub fn figures(load: &LoadReport, slos: &[Slo]) -> RunFigures {
+pub fn figures(load: &LoadReport, slos: &[LatencySlo]) -> RunFigures {
     let samples = &load.samples;
     let total = samples.requests();
     let errors = samples.errors();
@@ -375,7 +376,7 @@ pub fn figures(load: &LoadReport, slos: &[Slo]) -> RunFigures {
     }
 }
 
-fn evaluate(slo: &Slo, samples: &Samples) -> SloVerdict {
+fn evaluate(slo: &LatencySlo, samples: &Samples) -> SloVerdict {
     let total = samples.requests();
     let threshold_us = (slo.threshold_ms * 1000.0).round().max(0.0) as u64;
     let good = if samples.success == 0 {
@@ -434,7 +435,7 @@ pub struct ReportInput {
     pub call: CallInfo,
     pub strategy: StrategyInfo,
     pub faults: Vec<FaultInfo>,
-    pub slos: Vec<Slo>,
+    pub slos: Vec<LatencySlo>,
 }
 
 /// Builds the report from the faulted run and, optionally, a baseline run without faults.

@@ -7,7 +7,7 @@ use crate::index_support;
 
 use std::{collections::BTreeSet, path::Path, time::Duration};
 
-use fault::{cli::AgentOptions, index};
+use fault::{index, llm::LlmSettings};
 use index_support::{EmbedConfig, EmbedServer, agent_args, fixture_repo, server_env};
 use serde_json::{Value, json};
 
@@ -46,12 +46,12 @@ async fn index(client: &common::Client, dir: &Path, lang: Value) -> rmcp::model:
     .expect("tool call")
 }
 
-fn options_for(embed: &EmbedServer) -> AgentOptions {
-    AgentOptions {
-        llm_embed_base_url: Some(embed.base_url.parse().unwrap()),
-        llm_embed_model: index_support::embed_model(),
-        llm_embed_model_dim: index_support::DIMENSION as u32,
-        ..AgentOptions::default()
+fn options_for(embed: &EmbedServer) -> LlmSettings {
+    LlmSettings {
+        embed_base_url: Some(embed.base_url.parse().unwrap()),
+        embed_model: index_support::embed_model(),
+        embed_dimension: index_support::DIMENSION as u32,
+        ..LlmSettings::default()
     }
 }
 

@@ -19,7 +19,6 @@ use std::{
 };
 
 use fault::{
-    cli::AgentOptions,
     index::{
         self,
         project::{ProjectRecord, Registry, collection_name},
@@ -28,6 +27,7 @@ use fault::{
             qdrant::QdrantStore,
         },
     },
+    llm::LlmSettings,
 };
 use index_support::{EmbedConfig, EmbedServer, agent_args, fixture_repo, server_env};
 use qdrant_client::{
@@ -246,12 +246,12 @@ async fn store_creates_upserts_searches_moves_and_deletes_on_a_real_qdrant() {
     drop_collection(&url, &name).await;
 }
 
-fn options_for(embed: &EmbedServer) -> AgentOptions {
-    AgentOptions {
-        llm_embed_base_url: Some(embed.base_url.parse().unwrap()),
-        llm_embed_model: index_support::embed_model(),
-        llm_embed_model_dim: index_support::DIMENSION as u32,
-        ..AgentOptions::default()
+fn options_for(embed: &EmbedServer) -> LlmSettings {
+    LlmSettings {
+        embed_base_url: Some(embed.base_url.parse().unwrap()),
+        embed_model: index_support::embed_model(),
+        embed_dimension: index_support::DIMENSION as u32,
+        ..LlmSettings::default()
     }
 }
 

@@ -4,19 +4,16 @@ use crate::llm_fakes;
 
 use std::time::{Duration, Instant};
 
-use fault::{
-    cli::{AgentOptions, LlmClient},
-    llm::{self, LlmError, RetryPolicy},
-};
+use fault::llm::{self, LlmError, LlmSettings, Provider, RetryPolicy};
 use llm_fakes::{FakeServer, Reply};
 
-fn options(client: LlmClient, base: &str, dim: u32) -> AgentOptions {
-    AgentOptions {
-        llm_client: client,
-        llm_embed_model: "embed-small".into(),
-        llm_embed_model_dim: dim,
-        llm_base_url: Some(base.parse().unwrap()),
-        ..AgentOptions::default()
+fn options(provider: Provider, base: &str, dim: u32) -> LlmSettings {
+    LlmSettings {
+        provider,
+        embed_model: "embed-small".into(),
+        embed_dimension: dim,
+        base_url: Some(base.parse().unwrap()),
+        ..LlmSettings::default()
     }
 }
 
@@ -38,7 +35,7 @@ async fn openai_compatible_embeddings_carry_model_and_inputs() {
         Reply::openai_embeddings("embed-small", &[vec![0.1, 0.2, 0.3], vec![0.4, 0.5, 0.6]])
     })
     .await;
-    let opts = options(LlmClient::OpenAi, &format!("{}/v1", server.url()), 3);
+    let opts = options(Provider::OpenAi, &format!("{}/v1", server.url()), 3);
     let embedder = llm::embedder_with_policy(&opts, quick_policy()).unwrap();
     let vectors = embedder.embed(&texts()).await.unwrap();
     assert_eq!(vectors, vec![vec![0.1, 0.2, 0.3], vec![0.4, 0.5, 0.6]]);
@@ -56,7 +53,7 @@ async fn wrong_dimension_names_model_expected_and_received() {
         Reply::openai_embeddings("embed-small", &[vec![0.1; 4], vec![0.1; 4]])
     })
     .await;
-    let opts = options(LlmClient::OpenAi, &format!("{}/v1", server.url()), 3);
+    let opts = options(Provider::OpenAi, &format!("{}/v1", server.url()), 3);
     let embedder = llm::embedder_with_policy(&opts, quick_policy()).unwrap();
     let err = embedder.embed(&texts()).await.unwrap_err();
     assert!(
@@ -87,7 +84,7 @@ async fn rate_limit_then_success_is_retried() {
         }
     })
     .await;
-    let opts = options(LlmClient::OpenAi, &format!("{}/v1", server.url()), 1);
+    let opts = options(Provider::OpenAi, &format!("{}/v1", server.url()), 1);
     let embedder = llm::embedder_with_policy(&opts, quick_policy()).unwrap();
     assert_eq!(embedder.embed(&texts()).await.unwrap().len(), 2);
     assert_eq!(server.requests().len(), 2);
@@ -96,7 +93,7 @@ async fn rate_limit_then_success_is_retried() {
 #[tokio::test]
 async fn server_errors_are_retried_a_bounded_number_of_times() {
     let server = FakeServer::start(|_, _| Reply::text(503, "overloaded")).await;
-    let opts = options(LlmClient::OpenAi, &format!("{}/v1", server.url()), 1);
+    let opts = options(Provider::OpenAi, &format!("{}/v1", server.url()), 1);
     let embedder = llm::embedder_with_policy(&opts, quick_policy()).unwrap();
     let err = embedder.embed(&texts()).await.unwrap_err();
     assert!(err.to_string().contains("503"), "{err}");
@@ -106,7 +103,7 @@ async fn server_errors_are_retried_a_bounded_number_of_times() {
 #[tokio::test]
 async fn missing_embeddings_endpoint_says_where_to_point_embeddings() {
     let server = FakeServer::start(|_, _| Reply::text(404, "Not Found")).await;
-    let opts = options(LlmClient::OpenAi, &format!("{}/v1", server.url()), 3);
+    let opts = options(Provider::OpenAi, &format!("{}/v1", server.url()), 3);
     let embedder = llm::embedder_with_policy(&opts, quick_policy()).unwrap();
     let err = embedder.embed(&texts()).await.unwrap_err();
     let text = err.to_string();
@@ -123,7 +120,7 @@ async fn ollama_embed_carries_model_and_inputs() {
         Reply::ollama_embed("embed-small", &[vec![0.5, 0.5], vec![0.25, 0.75]])
     })
     .await;
-    let opts = options(LlmClient::Ollama, &server.url(), 2);
+    let opts = options(Provider::Ollama, &server.url(), 2);
     let embedder = llm::embedder_with_policy(&opts, quick_policy()).unwrap();
     let vectors = embedder.embed(&texts()).await.unwrap();
     assert_eq!(vectors[1], vec![0.25, 0.75]);
@@ -139,7 +136,7 @@ async fn a_hanging_server_hits_our_timeout() {
         Reply::ollama_embed("embed-small", &[vec![1.0]]).after(Duration::from_secs(30))
     })
     .await;
-    let opts = options(LlmClient::Ollama, &server.url(), 1);
+    let opts = options(Provider::Ollama, &server.url(), 1);
     let policy = RetryPolicy {
         timeout: Duration::from_millis(500),
         ..quick_policy()
@@ -154,7 +151,7 @@ async fn a_hanging_server_hits_our_timeout() {
 #[tokio::test]
 async fn empty_input_sends_nothing() {
     let server = FakeServer::start(|_, _| Reply::text(500, "unexpected")).await;
-    let opts = options(LlmClient::Ollama, &server.url(), 2);
+    let opts = options(Provider::Ollama, &server.url(), 2);
     let embedder = llm::embedder_with_policy(&opts, quick_policy()).unwrap();
     assert!(embedder.embed(&[]).await.unwrap().is_empty());
     assert!(server.requests().is_empty());

@@ -25,10 +25,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use fault::{
-    cli::{AgentOptions, LlmClient},
-    llm,
-};
+use fault::llm::{self, LlmSettings, Provider};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
@@ -371,16 +368,16 @@ async fn embeddings_from_the_local_servers_through_both_apis() {
         return;
     };
     let texts = vec!["def fetch(url): pass".to_owned(), "fn main() {}".to_owned()];
-    for (client, base) in [
-        (LlmClient::OpenAi, stack.embed_base.clone()),
-        (LlmClient::Ollama, stack.ollama_url.clone()),
+    for (provider, base) in [
+        (Provider::OpenAi, stack.embed_base.clone()),
+        (Provider::Ollama, stack.ollama_url.clone()),
     ] {
-        let options = AgentOptions {
-            llm_client: client,
-            llm_embed_model: stack.embed_model.clone(),
-            llm_embed_model_dim: stack.embed_dim,
-            llm_embed_base_url: Some(base.parse().unwrap()),
-            ..AgentOptions::default()
+        let options = LlmSettings {
+            provider,
+            embed_model: stack.embed_model.clone(),
+            embed_dimension: stack.embed_dim,
+            embed_base_url: Some(base.parse().unwrap()),
+            ..LlmSettings::default()
         };
         let policy = llm::RetryPolicy {
             timeout: Duration::from_secs(300),
@@ -393,8 +390,8 @@ async fn embeddings_from_the_local_servers_through_both_apis() {
         assert_ne!(vectors[0], vectors[1]);
 
         // A wrong configured dimension is caught and explained.
-        let wrong = AgentOptions {
-            llm_embed_model_dim: stack.embed_dim + 1,
+        let wrong = LlmSettings {
+            embed_dimension: stack.embed_dim + 1,
             ..options
         };
         let err = llm::embedder_with_policy(&wrong, policy)

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use fault::{
     load::{LoadReport, Outcome, Samples},
-    report::{self, CallInfo, FaultInfo, ReportInput, Slo, Status, StrategyInfo},
+    report::{self, CallInfo, FaultInfo, LatencySlo, ReportInput, Status, StrategyInfo},
 };
 
 fn ms(v: u64) -> Duration {
@@ -43,7 +43,7 @@ fn load(samples: Samples) -> LoadReport {
     }
 }
 
-fn input(slos: Vec<Slo>) -> ReportInput {
+fn input(slos: Vec<LatencySlo>) -> ReportInput {
     ReportInput {
         call: CallInfo {
             url: "http://127.0.0.1:9090/".into(),
@@ -70,7 +70,7 @@ fn input(slos: Vec<Slo>) -> ReportInput {
 
 #[test]
 fn figures_count_every_outcome_and_use_the_true_mean() {
-    let report = report::build(input(Slo::defaults()), &load(samples()), None);
+    let report = report::build(input(LatencySlo::defaults()), &load(samples()), None);
     let run = &report.run;
     assert_eq!(run.requests, 100);
     assert_eq!(run.errors, 5);
@@ -90,15 +90,15 @@ fn figures_count_every_outcome_and_use_the_true_mean() {
 #[test]
 fn only_successes_within_the_threshold_count_towards_an_slo() {
     let slos = vec![
-        Slo {
+        LatencySlo {
             objective: 90.0,
             threshold_ms: 200.0,
         },
-        Slo {
+        LatencySlo {
             objective: 91.0,
             threshold_ms: 200.0,
         },
-        Slo {
+        LatencySlo {
             objective: 95.0,
             threshold_ms: 500.0,
         },
@@ -125,7 +125,11 @@ fn markdown_has_the_guide_layout_and_the_breakdown() {
         }
         load(s)
     };
-    let report = report::build(input(Slo::defaults()), &load(samples()), Some(&baseline));
+    let report = report::build(
+        input(LatencySlo::defaults()),
+        &load(samples()),
+        Some(&baseline),
+    );
     let markdown = report::render(&report);
     for needle in [
         "# Scenarios Report",
@@ -156,7 +160,7 @@ fn markdown_has_the_guide_layout_and_the_breakdown() {
 
 #[test]
 fn an_empty_run_renders_without_panicking() {
-    let report = report::build(input(Slo::defaults()), &load(Samples::new(1)), None);
+    let report = report::build(input(LatencySlo::defaults()), &load(Samples::new(1)), None);
     assert_eq!(report.run.requests, 0);
     assert_eq!(report.status, Status::Failed);
     assert!(report::render(&report).contains("| 0 | 0 (0.0%) |"));

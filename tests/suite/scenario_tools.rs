@@ -707,6 +707,92 @@ async fn bad_inputs_are_tool_errors_naming_the_field() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_required_field_is_named_like_every_other_field_error() {
+    let upstream = scenario_support::upstream().await;
+    let url = upstream.url("/todos/1");
+    let client = common::spawn().await;
+    let cases = [
+        (
+            "fault_run_latency_impact_scenario",
+            json!({"url": url}),
+            "latency: is required: mean latency in milliseconds, e.g. 300",
+        ),
+        (
+            "fault_run_jitter_impact_scenario",
+            json!({"url": url, "amplitude": 10}),
+            "frequency: is required: in Hz, e.g. 5",
+        ),
+        (
+            "fault_run_bandwidth_impact_scenario",
+            json!({"url": url}),
+            "rate: is required: a bandwidth such as 1024 (with unit \"bps\")",
+        ),
+        (
+            "fault_run_blackhole_impact_scenario",
+            json!({}),
+            "url: is required: an absolute http:// or https:// URL",
+        ),
+        (
+            "fault_run_latency_impact_scenario",
+            json!({"url": url, "latency": 10, "slos": [{"objective": 99}]}),
+            "slos[0].threshold_ms: is required: milliseconds such as 350",
+        ),
+    ];
+    for (tool, args, message) in cases {
+        let result = common::call(&client, tool, args.clone())
+            .await
+            .expect("call");
+        assert!(common::is_error(&result), "{args}: expected an error");
+        assert_eq!(common::text(&result), message, "{args}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blank_lists_mean_defaults_and_booleans_ignore_case() {
+    let upstream = scenario_support::upstream().await;
+    let client = common::spawn().await;
+    let (_, report) = scenario(
+        &client,
+        "fault_run_latency_impact_scenario",
+        json!({"url": upstream.url("/todos/1"), "latency": 1, "duration": "1s", "rps": 2,
+               "slos": "", "headers": " ", "baseline": "True", "per_read_write_op": "FALSE"}),
+    )
+    .await;
+    let slos: Vec<(f64, f64)> = report["run"]["slos"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            (
+                v["objective"].as_f64().unwrap(),
+                v["threshold_ms"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(slos, [(99.0, 350.0), (95.0, 200.0)]);
+    assert_eq!(report["call"]["headers"], json!([]));
+    assert_eq!(
+        report["baseline"]["requests"], 2,
+        "baseline \"True\" runs one"
+    );
+    assert_eq!(report["run"]["requests"], 2);
+
+    let refused = common::call(
+        &client,
+        "fault_run_latency_impact_scenario",
+        json!({"url": upstream.url("/todos/1"), "latency": 1, "baseline": "yes"}),
+    )
+    .await
+    .expect("call");
+    assert!(common::is_error(&refused));
+    assert!(
+        common::text(&refused).starts_with("baseline: expected true or false"),
+        "{}",
+        common::text(&refused)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_scenario_at_the_same_time_is_refused_clearly() {
     let upstream = scenario_support::upstream().await;
     let client = Arc::new(common::spawn().await);
