@@ -33,40 +33,10 @@ pub struct FileChanges {
     pub diff: String,
 }
 
-/// Reads a user's file exactly as it is: absolute path, regular file, UTF-8, size-limited.
+/// Reads a user's source file exactly as it is, through the code tools' one reader (regular files of a known
+/// language only, size-limited while reading).
 pub fn read_exact(file: &str) -> Result<(std::path::PathBuf, String), AdviceError> {
-    let path = code::resolve_path(file)?;
-    let metadata = std::fs::metadata(&path).map_err(|source| match source.kind() {
-        std::io::ErrorKind::NotFound => AdviceError::Code(code::CodeError::NotFound(path.clone())),
-        _ => AdviceError::Read {
-            path: path.clone(),
-            source,
-        },
-    })?;
-    if metadata.is_dir() {
-        return Err(code::CodeError::IsDirectory(path).into());
-    }
-    if metadata.len() > code::MAX_SOURCE_BYTES {
-        return Err(code::CodeError::TooLarge {
-            path,
-            size: metadata.len(),
-        }
-        .into());
-    }
-    let bytes = std::fs::read(&path).map_err(|source| AdviceError::Read {
-        path: path.clone(),
-        source,
-    })?;
-    let text = String::from_utf8(bytes).map_err(|e| {
-        let line = 1 + e.as_bytes()[..e.utf8_error().valid_up_to()]
-            .iter()
-            .filter(|b| **b == b'\n')
-            .count();
-        AdviceError::Code(code::CodeError::NotUtf8 {
-            path: path.clone(),
-            line,
-        })
-    })?;
+    let (path, _language, text) = code::read_source_exact(file)?;
     Ok((path, text))
 }
 

@@ -12,8 +12,6 @@ mod score;
 mod slo;
 mod suggest;
 
-use std::path::PathBuf;
-
 use serde_json::Value;
 
 use crate::{
@@ -43,11 +41,6 @@ pub enum AdviceError {
     Code(#[from] CodeError),
     #[error("{0}")]
     Input(String),
-    #[error("cannot read {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
     #[error("internal error: {0}")]
     Internal(String),
 }

@@ -1,7 +1,7 @@
 //! Reading a source file given by a user: path checks, size limit, text checks.
 
 use std::{
-    io::ErrorKind,
+    io::{ErrorKind, Read},
     path::{Path, PathBuf},
 };
 
@@ -13,7 +13,11 @@ pub fn resolve_path(path_or_uri: &str) -> Result<PathBuf, CodeError> {
     if raw.is_empty() {
         return Err(CodeError::EmptyPath);
     }
-    let path = if raw.len() >= 7 && raw[..7].eq_ignore_ascii_case("file://") {
+    // `get` and not `[..7]`: a multi-byte character across byte 7 must not panic.
+    let path = if raw
+        .get(..7)
+        .is_some_and(|p| p.eq_ignore_ascii_case("file://"))
+    {
         let url =
             url::Url::parse(raw).map_err(|e| CodeError::BadUri(raw.to_owned(), e.to_string()))?;
         url.to_file_path().map_err(|()| {
@@ -36,42 +40,63 @@ pub fn read_source(path_or_uri: &str) -> Result<(PathBuf, Language, String), Cod
 
 /// [`read_source`] for a path already at hand; it must be absolute.
 pub fn read_source_file(path: PathBuf) -> Result<(PathBuf, Language, String), CodeError> {
-    if !path.is_absolute() {
-        return Err(CodeError::RelativePath(path.display().to_string()));
-    }
-    let metadata = std::fs::metadata(&path).map_err(|e| io_error(&path, e))?;
-    if metadata.is_dir() {
-        return Err(CodeError::IsDirectory(path));
-    }
-    if !metadata.is_file() {
-        return Err(CodeError::NotAFile(path));
-    }
-    let language = Language::from_path(&path)
-        .ok_or_else(|| CodeError::UnsupportedExtension { path: path.clone() })?;
-    if metadata.len() > MAX_SOURCE_BYTES {
-        return Err(CodeError::TooLarge {
-            path,
-            size: metadata.len(),
-        });
-    }
-    let bytes = std::fs::read(&path).map_err(|e| io_error(&path, e))?;
-    // The file may have grown since the metadata call.
-    if bytes.len() as u64 > MAX_SOURCE_BYTES {
-        return Err(CodeError::TooLarge {
-            size: bytes.len() as u64,
-            path,
-        });
-    }
-    let text = decode(&path, bytes)?;
+    let (language, bytes) = read_checked(&path)?;
+    let text = decode(&path, bytes, true)?;
     Ok((path, language, text))
 }
 
-/// UTF-8 text without NUL bytes, byte-order mark removed.
-fn decode(path: &Path, mut bytes: Vec<u8>) -> Result<String, CodeError> {
+/// [`read_source`] keeping the text byte for byte (a byte-order mark stays), for tools that diff against
+/// the file as it is on disk.
+pub fn read_source_exact(path_or_uri: &str) -> Result<(PathBuf, Language, String), CodeError> {
+    let path = resolve_path(path_or_uri)?;
+    let (language, bytes) = read_checked(&path)?;
+    let text = decode(&path, bytes, false)?;
+    Ok((path, language, text))
+}
+
+/// The one place a user's file is opened: a regular file (devices, FIFOs and sockets are refused from their
+/// metadata, never opened), a language the registry knows, at most [`MAX_SOURCE_BYTES`] enforced while
+/// reading (the file may grow after the metadata call).
+fn read_checked(path: &Path) -> Result<(Language, Vec<u8>), CodeError> {
+    if !path.is_absolute() {
+        return Err(CodeError::RelativePath(path.display().to_string()));
+    }
+    let metadata = std::fs::metadata(path).map_err(|e| io_error(path, e))?;
+    if metadata.is_dir() {
+        return Err(CodeError::IsDirectory(path.to_owned()));
+    }
+    if !metadata.is_file() {
+        return Err(CodeError::NotAFile(path.to_owned()));
+    }
+    let language = Language::from_path(path).ok_or_else(|| CodeError::UnsupportedExtension {
+        path: path.to_owned(),
+    })?;
+    if metadata.len() > MAX_SOURCE_BYTES {
+        return Err(CodeError::TooLarge {
+            path: path.to_owned(),
+            size: metadata.len(),
+        });
+    }
+    let file = std::fs::File::open(path).map_err(|e| io_error(path, e))?;
+    let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0));
+    file.take(MAX_SOURCE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| io_error(path, e))?;
+    if bytes.len() as u64 > MAX_SOURCE_BYTES {
+        return Err(CodeError::TooLarge {
+            size: bytes.len() as u64,
+            path: path.to_owned(),
+        });
+    }
+    Ok((language, bytes))
+}
+
+/// UTF-8 text without NUL bytes, byte-order mark removed when `drop_bom`.
+fn decode(path: &Path, mut bytes: Vec<u8>, drop_bom: bool) -> Result<String, CodeError> {
     if bytes.contains(&0) {
         return Err(CodeError::Binary(path.to_owned()));
     }
-    if bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
+    if drop_bom && bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
         bytes.drain(..3);
     }
     String::from_utf8(bytes).map_err(|e| {
@@ -114,6 +139,11 @@ mod tests {
             Err(CodeError::RelativePath(_))
         ));
         assert!(matches!(resolve_path("  "), Err(CodeError::EmptyPath)));
+        // A multi-byte character across byte 7 is a relative path, not a panic.
+        assert!(matches!(
+            resolve_path("fil\u{e9}:///x.py"),
+            Err(CodeError::RelativePath(_))
+        ));
         assert!(matches!(
             resolve_path("file://remote-host/x.py"),
             Err(CodeError::BadUri(..))
@@ -124,15 +154,19 @@ mod tests {
     fn decoding() {
         let path = Path::new("/x.py");
         assert_eq!(
-            decode(path, b"\xEF\xBB\xBFdef f(): pass".to_vec()).unwrap(),
+            decode(path, b"\xEF\xBB\xBFdef f(): pass".to_vec(), true).unwrap(),
             "def f(): pass"
         );
+        assert_eq!(
+            decode(path, b"\xEF\xBB\xBFx".to_vec(), false).unwrap(),
+            "\u{feff}x"
+        );
         assert!(matches!(
-            decode(path, b"a\0b".to_vec()),
+            decode(path, b"a\0b".to_vec(), true),
             Err(CodeError::Binary(_))
         ));
         assert!(matches!(
-            decode(path, b"a\nb\n\xff".to_vec()),
+            decode(path, b"a\nb\n\xff".to_vec(), true),
             Err(CodeError::NotUtf8 { line: 3, .. })
         ));
     }

@@ -378,6 +378,54 @@ async fn file_changes_for_a_missing_file_say_so() {
     client.cancel().await.unwrap();
 }
 
+#[tokio::test]
+async fn file_changes_refuse_devices_fifos_directories_large_and_non_source_files_at_once() {
+    let server = answering(vec![json!({})]).await;
+    let client = fault_for(&server).await;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe.py");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success(), "mkfifo failed");
+    let large = dir.path().join("large.py");
+    std::fs::write(&large, vec![b'#'; 20 * 1024 * 1024]).unwrap();
+    let secret = dir.path().join("credentials");
+    std::fs::write(&secret, "aws_secret_access_key = x\n").unwrap();
+    let cases = [
+        ("/dev/zero".to_owned(), "not a regular file"),
+        (fifo.display().to_string(), "not a regular file"),
+        (dir.path().display().to_string(), "directory"),
+        (large.display().to_string(), "limit"),
+        (secret.display().to_string(), "unsupported file type"),
+        ("file:///tmp/\u{e9}t\u{e9}/app.py".to_owned(), "not found"),
+    ];
+    for (file, expected) in cases {
+        let started = std::time::Instant::now();
+        let result = common::call(
+            &client,
+            "fault_make_reliability_and_perf_changes",
+            json!({ "file": file }),
+        )
+        .await
+        .unwrap();
+        let elapsed = started.elapsed();
+        assert!(common::is_error(&result), "{file}: {result:?}");
+        let text = common::text(&result).to_lowercase();
+        assert!(
+            text.contains(expected),
+            "{file}: expected '{expected}' in: {text}"
+        );
+        assert!(
+            elapsed < std::time::Duration::from_secs(1),
+            "{file}: {elapsed:?}"
+        );
+    }
+    assert!(
+        server.requests().is_empty(),
+        "nothing was sent to the model"
+    );
+    client.cancel().await.unwrap();
+}
+
 fn analysis(concerns: &[&str]) -> Value {
     let entries: Vec<Value> = concerns
         .iter()
