@@ -532,8 +532,19 @@ impl FaultInput for HttpErrorInput {
 /// `T` read from the tool's arguments; a value of the wrong shape is an error naming its field.
 pub(super) fn read<T: DeserializeOwned>(args: &JsonObject) -> Result<T, InputError> {
     let value = serde_json::Value::Object(args.clone());
-    serde_path_to_error::deserialize(value)
-        .map_err(|e| bad(e.path().to_string(), e.inner().to_string()))
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let message = e.inner().to_string();
+        // serde names a missing field only in its message: name it as the field, like every other error.
+        match message
+            .strip_prefix("missing field `")
+            .and_then(|rest| rest.strip_suffix('`'))
+        {
+            Some(field) if path == "." => bad(field, "is required"),
+            Some(field) => bad(format!("{path}.{field}"), "is required"),
+            None => bad(path, message),
+        }
+    })
 }
 
 /// The scenario of a `F` tool call: the fault's fields first, then where it acts, then the common fields.
