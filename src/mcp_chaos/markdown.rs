@@ -247,17 +247,11 @@ fn write_run(out: &mut String, run: &ChaosFigures) -> std::fmt::Result {
 }
 
 fn write_sparkline(out: &mut String, run: &ChaosFigures) -> std::fmt::Result {
-    let values: Vec<f64> = run
-        .per_second
-        .iter()
-        .flat_map(|s| [s.p50_ms, s.p95_ms])
-        .flatten()
-        .collect();
-    if values.is_empty() {
+    let Some((low, high)) =
+        crate::report::latency_scale(run.per_second.iter().map(|s| (s.p50_ms, s.p95_ms)))
+    else {
         return Ok(());
-    }
-    let low = values.iter().copied().fold(f64::MAX, f64::min);
-    let high = values.iter().copied().fold(f64::MIN, f64::max);
+    };
     let failed: Vec<String> = run
         .per_second
         .iter()

@@ -291,18 +291,27 @@ fn write_run(out: &mut String, run: &RunFigures) -> std::fmt::Result {
     write_sparkline(out, run)
 }
 
-fn write_sparkline(out: &mut String, run: &RunFigures) -> std::fmt::Result {
-    let values: Vec<f64> = run
-        .per_second
-        .iter()
-        .flat_map(|s: &SecondFigures| [s.p50_ms, s.p95_ms])
+/// The shared scale of the per-second p50/p95 sparklines: the lowest and highest value, `None` without any.
+pub(crate) fn latency_scale(
+    seconds: impl Iterator<Item = (Option<f64>, Option<f64>)>,
+) -> Option<(f64, f64)> {
+    seconds
+        .flat_map(|(p50, p95)| [p50, p95])
         .flatten()
-        .collect();
-    if values.is_empty() {
+        .fold(None, |range, v| match range {
+            None => Some((v, v)),
+            Some((low, high)) => Some((f64::min(low, v), f64::max(high, v))),
+        })
+}
+
+fn write_sparkline(out: &mut String, run: &RunFigures) -> std::fmt::Result {
+    let Some((low, high)) = latency_scale(
+        run.per_second
+            .iter()
+            .map(|s: &SecondFigures| (s.p50_ms, s.p95_ms)),
+    ) else {
         return Ok(());
-    }
-    let low = values.iter().copied().fold(f64::MAX, f64::min);
-    let high = values.iter().copied().fold(f64::MIN, f64::max);
+    };
     writeln!(
         out,
         "**Latency per second** (one block per second, shared scale {low:.2}ms ▁ … █ {high:.2}ms):\n"

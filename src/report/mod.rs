@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::load::{LoadReport, Samples};
 
+pub(crate) use markdown::latency_scale;
 pub use markdown::render;
 
 /// A service level objective: `objective`% of requests succeed within `threshold_ms`.
