@@ -485,6 +485,11 @@ where
                         ending = Some((keep, how, fault.spec.kind()));
                         break;
                     }
+                    Verdict::ReplaceAndEnd { bytes, how } => {
+                        replaced = Some(bytes);
+                        ending = Some((usize::MAX, how, fault.spec.kind()));
+                        break;
+                    }
                 }
             }
             swallowing = dropped;

@@ -1,8 +1,9 @@
 //! HTTP error: replaces upstream HTTP/1.1 responses with `status_code` + `error_body`, with `probability`.
 //!
-//! It stands on the response flow and follows the upstream's framing (Content-Length, chunked, or
-//! close-delimited), so the client receives exactly one well-framed response per upstream response and
-//! keep-alive connections stay in sync. A [`RequestTracker`] on the request flow tells it which requests were
+//! It stands on the response flow and follows the upstream's framing through [`crate::http1`]
+//! (Content-Length, chunked, or close-delimited), so the client receives exactly one well-framed response per
+//! upstream response and keep-alive connections stay in sync; a body that cannot be framed (a malformed chunk
+//! size) ends the connection rather than leaving the client out of step. A [`RequestTracker`] on the request flow tells it which requests were
 //! HEAD, whose responses carry no body whatever their headers announce. The probability is drawn here, once per response, because the relay's
 //! per-message draw cannot tell where a response ends; the relay-level probability is therefore left at 1.
 
@@ -13,14 +14,10 @@ use bytes::Bytes;
 use rand::RngExt;
 use rand::rngs::StdRng;
 
-use super::{Chunk, Fault, Injector, Stage, Verdict};
+use super::{Chunk, Ending, Fault, Injector, Stage, Verdict};
+use crate::http1::{self, BodyDecoder, FramingError};
 use crate::proxy::cli::parse_probability;
 use crate::proxy::config::{FaultCommon, ParseError};
-
-/// Largest response head buffered while looking for its end; beyond it the response passes untouched.
-const MAX_HEAD: usize = 64 * 1024;
-/// How every HTTP/1.x response starts; a flow that starts otherwise is passed untouched.
-const HTTP1: &[u8] = b"HTTP/1.";
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct HttpErrorSpec {
@@ -145,24 +142,11 @@ impl HttpErrorFlags {
 enum Phase {
     /// Collecting a response head until the blank line.
     Head(Vec<u8>),
-    /// `remaining` body bytes announced by Content-Length.
-    Length(u64),
-    /// Chunked body.
-    Chunked(ChunkedState),
-    /// Body runs until the upstream closes.
-    UntilClose,
-    /// The head could not be understood: pass everything from here on.
+    Body(BodyDecoder),
+    /// Not HTTP/1.x (a TLS handshake, a head that cannot be parsed, a protocol switch): pass everything.
     Opaque,
-}
-
-#[derive(Debug)]
-enum ChunkedState {
-    /// Reading a chunk-size line.
-    Size(Vec<u8>),
-    /// Inside chunk data, then its CRLF (`remaining` includes the 2 bytes).
-    Data(u64),
-    /// Reading trailer lines after the last chunk; the line so far.
-    Trailer(Vec<u8>),
+    /// A body could not be framed: the connection is being ended.
+    Broken,
 }
 
 /// Whether each request of a connection was HEAD, in order: the request flow appends, the response flow
@@ -228,14 +212,21 @@ impl HttpError {
         bytes
     }
 
-    /// Consumes `input`, appending what the client should receive to `out`.
-    fn process(&mut self, mut input: &[u8], out: &mut Vec<u8>, rng: &mut StdRng) {
+    /// Consumes `input`, appending what the client should receive to `out`. An error means the stream
+    /// can no longer be framed; `out` then holds what the client should still receive before the end.
+    fn process(
+        &mut self,
+        mut input: &[u8],
+        out: &mut Vec<u8>,
+        rng: &mut StdRng,
+    ) -> Result<(), FramingError> {
         while !input.is_empty() {
             match &mut self.phase {
                 Phase::Opaque => {
                     out.extend_from_slice(input);
-                    return;
+                    return Ok(());
                 }
+                Phase::Broken => return Err(FramingError::ChunkSize),
                 Phase::Head(head) => {
                     let p = self.spec.probability;
                     let replacing = *self
@@ -243,92 +234,72 @@ impl HttpError {
                         .get_or_insert_with(|| p >= 1.0 || rng.random::<f64>() < p);
                     let before = head.len();
                     head.extend_from_slice(input);
-                    let seen = head.len().min(HTTP1.len());
-                    if head[..seen] != HTTP1[..seen] {
-                        // Not HTTP/1.x (e.g. a TLS handshake): everything passes untouched.
-                        let head = std::mem::take(head);
-                        out.extend_from_slice(&head);
-                        self.phase = Phase::Opaque;
-                        return;
-                    }
-                    let Some(end) = find_head_end(head) else {
-                        input = &[];
-                        if head.len() > MAX_HEAD {
-                            let head = std::mem::take(head);
-                            out.extend_from_slice(&head);
+                    let parsed = match http1::parse_response_head(head) {
+                        Ok(None) => return Ok(()),
+                        Ok(Some(parsed)) if !parsed.switches_protocol() => parsed,
+                        // Not an HTTP/1.x response we can frame: everything passes untouched.
+                        _ => {
+                            out.append(head);
                             self.phase = Phase::Opaque;
+                            return Ok(());
                         }
-                        continue;
                     };
-                    input = &input[end - before..];
+                    input = &input[parsed.len - before..];
                     let head = std::mem::take(head);
-                    let head = &head[..end];
-                    let mut framing = parse_head(head);
-                    if framing == Some(BodyFraming::Interim) {
+                    let head = &head[..parsed.len];
+                    if parsed.is_interim() {
                         // A 1xx passes through; the draw holds for the final response that follows.
                         out.extend_from_slice(head);
                         self.phase = Phase::Head(Vec::new());
                         continue;
                     }
                     let answers_head = self.requests.next_is_head();
-                    if answers_head && framing.is_some() {
-                        framing = Some(BodyFraming::Length(0));
-                    }
+                    let framing = parsed.body(answers_head);
                     if replacing {
-                        let close = matches!(framing, Some(BodyFraming::UntilClose) | None);
+                        let close = framing == http1::BodyFraming::UntilClose;
                         out.extend_from_slice(&self.synthetic(close, !answers_head));
                     } else {
                         out.extend_from_slice(head);
                     }
-                    self.phase = match framing {
-                        None => Phase::Opaque,
-                        Some(BodyFraming::Interim) | Some(BodyFraming::Length(0)) => {
-                            self.replacing = None;
-                            Phase::Head(Vec::new())
-                        }
-                        Some(BodyFraming::Length(n)) => Phase::Length(n),
-                        Some(BodyFraming::Chunked) => Phase::Chunked(ChunkedState::Size(Vec::new())),
-                        Some(BodyFraming::UntilClose) => Phase::UntilClose,
-                    };
-                }
-                Phase::Length(remaining) => {
-                    let take = (*remaining).min(input.len() as u64) as usize;
-                    if self.replacing != Some(true) {
-                        out.extend_from_slice(&input[..take]);
-                    }
-                    *remaining -= take as u64;
-                    input = &input[take..];
-                    if *remaining == 0 {
-                        self.phase = Phase::Head(Vec::new());
+                    let body = BodyDecoder::new(framing);
+                    if body.is_done() {
                         self.replacing = None;
+                        self.phase = Phase::Head(Vec::new());
+                    } else {
+                        self.phase = Phase::Body(body);
                     }
                 }
-                Phase::UntilClose => {
+                Phase::Body(body) => {
+                    let step = body.step(input);
                     if self.replacing != Some(true) {
-                        out.extend_from_slice(input);
+                        out.extend_from_slice(&input[..step.consumed]);
                     }
-                    return;
-                }
-                Phase::Chunked(state) => {
-                    let (taken, done) = step_chunked(state, input);
-                    if self.replacing != Some(true) {
-                        out.extend_from_slice(&input[..taken]);
+                    if let Some(error) = step.error {
+                        self.phase = Phase::Broken;
+                        return Err(error);
                     }
-                    input = &input[taken..];
-                    if done {
+                    input = &input[step.consumed..];
+                    if step.done {
                         self.phase = Phase::Head(Vec::new());
                         self.replacing = None;
                     }
                 }
             }
         }
+        Ok(())
     }
 }
 
 impl Stage for HttpError {
     fn on_chunk(&mut self, chunk: &Chunk<'_>, rng: &mut StdRng) -> Verdict {
         let mut out = Vec::with_capacity(chunk.bytes.len());
-        self.process(chunk.bytes, &mut out, rng);
+        if let Err(e) = self.process(chunk.bytes, &mut out, rng) {
+            tracing::debug!("http_error: upstream response cannot be framed ({e}); ending the connection");
+            return Verdict::ReplaceAndEnd {
+                bytes: Bytes::from(out),
+                how: Ending::Close,
+            };
+        }
         if out.as_slice() == chunk.bytes {
             Verdict::Pass
         } else if out.is_empty() {
@@ -347,9 +318,8 @@ pub struct RequestTracker {
 
 enum RequestPhase {
     Head(Vec<u8>),
-    Length(u64),
-    Chunked(ChunkedState),
-    /// Not HTTP/1.x as far as can be told: stop watching.
+    Body(BodyDecoder),
+    /// Not HTTP/1.x as far as can be told, or no longer framable: stop watching.
     Opaque,
 }
 
@@ -368,40 +338,29 @@ impl RequestTracker {
                 RequestPhase::Head(head) => {
                     let before = head.len();
                     head.extend_from_slice(input);
-                    let Some(end) = find_head_end(head) else {
-                        if head.len() > MAX_HEAD {
+                    let parsed = match http1::parse_request_head(head) {
+                        Ok(None) => return,
+                        Ok(Some(parsed)) => parsed,
+                        Err(_) => {
                             self.phase = RequestPhase::Opaque;
-                        }
-                        return;
-                    };
-                    input = &input[end - before..];
-                    let head = std::mem::take(head);
-                    self.phase = match parse_request_head(&head[..end]) {
-                        None => RequestPhase::Opaque,
-                        Some((is_head, framing)) => {
-                            self.requests.push(is_head);
-                            match framing {
-                                BodyFraming::Chunked => {
-                                    RequestPhase::Chunked(ChunkedState::Size(Vec::new()))
-                                }
-                                BodyFraming::Length(n) if n > 0 => RequestPhase::Length(n),
-                                _ => RequestPhase::Head(Vec::new()),
-                            }
+                            return;
                         }
                     };
+                    input = &input[parsed.len - before..];
+                    self.requests.push(parsed.is_head);
+                    let body = BodyDecoder::new(parsed.body);
+                    self.phase = if body.is_done() {
+                        RequestPhase::Head(Vec::new())
+                    } else {
+                        RequestPhase::Body(body)
+                    };
                 }
-                RequestPhase::Length(remaining) => {
-                    let take = (*remaining).min(input.len() as u64);
-                    *remaining -= take;
-                    input = &input[take as usize..];
-                    if *remaining == 0 {
-                        self.phase = RequestPhase::Head(Vec::new());
-                    }
-                }
-                RequestPhase::Chunked(state) => {
-                    let (taken, done) = step_chunked(state, input);
-                    input = &input[taken..];
-                    if done {
+                RequestPhase::Body(body) => {
+                    let step = body.step(input);
+                    input = &input[step.consumed..];
+                    if step.error.is_some() {
+                        self.phase = RequestPhase::Opaque;
+                    } else if step.done {
                         self.phase = RequestPhase::Head(Vec::new());
                     }
                 }
@@ -415,133 +374,6 @@ impl Stage for RequestTracker {
         self.observe(chunk.bytes);
         Verdict::Pass
     }
-}
-
-/// Whether a request head is HEAD, and how its body is framed (RFC 9112 §6.3: without
-/// Transfer-Encoding or Content-Length a request has no body); `None` when it is not HTTP/1.x.
-fn parse_request_head(head: &[u8]) -> Option<(bool, BodyFraming)> {
-    let text = std::str::from_utf8(head).ok()?.trim_start_matches("\r\n");
-    let mut lines = text.split("\r\n");
-    let mut parts = lines.next()?.split(' ');
-    let method = parts.next()?;
-    parts.next()?;
-    if !parts.next()?.starts_with("HTTP/1.") {
-        return None;
-    }
-    let mut framing = BodyFraming::Length(0);
-    for line in lines {
-        let Some((name, value)) = line.split_once(':') else {
-            continue;
-        };
-        let (name, value) = (name.trim(), value.trim());
-        if name.eq_ignore_ascii_case("transfer-encoding")
-            && value.to_ascii_lowercase().contains("chunked")
-        {
-            framing = BodyFraming::Chunked;
-        } else if name.eq_ignore_ascii_case("content-length") && framing != BodyFraming::Chunked {
-            framing = BodyFraming::Length(value.parse().ok()?);
-        }
-    }
-    Some((method == "HEAD", framing))
-}
-
-#[derive(Debug, PartialEq)]
-enum BodyFraming {
-    /// 1xx: no body, the final response follows.
-    Interim,
-    Length(u64),
-    Chunked,
-    UntilClose,
-}
-
-fn find_head_end(bytes: &[u8]) -> Option<usize> {
-    bytes
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map(|i| i + 4)
-}
-
-/// The body framing a response head announces (RFC 9112 §6.3); `None` when it is not an HTTP/1.x response.
-fn parse_head(head: &[u8]) -> Option<BodyFraming> {
-    let text = std::str::from_utf8(head).ok()?;
-    let mut lines = text.split("\r\n");
-    let status_line = lines.next()?;
-    let mut parts = status_line.split(' ');
-    if !parts.next()?.starts_with("HTTP/1.") {
-        return None;
-    }
-    let status: u16 = parts.next()?.parse().ok()?;
-    if (100..200).contains(&status) && status != 101 {
-        return Some(BodyFraming::Interim);
-    }
-    if status == 101 {
-        return None;
-    }
-    if status == 204 || status == 304 {
-        return Some(BodyFraming::Length(0));
-    }
-    let mut length = None;
-    for line in lines {
-        let Some((name, value)) = line.split_once(':') else {
-            continue;
-        };
-        let name = name.trim();
-        let value = value.trim();
-        if name.eq_ignore_ascii_case("transfer-encoding")
-            && value.to_ascii_lowercase().contains("chunked")
-        {
-            return Some(BodyFraming::Chunked);
-        }
-        if name.eq_ignore_ascii_case("content-length") {
-            length = Some(value.parse::<u64>().ok()?);
-        }
-    }
-    Some(length.map_or(BodyFraming::UntilClose, BodyFraming::Length))
-}
-
-/// Advances the chunked-body parser over `input`; returns bytes consumed and whether the body ended.
-fn step_chunked(state: &mut ChunkedState, input: &[u8]) -> (usize, bool) {
-    let mut used = 0;
-    while used < input.len() {
-        match state {
-            ChunkedState::Size(line) => {
-                let byte = input[used];
-                used += 1;
-                line.push(byte);
-                if line.ends_with(b"\r\n") {
-                    let text = String::from_utf8_lossy(&line[..line.len() - 2]).into_owned();
-                    let size_text = text.split(';').next().unwrap_or("").trim();
-                    let size = u64::from_str_radix(size_text, 16).unwrap_or(0);
-                    *state = if size == 0 {
-                        ChunkedState::Trailer(Vec::new())
-                    } else {
-                        ChunkedState::Data(size + 2)
-                    };
-                }
-            }
-            ChunkedState::Data(remaining) => {
-                let take = (*remaining).min((input.len() - used) as u64);
-                *remaining -= take;
-                used += take as usize;
-                if *remaining == 0 {
-                    *state = ChunkedState::Size(Vec::new());
-                }
-            }
-            ChunkedState::Trailer(line) => {
-                let byte = input[used];
-                used += 1;
-                line.push(byte);
-                if line.ends_with(b"\r\n") {
-                    if line.len() == 2 {
-                        *state = ChunkedState::Size(Vec::new());
-                        return (used, true);
-                    }
-                    line.clear();
-                }
-            }
-        }
-    }
-    (used, false)
 }
 
 #[cfg(test)]
@@ -558,7 +390,7 @@ mod tests {
         // A TLS ServerHello record header, then more of it.
         for piece in [&[0x16u8, 0x03, 0x03, 0x00, 0x7a][..], b"more bytes", b"HTTP/1.1 200 OK\r\n\r\n"] {
             let mut out = Vec::new();
-            stage.process(piece, &mut out, &mut rng);
+            stage.process(piece, &mut out, &mut rng).unwrap();
             assert_eq!(out, piece);
         }
     }
@@ -567,7 +399,7 @@ mod tests {
         let mut rng = StdRng::seed_from_u64(7);
         let mut out = Vec::new();
         for piece in pieces {
-            stage.process(piece, &mut out, &mut rng);
+            stage.process(piece, &mut out, &mut rng).unwrap();
         }
         out
     }
@@ -680,5 +512,30 @@ mod tests {
         .concat();
         let out = run(&mut stage, &[&with_next]);
         assert!(out.ends_with(REPLACED), "{}", String::from_utf8_lossy(&out));
+    }
+
+    #[test]
+    fn a_malformed_chunk_size_ends_the_connection_after_what_was_framed() {
+        let good = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+        let bad = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n";
+        let upstream = [&good[..], bad].concat();
+        let mut rng = StdRng::seed_from_u64(3);
+        for (probability, kept) in [(0.0, upstream[..upstream.len() - 4].to_vec()), (1.0, [REPLACED, REPLACED].concat())] {
+            let mut stage = HttpError::new(&spec(probability), Arc::default());
+            let chunk = Chunk {
+                bytes: &upstream,
+                flow: crate::proxy::config::Flow::Response,
+                new_message: true,
+                now: tokio::time::Instant::now(),
+            };
+            assert_eq!(
+                stage.on_chunk(&chunk, &mut rng),
+                Verdict::ReplaceAndEnd {
+                    bytes: Bytes::from(kept),
+                    how: Ending::Close
+                },
+                "probability {probability}"
+            );
+        }
     }
 }

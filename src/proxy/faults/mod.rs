@@ -167,6 +167,8 @@ pub enum Verdict {
     Replace(Bytes),
     /// Forward the first `keep` bytes of the chunk, then end the connection (both flows) as `how` says.
     End { keep: usize, how: Ending },
+    /// Forward these bytes instead of the chunk, then end the connection (both flows) as `how` says.
+    ReplaceAndEnd { bytes: Bytes, how: Ending },
 }
 
 /// How a fault ends a connection.

@@ -1,0 +1,683 @@
+//! HTTP/1.x message framing (RFC 9112), without I/O: where a head ends, and where the body after it ends.
+//!
+//! Heads are parsed by `httparse`; bodies by [`BodyDecoder`], fed whatever bytes a read returned. Every
+//! buffer is bounded ([`MAX_HEAD`], [`MAX_LINE`]) and every size is checked: a content-length or chunk size
+//! that does not fit in 64 bits is an error, as is a malformed chunk size, so a reader can drop the
+//! connection instead of losing its place in the stream. The HTTP error fault and the load client both
+//! frame messages through here.
+
+/// Largest head (or trailer section) buffered while looking for its end.
+pub const MAX_HEAD: usize = 64 * 1024;
+/// Largest chunk-size line (with its extensions).
+pub const MAX_LINE: usize = 4 * 1024;
+/// Header lines parsed per head.
+const MAX_HEADERS: usize = 128;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FramingError {
+    #[error("invalid HTTP/1 head: {0}")]
+    Head(#[from] httparse::Error),
+    #[error("head longer than {MAX_HEAD} bytes")]
+    HeadTooLong,
+    #[error("content-length '{0}' is not a number below 2^64")]
+    ContentLength(String),
+    #[error("conflicting content-length headers")]
+    ConflictingLength,
+    #[error("request transfer-encoding '{0}' does not end with chunked")]
+    RequestCoding(String),
+    #[error("invalid chunk size line")]
+    ChunkSize,
+    #[error("chunk data not followed by CRLF")]
+    ChunkEnd,
+    #[error("chunk-size or trailer line longer than {MAX_LINE} bytes")]
+    LineTooLong,
+    #[error("trailers longer than {MAX_HEAD} bytes")]
+    TrailersTooLong,
+    #[error("body size overflows 64 bits")]
+    Overflow,
+}
+
+/// How the end of a message body is found (RFC 9112 §6.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyFraming {
+    /// No body (HEAD answers, 1xx, 204, 304, requests without length).
+    Empty,
+    Length(u64),
+    Chunked,
+    /// The body runs until the sender closes the connection.
+    UntilClose,
+}
+
+/// What the headers say about the body and the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Declared {
+    None,
+    Length(u64),
+    Chunked,
+    /// A transfer coding other than chunked last.
+    OtherCoding,
+}
+
+/// A parsed response head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResponseHead {
+    pub status: u16,
+    /// Bytes the head takes, blank line included.
+    pub len: usize,
+    /// Whether the connection may carry another exchange after this response.
+    pub keep_alive: bool,
+    declared: Declared,
+}
+
+impl ResponseHead {
+    /// 1xx other than 101: the final response follows on the same connection.
+    pub fn is_interim(&self) -> bool {
+        (100..200).contains(&self.status) && self.status != 101
+    }
+
+    /// 101: the connection now speaks another protocol.
+    pub fn switches_protocol(&self) -> bool {
+        self.status == 101
+    }
+
+    /// How this response's body is framed, given whether the request it answers was HEAD.
+    pub fn body(&self, answers_head: bool) -> BodyFraming {
+        if answers_head || (100..200).contains(&self.status) || matches!(self.status, 204 | 304) {
+            return BodyFraming::Empty;
+        }
+        match self.declared {
+            Declared::Chunked => BodyFraming::Chunked,
+            Declared::Length(n) => BodyFraming::Length(n),
+            Declared::None | Declared::OtherCoding => BodyFraming::UntilClose,
+        }
+    }
+}
+
+/// A parsed request head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestHead {
+    pub is_head: bool,
+    /// Bytes the head takes, blank line included.
+    pub len: usize,
+    pub body: BodyFraming,
+}
+
+/// Parses a response head at the start of `buf`; `Ok(None)` while it is incomplete.
+pub fn parse_response_head(buf: &[u8]) -> Result<Option<ResponseHead>, FramingError> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut response = httparse::Response::new(&mut headers);
+    let len = match response.parse(buf)? {
+        httparse::Status::Complete(len) => len,
+        httparse::Status::Partial if buf.len() > MAX_HEAD => return Err(FramingError::HeadTooLong),
+        httparse::Status::Partial => return Ok(None),
+    };
+    // A complete parse always has a status code.
+    let status = response.code.unwrap_or_default();
+    let facts = header_facts(response.headers)?;
+    let keep_alive = facts.keep_alive.unwrap_or(response.version == Some(1)) && status != 101;
+    Ok(Some(ResponseHead {
+        status,
+        len,
+        keep_alive,
+        declared: facts.declared,
+    }))
+}
+
+/// Parses a request head at the start of `buf`; `Ok(None)` while it is incomplete.
+pub fn parse_request_head(buf: &[u8]) -> Result<Option<RequestHead>, FramingError> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut request = httparse::Request::new(&mut headers);
+    let len = match request.parse(buf)? {
+        httparse::Status::Complete(len) => len,
+        httparse::Status::Partial if buf.len() > MAX_HEAD => return Err(FramingError::HeadTooLong),
+        httparse::Status::Partial => return Ok(None),
+    };
+    let is_head = request.method == Some("HEAD");
+    // RFC 9112 §6.3: without Transfer-Encoding or Content-Length a request has no body.
+    let body = match header_facts(request.headers)?.declared {
+        Declared::None => BodyFraming::Empty,
+        Declared::Length(n) => BodyFraming::Length(n),
+        Declared::Chunked => BodyFraming::Chunked,
+        Declared::OtherCoding => {
+            let coding = request
+                .headers
+                .iter()
+                .find(|h| h.name.eq_ignore_ascii_case("transfer-encoding"))
+                .map(|h| String::from_utf8_lossy(h.value).into_owned())
+                .unwrap_or_default();
+            return Err(FramingError::RequestCoding(coding));
+        }
+    };
+    Ok(Some(RequestHead { is_head, len, body }))
+}
+
+struct HeaderFacts {
+    declared: Declared,
+    /// `Some` when a Connection header says close or keep-alive.
+    keep_alive: Option<bool>,
+}
+
+/// Body framing and connection persistence the headers announce; Transfer-Encoding wins over
+/// Content-Length (RFC 9112 §6.3).
+fn header_facts(headers: &[httparse::Header<'_>]) -> Result<HeaderFacts, FramingError> {
+    let mut length: Option<u64> = None;
+    let mut coding: Option<Declared> = None;
+    let mut keep_alive = None;
+    for header in headers {
+        let value = std::str::from_utf8(header.value).unwrap_or("").trim();
+        if header.name.eq_ignore_ascii_case("content-length") {
+            let parsed = parse_length(value)?;
+            if length.is_some_and(|l| l != parsed) {
+                return Err(FramingError::ConflictingLength);
+            }
+            length = Some(parsed);
+        } else if header.name.eq_ignore_ascii_case("transfer-encoding") {
+            let chunked_last = value
+                .rsplit(',')
+                .next()
+                .is_some_and(|last| last.trim().eq_ignore_ascii_case("chunked"));
+            coding = Some(if chunked_last {
+                Declared::Chunked
+            } else {
+                Declared::OtherCoding
+            });
+        } else if header.name.eq_ignore_ascii_case("connection") {
+            for token in value.split(',').map(str::trim) {
+                if token.eq_ignore_ascii_case("close") {
+                    keep_alive = Some(false);
+                } else if token.eq_ignore_ascii_case("keep-alive") && keep_alive.is_none() {
+                    keep_alive = Some(true);
+                }
+            }
+        }
+    }
+    let declared = coding.unwrap_or(length.map_or(Declared::None, Declared::Length));
+    Ok(HeaderFacts {
+        declared,
+        keep_alive,
+    })
+}
+
+/// Digits only (no sign, no spaces inside); a value beyond `u64` is an error, not a wrap.
+fn parse_length(value: &str) -> Result<u64, FramingError> {
+    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(FramingError::ContentLength(value.to_string()));
+    }
+    value
+        .parse()
+        .map_err(|_| FramingError::ContentLength(value.to_string()))
+}
+
+/// How far one call to [`BodyDecoder::step`] got.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    /// Bytes of the input that belong to this body.
+    pub consumed: usize,
+    /// Whether the body ended within them; the bytes after belong to the next message.
+    pub done: bool,
+    /// Why the body cannot be framed past `consumed`: the caller must end the connection.
+    pub error: Option<FramingError>,
+}
+
+/// Finds the end of one message body in the bytes that follow its head, however reads cut them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BodyDecoder {
+    state: State,
+    /// Payload bytes seen so far (chunk framing excluded).
+    payload: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum State {
+    Length(u64),
+    /// Reading a chunk-size line; the part of it seen so far when a read cut it.
+    ChunkSize(Vec<u8>),
+    /// Inside chunk data.
+    ChunkData(u64),
+    /// After chunk data: the CRLF, of which this many bytes were seen.
+    ChunkEnd(u8),
+    /// After the last chunk: trailer lines up to an empty one.
+    Trailers {
+        line: Vec<u8>,
+        total: usize,
+    },
+    UntilClose,
+    Done,
+}
+
+impl BodyDecoder {
+    pub fn new(framing: BodyFraming) -> Self {
+        let state = match framing {
+            BodyFraming::Empty | BodyFraming::Length(0) => State::Done,
+            BodyFraming::Length(n) => State::Length(n),
+            BodyFraming::Chunked => State::ChunkSize(Vec::new()),
+            BodyFraming::UntilClose => State::UntilClose,
+        };
+        Self { state, payload: 0 }
+    }
+
+    /// Payload bytes seen so far.
+    pub fn payload(&self) -> u64 {
+        self.payload
+    }
+
+    /// Whether the body is complete.
+    pub fn is_done(&self) -> bool {
+        self.state == State::Done
+    }
+
+    /// Whether the sender closing the connection now ends the body properly.
+    pub fn ends_at_close(&self) -> bool {
+        matches!(self.state, State::UntilClose | State::Done)
+    }
+
+    /// Consumes the body bytes at the start of `input`, up to the end of the body or to the first byte
+    /// that cannot be framed.
+    pub fn step(&mut self, input: &[u8]) -> Step {
+        let mut used = 0;
+        let error = self.advance(input, &mut used).err();
+        Step {
+            consumed: used,
+            done: self.state == State::Done,
+            error,
+        }
+    }
+
+    fn advance(&mut self, input: &[u8], used: &mut usize) -> Result<(), FramingError> {
+        while *used < input.len() {
+            let rest = &input[*used..];
+            match &mut self.state {
+                State::Done => break,
+                State::UntilClose => {
+                    self.count(rest.len() as u64)?;
+                    *used = input.len();
+                }
+                State::Length(remaining) => {
+                    let take = (*remaining).min(rest.len() as u64);
+                    *remaining -= take;
+                    if *remaining == 0 {
+                        self.state = State::Done;
+                    }
+                    *used += take as usize;
+                    self.count(take)?;
+                }
+                State::ChunkData(remaining) => {
+                    let take = (*remaining).min(rest.len() as u64);
+                    *remaining -= take;
+                    if *remaining == 0 {
+                        self.state = State::ChunkEnd(0);
+                    }
+                    *used += take as usize;
+                    self.count(take)?;
+                }
+                State::ChunkEnd(seen) => {
+                    let expected = if *seen == 0 { b'\r' } else { b'\n' };
+                    if rest[0] != expected {
+                        return Err(FramingError::ChunkEnd);
+                    }
+                    *used += 1;
+                    *seen += 1;
+                    if *seen == 2 {
+                        self.state = State::ChunkSize(Vec::new());
+                    }
+                }
+                State::ChunkSize(line) => {
+                    let Some(newline) = rest.iter().position(|&b| b == b'\n') else {
+                        if line.len() + rest.len() > MAX_LINE {
+                            return Err(FramingError::LineTooLong);
+                        }
+                        line.extend_from_slice(rest);
+                        *used = input.len();
+                        continue;
+                    };
+                    if line.len() + newline + 1 > MAX_LINE {
+                        return Err(FramingError::LineTooLong);
+                    }
+                    let size = if line.is_empty() {
+                        chunk_size(&rest[..=newline])?
+                    } else {
+                        line.extend_from_slice(&rest[..=newline]);
+                        chunk_size(line)?
+                    };
+                    *used += newline + 1;
+                    self.state = if size == 0 {
+                        State::Trailers {
+                            line: Vec::new(),
+                            total: 0,
+                        }
+                    } else {
+                        State::ChunkData(size)
+                    };
+                }
+                State::Trailers { line, total } => {
+                    let newline = rest.iter().position(|&b| b == b'\n');
+                    let piece = newline.map_or(rest.len(), |at| at + 1);
+                    *total += piece;
+                    if *total > MAX_HEAD {
+                        return Err(FramingError::TrailersTooLong);
+                    }
+                    *used += piece;
+                    if newline.is_none() {
+                        // Only the start of the line matters: is it empty (CR LF)?
+                        if line.len() < 2 {
+                            line.extend_from_slice(&rest[..rest.len().min(2 - line.len())]);
+                        }
+                        continue;
+                    }
+                    line.extend_from_slice(&rest[..piece.min(2)]);
+                    if line.starts_with(b"\r\n") || line.starts_with(b"\n") {
+                        self.state = State::Done;
+                    } else {
+                        line.clear();
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn count(&mut self, bytes: u64) -> Result<(), FramingError> {
+        self.payload = self
+            .payload
+            .checked_add(bytes)
+            .ok_or(FramingError::Overflow)?;
+        Ok(())
+    }
+}
+
+/// The size a complete chunk-size line (CRLF included) announces; at least one hex digit is required and
+/// more than 64 bits of size is an error.
+fn chunk_size(line: &[u8]) -> Result<u64, FramingError> {
+    if !line.first().is_some_and(u8::is_ascii_hexdigit) {
+        return Err(FramingError::ChunkSize);
+    }
+    match httparse::parse_chunk_size(line) {
+        Ok(httparse::Status::Complete((used, size))) if used == line.len() => Ok(size),
+        _ => Err(FramingError::ChunkSize),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bytes consumed, whether the body ended, payload bytes.
+    type Decoded = Result<(usize, bool, u64), FramingError>;
+
+    /// Feeds `pieces` to a decoder and returns (bytes consumed, done, payload) or the error.
+    fn decode(framing: BodyFraming, pieces: &[&[u8]]) -> Decoded {
+        let mut decoder = BodyDecoder::new(framing);
+        let mut consumed = 0;
+        for piece in pieces {
+            let step = decoder.step(piece);
+            consumed += step.consumed;
+            if let Some(error) = step.error {
+                return Err(error);
+            }
+            if step.done {
+                return Ok((consumed, true, decoder.payload()));
+            }
+            assert_eq!(
+                step.consumed,
+                piece.len(),
+                "a body that goes on takes every byte"
+            );
+        }
+        Ok((consumed, false, decoder.payload()))
+    }
+
+    const CHUNKED: &[u8] =
+        b"5;ext=1\r\nhello\r\n1A\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\nx-trailer: 1\r\nother: 2\r\n\r\nNEXT";
+
+    #[test]
+    fn a_chunked_body_ends_at_the_same_byte_whatever_the_read_boundaries() {
+        let body_len = CHUNKED.len() - "NEXT".len();
+        assert_eq!(
+            decode(BodyFraming::Chunked, &[CHUNKED]),
+            Ok((body_len, true, 31))
+        );
+        for cut in 0..=CHUNKED.len() {
+            for second in cut..=CHUNKED.len() {
+                let pieces = [&CHUNKED[..cut], &CHUNKED[cut..second], &CHUNKED[second..]];
+                assert_eq!(
+                    decode(BodyFraming::Chunked, &pieces),
+                    Ok((body_len, true, 31)),
+                    "cuts at {cut} and {second}"
+                );
+            }
+        }
+        // Byte by byte.
+        let bytes: Vec<&[u8]> = CHUNKED.iter().map(std::slice::from_ref).collect();
+        assert_eq!(
+            decode(BodyFraming::Chunked, &bytes),
+            Ok((body_len, true, 31))
+        );
+    }
+
+    #[test]
+    fn body_framings_table() {
+        use BodyFraming::*;
+        let cases: &[(BodyFraming, &[u8], Decoded)] = &[
+            (Empty, b"HTTP/1.1 200 OK", Ok((0, true, 0))),
+            (Length(0), b"next", Ok((0, true, 0))),
+            (Length(5), b"helloNEXT", Ok((5, true, 5))),
+            (Length(10), b"hello", Ok((5, false, 5))),
+            (UntilClose, b"anything at all", Ok((15, false, 15))),
+            (Chunked, b"0\r\n\r\nNEXT", Ok((5, true, 0))),
+            (Chunked, b"3\r\nabc\r\n0\r\n\r\n", Ok((13, true, 3))),
+            (
+                Chunked,
+                b"3 ; name=value\r\nabc\r\n0\r\n\r\n",
+                Ok((26, true, 3)),
+            ),
+            (Chunked, b"zz\r\nabc\r\n", Err(FramingError::ChunkSize)),
+            (Chunked, b"\r\nabc\r\n", Err(FramingError::ChunkSize)),
+            (Chunked, b";x\r\n", Err(FramingError::ChunkSize)),
+            (Chunked, b"-1\r\n", Err(FramingError::ChunkSize)),
+            (Chunked, b"3\nabc\r\n", Err(FramingError::ChunkSize)),
+            // 17 hex digits do not fit in 64 bits.
+            (
+                Chunked,
+                b"10000000000000000\r\n",
+                Err(FramingError::ChunkSize),
+            ),
+            (Chunked, b"3\r\nabcX\r\n", Err(FramingError::ChunkEnd)),
+            (Chunked, b"3\r\nabc\rX", Err(FramingError::ChunkEnd)),
+        ];
+        for (framing, input, expected) in cases {
+            assert_eq!(
+                &decode(*framing, &[input]),
+                expected,
+                "{framing:?} {:?}",
+                String::from_utf8_lossy(input)
+            );
+        }
+    }
+
+    #[test]
+    fn the_largest_chunk_size_is_accepted_and_counted_without_overflow() {
+        let mut decoder = BodyDecoder::new(BodyFraming::Chunked);
+        let step = decoder.step(b"ffffffffffffffff\r\nabc");
+        let expected = Step {
+            consumed: 21,
+            done: false,
+            error: None,
+        };
+        assert_eq!(step, expected);
+        assert_eq!(decoder.payload(), 3);
+    }
+
+    #[test]
+    fn lines_and_trailers_are_bounded() {
+        let long_size = [b"1".as_slice(), &[b' '; MAX_LINE]].concat();
+        assert_eq!(
+            decode(BodyFraming::Chunked, &[&long_size]),
+            Err(FramingError::LineTooLong)
+        );
+        let ext = [b"1;".as_slice(), &[b'x'; MAX_LINE]].concat();
+        assert_eq!(
+            decode(BodyFraming::Chunked, &[&ext[..10], &ext[10..]]),
+            Err(FramingError::LineTooLong)
+        );
+        let trailers = [b"0\r\n".as_slice(), &b"t: v\r\n".repeat(MAX_HEAD / 6 + 1)].concat();
+        assert_eq!(
+            decode(BodyFraming::Chunked, &[&trailers]),
+            Err(FramingError::TrailersTooLong)
+        );
+    }
+
+    #[test]
+    fn response_heads_table() {
+        type Expected = Option<(u16, BodyFraming, bool)>;
+        let cases: &[(&[u8], bool, Expected)] = &[
+            (
+                b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n",
+                false,
+                Some((200, BodyFraming::Length(5), true)),
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n",
+                true,
+                Some((200, BodyFraming::Empty, true)),
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\ncontent-length: 5\r\n\r\n",
+                false,
+                Some((200, BodyFraming::Chunked, true)),
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
+                false,
+                Some((200, BodyFraming::UntilClose, true)),
+            ),
+            (
+                b"HTTP/1.0 200 OK\r\n\r\n",
+                false,
+                Some((200, BodyFraming::UntilClose, false)),
+            ),
+            (
+                b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\ncontent-length: 0\r\n\r\n",
+                false,
+                Some((200, BodyFraming::Length(0), true)),
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nConnection: close\r\ncontent-length: 1\r\n\r\n",
+                false,
+                Some((200, BodyFraming::Length(1), false)),
+            ),
+            (
+                b"HTTP/1.1 204 No Content\r\ncontent-length: 9\r\n\r\n",
+                false,
+                Some((204, BodyFraming::Empty, true)),
+            ),
+            (
+                b"HTTP/1.1 304 Not Modified\r\n\r\n",
+                false,
+                Some((304, BodyFraming::Empty, true)),
+            ),
+            (
+                b"HTTP/1.1 100 Continue\r\n\r\n",
+                false,
+                Some((100, BodyFraming::Empty, true)),
+            ),
+            (
+                b"HTTP/1.1 101 Switching Protocols\r\n\r\n",
+                false,
+                Some((101, BodyFraming::Empty, false)),
+            ),
+            (b"HTTP/1.1 200 OK\r\ncontent-", false, None),
+        ];
+        for (input, answers_head, expected) in cases {
+            let head = parse_response_head(input).unwrap();
+            let got = head.map(|h| (h.status, h.body(*answers_head), h.keep_alive));
+            assert_eq!(&got, expected, "{}", String::from_utf8_lossy(input));
+            if let Some(head) = head {
+                assert_eq!(head.len, input.len());
+            }
+        }
+        let head = parse_response_head(b"HTTP/1.1 103 Early Hints\r\n\r\n")
+            .unwrap()
+            .unwrap();
+        assert!(head.is_interim() && !head.switches_protocol());
+    }
+
+    #[test]
+    fn bad_response_heads_are_errors() {
+        let cases: &[(&[u8], FramingError)] = &[
+            (
+                &[0x16, 0x03, 0x03, 0x00, 0x7a],
+                FramingError::Head(httparse::Error::Version),
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\ncontent-length: 18446744073709551616\r\n\r\n",
+                FramingError::ContentLength("18446744073709551616".into()),
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\ncontent-length: +5\r\n\r\n",
+                FramingError::ContentLength("+5".into()),
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\ncontent-length: 6\r\n\r\n",
+                FramingError::ConflictingLength,
+            ),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(parse_response_head(input).as_ref(), Err(expected));
+        }
+        let endless = [
+            b"HTTP/1.1 200 OK\r\n".as_slice(),
+            &b"x-long: y\r\n".repeat(MAX_HEAD / 10),
+        ]
+        .concat();
+        assert!(parse_response_head(&endless).is_err());
+        let endless_line = [b"HTTP/1.1 200 OK\r\nx: ".as_slice(), &[b'y'; MAX_HEAD]].concat();
+        assert_eq!(
+            parse_response_head(&endless_line),
+            Err(FramingError::HeadTooLong)
+        );
+    }
+
+    #[test]
+    fn request_heads_table() {
+        type Expected = Result<Option<(bool, BodyFraming)>, FramingError>;
+        let cases: &[(&[u8], Expected)] = &[
+            (
+                b"GET / HTTP/1.1\r\nhost: x\r\n\r\n",
+                Ok(Some((false, BodyFraming::Empty))),
+            ),
+            (
+                b"HEAD / HTTP/1.1\r\n\r\n",
+                Ok(Some((true, BodyFraming::Empty))),
+            ),
+            (
+                b"POST / HTTP/1.1\r\ncontent-length: 4\r\n\r\n",
+                Ok(Some((false, BodyFraming::Length(4)))),
+            ),
+            (
+                b"PUT / HTTP/1.1\r\ntransfer-encoding: chunked\r\n\r\n",
+                Ok(Some((false, BodyFraming::Chunked))),
+            ),
+            (
+                b"PUT / HTTP/1.1\r\ntransfer-encoding: gzip\r\n\r\n",
+                Err(FramingError::RequestCoding("gzip".into())),
+            ),
+            (
+                b"POST / HTTP/1.1\r\ncontent-length: 99999999999999999999\r\n\r\n",
+                Err(FramingError::ContentLength("99999999999999999999".into())),
+            ),
+            (b"GET / HTTP/1.1\r\nhost", Ok(None)),
+        ];
+        for (input, expected) in cases {
+            let got = parse_request_head(input).map(|h| h.map(|h| (h.is_head, h.body)));
+            assert_eq!(&got, expected, "{}", String::from_utf8_lossy(input));
+        }
+    }
+
+    #[test]
+    fn a_step_reports_what_was_framed_before_an_error() {
+        let mut decoder = BodyDecoder::new(BodyFraming::Chunked);
+        let step = decoder.step(b"5\r\nhello\r\nzz\r\n");
+        assert_eq!(step.consumed, 10);
+        assert_eq!(step.error, Some(FramingError::ChunkSize));
+    }
+}
