@@ -184,6 +184,11 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
+    // Every figure here is a ratio to wrk: without it there is nothing to compare, so say so and fail.
+    if Command::new("wrk").arg("--version").output().is_err() {
+        eprintln!("wrk is not installed: this bench compares against it (apt-get install -y wrk)");
+        std::process::exit(2);
+    }
     let seconds = env_u64("BENCH_SECONDS", 3);
     let connections = env_u64("BENCH_CONNECTIONS", 16);
     let rate = env_u64("BENCH_RATE", 5000);
@@ -201,6 +206,7 @@ fn main() {
         .expect("port");
     let url = format!("http://127.0.0.1:{}/", port.trim());
     eprintln!("target {url}; {seconds}s per run, {connections} connections");
+    let load_average = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
 
     // Maximum rate: short rounds, the order swapped every round; the ratio is the median of per-round ratios.
     let mut wrk_max = Vec::new();
@@ -245,11 +251,19 @@ fn main() {
     let (wrk_max, ours_max) = (median(wrk_max), median(ours_max));
     let (wrk_p50, ours_p50) = (median(wrk_p50), median(ours_p50));
     let planned = accuracy.planned.unwrap_or(0);
+    println!(
+        "Load average at the start: {}\n",
+        load_average
+            .split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    ); // stdout-ok
     println!("| Measure | wrk 4.1 (-t1) | fault load (1 thread) | Ratio |"); // stdout-ok
     println!("|---|---|---|---|"); // stdout-ok
     println!(
         "| Max rate, {connections} connections (median of 7 × {seconds} s; ratio: median per round) | {wrk_max:.0} req/s | {ours_max:.0} req/s | {:.2} |",
-        median(max_ratios)
+        median(max_ratios.clone())
     ); // stdout-ok
     println!(
         "| p50 latency, 1 connection (median of 9 × 2 s) | {:.1} µs | {:.1} µs | {:.2} |",
@@ -264,6 +278,14 @@ fn main() {
         accuracy.errors,
         accuracy.rps,
         accuracy.requests as f64 / planned.max(1) as f64
+    ); // stdout-ok
+    let rate_ratio = median(max_ratios.clone());
+    let p50_ratio = ours_p50 / wrk_p50;
+    let verdict = |ok: bool| if ok { "met" } else { "NOT MET" };
+    println!(
+        "\nTargets: max rate ≥ 0.95× wrk's: {} ({rate_ratio:.2}); p50 within 5% of wrk's: {} ({p50_ratio:.2})",
+        verdict(rate_ratio >= 0.95),
+        verdict((p50_ratio - 1.0).abs() <= 0.05)
     ); // stdout-ok
 
     let scenario_seconds = env_u64("BENCH_SCENARIO_SECONDS", 60);

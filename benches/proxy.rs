@@ -4,11 +4,15 @@
 //! bandwidth accuracy (10 KB/s, 1 MB/s, 100 MB/s) against the kernel's tbf in a network
 //! namespace (netem is tried and its error reported when the kernel lacks it).
 //!
+//! The proxy's CPU per delayed message is measured on `fault run` processes of this build and of the last
+//! commit whose precise delays spun (built on first use under `<target>/spin-baseline/`, then reused).
+//!
 //! `cargo bench --bench proxy` (root needed for the namespace part; `benches/proxy/run.sh`
-//! installs socat and haproxy first). About two minutes. `cargo bench --bench proxy -- delays` runs only
-//! latency accuracy and the proxy's CPU per delayed message.
+//! installs socat and haproxy first). About three minutes, plus the baseline's first build.
+//! `cargo bench --bench proxy -- delays` runs only latency accuracy and the CPU per delayed message.
 
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -459,23 +463,8 @@ async fn measured_rate(addr: SocketAddr, body: usize) -> f64 {
     (body + head) as f64 / t.elapsed().as_secs_f64()
 }
 
-/// CPU time of this process so far (all threads), from `/proc/self/stat` (clock ticks of 10 ms).
-fn process_cpu() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
-    let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: u64 = [11, 12]
-        .iter()
-        .filter_map(|i| fields.get(*i).and_then(|f| f.parse::<u64>().ok()))
-        .sum();
-    Duration::from_millis(ticks * 10)
-}
-
-/// Latency accuracy (1/10/100/300 ms), then the proxy's CPU per delayed message: the same keep-alive
-/// exchanges through a pass-through proxy and through a 2 ms latency, CPU of the whole process (client,
-/// upstream and proxy) compared.
-async fn delays(http: SocketAddr, bulk: SocketAddr) {
+/// Latency accuracy (1/10/100/300 ms) of this build's proxy, in process.
+async fn latency_accuracy(http: SocketAddr, bulk: SocketAddr) {
     println!(
         "\n## Latency accuracy (server ingress, keep-alive, added = median(proxied) − median(direct))\n"
     );
@@ -503,33 +492,260 @@ async fn delays(http: SocketAddr, bulk: SocketAddr) {
             pct(&xs, 0.99) / 1e3 - base
         );
     }
+}
 
-    println!(
-        "\n## CPU per delayed message (2 ms latency, keep-alive, whole process, minus pass-through)\n"
-    );
-    println!("| run | exchanges | CPU pass-through | CPU delayed | CPU per delayed message |");
-    println!("|---|---|---|---|---|");
-    let n = 2000;
-    for round in 1..=2 {
-        let mut cpu = Vec::new();
-        for faults in [
-            vec![],
-            vec![FaultSpec::Latency(LatencySpec {
-                mean: Duration::from_millis(2),
-                ..Default::default()
-            })],
-        ] {
-            let p = start_proxy(http, bulk, faults).await;
-            let before = process_cpu();
-            keepalive_samples(p.local_addrs()[0], n).await;
-            cpu.push(process_cpu().saturating_sub(before));
-            p.stop().await;
+// ---------- CPU per delayed message: this build against the last one whose precise delays spun
+
+/// CPU time of a process: utime + stime from `/proc/PID/stat` (clock ticks of 10 ms), and the sum of its
+/// threads' run time from `/proc/PID/task/*/schedstat` (nanoseconds).
+fn process_cpu(pid: u32) -> (Duration, Duration) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
+    let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = [11, 12]
+        .iter()
+        .filter_map(|i| fields.get(*i).and_then(|f| f.parse::<u64>().ok()))
+        .sum();
+    let mut run_ns = 0u64;
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for task in tasks.flatten() {
+            let schedstat =
+                std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
+            run_ns += schedstat
+                .split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0);
         }
-        let per_message = cpu[1].saturating_sub(cpu[0]).as_secs_f64() * 1e6 / n as f64;
+    }
+    (
+        Duration::from_millis(ticks * 10),
+        Duration::from_nanos(run_ns),
+    )
+}
+
+fn run_text(command: &mut Command) -> Result<String, String> {
+    let output = command.output().map_err(|e| format!("{command:?}: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "{command:?}: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
+}
+
+/// Builds `fault` (release) at the last commit whose precise delays spun (`yield_now` through the last
+/// millisecond): the parent of the commit that removed it. Its sources and target dir live next to this
+/// bench's target dir (`<target>/spin-baseline/`), the target dir seeded from this one's release
+/// dependencies on first use, and are kept for the next run.
+fn spinning_build() -> Result<PathBuf, String> {
+    let repo = env!("CARGO_MANIFEST_DIR");
+    let removed = run_text(Command::new("git").args([
+        "-C",
+        repo,
+        "log",
+        "-n1",
+        "--format=%H",
+        "-S",
+        "yield_now",
+        "--",
+        "src/proxy/precise.rs",
+        "src/proxy/relay.rs",
+    ]))?;
+    if removed.is_empty() {
+        return Err("no commit in this clone's history removed the spin (a shallow clone?)".into());
+    }
+    let rev =
+        run_text(Command::new("git").args(["-C", repo, "rev-parse", &format!("{removed}^")]))?;
+    // This bench runs as <target>/release/deps/proxy-<hash>.
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let target = exe
+        .ancestors()
+        .nth(3)
+        .ok_or("cannot find the target dir from the bench's path")?;
+    let base = target.join("spin-baseline");
+    let src = base.join(format!("src-{rev}"));
+    if !src.join("Cargo.toml").exists() {
+        std::fs::create_dir_all(&src).map_err(|e| format!("{}: {e}", src.display()))?;
+        run_text(Command::new("sh").args([
+            "-c",
+            &format!(
+                "git -C '{repo}' archive {rev} | tar -x -C '{}'",
+                src.display()
+            ),
+        ]))?;
+    }
+    let target_dir = base.join("target");
+    if !target_dir.exists() {
+        std::fs::create_dir_all(&target_dir).map_err(|e| e.to_string())?;
+        // Most dependencies are the same versions: start from this build's.
+        let _ = run_text(
+            Command::new("cp")
+                .arg("-a")
+                .arg(target.join("release"))
+                .arg(&target_dir),
+        );
+    }
+    eprintln!(
+        "building the spinning baseline ({rev}) in {}",
+        target_dir.display()
+    );
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .args([
+            "build",
+            "--release",
+            "--offline",
+            "--bin",
+            "fault",
+            "--manifest-path",
+        ])
+        .arg(src.join("Cargo.toml"))
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .stdout(Stdio::null())
+        .status()
+        .map_err(|e| format!("cargo build of {rev}: {e}"))?;
+    if !status.success() {
+        return Err(format!("cargo build of {rev} failed"));
+    }
+    Ok(target_dir.join("release").join("fault"))
+}
+
+/// A `fault run` process in front of `upstream`, killed on drop.
+struct FaultRun {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Drop for FaultRun {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn fault_run(
+    bin: &Path,
+    upstream: SocketAddr,
+    latency_ms: Option<u64>,
+) -> Result<FaultRun, String> {
+    let port = free_port();
+    let mut command = Command::new(bin);
+    command.args(["run", "--proxy", &format!("{port}={upstream}")]);
+    if let Some(ms) = latency_ms {
+        command.args(["--with-latency", "--latency-mean", &ms.to_string()]);
+    }
+    let child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("{}: {e}", bin.display()))?;
+    let run = FaultRun {
+        child,
+        addr: SocketAddr::from(([127, 0, 0, 1], port)),
+    };
+    if wait_listening(run.addr).await {
+        Ok(run)
+    } else {
+        Err(format!("{} did not listen", bin.display()))
+    }
+}
+
+/// The proxy process's CPU over `n` keep-alive exchanges (one delayed message each: latency acts on the
+/// server-side ingress flow), after 20 to warm up.
+async fn proxy_cpu(
+    bin: &Path,
+    http: SocketAddr,
+    latency_ms: Option<u64>,
+    n: usize,
+) -> Result<(Duration, Duration), String> {
+    let proxy = fault_run(bin, http, latency_ms).await?;
+    let pid = proxy.child.id();
+    let mut client = Client::connect(proxy.addr)
+        .await
+        .map_err(|e| e.to_string())?;
+    for _ in 0..20 {
+        client.get("/").await.map_err(|e| e.to_string())?;
+    }
+    let (ticks, run) = process_cpu(pid);
+    for _ in 0..n {
+        client.get("/").await.map_err(|e| e.to_string())?;
+    }
+    let (ticks_after, run_after) = process_cpu(pid);
+    Ok((
+        ticks_after.saturating_sub(ticks),
+        run_after.saturating_sub(run),
+    ))
+}
+
+/// CPU of the proxy process per delayed message, for this build ("after") and the last build whose precise
+/// delays spun ("before"), in the same run: each build's pass-through cost per exchange is measured too and
+/// subtracted, leaving what the delay itself costs.
+async fn cpu_per_delayed_message(http: SocketAddr) {
+    println!(
+        "\n## Proxy CPU per delayed message, before (spin) and after (timer thread), same run\n"
+    );
+    let after = PathBuf::from(env!("CARGO_BIN_EXE_fault"));
+    let before = match spinning_build() {
+        Ok(path) => path,
+        Err(e) => {
+            println!("BEFORE NOT MEASURED: {e}");
+            return;
+        }
+    };
+    println!(
+        "`fault run` processes, keep-alive exchanges back to back, CPU of the proxy process only: utime+stime \
+         (/proc/PID/stat, 10 ms ticks) and thread run time (/proc/PID/task/*/schedstat, ns); \
+         \"delay\" = delayed minus pass-through, per message\n"
+    );
+    println!(
+        "| round | latency | messages | build | utime+stime per message µs | run time per message µs | delay's run time per message µs |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    let mut ratios: Vec<(u64, f64, f64)> = Vec::new();
+    for round in 1..=2 {
+        for (ms, n) in [(1u64, 2000usize), (10, 500)] {
+            let mut builds = [("before (spin)", &before), ("after (timer thread)", &after)];
+            if round % 2 == 0 {
+                builds.reverse();
+            }
+            let mut per_build = Vec::new();
+            for (label, bin) in builds {
+                let measured = async {
+                    let pass = proxy_cpu(bin, http, None, n).await?;
+                    let delayed = proxy_cpu(bin, http, Some(ms), n).await?;
+                    Ok::<_, String>((pass, delayed))
+                }
+                .await;
+                let ((_, pass_run), (delayed_ticks, delayed_run)) = match measured {
+                    Ok(m) => m,
+                    Err(e) => {
+                        println!("| {round} | {ms} ms | {n} | {label} | failed: {e} | | |");
+                        continue;
+                    }
+                };
+                let per = |d: Duration| d.as_secs_f64() * 1e6 / n as f64;
+                let delay_run = per(delayed_run) - per(pass_run);
+                println!(
+                    "| {round} | {ms} ms | {n} | {label} | {:.1} | {:.1} | {delay_run:.1} |",
+                    per(delayed_ticks),
+                    per(delayed_run)
+                );
+                per_build.push((label, per(delayed_run), delay_run));
+            }
+            let find = |prefix: &str| per_build.iter().find(|(l, ..)| l.starts_with(prefix));
+            if let (Some(b), Some(a)) = (find("before"), find("after")) {
+                ratios.push((ms, b.1 / a.1, b.2 / a.2.max(0.1)));
+            }
+        }
+    }
+    println!();
+    for (ms, total, delay) in ratios {
         println!(
-            "| {round} | {n} | {:.2} s | {:.2} s | {per_message:.1} µs |",
-            cpu[0].as_secs_f64(),
-            cpu[1].as_secs_f64()
+            "- {ms} ms: before / after, run time per delayed message {total:.1}×; the delay's own cost {delay:.1}×"
         );
     }
 }
@@ -620,8 +836,9 @@ async fn run() {
         );
     }
 
-    // 2. Latency accuracy, and the proxy's CPU per delayed message.
-    delays(http, bulk).await;
+    // 2. Latency accuracy, and the proxy's CPU per delayed message before and after the spin was removed.
+    latency_accuracy(http, bulk).await;
+    cpu_per_delayed_message(http).await;
 
     // 3. Bandwidth accuracy (fault), then the kernel reference in a namespace.
     let rates: [(u64, &str); 3] = [
@@ -731,7 +948,8 @@ fn main() {
         // Only latency accuracy and CPU per delayed message.
         rt.block_on(async {
             let (http, bulk) = upstream("127.0.0.1").await;
-            delays(http, bulk).await;
+            latency_accuracy(http, bulk).await;
+            cpu_per_delayed_message(http).await;
         });
         return;
     }

@@ -106,7 +106,12 @@ pub struct RequestHead {
 pub fn parse_response_head(buf: &[u8]) -> Result<Option<ResponseHead>, FramingError> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut response = httparse::Response::new(&mut headers);
-    let len = match response.parse(buf)? {
+    // As lenient as browsers are with what servers send.
+    let len = match httparse::ParserConfig::default()
+        .allow_spaces_after_header_name_in_responses(true)
+        .allow_obsolete_multiline_headers_in_responses(true)
+        .parse_response(&mut response, buf)?
+    {
         httparse::Status::Complete(len) => len,
         httparse::Status::Partial if buf.len() > MAX_HEAD => return Err(FramingError::HeadTooLong),
         httparse::Status::Partial => return Ok(None),
@@ -586,6 +591,11 @@ mod tests {
                 Some((101, BodyFraming::Empty, false)),
             ),
             (b"HTTP/1.1 200 OK\r\ncontent-", false, None),
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length : 3\r\n\r\n",
+                false,
+                Some((200, BodyFraming::Length(3), true)),
+            ),
         ];
         for (input, answers_head, expected) in cases {
             let head = parse_response_head(input).unwrap();
