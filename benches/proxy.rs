@@ -593,7 +593,19 @@ fn spinning_build() -> Result<PathBuf, String> {
         target_dir.display()
     );
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = Command::new(cargo)
+    let mut build = Command::new(cargo);
+    // What `cargo bench` sets for this process (package variables, library path) would make the nested
+    // build see another environment than a plain `cargo build` and rebuild dependencies: drop it.
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy().into_owned();
+        if (name.starts_with("CARGO_") && name != "CARGO_HOME")
+            || name == "LD_LIBRARY_PATH"
+            || name == "OUT_DIR"
+        {
+            build.env_remove(name);
+        }
+    }
+    let status = build
         .args([
             "build",
             "--release",
