@@ -7,13 +7,31 @@ use std::{
 
 use clap::Args;
 
+use super::engine::Observer;
+use super::http::{self, HttpProxyError, HttpProxyOptions};
 use super::plan::{Mode, Plan, PlanError};
-use super::relay::{self, Observer, RelayError, RelayOptions};
+use super::relay::{self, RelayError, RelayOptions};
 use crate::mcp_chaos::session::SessionRecorder;
 
-/// Arguments of `fault mcp-proxy [--plan FILE] [--seed N] [--events FILE] [--report FILE] [--strict] -- COMMAND [ARGS…]`.
+/// Arguments of `fault mcp-proxy [--plan FILE] [--seed N] [--events FILE] [--report FILE] [--strict]
+/// (-- COMMAND [ARGS…] | --upstream URL --listen ADDR)`.
 #[derive(Debug, Args)]
 pub struct McpProxyArgs {
+    /// The real MCP server's Streamable HTTP endpoint (e.g. `http://127.0.0.1:8000/mcp`): the proxy serves
+    /// HTTP on `--listen` and forwards there, instead of running a stdio server command.
+    #[arg(long, value_name = "URL", conflicts_with = "command")]
+    pub upstream: Option<String>,
+
+    /// Where the Streamable HTTP front listens (with `--upstream`); loopback unless told otherwise. Clients
+    /// use the upstream's path on this address; port 0 picks a free port (printed on stderr).
+    #[arg(
+        long,
+        value_name = "ADDR",
+        requires = "upstream",
+        default_value = "127.0.0.1:8808"
+    )]
+    pub listen: std::net::SocketAddr,
+
     /// Fault plan, YAML or JSON (`seed`, `faults: [...]`); the mcp-chaos, mcptest and mcp-chaos-monkey
     /// formats load too. Without a plan every message passes untouched.
     #[arg(long, value_name = "FILE")]
@@ -52,6 +70,8 @@ pub enum McpProxyError {
     Plan(#[from] PlanError),
     #[error(transparent)]
     Relay(#[from] RelayError),
+    #[error(transparent)]
+    Http(#[from] HttpProxyError),
     #[error("cannot write --report {path}: {source}")]
     Report {
         path: String,
@@ -75,7 +95,9 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
         print!("{}", plan.to_yaml()); // stdout-ok: --print-plan's output, not an MCP session
         return Ok(());
     }
-    let command = if args.command.is_empty() {
+    let command = if let Some(upstream) = &args.upstream {
+        vec![upstream.clone()]
+    } else if args.command.is_empty() {
         plan.command.clone()
     } else {
         args.command
@@ -86,6 +108,9 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
         plan.seed,
         command.join(" ")
     );
+    if args.upstream.is_none() {
+        relay::check_stdio_plan(&plan)?;
+    }
     let recorder = args
         .report
         .as_ref()
@@ -95,13 +120,31 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
         _ => None,
     };
     let observer: Option<Observer> = recorder.clone().map(|r| r as Observer);
-    let relay = relay::run(RelayOptions {
-        plan,
-        command,
-        events: args.events,
-        observer,
-    });
-    let relayed = if recorder.is_some() {
+    let http_mode = args.upstream.is_some();
+    let (upstream, listen, events) = (args.upstream.clone(), args.listen, args.events.clone());
+    let relay = async move {
+        match upstream {
+            Some(upstream) => http::run(HttpProxyOptions {
+                plan,
+                upstream,
+                listen,
+                events,
+                observer,
+            })
+            .await
+            .map_err(McpProxyError::from),
+            None => relay::run(RelayOptions {
+                plan,
+                command,
+                events,
+                observer,
+            })
+            .await
+            .map_err(McpProxyError::from),
+        }
+    };
+    // The HTTP front serves until it is told to stop.
+    let relayed = if recorder.is_some() || http_mode {
         // With a report to write, SIGTERM and SIGINT end the session as a closed client would: the relay
         // is dropped (the server, spawned with kill-on-drop, is ended) and the report is written.
         tokio::select! {
@@ -120,8 +163,7 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
             source,
         })?;
     }
-    relayed?;
-    Ok(())
+    relayed
 }
 
 fn write_report(path: &Path, recorder: &Mutex<SessionRecorder>) -> std::io::Result<()> {

@@ -11,12 +11,15 @@
 
 pub mod cli;
 pub mod decide;
+pub mod engine;
 pub mod events;
 pub mod faults;
+pub mod http;
 pub mod jsonrpc;
 pub mod plan;
 pub mod relay;
 pub mod roll;
+pub mod sse;
 pub mod trigger;
 
 pub use cli::{McpProxyArgs, run};
