@@ -363,8 +363,9 @@ impl Exchange {
 
     /// Answers `reply` in the server's place.
     fn reply(&mut self, reply: &Reply) -> Response<ProxyBody> {
+        let line = reply.line(&self.id());
         self.finish(reply_outcome(reply));
-        json_response(reply.line(&self.id()))
+        json_response(line)
     }
 
     async fn run(
