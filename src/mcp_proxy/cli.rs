@@ -22,15 +22,11 @@ pub struct McpProxyArgs {
     #[arg(long, value_name = "URL", conflicts_with = "command")]
     pub upstream: Option<String>,
 
-    /// Where the Streamable HTTP front listens (with `--upstream`); loopback unless told otherwise. Clients
-    /// use the upstream's path on this address; port 0 picks a free port (printed on stderr).
-    #[arg(
-        long,
-        value_name = "ADDR",
-        requires = "upstream",
-        default_value = "127.0.0.1:8808"
-    )]
-    pub listen: std::net::SocketAddr,
+    /// Serve Streamable HTTP here (with `--upstream`): `PORT` (on 127.0.0.1) or `ADDR:PORT`. Clients use the
+    /// upstream's path on this address; port 0 picks a free port (printed on stderr). Without it, the proxy
+    /// speaks stdio to its client and HTTP to the upstream.
+    #[arg(long, value_name = "ADDR", requires = "upstream", value_parser = parse_listen)]
+    pub listen: Option<std::net::SocketAddr>,
 
     /// Fault plan, YAML or JSON (`seed`, `faults: [...]`); the mcp-chaos, mcptest and mcp-chaos-monkey
     /// formats load too. Without a plan every message passes untouched.
@@ -108,7 +104,7 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
         plan.seed,
         command.join(" ")
     );
-    if args.upstream.is_none() {
+    if args.listen.is_none() {
         relay::check_stdio_plan(&plan)?;
     }
     let recorder = args
@@ -120,11 +116,11 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
         _ => None,
     };
     let observer: Option<Observer> = recorder.clone().map(|r| r as Observer);
-    let http_mode = args.upstream.is_some();
+    let http_mode = args.listen.is_some();
     let (upstream, listen, events) = (args.upstream.clone(), args.listen, args.events.clone());
     let relay = async move {
-        match upstream {
-            Some(upstream) => http::run(HttpProxyOptions {
+        match (upstream, listen) {
+            (Some(upstream), Some(listen)) => http::run(HttpProxyOptions {
                 plan,
                 upstream,
                 listen,
@@ -133,9 +129,14 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
             })
             .await
             .map_err(McpProxyError::from),
-            None => relay::run(RelayOptions {
+            (upstream, _) => relay::run(RelayOptions {
                 plan,
-                command,
+                command: if upstream.is_some() {
+                    Vec::new()
+                } else {
+                    command
+                },
+                http_upstream: upstream.map(|url| http::parse_upstream(&url)).transpose()?,
                 events,
                 observer,
             })
@@ -164,6 +165,16 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
         })?;
     }
     relayed
+}
+
+/// `PORT` (loopback) or `ADDR:PORT`.
+fn parse_listen(value: &str) -> Result<std::net::SocketAddr, String> {
+    if let Ok(port) = value.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    value
+        .parse()
+        .map_err(|_| format!("`{value}` is neither a port nor an ADDR:PORT (e.g. 127.0.0.1:8808)"))
 }
 
 fn write_report(path: &Path, recorder: &Mutex<SessionRecorder>) -> std::io::Result<()> {

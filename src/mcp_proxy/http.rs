@@ -89,21 +89,26 @@ struct Proxy {
     engine: Mutex<Engine>,
 }
 
-/// Runs the proxy until the task is dropped.
-pub async fn run(options: HttpProxyOptions) -> Result<(), HttpProxyError> {
-    let upstream_error = |reason: &str| HttpProxyError::Upstream {
-        url: options.upstream.clone(),
-        reason: reason.to_owned(),
+/// `--upstream URL`: an `http://` URL with a host.
+pub fn parse_upstream(url: &str) -> Result<Uri, HttpProxyError> {
+    let error = |reason: String| HttpProxyError::Upstream {
+        url: url.to_owned(),
+        reason,
     };
-    let upstream: Uri = options
-        .upstream
+    let upstream: Uri = url
         .parse()
-        .map_err(|e: http::uri::InvalidUri| upstream_error(&e.to_string()))?;
+        .map_err(|e: http::uri::InvalidUri| error(e.to_string()))?;
     if upstream.scheme_str() != Some("http") || upstream.authority().is_none() {
-        return Err(upstream_error(
-            "must be an http:// URL with a host (for https, put a TLS-terminating proxy in between)",
+        return Err(error(
+            "must be an http:// URL with a host (for https, put a TLS-terminating proxy in between)".into(),
         ));
     }
+    Ok(upstream)
+}
+
+/// Runs the proxy until the task is dropped.
+pub async fn run(options: HttpProxyOptions) -> Result<(), HttpProxyError> {
+    let upstream = parse_upstream(&options.upstream)?;
     let decider = Decider::new(&options.plan).map_err(HttpProxyError::Plan)?;
     let events = match &options.events {
         Some(path) => Some(

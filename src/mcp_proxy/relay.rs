@@ -45,7 +45,9 @@ const REINIT_ID: &str = "fault-mcp-proxy-reinit";
 
 #[derive(Debug, thiserror::Error)]
 pub enum RelayError {
-    #[error("no server command: give it after `--` (e.g. `fault mcp-proxy -- python server.py`)")]
+    #[error(
+        "no server: give its command after `--` (e.g. `fault mcp-proxy -- python server.py`) or its URL with --upstream"
+    )]
     NoCommand,
     #[error("cannot start the server `{command}`: {source}")]
     Spawn {
@@ -64,6 +66,8 @@ pub enum RelayError {
 pub struct RelayOptions {
     pub plan: Plan,
     pub command: Vec<String>,
+    /// The server's Streamable HTTP endpoint, instead of a command (see [`super::bridge`]).
+    pub http_upstream: Option<http::Uri>,
     pub events: Option<std::path::PathBuf>,
     /// Sees every line sent to the client and every finished call (the `--report` recorder).
     pub observer: Option<Observer>,
@@ -144,14 +148,24 @@ enum Exit {
     Stop,
 }
 
+/// The real server: a child process, or the bridge to an HTTP endpoint.
+enum ServerSide {
+    Child(Child),
+    Bridge {
+        task: tokio::task::JoinHandle<()>,
+        reader: tokio::task::JoinHandle<()>,
+    },
+}
+
 struct Core {
     command: Vec<String>,
+    http_upstream: Option<http::Uri>,
     mode: Mode,
     decider: Decider,
     recorder: Recorder,
     pending: InFlight<Pending>,
     swallow: VecDeque<String>,
-    child: Option<Child>,
+    child: Option<ServerSide>,
     generation: u64,
     upstream: UpstreamState,
     to_server: Option<mpsc::UnboundedSender<Vec<u8>>>,
@@ -167,7 +181,7 @@ struct Core {
 
 /// Runs the relay until either side closes. Returns once the child has been ended.
 pub async fn run(options: RelayOptions) -> Result<(), RelayError> {
-    if options.command.is_empty() {
+    if options.command.is_empty() && options.http_upstream.is_none() {
         return Err(RelayError::NoCommand);
     }
     check_stdio_plan(&options.plan)?;
@@ -187,6 +201,7 @@ pub async fn run(options: RelayOptions) -> Result<(), RelayError> {
     let transparent = decider.is_empty() && events.is_none() && options.observer.is_none();
     let mut core = Core {
         command: options.command,
+        http_upstream: options.http_upstream,
         mode: options.plan.mode,
         decider,
         recorder: Recorder::new(events, options.observer),
@@ -293,6 +308,10 @@ fn spawn_client_writer(mut lines: mpsc::UnboundedReceiver<Vec<u8>>) -> std::thre
 
 impl Core {
     fn start_child(&mut self) -> Result<(), RelayError> {
+        if let Some(url) = self.http_upstream.clone() {
+            self.start_bridge(url);
+            return Ok(());
+        }
         let mut command = Command::new(&self.command[0]);
         command
             .args(&self.command[1..])
@@ -339,28 +358,65 @@ impl Core {
             });
             self.to_server = Some(tx);
         }
-        self.child = Some(child);
+        self.child = Some(ServerSide::Child(child));
         Ok(())
+    }
+
+    fn start_bridge(&mut self, url: http::Uri) {
+        self.generation += 1;
+        let generation = self.generation;
+        let (to_server, mut lines, task) = super::bridge::spawn(url);
+        let core_tx = self.core_tx.clone();
+        let reader = tokio::spawn(async move {
+            while let Some(line) = lines.recv().await {
+                if core_tx
+                    .send(CoreMsg::Server { generation, line })
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
+            let _ = core_tx.send(CoreMsg::ServerEof { generation }).await;
+        });
+        self.to_server = Some(to_server);
+        self.child = Some(ServerSide::Bridge { task, reader });
     }
 
     async fn kill_child(&mut self) {
         self.to_server = None;
-        if let Some(mut child) = self.child.take() {
-            // By its pid, never by name.
-            let _ = child.start_kill();
-            let _ = child.wait().await;
+        match self.child.take() {
+            Some(ServerSide::Child(mut child)) => {
+                // By its pid, never by name.
+                let _ = child.start_kill();
+                let _ = child.wait().await;
+            }
+            Some(ServerSide::Bridge { task, reader }) => {
+                task.abort();
+                reader.abort();
+            }
+            None => {}
         }
     }
 
     async fn shutdown(&mut self) {
         self.to_server = None;
-        if let Some(child) = self.child.as_mut() {
-            let exited = tokio::time::timeout(EXIT_GRACE, child.wait()).await;
-            if exited.is_err() {
-                self.kill_child().await;
+        let exited = match self.child.as_mut() {
+            Some(ServerSide::Child(child)) => {
+                tokio::time::timeout(EXIT_GRACE, child.wait()).await.is_ok()
             }
+            // The bridge ends the session (DELETE) once its input is closed.
+            Some(ServerSide::Bridge { task, .. }) => {
+                tokio::time::timeout(EXIT_GRACE, task).await.is_ok()
+            }
+            None => true,
+        };
+        if !exited {
+            self.kill_child().await;
         }
-        self.child = None;
+        if let Some(ServerSide::Bridge { reader, .. }) = self.child.take() {
+            reader.abort();
+        }
         for (_, mut p) in self.pending.drain() {
             if let Some(wait) = p.wait.take() {
                 wait.token.cancel();
