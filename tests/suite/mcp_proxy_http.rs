@@ -445,3 +445,66 @@ async fn http_only_faults_are_a_plan_error_in_stdio_mode() {
         "{stderr}"
     );
 }
+
+/// `--upstream URL` without `--listen`: the Python SDK's stdio client talks to the proxy, the proxy to the
+/// FastMCP server over Streamable HTTP; the stdio faults act per call, progress passes in order.
+#[tokio::test]
+async fn the_stdio_front_bridges_to_an_http_upstream() {
+    let test = "the_stdio_front_bridges_to_an_http_upstream";
+    let Some(python) = python(test) else { return };
+    let upstream = fastmcp_upstream(&python).await;
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.yaml");
+    std::fs::write(
+        &plan,
+        "faults:
+  - type: latency
+    tools: [echo]
+    ms: 300
+    on_call: 2
+  - type: rate_limit
+    tools: [echo]
+    retry_after_seconds: 3
+    on_call: 3
+",
+    )
+    .unwrap();
+    let events = dir.path().join("events.jsonl");
+    let script = json!({
+        "server": crate::python_client::fault_server(&[
+            "mcp-proxy", "--upstream", &upstream.url, "--plan", plan.to_str().unwrap(),
+            "--events", events.to_str().unwrap(),
+        ]),
+        "calls": [
+            {"tool": "echo", "arguments": {"text": "a"}},
+            {"tool": "echo", "arguments": {"text": "b"}},
+            {"tool": "echo", "arguments": {"text": "c"}},
+            {"tool": "count", "arguments": {"steps": 4}, "progress": true},
+        ]
+    });
+    let sandbox = common::Sandbox::new("python stdio client → fault mcp-proxy --upstream");
+    let run = crate::python_client::run_script_in(Path::new(&python), &script, &sandbox).await;
+    let calls = &run.calls;
+    assert_eq!(run.server_info["name"], "upstream");
+    assert_eq!(calls[0].text(), Some("a"));
+    assert_eq!(calls[1].text(), Some("b"));
+    assert!(calls[1].wall_ms >= 300.0, "{}", calls[1].wall_ms);
+    let error = calls[2].error.as_ref().expect("a JSON-RPC error");
+    assert_eq!(
+        (error.code, error.message.as_str()),
+        (-32000, "Rate limit exceeded, retry after 3s")
+    );
+    assert_eq!(calls[3].text(), Some("counted 4"));
+    let steps: Vec<f64> = calls[3]
+        .progress
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|p| p["progress"].as_f64().unwrap())
+        .collect();
+    assert_eq!(steps, [1.0, 2.0, 3.0, 4.0]);
+    let logged = wait_events(&events, 4).await;
+    let held =
+        logged[1]["latency_ms"].as_f64().unwrap() - logged[1]["upstream_ms"].as_f64().unwrap();
+    assert!(held >= 300.0, "{}", logged[1]);
+}
