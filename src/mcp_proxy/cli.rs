@@ -225,3 +225,25 @@ fn report_on_signal(
         }
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_takes_a_port_on_loopback_or_an_address() {
+        assert_eq!(
+            parse_listen("8808").unwrap(),
+            "127.0.0.1:8808".parse().unwrap()
+        );
+        assert_eq!(
+            parse_listen("0.0.0.0:9000").unwrap(),
+            "0.0.0.0:9000".parse().unwrap()
+        );
+        let error = parse_listen("localhost").unwrap_err();
+        assert!(
+            error.contains("`localhost` is neither a port nor an ADDR:PORT"),
+            "{error}"
+        );
+    }
+}
