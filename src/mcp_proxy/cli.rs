@@ -7,13 +7,27 @@ use std::{
 
 use clap::Args;
 
+use super::engine::Observer;
+use super::http::{self, HttpProxyError, HttpProxyOptions};
 use super::plan::{Mode, Plan, PlanError};
-use super::relay::{self, Observer, RelayError, RelayOptions};
+use super::relay::{self, RelayError, RelayOptions};
 use crate::mcp_chaos::session::SessionRecorder;
 
-/// Arguments of `fault mcp-proxy [--plan FILE] [--seed N] [--events FILE] [--report FILE] [--strict] -- COMMAND [ARGS…]`.
+/// Arguments of `fault mcp-proxy [--plan FILE] [--seed N] [--events FILE] [--report FILE] [--strict]
+/// (-- COMMAND [ARGS…] | --upstream URL --listen ADDR)`.
 #[derive(Debug, Args)]
 pub struct McpProxyArgs {
+    /// The real MCP server's Streamable HTTP endpoint (e.g. `http://127.0.0.1:8000/mcp`): the proxy serves
+    /// HTTP on `--listen` and forwards there, instead of running a stdio server command.
+    #[arg(long, value_name = "URL", conflicts_with = "command")]
+    pub upstream: Option<String>,
+
+    /// Serve Streamable HTTP here (with `--upstream`): `PORT` (on 127.0.0.1) or `ADDR:PORT`. Clients use the
+    /// upstream's path on this address; port 0 picks a free port (printed on stderr). Without it, the proxy
+    /// speaks stdio to its client and HTTP to the upstream.
+    #[arg(long, value_name = "ADDR", requires = "upstream", value_parser = parse_listen)]
+    pub listen: Option<std::net::SocketAddr>,
+
     /// Fault plan, YAML or JSON (`seed`, `faults: [...]`); the mcp-chaos, mcptest and mcp-chaos-monkey
     /// formats load too. Without a plan every message passes untouched.
     #[arg(long, value_name = "FILE")]
@@ -52,6 +66,8 @@ pub enum McpProxyError {
     Plan(#[from] PlanError),
     #[error(transparent)]
     Relay(#[from] RelayError),
+    #[error(transparent)]
+    Http(#[from] HttpProxyError),
     #[error("cannot write --report {path}: {source}")]
     Report {
         path: String,
@@ -75,7 +91,9 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
         print!("{}", plan.to_yaml()); // stdout-ok: --print-plan's output, not an MCP session
         return Ok(());
     }
-    let command = if args.command.is_empty() {
+    let command = if let Some(upstream) = &args.upstream {
+        vec![upstream.clone()]
+    } else if args.command.is_empty() {
         plan.command.clone()
     } else {
         args.command
@@ -86,6 +104,9 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
         plan.seed,
         command.join(" ")
     );
+    if args.listen.is_none() {
+        relay::check_stdio_plan(&plan)?;
+    }
     let recorder = args
         .report
         .as_ref()
@@ -95,13 +116,36 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
         _ => None,
     };
     let observer: Option<Observer> = recorder.clone().map(|r| r as Observer);
-    let relay = relay::run(RelayOptions {
-        plan,
-        command,
-        events: args.events,
-        observer,
-    });
-    let relayed = if recorder.is_some() {
+    let http_mode = args.listen.is_some();
+    let (upstream, listen, events) = (args.upstream.clone(), args.listen, args.events.clone());
+    let relay = async move {
+        match (upstream, listen) {
+            (Some(upstream), Some(listen)) => http::run(HttpProxyOptions {
+                plan,
+                upstream,
+                listen,
+                events,
+                observer,
+            })
+            .await
+            .map_err(McpProxyError::from),
+            (upstream, _) => relay::run(RelayOptions {
+                plan,
+                command: if upstream.is_some() {
+                    Vec::new()
+                } else {
+                    command
+                },
+                http_upstream: upstream.map(|url| http::parse_upstream(&url)).transpose()?,
+                events,
+                observer,
+            })
+            .await
+            .map_err(McpProxyError::from),
+        }
+    };
+    // The HTTP front serves until it is told to stop.
+    let relayed = if recorder.is_some() || http_mode {
         // With a report to write, SIGTERM and SIGINT end the session as a closed client would: the relay
         // is dropped (the server, spawned with kill-on-drop, is ended) and the report is written.
         tokio::select! {
@@ -120,8 +164,17 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
             source,
         })?;
     }
-    relayed?;
-    Ok(())
+    relayed
+}
+
+/// `PORT` (loopback) or `ADDR:PORT`.
+fn parse_listen(value: &str) -> Result<std::net::SocketAddr, String> {
+    if let Ok(port) = value.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    value
+        .parse()
+        .map_err(|_| format!("`{value}` is neither a port nor an ADDR:PORT (e.g. 127.0.0.1:8808)"))
 }
 
 fn write_report(path: &Path, recorder: &Mutex<SessionRecorder>) -> std::io::Result<()> {
@@ -171,4 +224,26 @@ fn report_on_signal(
             }
         }
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_takes_a_port_on_loopback_or_an_address() {
+        assert_eq!(
+            parse_listen("8808").unwrap(),
+            "127.0.0.1:8808".parse().unwrap()
+        );
+        assert_eq!(
+            parse_listen("0.0.0.0:9000").unwrap(),
+            "0.0.0.0:9000".parse().unwrap()
+        );
+        let error = parse_listen("localhost").unwrap_err();
+        assert!(
+            error.contains("`localhost` is neither a port nor an ADDR:PORT"),
+            "{error}"
+        );
+    }
 }

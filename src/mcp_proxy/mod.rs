@@ -4,19 +4,26 @@
 //! drift, truncation, registry drift. Decisions are seeded per (fault, tool, call ordinal), the client's
 //! cancellations end injected waits, and every call can be recorded as a JSON line.
 //!
-//! - [`relay`]: the stdio pump and the table of calls in flight;
+//! - [`relay`]: the stdio pump and the table of calls in flight; [`bridge`]: its server when that is a
+//!   Streamable HTTP endpoint;
+//! - [`http`], [`sse`]: the Streamable HTTP front (`--upstream URL --listen ADDR`);
+//! - [`engine`]: what both fronts share per call (decision, composed faults, rewrite, event);
 //! - [`plan`], [`trigger`]: the plan file (and the peer tools' formats) and when a fault applies;
 //! - [`faults`]: one file per fault, registered in one list;
 //! - [`decide`], [`roll`]: deterministic decisions; [`events`]: the events file.
 
+pub mod bridge;
 pub mod cli;
 pub mod decide;
+pub mod engine;
 pub mod events;
 pub mod faults;
+pub mod http;
 pub mod jsonrpc;
 pub mod plan;
 pub mod relay;
 pub mod roll;
+pub mod sse;
 pub mod trigger;
 
 pub use cli::{McpProxyArgs, run};

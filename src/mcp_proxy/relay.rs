@@ -19,12 +19,15 @@ use tokio::{
 };
 use tokio_util::sync::CancellationToken;
 
-use super::decide::{Decider, Decision};
-use super::events::{CallEvent, CallObserver, CancelRecord, EventLog, FiredFault};
-use super::faults::{Action, CallContext, DropTool, Fault, FaultSpec, OnCap};
+use super::decide::Decider;
+pub use super::engine::Observer;
+use super::engine::{
+    Call, Composed, Ending, Recorder, connection_closed, reply_outcome, request_timed_out,
+};
+use super::events::{CancelRecord, EventLog};
+use super::faults::{Action, Fault, OnCap};
 use super::jsonrpc::{Envelope, Outcome, Reply, id_key};
 use super::plan::{Mode, Plan};
-use super::roll::fnv_hex;
 
 /// Calls remembered at most; beyond it the oldest is forgotten (and logged as `pending`).
 const MAX_PENDING: usize = 65_536;
@@ -42,7 +45,9 @@ const REINIT_ID: &str = "fault-mcp-proxy-reinit";
 
 #[derive(Debug, thiserror::Error)]
 pub enum RelayError {
-    #[error("no server command: give it after `--` (e.g. `fault mcp-proxy -- python server.py`)")]
+    #[error(
+        "no server: give its command after `--` (e.g. `fault mcp-proxy -- python server.py`) or its URL with --upstream"
+    )]
     NoCommand,
     #[error("cannot start the server `{command}`: {source}")]
     Spawn {
@@ -61,13 +66,12 @@ pub enum RelayError {
 pub struct RelayOptions {
     pub plan: Plan,
     pub command: Vec<String>,
+    /// The server's Streamable HTTP endpoint, instead of a command (see [`super::bridge`]).
+    pub http_upstream: Option<http::Uri>,
     pub events: Option<std::path::PathBuf>,
     /// Sees every line sent to the client and every finished call (the `--report` recorder).
     pub observer: Option<Observer>,
 }
-
-/// A shared [`CallObserver`]: the relay feeds it, its owner reads it.
-pub type Observer = std::sync::Arc<std::sync::Mutex<dyn CallObserver>>;
 
 enum CoreMsg {
     Client(Vec<u8>),
@@ -114,43 +118,8 @@ enum ResponsePlan {
     FilterList,
 }
 
-/// A call's applied faults as one plan: the delays add up, the rewrites chain, and `terminal` (a reply, a
-/// hang, a dropped connection) settles the call.
-#[derive(Debug, Clone, Default)]
-struct Composed {
-    request_delay: Duration,
-    response_delay: Duration,
-    rewrites: Vec<usize>,
-    terminal: Option<Action>,
-}
-
-fn compose(decider: &Decider, p: &Pending) -> Composed {
-    let mut composed = Composed::default();
-    for &index in &p.decision.applied {
-        let Some(fault) = decider.fault(index) else {
-            continue;
-        };
-        match fault.spec.action(&call_context(decider, p, index)) {
-            Action::DelayRequest(d) => composed.request_delay += d,
-            Action::DelayResponse(d) => composed.response_delay += d,
-            Action::Rewrite => composed.rewrites.push(index),
-            terminal => {
-                composed.terminal = Some(terminal);
-                break;
-            }
-        }
-    }
-    composed
-}
-
 struct Pending {
-    id: Value,
-    method: String,
-    tool: String,
-    args_hash: Option<String>,
-    time: String,
-    started: Instant,
-    decision: Decision,
+    call: Call,
     plan: ResponsePlan,
     wait: Option<Wait>,
     held: Option<Vec<u8>>,
@@ -179,15 +148,24 @@ enum Exit {
     Stop,
 }
 
+/// The real server: a child process, or the bridge to an HTTP endpoint.
+enum ServerSide {
+    Child(Child),
+    Bridge {
+        task: tokio::task::JoinHandle<()>,
+        reader: tokio::task::JoinHandle<()>,
+    },
+}
+
 struct Core {
     command: Vec<String>,
+    http_upstream: Option<http::Uri>,
     mode: Mode,
     decider: Decider,
-    events: Option<EventLog>,
-    observer: Option<Observer>,
+    recorder: Recorder,
     pending: InFlight<Pending>,
     swallow: VecDeque<String>,
-    child: Option<Child>,
+    child: Option<ServerSide>,
     generation: u64,
     upstream: UpstreamState,
     to_server: Option<mpsc::UnboundedSender<Vec<u8>>>,
@@ -203,9 +181,10 @@ struct Core {
 
 /// Runs the relay until either side closes. Returns once the child has been ended.
 pub async fn run(options: RelayOptions) -> Result<(), RelayError> {
-    if options.command.is_empty() {
+    if options.command.is_empty() && options.http_upstream.is_none() {
         return Err(RelayError::NoCommand);
     }
+    check_stdio_plan(&options.plan)?;
     let decider = Decider::new(&options.plan).map_err(RelayError::Plan)?;
     let events = match &options.events {
         Some(path) => Some(EventLog::create(path).map_err(|source| RelayError::Events {
@@ -222,10 +201,10 @@ pub async fn run(options: RelayOptions) -> Result<(), RelayError> {
     let transparent = decider.is_empty() && events.is_none() && options.observer.is_none();
     let mut core = Core {
         command: options.command,
+        http_upstream: options.http_upstream,
         mode: options.plan.mode,
         decider,
-        events,
-        observer: options.observer,
+        recorder: Recorder::new(events, options.observer),
         pending: InFlight::new(MAX_PENDING, PENDING_TTL),
         swallow: VecDeque::new(),
         child: None,
@@ -265,6 +244,17 @@ pub async fn run(options: RelayOptions) -> Result<(), RelayError> {
     // The writer thread flushes what is queued, then our stdout is left to the process's exit.
     let _ = tokio::task::spawn_blocking(move || client_writer.join()).await;
     Ok(())
+}
+
+/// Refuses the faults that act on HTTP exchanges only.
+pub fn check_stdio_plan(plan: &Plan) -> Result<(), RelayError> {
+    match plan.faults.iter().position(|f| f.spec.http_only()) {
+        Some(i) => Err(RelayError::Plan(format!(
+            "faults[{i}]: `{}` acts on Streamable HTTP only: run `fault mcp-proxy --upstream URL --listen ADDR`",
+            plan.faults[i].spec.type_name()
+        ))),
+        None => Ok(()),
+    }
 }
 
 async fn sleep_until(deadline: Option<Instant>) {
@@ -318,6 +308,10 @@ fn spawn_client_writer(mut lines: mpsc::UnboundedReceiver<Vec<u8>>) -> std::thre
 
 impl Core {
     fn start_child(&mut self) -> Result<(), RelayError> {
+        if let Some(url) = self.http_upstream.clone() {
+            self.start_bridge(url);
+            return Ok(());
+        }
         let mut command = Command::new(&self.command[0]);
         command
             .args(&self.command[1..])
@@ -364,28 +358,65 @@ impl Core {
             });
             self.to_server = Some(tx);
         }
-        self.child = Some(child);
+        self.child = Some(ServerSide::Child(child));
         Ok(())
+    }
+
+    fn start_bridge(&mut self, url: http::Uri) {
+        self.generation += 1;
+        let generation = self.generation;
+        let (to_server, mut lines, task) = super::bridge::spawn(url);
+        let core_tx = self.core_tx.clone();
+        let reader = tokio::spawn(async move {
+            while let Some(line) = lines.recv().await {
+                if core_tx
+                    .send(CoreMsg::Server { generation, line })
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
+            let _ = core_tx.send(CoreMsg::ServerEof { generation }).await;
+        });
+        self.to_server = Some(to_server);
+        self.child = Some(ServerSide::Bridge { task, reader });
     }
 
     async fn kill_child(&mut self) {
         self.to_server = None;
-        if let Some(mut child) = self.child.take() {
-            // By its pid, never by name.
-            let _ = child.start_kill();
-            let _ = child.wait().await;
+        match self.child.take() {
+            Some(ServerSide::Child(mut child)) => {
+                // By its pid, never by name.
+                let _ = child.start_kill();
+                let _ = child.wait().await;
+            }
+            Some(ServerSide::Bridge { task, reader }) => {
+                task.abort();
+                reader.abort();
+            }
+            None => {}
         }
     }
 
     async fn shutdown(&mut self) {
         self.to_server = None;
-        if let Some(child) = self.child.as_mut() {
-            let exited = tokio::time::timeout(EXIT_GRACE, child.wait()).await;
-            if exited.is_err() {
-                self.kill_child().await;
+        let exited = match self.child.as_mut() {
+            Some(ServerSide::Child(child)) => {
+                tokio::time::timeout(EXIT_GRACE, child.wait()).await.is_ok()
             }
+            // The bridge ends the session (DELETE) once its input is closed.
+            Some(ServerSide::Bridge { task, .. }) => {
+                tokio::time::timeout(EXIT_GRACE, task).await.is_ok()
+            }
+            None => true,
+        };
+        if !exited {
+            self.kill_child().await;
         }
-        self.child = None;
+        if let Some(ServerSide::Bridge { reader, .. }) = self.child.take() {
+            reader.abort();
+        }
         for (_, mut p) in self.pending.drain() {
             if let Some(wait) = p.wait.take() {
                 wait.token.cancel();
@@ -395,12 +426,7 @@ impl Core {
     }
 
     fn send_client(&self, line: Vec<u8>) {
-        if let Some(observer) = &self.observer {
-            observer
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .client_line(&line);
-        }
+        self.recorder.client_line(&line);
         let _ = self.to_client.send(line);
     }
 
@@ -464,7 +490,6 @@ impl Core {
 
     fn on_request(&mut self, line: Vec<u8>, envelope: Envelope) -> Exit {
         let method = envelope.method.clone().unwrap_or_default();
-        let id = envelope.id.clone().unwrap_or(Value::Null);
         if method == "initialize" {
             self.initialize = Some(line.clone());
         }
@@ -472,32 +497,20 @@ impl Core {
             self.send_server(line);
             return Exit::Continue;
         }
-        let tool = envelope.target();
-        let arguments = envelope.params.as_ref().and_then(|p| p.get("arguments"));
-        let args_hash = arguments.map(|a| fnv_hex(a.to_string().as_bytes()));
-        let call_id = arguments
-            .and_then(|a| a.get("call_id"))
-            .map(|c| c.as_str().map_or_else(|| c.to_string(), str::to_owned));
-        let decision = self.decider.decide(&method, &tool, call_id.as_deref());
-        if decision.notify_list_changed {
+        let call = Call::decide(&mut self.decider, &envelope);
+        if call.decision.notify_list_changed {
             self.send_client(
                 b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n".to_vec(),
             );
         }
-        let key = id_key(&id);
+        let key = id_key(&call.id);
         let mut pending = Pending {
-            id,
-            method: method.clone(),
-            tool,
-            args_hash,
-            time: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
-            started: Instant::now(),
-            decision,
-            plan: if method == "tools/list" && self.decider.has_drop_tool() {
+            plan: if call.filters_list(&self.decider) {
                 ResponsePlan::FilterList
             } else {
                 ResponsePlan::Pass
             },
+            call,
             wait: None,
             held: None,
             then: None,
@@ -510,18 +523,18 @@ impl Core {
         };
         if matches!(self.upstream, UpstreamState::Down) {
             let reply = connection_closed();
-            self.send_client(reply.line(&pending.id));
+            self.send_client(reply.line(&pending.call.id));
             self.log_event(&pending, reply_outcome(&reply));
             return Exit::Continue;
         }
-        if pending.decision.applied.is_empty() {
+        if pending.call.decision.applied.is_empty() {
             pending.forwarded = true;
             pending.forwarded_at = Some(Instant::now());
             self.send_server(line);
             self.remember(key, pending);
             return Exit::Continue;
         }
-        let composed = compose(&self.decider, &pending);
+        let composed = pending.call.compose(&self.decider);
         if composed.request_delay.is_zero() {
             return self.proceed(key, pending, line, composed);
         }
@@ -569,7 +582,7 @@ impl Core {
                         delay: composed.response_delay,
                     };
                 } else if after.is_zero() {
-                    self.send_client(reply.line(&pending.id));
+                    self.send_client(reply.line(&pending.call.id));
                     self.log_event(&pending, reply_outcome(&reply));
                     return Exit::Continue;
                 } else {
@@ -610,8 +623,12 @@ impl Core {
                 self.log_event(&pending, Outcome::None);
                 return Exit::Stop;
             }
-            // Not settling actions: [`compose`] never makes them terminal.
-            Action::DelayRequest(_) | Action::DelayResponse(_) | Action::Rewrite => {
+            // Not settling actions ([`Call::compose`] never makes them terminal), and the HTTP front's
+            // (a stdio plan never holds them: [`check_stdio_plan`]).
+            Action::DelayRequest(_)
+            | Action::DelayResponse(_)
+            | Action::Rewrite
+            | Action::Http(_) => {
                 pending.forwarded = true;
                 pending.forwarded_at = Some(Instant::now());
                 self.send_server(line);
@@ -638,8 +655,8 @@ impl Core {
         for (key, p) in self.pending.expire(now, |p| p.wait.is_some()) {
             tracing::warn!(
                 "mcp-proxy: forgetting call {key} ({} `{}`): no answer from the server in {} s",
-                p.method,
-                p.tool,
+                p.call.method,
+                p.call.tool,
                 PENDING_TTL.as_secs()
             );
             self.log_event(&p, Outcome::Pending);
@@ -703,19 +720,15 @@ impl Core {
             }
             WaitKind::Reply => {
                 if let ResponsePlan::Replace { reply, .. } = p.plan.clone() {
-                    self.send_client(reply.line(&p.id));
+                    self.send_client(reply.line(&p.call.id));
                     self.finish(key.to_owned(), p, reply_outcome(&reply));
                 }
             }
             WaitKind::Hang(on_cap) => match on_cap {
                 OnCap::Drop => self.finish(key.to_owned(), p, Outcome::None),
                 OnCap::Error => {
-                    let reply = Reply::Error {
-                        code: -32001,
-                        message: "Request timed out".into(),
-                        data: None,
-                    };
-                    self.send_client(reply.line(&p.id));
+                    let reply = request_timed_out();
+                    self.send_client(reply.line(&p.call.id));
                     self.finish(key.to_owned(), p, reply_outcome(&reply));
                 }
                 OnCap::Close => {
@@ -772,7 +785,9 @@ impl Core {
                 self.finish(key, p, upstream);
             }
             ResponsePlan::Alter { rewrites, delay } => {
-                let out = self.alter(&p, line, &rewrites);
+                let out = p
+                    .call
+                    .rewrite_response(&self.decider, self.mode, line, &rewrites);
                 if delay.is_zero() {
                     let outcome = Outcome::of_line(&out);
                     self.send_client(out);
@@ -784,7 +799,7 @@ impl Core {
                 }
             }
             ResponsePlan::FilterList => {
-                let out = self.filter_list(&p, line);
+                let out = p.call.filter_list(&self.decider, self.mode, line);
                 self.send_client(out);
                 self.finish(key, p, upstream);
             }
@@ -795,80 +810,13 @@ impl Core {
                 if p.wait.is_some() {
                     self.pending.insert(key, p, Instant::now());
                 } else if delay.is_zero() {
-                    self.send_client(reply.line(&p.id));
+                    self.send_client(reply.line(&p.call.id));
                     self.finish(key, p, reply_outcome(&reply));
                 } else {
                     p.wait = Some(self.start_wait(&key, WaitKind::Reply, delay));
                     self.pending.insert(key, p, Instant::now());
                 }
             }
-        }
-    }
-
-    /// A `tools/list` response without the tools `drop_tool` faults removed.
-    fn filter_list(&self, p: &Pending, line: Vec<u8>) -> Vec<u8> {
-        match serde_json::from_slice::<Value>(&line) {
-            Ok(mut value) => {
-                DropTool::filter_list(&mut value, |tool| self.decider.dropped(tool));
-                let mut out = value.to_string().into_bytes();
-                out.push(b'\n');
-                out
-            }
-            Err(e) => self.internal_error(p, &line, &e.to_string()),
-        }
-    }
-
-    /// The server's response with the faults' rewrites applied in order (and, for a listing, the dropped
-    /// tools removed first).
-    fn alter(&self, p: &Pending, line: Vec<u8>, rewrites: &[usize]) -> Vec<u8> {
-        let mut out = if p.method == "tools/list" && self.decider.has_drop_tool() {
-            self.filter_list(p, line)
-        } else {
-            line
-        };
-        for &index in rewrites {
-            let Some(fault) = self.decider.fault(index) else {
-                continue;
-            };
-            let call = call_context(&self.decider, p, index);
-            let rewritten = match &fault.spec {
-                FaultSpec::SchemaDrift(drift) if fault.spec.drifts_list() => {
-                    serde_json::from_slice::<Value>(&out)
-                        .map_err(|e| format!("response is not JSON: {e}"))
-                        .map(|mut value| {
-                            drift.rewrite_list(&mut value, &call, |tool| {
-                                self.decider.selects_tool(index, tool)
-                            });
-                            let mut bytes = value.to_string().into_bytes();
-                            bytes.push(b'\n');
-                            bytes
-                        })
-                }
-                spec => spec.rewrite_line(&out, &call),
-            };
-            match rewritten {
-                Ok(next) => out = next,
-                Err(e) => return self.internal_error(p, &out, &e),
-            }
-        }
-        out
-    }
-
-    /// A fault could not be applied: pass the original (fail-safe) or answer an error (strict).
-    fn internal_error(&self, p: &Pending, line: &[u8], error: &str) -> Vec<u8> {
-        tracing::warn!(
-            "mcp-proxy: cannot apply the fault to {} `{}`: {error}",
-            p.method,
-            p.tool
-        );
-        match self.mode {
-            Mode::FailSafe => line.to_vec(),
-            Mode::Strict => Reply::Error {
-                code: -32603,
-                message: format!("fault mcp-proxy: cannot apply the fault: {error}"),
-                data: None,
-            }
-            .line(&p.id),
         }
     }
 
@@ -907,7 +855,7 @@ impl Core {
                 }
                 p.upstream = Some(Outcome::Pending);
                 let reply = connection_closed();
-                self.send_client(reply.line(&p.id));
+                self.send_client(reply.line(&p.call.id));
                 self.finish(key, p, reply_outcome(&reply));
             }
         }
@@ -943,71 +891,29 @@ impl Core {
     }
 
     fn log_event(&mut self, p: &Pending, client: Outcome) {
-        if self.events.is_none() && self.observer.is_none() {
+        if !self.recorder.is_active() {
             return;
         }
-        let now = Instant::now();
-        let fired = |index: usize| {
-            let planned = self.decider.fault(index)?;
-            let roll = p
-                .decision
-                .records
-                .iter()
-                .find(|r| r.fault == index)
-                .map_or(0.0, |r| r.roll);
-            Some(FiredFault {
-                index,
-                fault_type: planned.spec.type_name(),
-                name: planned.name.clone(),
-                roll,
-                roll_key: p.decision.roll_key.clone(),
-                action: planned.spec.describe(),
-            })
-        };
-        let fault = p.decision.fired.and_then(fired);
-        let also_applied = p
-            .decision
-            .applied
-            .iter()
-            .skip(1)
-            .filter_map(|&index| fired(index))
-            .collect();
         let upstream = match (&p.upstream, p.forwarded) {
             (Some(outcome), _) => outcome.clone(),
             (None, true) => Outcome::Pending,
             (None, false) => Outcome::None,
         };
         let cancel = p.cancelled_at.map(|at| CancelRecord {
-            after_ms: millis(at - p.started),
+            after_ms: super::engine::millis(at - p.call.started),
             ended_injected_wait: p.cancel_ended_wait,
-            released_ms: millis(now.saturating_duration_since(at)),
+            released_ms: super::engine::millis(at.elapsed()),
         });
-        let event = CallEvent {
-            time: p.time.clone(),
-            id: p.id.clone(),
-            method: p.method.clone(),
-            tool: p.tool.clone(),
-            ordinal: p.decision.ordinal,
-            args_hash: p.args_hash.clone(),
-            seed: self.decider.seed(),
-            decisions: p.decision.records.clone(),
-            fault,
-            also_applied,
-            upstream,
-            client,
-            latency_ms: millis(now - p.started),
-            upstream_ms: p.upstream_time.map(millis),
-            cancel,
-        };
-        if let Some(events) = self.events.as_mut() {
-            events.write(&event);
-        }
-        if let Some(observer) = &self.observer {
-            observer
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .call(&event);
-        }
+        let event = p.call.event(
+            &self.decider,
+            Ending {
+                upstream,
+                client,
+                upstream_time: p.upstream_time,
+                cancel,
+            },
+        );
+        self.recorder.record(&event);
     }
 }
 
@@ -1105,44 +1011,6 @@ impl<V> InFlight<V> {
             }
         }
         expired
-    }
-}
-
-fn millis(d: Duration) -> f64 {
-    (d.as_secs_f64() * 1_000_000.0).round() / 1000.0
-}
-
-fn connection_closed() -> Reply {
-    Reply::Error {
-        code: -32000,
-        message: "Connection closed".into(),
-        data: None,
-    }
-}
-
-fn reply_outcome(reply: &Reply) -> Outcome {
-    match reply {
-        Reply::Error { code, message, .. } => Outcome::Error {
-            code: *code,
-            message: message.clone(),
-        },
-        Reply::ToolError { .. } => Outcome::ToolError,
-        Reply::Result(_) => Outcome::Result,
-    }
-}
-
-fn call_context<'a>(decider: &Decider, p: &'a Pending, index: usize) -> CallContext<'a> {
-    CallContext {
-        seed: decider.seed(),
-        fault_index: index,
-        tool: &p.tool,
-        ordinal: p.decision.ordinal,
-        roll: p
-            .decision
-            .records
-            .iter()
-            .find(|r| r.fault == index)
-            .map_or(0.0, |r| r.roll),
     }
 }
 

@@ -28,6 +28,7 @@ mod mcp_code;
 mod mcp_examples;
 mod mcp_proxy;
 mod mcp_proxy_determinism;
+mod mcp_proxy_http;
 mod mcp_proxy_python;
 mod mcp_proxy_wire;
 mod mcp_server;

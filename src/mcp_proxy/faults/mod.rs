@@ -17,14 +17,18 @@ mod empty;
 mod error;
 mod flaky;
 mod hang;
+mod http_status;
 mod latency;
 mod malformed;
 mod partial_result;
+mod protocol_version_rejection;
 mod rate_limit;
 mod recover_after;
 mod registry_inconsistency;
 mod schema_drift;
 mod server_degradation;
+mod session_expiry;
+mod stream_cut;
 mod timeout;
 
 pub use burst_error::BurstError;
@@ -35,14 +39,18 @@ pub use empty::Empty;
 pub use error::Error;
 pub use flaky::Flaky;
 pub use hang::Hang;
+pub use http_status::HttpStatus;
 pub use latency::Latency;
 pub use malformed::Malformed;
 pub use partial_result::PartialResult;
+pub use protocol_version_rejection::ProtocolVersionRejection;
 pub use rate_limit::RateLimit;
 pub use recover_after::RecoverAfter;
 pub use registry_inconsistency::RegistryInconsistency;
 pub use schema_drift::{DriftTarget, SchemaDrift};
 pub use server_degradation::ServerDegradation;
+pub use session_expiry::SessionExpiry;
+pub use stream_cut::StreamCut;
 pub use timeout::Timeout;
 
 /// What the relay knows about the call a fault acts on.
@@ -94,6 +102,23 @@ pub enum Action {
     },
     /// Close our stdout: the client sees the server go away.
     CloseClient,
+    /// What only the Streamable HTTP front can do.
+    Http(HttpAction),
+}
+
+/// A fault's act on the HTTP exchange itself (Streamable HTTP only).
+#[derive(Debug, Clone, PartialEq)]
+pub enum HttpAction {
+    /// Answer `status` with these headers and body (bytes, content type) instead of the call's answer; with
+    /// `expires_session`, only a request carrying a session id, whose later requests get the same answer.
+    Status {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: Option<(Vec<u8>, &'static str)>,
+        expires_session: bool,
+    },
+    /// Forward the request, then close the SSE response after this many events.
+    CutStream { after_events: u64 },
 }
 
 impl Action {
@@ -190,6 +215,10 @@ pub trait Fault {
     fn describe(&self) -> String;
     /// What to do with a call this fault fired on.
     fn action(&self, call: &CallContext<'_>) -> Action;
+    /// Whether the fault acts only on Streamable HTTP exchanges (a plan error in stdio mode).
+    fn http_only(&self) -> bool {
+        false
+    }
     /// Rewrites the response of a call whose action was [`Action::Rewrite`].
     fn rewrite(&self, response: &mut Value, _call: &CallContext<'_>) {
         let _ = response;
@@ -266,6 +295,10 @@ registry! {
     DropTool: DropTool = "drop_tool",
     BurstError: BurstError = "burst_error",
     ServerDegradation: ServerDegradation = "server_degradation",
+    HttpStatus: HttpStatus = "http_status" | "http-status",
+    SessionExpiry: SessionExpiry = "session_expiry" | "session_expired",
+    StreamCut: StreamCut = "stream_cut" | "stream-cut",
+    ProtocolVersionRejection: ProtocolVersionRejection = "protocol_version_rejection" | "bad_protocol_version",
 }
 
 /// The canonical name of a type name or alias.
@@ -291,6 +324,9 @@ impl Fault for FaultSpec {
     }
     fn describe(&self) -> String {
         self.inner().describe()
+    }
+    fn http_only(&self) -> bool {
+        self.inner().http_only()
     }
     fn action(&self, call: &CallContext<'_>) -> Action {
         self.inner().action(call)

@@ -1,0 +1,305 @@
+//! The per-call fault engine both fronts share: the decision about a request, what its faults do (composed
+//! into one plan), the rewrite of its response and its event. The stdio relay and the HTTP proxy differ only
+//! in how messages travel.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::decide::{Decider, Decision};
+use super::events::{CallEvent, CallObserver, CancelRecord, EventLog, FiredFault};
+use super::faults::{Action, CallContext, DropTool, Fault, FaultSpec};
+use super::jsonrpc::{Envelope, Outcome, Reply};
+use super::plan::Mode;
+use super::roll::fnv_hex;
+
+/// A shared [`CallObserver`]: the proxy feeds it, its owner reads it.
+pub type Observer = std::sync::Arc<std::sync::Mutex<dyn CallObserver>>;
+
+/// Where finished calls and delivered lines go: the events file and the `--report` observer.
+pub struct Recorder {
+    events: Option<EventLog>,
+    observer: Option<Observer>,
+}
+
+impl Recorder {
+    pub fn new(events: Option<EventLog>, observer: Option<Observer>) -> Self {
+        Self { events, observer }
+    }
+
+    /// Whether anything is recorded (else calls need not be tracked for their events).
+    pub fn is_active(&self) -> bool {
+        self.events.is_some() || self.observer.is_some()
+    }
+
+    /// A message the proxy delivered to the client.
+    pub fn client_line(&self, line: &[u8]) {
+        if let Some(observer) = &self.observer {
+            observer
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .client_line(line);
+        }
+    }
+
+    pub fn record(&mut self, event: &CallEvent) {
+        if let Some(events) = self.events.as_mut() {
+            events.write(event);
+        }
+        if let Some(observer) = &self.observer {
+            observer
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .call(event);
+        }
+    }
+}
+
+/// A call's applied faults as one plan: the delays add up, the rewrites chain, and `terminal` (a reply, a
+/// hang, a dropped connection, an HTTP status) settles the call.
+#[derive(Debug, Clone, Default)]
+pub struct Composed {
+    pub request_delay: Duration,
+    pub response_delay: Duration,
+    pub rewrites: Vec<usize>,
+    pub terminal: Option<Action>,
+}
+
+impl Composed {
+    /// Whether the faults leave the response as the server sent it.
+    pub fn passes_response(&self) -> bool {
+        self.rewrites.is_empty() && self.response_delay.is_zero()
+    }
+}
+
+/// A request the proxy tracks, with the decision about it.
+pub struct Call {
+    pub id: Value,
+    pub method: String,
+    pub tool: String,
+    pub args_hash: Option<String>,
+    pub time: String,
+    pub started: Instant,
+    pub decision: Decision,
+}
+
+/// How a call ended, for its event.
+pub struct Ending {
+    pub upstream: Outcome,
+    pub client: Outcome,
+    pub upstream_time: Option<Duration>,
+    pub cancel: Option<CancelRecord>,
+}
+
+impl Call {
+    /// Decides about request `envelope`.
+    pub fn decide(decider: &mut Decider, envelope: &Envelope) -> Call {
+        let method = envelope.method.clone().unwrap_or_default();
+        let tool = envelope.target();
+        let arguments = envelope.params.as_ref().and_then(|p| p.get("arguments"));
+        let args_hash = arguments.map(|a| fnv_hex(a.to_string().as_bytes()));
+        let call_id = arguments
+            .and_then(|a| a.get("call_id"))
+            .map(|c| c.as_str().map_or_else(|| c.to_string(), str::to_owned));
+        let decision = decider.decide(&method, &tool, call_id.as_deref());
+        Call {
+            id: envelope.id.clone().unwrap_or(Value::Null),
+            method,
+            tool,
+            args_hash,
+            time: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+            started: Instant::now(),
+            decision,
+        }
+    }
+
+    /// Whether the call's response goes through `drop_tool`'s filter.
+    pub fn filters_list(&self, decider: &Decider) -> bool {
+        self.method == "tools/list" && decider.has_drop_tool()
+    }
+
+    pub fn context<'a>(&'a self, decider: &Decider, index: usize) -> CallContext<'a> {
+        CallContext {
+            seed: decider.seed(),
+            fault_index: index,
+            tool: &self.tool,
+            ordinal: self.decision.ordinal,
+            roll: self
+                .decision
+                .records
+                .iter()
+                .find(|r| r.fault == index)
+                .map_or(0.0, |r| r.roll),
+        }
+    }
+
+    /// The applied faults' actions, composed in plan order.
+    pub fn compose(&self, decider: &Decider) -> Composed {
+        let mut composed = Composed::default();
+        for &index in &self.decision.applied {
+            let Some(fault) = decider.fault(index) else {
+                continue;
+            };
+            match fault.spec.action(&self.context(decider, index)) {
+                Action::DelayRequest(d) => composed.request_delay += d,
+                Action::DelayResponse(d) => composed.response_delay += d,
+                Action::Rewrite => composed.rewrites.push(index),
+                terminal => {
+                    composed.terminal = Some(terminal);
+                    break;
+                }
+            }
+        }
+        composed
+    }
+
+    /// A `tools/list` response without the tools `drop_tool` faults removed.
+    pub fn filter_list(&self, decider: &Decider, mode: Mode, line: Vec<u8>) -> Vec<u8> {
+        match serde_json::from_slice::<Value>(&line) {
+            Ok(mut value) => {
+                DropTool::filter_list(&mut value, |tool| decider.dropped(tool));
+                let mut out = value.to_string().into_bytes();
+                out.push(b'\n');
+                out
+            }
+            Err(e) => self.internal_error(mode, &line, &e.to_string()),
+        }
+    }
+
+    /// The server's response with the faults' rewrites applied in order (and, for a listing, the dropped
+    /// tools removed first).
+    pub fn rewrite_response(
+        &self,
+        decider: &Decider,
+        mode: Mode,
+        line: Vec<u8>,
+        rewrites: &[usize],
+    ) -> Vec<u8> {
+        let mut out = if self.filters_list(decider) {
+            self.filter_list(decider, mode, line)
+        } else {
+            line
+        };
+        for &index in rewrites {
+            let Some(fault) = decider.fault(index) else {
+                continue;
+            };
+            let call = self.context(decider, index);
+            let rewritten = match &fault.spec {
+                FaultSpec::SchemaDrift(drift) if fault.spec.drifts_list() => {
+                    serde_json::from_slice::<Value>(&out)
+                        .map_err(|e| format!("response is not JSON: {e}"))
+                        .map(|mut value| {
+                            drift.rewrite_list(&mut value, &call, |tool| {
+                                decider.selects_tool(index, tool)
+                            });
+                            let mut bytes = value.to_string().into_bytes();
+                            bytes.push(b'\n');
+                            bytes
+                        })
+                }
+                spec => spec.rewrite_line(&out, &call),
+            };
+            match rewritten {
+                Ok(next) => out = next,
+                Err(e) => return self.internal_error(mode, &out, &e),
+            }
+        }
+        out
+    }
+
+    /// A fault could not be applied: pass the original (fail-safe) or answer an error (strict).
+    pub fn internal_error(&self, mode: Mode, line: &[u8], error: &str) -> Vec<u8> {
+        tracing::warn!(
+            "mcp-proxy: cannot apply the fault to {} `{}`: {error}",
+            self.method,
+            self.tool
+        );
+        match mode {
+            Mode::FailSafe => line.to_vec(),
+            Mode::Strict => Reply::Error {
+                code: -32603,
+                message: format!("fault mcp-proxy: cannot apply the fault: {error}"),
+                data: None,
+            }
+            .line(&self.id),
+        }
+    }
+
+    /// The call's event line.
+    pub fn event(&self, decider: &Decider, ending: Ending) -> CallEvent {
+        let fired = |index: usize| {
+            let planned = decider.fault(index)?;
+            let roll = self
+                .decision
+                .records
+                .iter()
+                .find(|r| r.fault == index)
+                .map_or(0.0, |r| r.roll);
+            Some(FiredFault {
+                index,
+                fault_type: planned.spec.type_name(),
+                name: planned.name.clone(),
+                roll,
+                roll_key: self.decision.roll_key.clone(),
+                action: planned.spec.describe(),
+            })
+        };
+        CallEvent {
+            time: self.time.clone(),
+            id: self.id.clone(),
+            method: self.method.clone(),
+            tool: self.tool.clone(),
+            ordinal: self.decision.ordinal,
+            args_hash: self.args_hash.clone(),
+            seed: decider.seed(),
+            decisions: self.decision.records.clone(),
+            fault: self.decision.fired.and_then(fired),
+            also_applied: self
+                .decision
+                .applied
+                .iter()
+                .skip(1)
+                .filter_map(|&index| fired(index))
+                .collect(),
+            upstream: ending.upstream,
+            client: ending.client,
+            latency_ms: millis(self.started.elapsed()),
+            upstream_ms: ending.upstream_time.map(millis),
+            cancel: ending.cancel,
+        }
+    }
+}
+
+pub fn millis(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1_000_000.0).round() / 1000.0
+}
+
+/// What a client SDK reports when the server's connection closes under a call.
+pub fn connection_closed() -> Reply {
+    Reply::Error {
+        code: -32000,
+        message: "Connection closed".into(),
+        data: None,
+    }
+}
+
+/// The timeout error a hang answers with at its cap (`on_cap: error`).
+pub fn request_timed_out() -> Reply {
+    Reply::Error {
+        code: -32001,
+        message: "Request timed out".into(),
+        data: None,
+    }
+}
+
+pub fn reply_outcome(reply: &Reply) -> Outcome {
+    match reply {
+        Reply::Error { code, message, .. } => Outcome::Error {
+            code: *code,
+            message: message.clone(),
+        },
+        Reply::ToolError { .. } => Outcome::ToolError,
+        Reply::Result(_) => Outcome::Result,
+    }
+}

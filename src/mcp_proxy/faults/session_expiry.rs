@@ -1,0 +1,33 @@
+//! `session_expiry` (Streamable HTTP only): answer 404 to a request carrying an `Mcp-Session-Id`, and to
+//! every later request with that session id, as a server does once it has ended the session; the client
+//! must then initialize a new session. A request without a session id passes.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Action, CallContext, Fault, HttpAction};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionExpiry {}
+
+impl SessionExpiry {
+    pub const KEYS: &[&str] = &[];
+}
+
+impl Fault for SessionExpiry {
+    fn describe(&self) -> String {
+        "answer HTTP 404 on the session (expired), so the client re-initializes".into()
+    }
+
+    fn action(&self, _call: &CallContext<'_>) -> Action {
+        Action::Http(HttpAction::Status {
+            status: 404,
+            headers: Vec::new(),
+            body: None,
+            expires_session: true,
+        })
+    }
+
+    fn http_only(&self) -> bool {
+        true
+    }
+}
