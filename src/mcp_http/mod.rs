@@ -161,7 +161,13 @@ impl<S: ServerHandler + Send + 'static> Endpoint<S> {
             );
             return response;
         }
-        self.mcp.handle(request).await
+        let ends_session = request.method() == http::Method::DELETE;
+        let mut response = self.mcp.handle(request).await;
+        // rmcp answers a session's end with 202; clients (the official Python SDK) expect 200 or 204.
+        if ends_session && response.status() == StatusCode::ACCEPTED {
+            *response.status_mut() = StatusCode::NO_CONTENT;
+        }
+        response
     }
 }
 
