@@ -593,3 +593,122 @@ async fn mcp_inspector_cli_lists_tools_and_calls_a_code_tool() {
         "{called}"
     );
 }
+
+/// `fault_run_mcp_chaos_scenario` with `server: {url, headers}` drives `fault mcp-test-server --transport http`
+/// directly: the bearer header goes on every request, results are judged against the output schemas, errors
+/// counted, and a timed-out `slow` is cancelled on the server (`notifications/cancelled` in the session).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chaos_scenario_drives_an_http_server_by_url() {
+    let token = "chaos-run-token";
+    let server = HttpServer::start(
+        &["mcp-test-server"],
+        &["--auth-token-env", "FAULT_TEST_HTTP_TOKEN"],
+        &[("FAULT_TEST_HTTP_TOKEN", token)],
+    )
+    .await;
+    let agent = common::spawn().await;
+    let result = common::call_ok(
+        &agent,
+        "fault_run_mcp_chaos_scenario",
+        json!({
+            "server": {"url": server.url, "headers": {"Authorization": format!("Bearer {token}")}},
+            "calls": [
+                {"tool": "echo", "arguments": {"text": "hi"}},
+                {"tool": "get_item", "arguments": {"id": 7}},
+                {"tool": "error", "arguments": {"category": "tool"}},
+                {"tool": "slow", "arguments": {"milliseconds": 5000}},
+            ],
+            "repeat": 2,
+            "client": {"timeout_ms": 500},
+        }),
+    )
+    .await;
+    let report = result.structured_content.clone().unwrap();
+    let tool = |name: &str| {
+        report["run"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["tool"] == name)
+            .unwrap_or_else(|| panic!("no figures for {name}: {report}"))
+            .clone()
+    };
+    for name in ["echo", "get_item"] {
+        let figures = tool(name);
+        assert_eq!(figures["calls"], 2, "{name}: {figures}");
+        assert_eq!(figures["outcomes"]["ok"], 2, "{name}: {figures}");
+        assert_eq!(figures["effective_availability"], 1.0, "{name}: {figures}");
+    }
+    assert_eq!(tool("error")["outcomes"]["protocol_error"], 2);
+    assert_eq!(tool("slow")["outcomes"]["timeout"], 2);
+    let server_line = report["server"].as_str().unwrap();
+    assert!(server_line.starts_with(&server.url), "{server_line}");
+    assert!(server_line.contains("authorization"), "{server_line}");
+    assert!(
+        !text(&result).contains(token),
+        "the token leaked into the report"
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while server
+        .stderr()
+        .matches("slow: cancelled by the client")
+        .count()
+        < 2
+    {
+        assert!(Instant::now() < deadline, "{}", server.stderr());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    agent.cancel().await.unwrap();
+}
+
+/// With `server.url`: faults and a baseline are refused (they need the proxy), so are stdio-only fields, a bad
+/// URL or header, and a server that does not answer is named with what the transport saw.
+#[tokio::test]
+async fn chaos_scenario_by_url_refuses_what_it_cannot_do() {
+    let agent = common::spawn().await;
+    let url = "http://127.0.0.1:1/mcp";
+    let calls = json!([{"tool": "echo", "arguments": {"text": "hi"}}]);
+    for (args, field) in [
+        (
+            json!({"server": {"url": url}, "calls": calls,
+                   "plan": {"faults": [{"type": "error", "tools": ["echo"]}]}}),
+            "plan: faults need `fault mcp-proxy`",
+        ),
+        (
+            json!({"server": {"url": url}, "calls": calls, "baseline": true}),
+            "baseline",
+        ),
+        (
+            json!({"server": {"url": url, "command": "python"}, "calls": calls}),
+            "server.url: give either",
+        ),
+        (
+            json!({"server": {"url": url, "args": ["x"]}, "calls": calls}),
+            "server.args",
+        ),
+        (
+            json!({"server": {"url": "ftp://127.0.0.1/mcp"}, "calls": calls}),
+            "server.url",
+        ),
+        (
+            json!({"server": {"url": url, "headers": {"bad name": "x"}}, "calls": calls}),
+            "server.headers",
+        ),
+        (
+            json!({"server": {"command": "python", "headers": {"A": "x"}}, "calls": calls}),
+            "server.headers",
+        ),
+        (
+            json!({"server": {"url": url}, "calls": calls}),
+            "server.url: the MCP server at http://127.0.0.1:1/mcp did not answer",
+        ),
+    ] {
+        let result = common::call(&agent, "fault_run_mcp_chaos_scenario", args)
+            .await
+            .unwrap();
+        assert!(is_error(&result), "{field}");
+        let message = text(&result);
+        assert!(message.starts_with(field), "{field}: {message}");
+    }
+    agent.cancel().await.unwrap();
+}
