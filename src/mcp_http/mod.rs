@@ -70,6 +70,12 @@ where
         "{name}: serving MCP over Streamable HTTP at {url}"
     );
 
+    if !local.ip().is_loopback() && settings.token.is_none() {
+        tracing::warn!(
+            "{name}: listening on {local} without --auth-token-env: anyone who reaches it can call the tools"
+        );
+    }
+
     let stop_sessions = CancellationToken::new();
     let mut config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(settings.allowed_hosts)
