@@ -451,6 +451,10 @@ from fastmcp import Client
 url, file = sys.argv[1], sys.argv[2]
 connect = getattr(sdk_http, "streamable_http_client", None) or sdk_http.streamablehttp_client
 
+def failed(result):
+    # The SDK's field is `isError` in 1.x and `is_error` in later releases.
+    return getattr(result, "is_error", getattr(result, "isError", None))
+
 async def sdk():
     async with connect(url) as streams:
         async with ClientSession(streams[0], streams[1]) as session:
@@ -459,7 +463,7 @@ async def sdk():
             listed = await session.call_tool("fault_list_function_names", {"file": file})
             block = await session.call_tool("fault_extract_code_block", {"file": file, "func": "price"})
             return {"tools": len(tools), "listed": listed.structured_content,
-                    "block": block.structured_content, "errors": [listed.isError, block.isError]}
+                    "block": block.structured_content, "errors": [failed(listed), failed(block)]}
 
 async def fastmcp():
     async with Client(url) as client:
