@@ -1,4 +1,5 @@
-//! Command line: global logging flags, `run` (the fault proxy) and `agent [OPTIONS] tool` (the MCP server).
+//! Command line: global logging flags, `run` (the fault proxy) and `agent [OPTIONS] tool [--transport stdio|http]`
+//! (the MCP server).
 
 use std::path::PathBuf;
 
@@ -9,6 +10,7 @@ use crate::{
     index::{StoreChoice, StoreSettings},
     llm::{self, LlmSettings, Provider},
     mcp::AgentSettings,
+    mcp_http::TransportArgs,
 };
 
 /// Reliability tools for coding assistants, and a fault-injecting TCP proxy.
@@ -61,7 +63,8 @@ pub struct AgentCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum AgentSubcommand {
-    /// Serve the fault tools over MCP on stdin/stdout (start it from an MCP client such as Cursor or Claude).
+    /// Serve the fault tools over MCP on stdin/stdout (start it from an MCP client such as Cursor or Claude),
+    /// or over Streamable HTTP with --transport http.
     ///
     /// Tools: fault_list_function_names, fault_extract_code_block, fault_index_source_code,
     /// fault_score_performance, fault_score_reliability, fault_suggest_better_function_performance,
@@ -69,7 +72,17 @@ pub enum AgentSubcommand {
     /// fault_make_reliability_and_perf_changes, fault_function_reliability_deep_analysis and the
     /// fault_run_*_impact_scenario tools. No API key, network or database is needed to start; the
     /// LLM tools read their key (OPENAI_API_KEY or OPENROUTER_API_KEY) when they are called.
-    Tool,
+    ///
+    /// With `--transport http` the same tools are served over Streamable HTTP (default
+    /// http://127.0.0.1:8000/mcp) for clients configured with a URL.
+    Tool(ToolArgs),
+}
+
+/// Options of `fault agent tool`.
+#[derive(Debug, Clone, Args)]
+pub struct ToolArgs {
+    #[command(flatten)]
+    pub transport: TransportArgs,
 }
 
 /// The LLM provider behind the LLM and indexing tools.

@@ -13,6 +13,7 @@ pub mod load;
 pub mod logging;
 pub mod mcp;
 pub mod mcp_chaos;
+pub mod mcp_http;
 pub mod mcp_proxy;
 pub mod mcp_test_server;
 pub mod proxy;

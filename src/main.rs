@@ -31,10 +31,10 @@ fn main() -> ExitCode {
                 .await
                 .map_err(|e| e.to_string()),
             Command::Agent(agent) => match agent.command {
-                AgentSubcommand::Tool => {
+                AgentSubcommand::Tool(tool) => {
                     let options = agent.options.resolve_env().map_err(|e| e.to_string())?;
                     tracing::info!(?options, "fault agent tool: options");
-                    fault::mcp::serve(options.settings())
+                    fault::mcp::serve(options.settings(), &tool.transport)
                         .await
                         .map_err(|e| e.to_string())
                 }

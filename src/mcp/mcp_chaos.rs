@@ -29,7 +29,8 @@ retries, backoff_ms), and returns a markdown report: per tool and overall outcom
 availability A, correctness C (results validated against the tool's own outputSchema), A×C, latency \
 percentiles with and without injection, retries, time to detect, time to recovery, runaways, duplicates, \
 tasks and blast radius; structuredContent holds every figure. `baseline: true` runs the calls without faults \
-first and adds a with/without table.",
+first and adds a with/without table. `server: {url, headers}` instead of a command calls a running Streamable \
+HTTP MCP server directly (no plan: it measures the server as it is).",
         input_schema = chaos_input_schema(),
         output_schema = output_schema::<ChaosReport>()
     )]

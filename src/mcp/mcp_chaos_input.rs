@@ -11,7 +11,12 @@ use serde_json::{Map, Value};
 use super::lenient::{Lenient, Strings};
 use super::scenario_input::{InputError, bad, duration, read, whole, within};
 use crate::{
-    mcp_chaos::scenario::{ChaosSpec, PlanSource, PlannedCall, Schedule, ServerCommand},
+    mcp_chaos::{
+        http_client::header_map,
+        scenario::{
+            ChaosSpec, PlanSource, PlannedCall, Schedule, ServerCommand, ServerTarget, ServerUrl,
+        },
+    },
     mcp_proxy::plan::Plan,
     scenario::Limits,
 };
@@ -19,12 +24,19 @@ use crate::{
 /// Logical calls one run may make.
 const MAX_CALLS: u64 = 100_000;
 
-/// The MCP server under test, started over stdio behind `fault mcp-proxy`.
+/// The MCP server under test: a `command` started over stdio behind `fault mcp-proxy`, or the `url` of a
+/// running Streamable HTTP server, called directly (no faults: give no plan).
 #[derive(Debug, Deserialize, JsonSchema)]
 struct ServerInput {
-    /// The server's executable, e.g. "python" or "/abs/path/server" (looked up on PATH). Required.
+    /// The server's executable, e.g. "python" or "/abs/path/server" (looked up on PATH). This or `url`.
     #[serde(default)]
     command: Lenient<String>,
+    /// Instead of `command`: the MCP endpoint of a running server, e.g. "http://127.0.0.1:8000/mcp".
+    #[serde(default)]
+    url: Lenient<String>,
+    /// With `url`: headers sent on every request, e.g. {"Authorization": "Bearer ..."}. Default none.
+    #[serde(default)]
+    headers: BTreeMap<String, Lenient<String>>,
     /// Its arguments, e.g. ["server.py"]. Default none.
     #[serde(default)]
     args: Strings,
@@ -103,6 +115,21 @@ impl McpChaosInput {
     fn validate(self) -> Result<ChaosSpec, InputError> {
         let server = self.server.validate()?;
         let mut plan = plan_source(self.plan)?;
+        if let ServerTarget::Url(_) = server {
+            if !plan.plan.faults.is_empty() {
+                return Err(bad(
+                    "plan",
+                    "faults need `fault mcp-proxy` between the client and the server, which starts a \
+                     `server.command`; with `server.url` give no plan (the run measures the server as it is)",
+                ));
+            }
+            if self.baseline.0 == Some(true) {
+                return Err(bad(
+                    "baseline",
+                    "compares a run with faults to one without; with `server.url` there are no faults",
+                ));
+            }
+        }
         match self.seed.0 {
             None => {}
             Some(s) if s >= 0.0 && s.fract() == 0.0 && s <= u64::MAX as f64 => {
@@ -191,13 +218,47 @@ impl McpChaosInput {
 }
 
 impl ServerInput {
-    fn validate(self) -> Result<ServerCommand, InputError> {
-        let command = self.command.0.ok_or_else(|| {
-            bad(
-                "server.command",
-                "is required: the server's executable, e.g. \"python\"",
-            )
-        })?;
+    fn validate(self) -> Result<ServerTarget, InputError> {
+        let command = match (self.command.0, self.url.0) {
+            (Some(_), Some(_)) => {
+                return Err(bad(
+                    "server.url",
+                    "give either `command` (a stdio server) or `url` (a Streamable HTTP server), not both",
+                ));
+            }
+            (None, Some(url)) => {
+                for (field, given) in [
+                    ("server.args", !self.args.0.is_empty()),
+                    ("server.env", !self.env.is_empty()),
+                    ("server.cwd", self.cwd.0.is_some()),
+                ] {
+                    if given {
+                        return Err(bad(
+                            field,
+                            "only goes with `server.command`, not `server.url`",
+                        ));
+                    }
+                }
+                let url = crate::cli::parse_http_url(&url).map_err(|e| bad("server.url", e))?;
+                let headers = header_map(
+                    self.headers
+                        .iter()
+                        .map(|(k, v)| (k.as_str(), v.0.as_deref().unwrap_or(""))),
+                )
+                .map_err(|e| bad("server.headers", e))?;
+                return Ok(ServerTarget::Url(ServerUrl { url, headers }));
+            }
+            (Some(command), None) => command,
+            (None, None) => {
+                return Err(bad(
+                    "server.command",
+                    "is required: the server's executable, e.g. \"python\" (or give `server.url`)",
+                ));
+            }
+        };
+        if !self.headers.is_empty() {
+            return Err(bad("server.headers", "only goes with `server.url`"));
+        }
         let cwd = match self.cwd.0 {
             None => None,
             Some(cwd) => {
@@ -211,7 +272,7 @@ impl ServerInput {
                 Some(path)
             }
         };
-        Ok(ServerCommand {
+        Ok(ServerTarget::Command(ServerCommand {
             command,
             args: self.args.0,
             env: self
@@ -220,7 +281,7 @@ impl ServerInput {
                 .map(|(k, v)| (k, v.0.unwrap_or_default()))
                 .collect(),
             cwd,
-        })
+        }))
     }
 }
 

@@ -21,7 +21,11 @@ use rmcp::{
 };
 use serde::Serialize;
 
-use crate::{index::StoreSettings, llm::LlmSettings};
+use crate::{
+    index::StoreSettings,
+    llm::LlmSettings,
+    mcp_http::{Transport, TransportArgs},
+};
 
 const INSTRUCTIONS: &str = "fault gives you reliability tools for the code you write. \
 Code: fault_list_function_names lists the functions of a file; fault_extract_code_block returns one function \
@@ -87,15 +91,39 @@ pub enum ServeError {
     Start(String),
     #[error("MCP session ended with an error: {0}")]
     Run(String),
+    #[error("{0} needs --transport http")]
+    HttpFlagWithStdio(&'static str),
+    #[error(transparent)]
+    Http(#[from] crate::mcp_http::HttpServeError),
 }
 
-/// Serves MCP on stdin/stdout until the client closes stdin.
-pub async fn serve(settings: AgentSettings) -> Result<(), ServeError> {
-    tracing::info!(
-        version = env!("CARGO_PKG_VERSION"),
-        "fault agent tool: serving MCP on stdio"
-    );
-    serve_stdio(FaultServer::new(settings)).await
+/// Serves the fault tools on the transport of `transport`: stdin/stdout until the client closes stdin, or
+/// Streamable HTTP until SIGINT/SIGTERM.
+pub async fn serve(settings: AgentSettings, transport: &TransportArgs) -> Result<(), ServeError> {
+    if transport.transport == Transport::Stdio && transport.http_only_flag_given().is_none() {
+        tracing::info!(
+            version = env!("CARGO_PKG_VERSION"),
+            "fault agent tool: serving MCP on stdio"
+        );
+    }
+    serve_on("fault agent tool", transport, FaultServer::new(settings)).await
+}
+
+/// Serves `server` on the transport of `transport`. Over HTTP every session gets a clone of `server`, so
+/// what its clones share (e.g. the one impact-scenario slot) is shared by all sessions.
+pub async fn serve_on<S>(name: &str, transport: &TransportArgs, server: S) -> Result<(), ServeError>
+where
+    S: ServerHandler + Clone + Send + Sync + 'static,
+{
+    match transport.transport {
+        Transport::Stdio => match transport.http_only_flag_given() {
+            Some(flag) => Err(ServeError::HttpFlagWithStdio(flag)),
+            None => serve_stdio(server).await,
+        },
+        Transport::Http => {
+            Ok(crate::mcp_http::serve(name, transport, move || server.clone()).await?)
+        }
+    }
 }
 
 /// Serves `server` over MCP on stdin/stdout until the client closes stdin.

@@ -5,10 +5,12 @@
 //! - [`report`], [`markdown`]: the report's data (per tool and overall: outcomes, availability, correctness,
 //!   latency with and without injection, client behaviour, tasks) and its markdown;
 //! - [`session`]: records of a live `fault mcp-proxy --report` session, fed by the relay;
-//! - [`client`], [`scenario`]: `fault_run_mcp_chaos_scenario`, which starts a server behind `fault mcp-proxy`
-//!   and drives calls at it with a client policy (timeout and cancel, retries, backoff).
+//! - [`client`], [`http_client`], [`scenario`]: `fault_run_mcp_chaos_scenario`, which starts a server behind
+//!   `fault mcp-proxy` (or calls one at a URL over Streamable HTTP) and drives calls at it with a client policy
+//!   (timeout and cancel, retries, backoff).
 
 pub mod client;
+pub mod http_client;
 pub mod markdown;
 pub mod record;
 pub mod report;

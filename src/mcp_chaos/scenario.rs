@@ -17,6 +17,7 @@ use tokio::{sync::Semaphore, task::JoinSet};
 use tokio_util::sync::CancellationToken;
 
 use super::client::{Answer, StdioClient};
+use super::http_client::HttpClient;
 use super::record::{CallOutcome, CallRecord, Logical, Schemas};
 use super::report::{self, ChaosReport, ClientPolicy};
 use super::session::planned_faults;
@@ -42,6 +43,80 @@ impl ServerCommand {
             .chain(self.args.iter().map(String::as_str))
             .collect::<Vec<_>>()
             .join(" ")
+    }
+}
+
+/// A running MCP server reached over Streamable HTTP.
+#[derive(Debug, Clone)]
+pub struct ServerUrl {
+    pub url: reqwest::Url,
+    /// Sent on every request (e.g. Authorization).
+    pub headers: http::HeaderMap,
+}
+
+/// The MCP server under test: a command started behind `fault mcp-proxy`, or a URL called directly.
+#[derive(Debug, Clone)]
+pub enum ServerTarget {
+    Command(ServerCommand),
+    Url(ServerUrl),
+}
+
+impl ServerTarget {
+    /// The server as the report names it (header names only: their values may be secrets).
+    pub fn line(&self) -> String {
+        match self {
+            ServerTarget::Command(command) => command.line(),
+            ServerTarget::Url(server) if server.headers.is_empty() => server.url.to_string(),
+            ServerTarget::Url(server) => format!(
+                "{} (headers: {})",
+                server.url,
+                server
+                    .headers
+                    .keys()
+                    .map(|k| k.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+}
+
+/// The driving client's connection: through the proxy's stdio, or HTTP straight to the server.
+enum Connection {
+    Stdio(StdioClient),
+    Http(HttpClient),
+}
+
+impl Connection {
+    async fn request(&self, method: &str, params: Value, timeout: Duration) -> (u64, Answer) {
+        match self {
+            Connection::Stdio(client) => client.request(method, params, timeout).await,
+            Connection::Http(client) => client.request(method, params, timeout).await,
+        }
+    }
+
+    fn notify(&self, method: &str, params: Value) {
+        match self {
+            Connection::Stdio(client) => client.notify(method, params),
+            Connection::Http(client) => {
+                tokio::spawn(client.notify(method, params));
+            }
+        }
+    }
+
+    async fn close(&self, grace: Duration) {
+        match self {
+            Connection::Stdio(client) => client.close(grace).await,
+            Connection::Http(client) => client.close(grace).await,
+        }
+    }
+
+    /// What the server (stderr) or the transport (HTTP problems) said last.
+    fn diagnostics(&self) -> String {
+        match self {
+            Connection::Stdio(client) => client.stderr_tail(),
+            Connection::Http(client) => client.problems(),
+        }
     }
 }
 
@@ -73,7 +148,7 @@ pub struct PlanSource {
 /// A validated scenario.
 #[derive(Debug, Clone)]
 pub struct ChaosSpec {
-    pub server: ServerCommand,
+    pub server: ServerTarget,
     pub plan: PlanSource,
     pub calls: Vec<PlannedCall>,
     pub schedule: Schedule,
@@ -113,6 +188,16 @@ pub enum ChaosError {
     Io(#[from] std::io::Error),
     #[error("server: the MCP server did not start ({reason}). Last lines of its stderr:\n{stderr}")]
     ServerStart { reason: String, stderr: String },
+    #[error(
+        "server.url: the MCP server at {url} did not answer the handshake ({reason}). What the transport saw:\n{problems}"
+    )]
+    ServerUnreachable {
+        url: String,
+        reason: String,
+        problems: String,
+    },
+    #[error("server.url: {0}")]
+    HttpClient(String),
     #[error("the scenario was cancelled; the proxy and the server were stopped")]
     Cancelled,
 }
@@ -195,6 +280,27 @@ async fn run_once(
     cancel: &CancellationToken,
     progress: Arc<LoadProgress>,
 ) -> Result<(Vec<CallRecord>, f64), ChaosError> {
+    let command = match &spec.server {
+        ServerTarget::Command(command) => command,
+        // Faults need the proxy, which relays stdio servers only: a URL is driven directly (input
+        // validation refuses a plan with faults for it).
+        ServerTarget::Url(server) => {
+            let client = HttpClient::new(server.url.clone(), server.headers.clone())
+                .map_err(ChaosError::HttpClient)?;
+            let connection = Connection::Http(client);
+            return drive_connection(spec, connection, None, cancel, progress)
+                .await
+                .map_err(|e| match e {
+                    ChaosError::ServerStart { reason, stderr } => ChaosError::ServerUnreachable {
+                        url: server.url.to_string(),
+                        reason,
+                        problems: stderr,
+                    },
+                    other => other,
+                })
+                .map(|(attempts, duration_ms)| (join(attempts, ""), duration_ms));
+        }
+    };
     let scratch = Scratch::new()?;
     let events = scratch.0.join("events.jsonl");
     let mut args = vec!["mcp-proxy".to_owned()];
@@ -216,23 +322,39 @@ async fn run_once(
         "--events".to_owned(),
         events.display().to_string(),
         "--".to_owned(),
-        spec.server.command.clone(),
+        command.command.clone(),
     ]);
-    args.extend(spec.server.args.iter().cloned());
-    let client = StdioClient::spawn(
-        &spec.proxy_exe,
-        &args,
-        &spec.server.env,
-        spec.server.cwd.as_deref(),
-    )?;
-    let client = Arc::new(client);
+    args.extend(command.args.iter().cloned());
+    let client = StdioClient::spawn(&spec.proxy_exe, &args, &command.env, command.cwd.as_deref())?;
+    let (attempts, duration_ms) = drive_connection(
+        spec,
+        Connection::Stdio(client),
+        Some(&scratch),
+        cancel,
+        progress,
+    )
+    .await?;
+    let events = std::fs::read_to_string(&events).unwrap_or_default();
+    Ok((join(attempts, &events), duration_ms))
+}
+
+/// The handshake, then every call on `connection`, then its close; the attempts and the run's duration.
+/// `_scratch` (the proxy's files) lives until the proxy has exited.
+async fn drive_connection(
+    spec: &ChaosSpec,
+    connection: Connection,
+    _scratch: Option<&Scratch>,
+    cancel: &CancellationToken,
+    progress: Arc<LoadProgress>,
+) -> Result<(Vec<Attempt>, f64), ChaosError> {
+    let client = Arc::new(connection);
     let schemas = match start(&client).await {
         Ok(schemas) => Arc::new(schemas),
         Err(reason) => {
             client.close(Duration::from_secs(1)).await;
             return Err(ChaosError::ServerStart {
                 reason,
-                stderr: client.stderr_tail(),
+                stderr: client.diagnostics(),
             });
         }
     };
@@ -246,12 +368,11 @@ async fn run_once(
     let Some(attempts) = driven else {
         return Err(ChaosError::Cancelled);
     };
-    let events = std::fs::read_to_string(&events).unwrap_or_default();
-    Ok((join(attempts, &events), duration_ms))
+    Ok((attempts, duration_ms))
 }
 
 /// The MCP handshake and the tools' output schemas; `Err` says why the server is not usable.
-async fn start(client: &StdioClient) -> Result<Schemas, String> {
+async fn start(client: &Connection) -> Result<Schemas, String> {
     let init = json!({
         "protocolVersion": "2025-06-18",
         "capabilities": {},
@@ -294,7 +415,7 @@ async fn start(client: &StdioClient) -> Result<Schemas, String> {
 /// Runs every logical call with the client policy, `concurrency` at a time, on the schedule.
 async fn drive(
     spec: &ChaosSpec,
-    client: &Arc<StdioClient>,
+    client: &Arc<Connection>,
     schemas: &Arc<Schemas>,
     started: Instant,
     progress: Arc<LoadProgress>,
@@ -354,7 +475,7 @@ async fn drive(
 
 /// One logical call: attempts until a result the client accepts or the retries run out.
 async fn logical_call(
-    client: &StdioClient,
+    client: &Connection,
     schemas: &Schemas,
     call: &PlannedCall,
     index: u64,

@@ -1,4 +1,4 @@
-//! `fault mcp-test-server`: an MCP server on stdio whose tools fail, stall and answer on demand, so that
+//! `fault mcp-test-server`: an MCP server (stdio or Streamable HTTP) whose tools fail, stall and answer on demand, so that
 //! `fault mcp-proxy`, MCP clients and gateways can be tested against known behaviour.
 //!
 //! One file per tool family: `failure` (error, slow, flaky), `data` (echo, get_item, list_items: results
@@ -13,7 +13,7 @@ mod streaming;
 
 use std::{sync::Arc, time::Instant};
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     handler::server::{router::tool::ToolRouter, tool::ToolCallContext},
@@ -28,6 +28,8 @@ use schemars::JsonSchema;
 
 pub use failure::ErrorCategory;
 
+use crate::mcp_http::{Transport, TransportArgs};
+
 use arguments::{ArgumentError, Arguments};
 
 /// The code a handler ends with when the client cancels (LSP's RequestCancelled). rmcp sends no response for
@@ -37,19 +39,12 @@ const CANCELLED_CODE: i32 = -32800;
 /// Options of `fault mcp-test-server`.
 #[derive(Debug, Clone, Args)]
 pub struct TestServerArgs {
-    /// How clients reach the server: stdio (newline-delimited JSON-RPC on stdin/stdout).
-    #[arg(long, value_enum, default_value_t = Transport::Stdio)]
-    pub transport: Transport,
+    #[command(flatten)]
+    pub transport: TransportArgs,
 
     /// Log every tool call (tool, arguments, outcome, duration) at info level to stderr (or --log-file).
     #[arg(long)]
     pub log_calls: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Transport {
-    /// Newline-delimited JSON-RPC on stdin/stdout.
-    Stdio,
 }
 
 const INSTRUCTIONS: &str = "fault mcp-test-server: tools with known failure modes, for testing MCP clients, \
@@ -115,15 +110,24 @@ impl ServerHandler for TestServer {
     }
 }
 
-/// Serves the test tools on stdin/stdout until the client closes stdin.
+/// Serves the test tools on stdin/stdout until the client closes stdin, or over Streamable HTTP until
+/// SIGINT/SIGTERM.
 pub async fn serve(args: TestServerArgs) -> Result<(), crate::mcp::ServeError> {
-    tracing::info!(
-        version = env!("CARGO_PKG_VERSION"),
-        ?args,
-        "fault mcp-test-server: serving MCP on stdio"
-    );
-    let Transport::Stdio = args.transport;
-    crate::mcp::serve_stdio(TestServer::new(args.log_calls)).await
+    if args.transport.transport == Transport::Stdio
+        && args.transport.http_only_flag_given().is_none()
+    {
+        tracing::info!(
+            version = env!("CARGO_PKG_VERSION"),
+            ?args,
+            "fault mcp-test-server: serving MCP on stdio"
+        );
+    }
+    crate::mcp::serve_on(
+        "fault mcp-test-server",
+        &args.transport,
+        TestServer::new(args.log_calls),
+    )
+    .await
 }
 
 /// The input schema of a tool whose arguments are read by [`Arguments`] and documented by `T`.

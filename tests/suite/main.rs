@@ -26,6 +26,7 @@ mod load_open_model;
 mod mcp_chaos;
 mod mcp_code;
 mod mcp_examples;
+mod mcp_http;
 mod mcp_proxy;
 mod mcp_proxy_determinism;
 mod mcp_proxy_http;

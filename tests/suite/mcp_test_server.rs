@@ -33,7 +33,7 @@ async fn rpc_error(client: &Client, tool: &str, args: Value) -> ErrorData {
 }
 
 /// The result's structuredContent, after checking the text content is the same JSON.
-fn structured(result: &rmcp::model::CallToolResult) -> Value {
+pub(crate) fn structured(result: &rmcp::model::CallToolResult) -> Value {
     let structured = result
         .structured_content
         .clone()
@@ -335,7 +335,7 @@ const KNOWN_FAILURE_MESSAGE: &str = "flaky failure (roll=0.3193 < rate=0.5000)";
 
 /// Records the progress notifications the server sends.
 #[derive(Clone, Default)]
-struct ProgressRecorder(Arc<Mutex<Vec<ProgressNotificationParam>>>);
+pub(crate) struct ProgressRecorder(pub(crate) Arc<Mutex<Vec<ProgressNotificationParam>>>);
 
 impl ClientHandler for ProgressRecorder {
     async fn on_progress(

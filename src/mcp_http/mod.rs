@@ -1,0 +1,271 @@
+//! MCP over Streamable HTTP for any of our rmcp servers (`fault agent tool`, `fault mcp-test-server`).
+//!
+//! rmcp's `StreamableHttpService` speaks the protocol (sessions, SSE and JSON responses, `Host` and `Origin`
+//! checks); this module puts it on hyper behind the endpoint path and the optional bearer token, logs the URL,
+//! and shuts down cleanly on SIGINT/SIGTERM. `options` holds the flags every server command shares.
+
+mod options;
+
+use std::{convert::Infallible, net::SocketAddr, sync::Arc, time::Duration};
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use hyper_util::rt::TokioIo;
+use rmcp::{
+    ServerHandler,
+    transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+    },
+};
+use subtle::ConstantTimeEq;
+use tokio_util::sync::CancellationToken;
+
+pub use options::{DEFAULT_LISTEN, DEFAULT_PATH, Transport, TransportArgs};
+
+/// How long open requests and streams get to finish after SIGINT/SIGTERM.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+#[derive(Debug, thiserror::Error)]
+pub enum HttpServeError {
+    #[error("{flag}: {reason}")]
+    Flag { flag: &'static str, reason: String },
+    #[error("cannot listen on {listen}: {source}")]
+    Bind {
+        listen: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+type HttpResponse = Response<BoxBody<Bytes, Infallible>>;
+
+/// Serves the servers `make_server` builds (one per session) over Streamable HTTP until SIGINT or SIGTERM.
+/// `name` prefixes the log lines, e.g. "fault agent tool".
+pub async fn serve<S>(
+    name: &str,
+    args: &TransportArgs,
+    make_server: impl Fn() -> S + Send + Sync + 'static,
+) -> Result<(), HttpServeError>
+where
+    S: ServerHandler + Send + 'static,
+{
+    let settings = args.http_settings()?;
+    let listener = tokio::net::TcpListener::bind(settings.listen)
+        .await
+        .map_err(|source| HttpServeError::Bind {
+            listen: settings.listen,
+            source,
+        })?;
+    let local = listener
+        .local_addr()
+        .map_err(|source| HttpServeError::Bind {
+            listen: settings.listen,
+            source,
+        })?;
+    let url = format!("http://{local}{}", settings.path);
+    tracing::info!(
+        %url,
+        sessions = !settings.stateless,
+        bearer_token = settings.token.is_some(),
+        "{name}: serving MCP over Streamable HTTP at {url}"
+    );
+
+    if !local.ip().is_loopback() && settings.token.is_none() {
+        tracing::warn!(
+            "{name}: listening on {local} without --auth-token-env: anyone who reaches it can call the tools"
+        );
+    }
+
+    let stop_sessions = CancellationToken::new();
+    let mut config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(settings.allowed_hosts)
+        .with_legacy_session_mode(!settings.stateless)
+        .with_json_response(settings.stateless)
+        .with_cancellation_token(stop_sessions.child_token());
+    // An empty list still checks: a browser page of another origin is refused, as the transport spec asks.
+    config = config
+        .with_allowed_origins(settings.allowed_origins)
+        .enforce_origin_validation();
+    let endpoint = Arc::new(Endpoint {
+        path: settings.path,
+        token: settings.token,
+        mcp: StreamableHttpService::new(
+            move || Ok(make_server()),
+            LocalSessionManager::default().into(),
+            config,
+        ),
+    });
+
+    let connections = hyper_util::server::graceful::GracefulShutdown::new();
+    let terminated = terminated();
+    tokio::pin!(terminated);
+    loop {
+        tokio::select! {
+            _ = &mut terminated => break,
+            accepted = listener.accept() => {
+                let (stream, peer) = match accepted {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        // Out of file descriptors and the like: wait a little rather than spin.
+                        tracing::warn!("{name}: accept failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let endpoint = endpoint.clone();
+                let service = hyper::service::service_fn(move |request| {
+                    let endpoint = endpoint.clone();
+                    async move { Ok::<_, Infallible>(endpoint.handle(request).await) }
+                });
+                let connection = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service);
+                let connection = connections.watch(connection);
+                tokio::spawn(async move {
+                    if let Err(e) = connection.await {
+                        tracing::debug!(%peer, "HTTP connection ended: {e}");
+                    }
+                });
+            }
+        }
+    }
+    tracing::info!("{name}: shutting down");
+    drop(listener);
+    // Ends every session and its SSE streams, so the connections can close.
+    stop_sessions.cancel();
+    if tokio::time::timeout(SHUTDOWN_GRACE, connections.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("{name}: connections still open after {SHUTDOWN_GRACE:?}; closing them");
+    }
+    Ok(())
+}
+
+/// The MCP endpoint: its path, its token, and rmcp's service behind them.
+struct Endpoint<S: ServerHandler + Send + 'static> {
+    path: String,
+    token: Option<String>,
+    mcp: StreamableHttpService<S, LocalSessionManager>,
+}
+
+impl<S: ServerHandler + Send + 'static> Endpoint<S> {
+    async fn handle(&self, request: Request<hyper::body::Incoming>) -> HttpResponse {
+        if request.uri().path() != self.path {
+            return plain(
+                StatusCode::NOT_FOUND,
+                format!("Not Found: the MCP endpoint is {}", self.path),
+            );
+        }
+        if let Some(token) = &self.token
+            && let Err(refusal) = check_bearer(request.headers(), token)
+        {
+            tracing::warn!(method = %request.method(), "refused an MCP request: {refusal}");
+            let mut response = plain(StatusCode::UNAUTHORIZED, format!("Unauthorized: {refusal}"));
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static(r#"Bearer realm="fault""#),
+            );
+            return response;
+        }
+        let ends_session = request.method() == http::Method::DELETE;
+        let mut response = self.mcp.handle(request).await;
+        // rmcp answers a session's end with 202; clients (the official Python SDK) expect 200 or 204.
+        if ends_session && response.status() == StatusCode::ACCEPTED {
+            *response.status_mut() = StatusCode::NO_CONTENT;
+        }
+        response
+    }
+}
+
+/// Why a request's bearer token was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+enum BearerRefusal {
+    #[error("an Authorization: Bearer header is required")]
+    Missing,
+    #[error("the bearer token is wrong")]
+    Wrong,
+}
+
+/// Checks `Authorization: Bearer <token>`; the token is compared in constant time.
+fn check_bearer(headers: &http::HeaderMap, token: &str) -> Result<(), BearerRefusal> {
+    let value = headers
+        .get(header::AUTHORIZATION)
+        .ok_or(BearerRefusal::Missing)?
+        .as_bytes();
+    let scheme = b"bearer ";
+    if value.len() < scheme.len() || !value[..scheme.len()].eq_ignore_ascii_case(scheme) {
+        return Err(BearerRefusal::Missing);
+    }
+    let given = value[scheme.len()..].trim_ascii();
+    if bool::from(given.ct_eq(token.as_bytes())) {
+        Ok(())
+    } else {
+        Err(BearerRefusal::Wrong)
+    }
+}
+
+fn plain(status: StatusCode, text: String) -> HttpResponse {
+    let mut response = Response::new(Full::new(Bytes::from(text)).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+/// Resolves on SIGTERM or SIGINT (never, when neither can be listened for).
+async fn terminated() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::warn!("cannot listen for SIGTERM/SIGINT: the server stops only when killed");
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_authorization(value: &str) -> http::HeaderMap {
+        let mut headers = http::HeaderMap::new();
+        headers.insert(header::AUTHORIZATION, value.parse().unwrap());
+        headers
+    }
+
+    #[test]
+    fn the_bearer_token_must_match_exactly() {
+        let token = "s3cret-token";
+        assert_eq!(
+            check_bearer(&with_authorization("Bearer s3cret-token"), token),
+            Ok(())
+        );
+        assert_eq!(
+            check_bearer(&with_authorization("bearer s3cret-token"), token),
+            Ok(())
+        );
+        assert_eq!(
+            check_bearer(&with_authorization("Bearer s3cret-toke"), token),
+            Err(BearerRefusal::Wrong)
+        );
+        assert_eq!(
+            check_bearer(&with_authorization("Bearer s3cret-token2"), token),
+            Err(BearerRefusal::Wrong)
+        );
+        assert_eq!(
+            check_bearer(&with_authorization("Basic czNjcmV0"), token),
+            Err(BearerRefusal::Missing)
+        );
+        assert_eq!(
+            check_bearer(&http::HeaderMap::new(), token),
+            Err(BearerRefusal::Missing)
+        );
+    }
+}
