@@ -88,11 +88,23 @@ pub enum StoreChoice {
 }
 
 /// Where new indexes are kept.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct StoreSettings {
     pub choice: StoreChoice,
     /// Qdrant gRPC URL, e.g. http://localhost:6334.
     pub qdrant_url: Option<url::Url>,
+    /// Ceiling of the embedded store's vector copies of all projects together, in bytes.
+    pub vector_cache_bytes: u64,
+}
+
+impl Default for StoreSettings {
+    fn default() -> Self {
+        Self {
+            choice: StoreChoice::default(),
+            qdrant_url: None,
+            vector_cache_bytes: store::sqlite::DEFAULT_CACHE_CEILING,
+        }
+    }
 }
 
 /// The languages a `lang` value names: `auto` (or nothing) means every language the registry knows.

@@ -95,6 +95,7 @@ pub async fn serve(settings: AgentSettings) -> Result<(), ServeError> {
         version = env!("CARGO_PKG_VERSION"),
         "fault agent tool: serving MCP on stdio"
     );
+    crate::index::store::sqlite::set_cache_ceiling(settings.store.vector_cache_bytes);
     serve_stdio(FaultServer::new(settings)).await
 }
 
