@@ -18,6 +18,17 @@ pub const CONTEXT_CHUNKS: usize = 4;
 /// Longest wait for the index lookup (it embeds the query): context must never stall a suggestion.
 const CONTEXT_BUDGET: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// Environment variable overriding [`CONTEXT_BUDGET`], in seconds (a slow local embedding model).
+pub const CONTEXT_BUDGET_ENV: &str = "FAULT_INDEX_CONTEXT_TIMEOUT_SECS";
+
+fn context_budget() -> std::time::Duration {
+    std::env::var(CONTEXT_BUDGET_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|secs| *secs > 0)
+        .map_or(CONTEXT_BUDGET, std::time::Duration::from_secs)
+}
+
 /// What index context went to the model with the prompt.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct IndexContext {
@@ -90,17 +101,21 @@ pub async fn related_chunks(
         ContextScope::Roots(_) => "roots",
     };
     let lookup = crate::index::retrieve_scoped(llm, scope, query, k);
-    let found = match tokio::time::timeout(CONTEXT_BUDGET, lookup).await {
+    let budget = context_budget();
+    let found = match tokio::time::timeout(budget, lookup).await {
         Ok(Ok(found)) => found,
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "no index context for this prompt");
             return Related::none(format!("index lookup failed: {e}"));
         }
         Err(_) => {
-            tracing::warn!(budget = ?CONTEXT_BUDGET, "index lookup too slow; prompt sent without context");
+            tracing::warn!(
+                ?budget,
+                "index lookup too slow; prompt sent without context"
+            );
             return Related::none(format!(
-                "index lookup took longer than {} s",
-                CONTEXT_BUDGET.as_secs()
+                "index lookup took longer than {} s ({CONTEXT_BUDGET_ENV})",
+                budget.as_secs()
             ));
         }
     };

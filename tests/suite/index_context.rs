@@ -86,10 +86,16 @@ async fn spawn<H: ClientHandler>(
 ) -> common::Server<H> {
     let args = args(embed, chat);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut env = server_env(data);
+    // The shared embedding server can queue a query for longer than the default 10 s under test load.
+    env.insert(
+        "FAULT_INDEX_CONTEXT_TIMEOUT_SECS".to_owned(),
+        "300".to_owned(),
+    );
     common::spawn_handler(
         common::ServerSpec {
             agent_args: &args,
-            env: server_env(data),
+            env,
             ..Default::default()
         },
         handler,
