@@ -168,7 +168,23 @@ pub struct AgentOptions {
         default_value = "auto"
     )]
     pub vector_store: VectorStoreKind,
+
+    /// Ceiling, in MiB, of the embedded store's in-memory vector copies of all projects together: the least
+    /// recently searched projects are released to stay under it, and a project larger than it is searched
+    /// from disk. 0 keeps no copy.
+    #[arg(
+        long,
+        env = "FAULT_VECTOR_CACHE_MIB",
+        global = true,
+        default_value_t = DEFAULT_VECTOR_CACHE_MIB,
+        value_parser = clap::value_parser!(u64).range(0..=1024 * 1024)
+    )]
+    pub vector_cache_mib: u64,
 }
+
+/// Default of `--vector-cache-mib`.
+pub const DEFAULT_VECTOR_CACHE_MIB: u64 =
+    crate::index::store::sqlite::DEFAULT_CACHE_CEILING / (1024 * 1024);
 
 impl AgentOptions {
     /// Fills what clap cannot express: `QDRANT_URL` as a second variable for the Qdrant URL.
@@ -204,6 +220,7 @@ impl AgentOptions {
                     VectorStoreKind::Qdrant => StoreChoice::Qdrant,
                 },
                 qdrant_url: self.qdrant_url.clone(),
+                vector_cache_bytes: self.vector_cache_mib * 1024 * 1024,
             },
         }
     }

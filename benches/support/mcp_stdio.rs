@@ -19,8 +19,15 @@ pub struct Server {
 
 impl Server {
     pub fn spawn() -> Self {
+        Self::spawn_with(&[], &[])
+    }
+
+    /// `fault agent tool <agent_args>` with extra environment variables.
+    pub fn spawn_with(agent_args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_fault"))
             .args(["--log-level", "warn", "agent", "tool"])
+            .args(agent_args)
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::context::{IndexContext, Related};
 use super::{
     AdviceError, ProgressReporter, ask, clamp_score, diff, match_final_newline, prompts::Task,
     string_field, strip_code_fence, syntax_problems,
@@ -31,6 +32,8 @@ pub struct FileChanges {
     /// Unified diff from `old` to `new` (`--- a/<name>` / `+++ b/<name>`): `patch -p1` or `git apply` in
     /// the file's directory applies it.
     pub diff: String,
+    /// Which indexed code, if any, was sent to the model as context.
+    pub index_context: IndexContext,
 }
 
 /// Reads a user's source file exactly as it is, through the code tools' one reader (regular files of a known
@@ -44,7 +47,7 @@ pub async fn file_changes(
     model: &dyn ChatModel,
     path: &Path,
     old: String,
-    context: &[crate::index::RetrievedChunk],
+    context: &Related,
     progress: &ProgressReporter,
 ) -> Result<FileChanges, AdviceError> {
     if old.trim().is_empty() {
@@ -76,7 +79,7 @@ pub async fn file_changes(
             None => Ok(()),
         }
     };
-    let context = super::context::render(context);
+    let rendered = super::context::render(&context.chunks);
     let answer = ask(
         model,
         Task::FileChanges,
@@ -84,7 +87,7 @@ pub async fn file_changes(
             ("file_name", &name),
             ("lang", &lang),
             ("file", &old),
-            ("context", &context),
+            ("context", &rendered),
         ],
         Some(&check),
         progress,
@@ -114,5 +117,6 @@ pub async fn file_changes(
         old,
         new,
         dependencies,
+        index_context: context.report.clone(),
     })
 }

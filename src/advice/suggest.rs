@@ -4,6 +4,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::context::{IndexContext, Related};
 use super::{
     AdviceError, Aspect, ProgressReporter, ask, check_snippet, diff, lang_label,
     match_final_newline, prompts::Task, string_field, strip_code_fence, syntax_problems,
@@ -20,6 +21,8 @@ pub struct Suggestion {
     pub new_code: String,
     /// What changed and why.
     pub explanation: String,
+    /// Which indexed code, if any, was sent to the model as context.
+    pub index_context: IndexContext,
 }
 
 /// What the user asked for.
@@ -35,7 +38,7 @@ pub async fn suggest(
     model: &dyn ChatModel,
     aspect: Aspect,
     request: SuggestRequest<'_>,
-    context: &[crate::index::RetrievedChunk],
+    context: &Related,
     progress: &ProgressReporter,
 ) -> Result<Suggestion, AdviceError> {
     check_snippet(request.snippet)?;
@@ -70,7 +73,7 @@ pub async fn suggest(
     let lang = lang_label(request.lang);
     let score = format!("{:.2}", request.score);
     let target = format!("{:.2}", request.target_score);
-    let context = super::context::render(context);
+    let rendered = super::context::render(&context.chunks);
     let answer = ask(
         model,
         task,
@@ -79,7 +82,7 @@ pub async fn suggest(
             ("snippet", request.snippet),
             ("score", &score),
             ("target_score", &target),
-            ("context", &context),
+            ("context", &rendered),
         ],
         Some(&check),
         progress,
@@ -100,5 +103,6 @@ pub async fn suggest(
         diff: diff::unified_diff(request.snippet, &new_code, &name),
         new_code,
         explanation: string_field(&answer, "explanation")?,
+        index_context: context.report.clone(),
     })
 }

@@ -88,11 +88,23 @@ pub enum StoreChoice {
 }
 
 /// Where new indexes are kept.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct StoreSettings {
     pub choice: StoreChoice,
     /// Qdrant gRPC URL, e.g. http://localhost:6334.
     pub qdrant_url: Option<url::Url>,
+    /// Ceiling of the embedded store's vector copies of all projects together, in bytes.
+    pub vector_cache_bytes: u64,
+}
+
+impl Default for StoreSettings {
+    fn default() -> Self {
+        Self {
+            choice: StoreChoice::default(),
+            qdrant_url: None,
+            vector_cache_bytes: store::sqlite::DEFAULT_CACHE_CEILING,
+        }
+    }
 }
 
 /// The languages a `lang` value names: `auto` (or nothing) means every language the registry knows.
@@ -258,18 +270,77 @@ pub struct RetrievedChunk {
     pub score: f32,
 }
 
-/// The `k` chunks closest to `query` in the project containing `hint_path` (else the most recently indexed
-/// project); empty when nothing was indexed.
-pub async fn retrieve_context(
-    llm: &LlmSettings,
-    hint_path: Option<&Path>,
-    query: &str,
-    k: usize,
-) -> Result<Vec<RetrievedChunk>, IndexError> {
-    retrieve_context_in(&project::data_dir()?, llm, hint_path, query, k).await
+/// Which indexed projects may give context to a prompt: never one the user is not working in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ContextScope {
+    /// The project containing this file.
+    File(PathBuf),
+    /// The projects the client's MCP roots cover (containing a root, or inside one).
+    Roots(Vec<PathBuf>),
 }
 
-/// [`retrieve_context`] with an explicit data directory.
+/// At most this many projects are searched for one prompt (a client root can hold many).
+const MAX_SCOPED_PROJECTS: usize = 8;
+
+/// Chunks retrieved within a scope, and the roots of the projects searched.
+#[derive(Debug, Clone, Default)]
+pub struct ScopedContext {
+    pub chunks: Vec<RetrievedChunk>,
+    pub projects: Vec<PathBuf>,
+}
+
+/// The `k` chunks closest to `query` among the projects `scope` allows; empty when none of them is indexed.
+pub async fn retrieve_scoped(
+    llm: &LlmSettings,
+    scope: &ContextScope,
+    query: &str,
+    k: usize,
+) -> Result<ScopedContext, IndexError> {
+    retrieve_scoped_in(&project::data_dir()?, llm, scope, query, k).await
+}
+
+/// [`retrieve_scoped`] with an explicit data directory.
+pub async fn retrieve_scoped_in(
+    data_dir: &Path,
+    llm: &LlmSettings,
+    scope: &ContextScope,
+    query: &str,
+    k: usize,
+) -> Result<ScopedContext, IndexError> {
+    let Some(registry) = project::Registry::open_existing(data_dir)? else {
+        return Ok(ScopedContext::default());
+    };
+    let mut records = match scope {
+        ContextScope::File(path) => registry.containing(path)?.into_iter().collect(),
+        ContextScope::Roots(roots) => registry.for_roots(roots)?,
+    };
+    records.truncate(MAX_SCOPED_PROJECTS);
+    if records.is_empty() {
+        return Ok(ScopedContext::default());
+    }
+    let embedder = embedder(llm)?;
+    let mut found = ScopedContext::default();
+    for record in &records {
+        match retrieve_from(record, embedder.clone(), query, k).await {
+            Ok(chunks) => {
+                found.projects.push(record.root.clone());
+                found.chunks.extend(chunks);
+            }
+            // One project's mismatch must not hide the others a root covers.
+            Err(e) if records.len() > 1 => {
+                tracing::warn!(root = %record.root.display(), error = %e, "project skipped for context");
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    found.chunks.sort_by(|a, b| b.score.total_cmp(&a.score));
+    found.chunks.truncate(k);
+    Ok(found)
+}
+
+/// The `k` chunks closest to `query` in the project containing `hint_path`, else the most recently indexed
+/// project; empty when nothing was indexed. For tools and scripts that name no file; prompts use
+/// [`retrieve_scoped`].
 pub async fn retrieve_context_in(
     data_dir: &Path,
     llm: &LlmSettings,

@@ -1,5 +1,9 @@
 //! Indexing as a straight line: walk → compare with what is stored → delete stale → embed changed chunks in
 //! batches → upsert each batch (committed on its own, so an interruption keeps every finished batch).
+//!
+//! The comparison keeps only the ids of the chunks to embed, per file; their text is produced again file by
+//! file while embedding, a few batches ahead through a bounded channel, so a large tree never sits in
+//! memory whole.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -97,6 +101,17 @@ struct Pending {
     input: String,
 }
 
+/// The chunks of one file to embed, by id: their text is read again when their batch comes.
+struct FileWork {
+    rel_path: String,
+    path: std::path::PathBuf,
+    lang: Language,
+    ids: HashSet<String>,
+}
+
+/// Batches produced ahead of the embedder: the bound on chunk text held in memory.
+const BATCHES_AHEAD: usize = 2;
+
 /// What a run has to do after comparing the tree with the store.
 #[derive(Default)]
 struct WorkList {
@@ -104,7 +119,9 @@ struct WorkList {
     files_changed: u64,
     files_skipped: u64,
     seen_paths: HashSet<String>,
-    to_embed: Vec<Pending>,
+    /// Files with chunks to embed, in walk order, and how many chunks in all.
+    to_embed: Vec<FileWork>,
+    chunks_to_embed: u64,
     moves: Vec<LineMove>,
     stamps: Vec<FileStamp>,
     stale_ids: Vec<String>,
@@ -245,14 +262,7 @@ fn plan_file(
     model_key: &str,
     settings: &IndexSettings,
 ) {
-    let language = lang.name();
-    // The model and chunking are part of the file hash: changing either re-indexes every file.
-    let file_hash = hex(&hash_parts(&[
-        model_key.as_bytes(),
-        &settings.max_lines.to_le_bytes(),
-        source.as_bytes(),
-    ])
-    .finalize()[..16]);
+    let file_hash = file_hash(model_key, settings, source);
     let stored: &[StoredPoint] = stored.map(Vec::as_slice).unwrap_or_default();
     if !stored.is_empty()
         && stored
@@ -263,36 +273,17 @@ fn plan_file(
         return;
     }
     plan.files_changed += 1;
-    let pieces = chunk_read_file(path, lang, source, settings.max_lines);
-    let file_chunks = pieces.len() as u32;
+    let pieces = file_pending(
+        rel_path, path, lang, source, &file_hash, model_key, settings,
+    );
+    let file_chunks = pieces.first().map_or(0, |p| p.meta.file_chunks);
     let by_id: HashMap<&str, &StoredPoint> = stored.iter().map(|p| (p.id.as_str(), p)).collect();
-    let mut ordinals: HashMap<(&str, String), usize> = HashMap::new();
     let mut current_ids = HashSet::new();
     let mut restamp = false;
-    for chunk in pieces {
-        let ordinal = ordinals
-            .entry((chunk.kind.as_str(), qualified_name(&chunk).to_owned()))
-            .and_modify(|n| *n += 1)
-            .or_insert(0);
-        let id = point_id(
-            rel_path,
-            chunk.kind.as_str(),
-            qualified_name(&chunk),
-            *ordinal,
-        );
-        let input = embedding_input(rel_path, language, &chunk, settings.max_embed_chars);
-        let content_hash =
-            hex(&hash_parts(&[model_key.as_bytes(), input.as_bytes()]).finalize()[..16]);
+    let mut ids_to_embed = HashSet::new();
+    for pending in pieces {
+        let Pending { id, meta, .. } = pending;
         current_ids.insert(id.clone());
-        let meta = ChunkMeta {
-            path: rel_path.to_owned(),
-            language: language.to_owned(),
-            start_line: line_number(chunk.start_line),
-            end_line: line_number(chunk.end_line),
-            content_hash,
-            file_hash: file_hash.clone(),
-            file_chunks,
-        };
         match by_id.get(id.as_str()) {
             Some(old) if old.meta.content_hash == meta.content_hash => {
                 plan.unchanged += 1;
@@ -306,13 +297,19 @@ fn plan_file(
                     });
                 }
             }
-            _ => plan.to_embed.push(Pending {
-                id,
-                meta,
-                chunk,
-                input,
-            }),
+            _ => {
+                ids_to_embed.insert(id);
+            }
         }
+    }
+    if !ids_to_embed.is_empty() {
+        plan.chunks_to_embed += ids_to_embed.len() as u64;
+        plan.to_embed.push(FileWork {
+            rel_path: rel_path.to_owned(),
+            path: path.to_path_buf(),
+            lang,
+            ids: ids_to_embed,
+        });
     }
     if restamp {
         plan.stamps.push(FileStamp {
@@ -327,6 +324,111 @@ fn plan_file(
             .filter(|p| !current_ids.contains(&p.id))
             .map(|p| p.id.clone()),
     );
+}
+
+/// The file hash: the model and chunking are part of it, so changing either re-indexes every file.
+fn file_hash(model_key: &str, settings: &IndexSettings, source: &str) -> String {
+    hex(&hash_parts(&[
+        model_key.as_bytes(),
+        &settings.max_lines.to_le_bytes(),
+        source.as_bytes(),
+    ])
+    .finalize()[..16])
+}
+
+/// Every chunk of a file with its id, metadata and embedding input.
+fn file_pending(
+    rel_path: &str,
+    path: &Path,
+    lang: Language,
+    source: &str,
+    file_hash: &str,
+    model_key: &str,
+    settings: &IndexSettings,
+) -> Vec<Pending> {
+    let language = lang.name();
+    let pieces = chunk_read_file(path, lang, source, settings.max_lines);
+    let file_chunks = pieces.len() as u32;
+    let mut ordinals: HashMap<(&str, String), usize> = HashMap::new();
+    let mut out = Vec::with_capacity(pieces.len());
+    for chunk in pieces {
+        let ordinal = ordinals
+            .entry((chunk.kind.as_str(), qualified_name(&chunk).to_owned()))
+            .and_modify(|n| *n += 1)
+            .or_insert(0);
+        let id = point_id(
+            rel_path,
+            chunk.kind.as_str(),
+            qualified_name(&chunk),
+            *ordinal,
+        );
+        let input = embedding_input(rel_path, language, &chunk, settings.max_embed_chars);
+        let content_hash =
+            hex(&hash_parts(&[model_key.as_bytes(), input.as_bytes()]).finalize()[..16]);
+        let meta = ChunkMeta {
+            path: rel_path.to_owned(),
+            language: language.to_owned(),
+            start_line: line_number(chunk.start_line),
+            end_line: line_number(chunk.end_line),
+            content_hash,
+            file_hash: file_hash.to_owned(),
+            file_chunks,
+        };
+        out.push(Pending {
+            id,
+            meta,
+            chunk,
+            input,
+        });
+    }
+    out
+}
+
+/// Reads the planned files again and sends their chunks to embed in batches of `batch_size`; stops when
+/// the receiver is gone (the run ended). A file that changed since the walk gives its current chunks.
+fn produce_batches(
+    work: Vec<FileWork>,
+    model_key: &str,
+    settings: &IndexSettings,
+    batches: &tokio::sync::mpsc::Sender<Vec<Pending>>,
+) {
+    let batch_size = settings.batch_size.max(1);
+    let mut batch = Vec::with_capacity(batch_size);
+    for file in work {
+        let source = match std::fs::read_to_string(&file.path) {
+            Ok(source) => source,
+            Err(e) => {
+                tracing::debug!(path = %file.rel_path, error = %e, "skipped: unreadable since the walk");
+                continue;
+            }
+        };
+        let hash = file_hash(model_key, settings, &source);
+        let pending = file_pending(
+            &file.rel_path,
+            &file.path,
+            file.lang,
+            &source,
+            &hash,
+            model_key,
+            settings,
+        );
+        for p in pending.into_iter().filter(|p| file.ids.contains(&p.id)) {
+            batch.push(p);
+            if batch.len() == batch_size
+                && batches
+                    .blocking_send(std::mem::replace(
+                        &mut batch,
+                        Vec::with_capacity(batch_size),
+                    ))
+                    .is_err()
+            {
+                return;
+            }
+        }
+    }
+    if !batch.is_empty() {
+        let _ = batches.blocking_send(batch);
+    }
 }
 
 /// `path` relative to `root` with `/` separators, or `None` when it is not under `root` or not UTF-8.
@@ -391,21 +493,26 @@ pub async fn index_project(
         store.move_lines(plan.moves).await?;
     }
 
-    let total = plan.to_embed.len() as u64;
+    let total = plan.chunks_to_embed;
     let mut embedded = 0u64;
     let mut requests = 0u64;
-    let mut pending = plan.to_embed.into_iter().peekable();
-    while pending.peek().is_some() {
-        let batch: Vec<Pending> = pending.by_ref().take(settings.batch_size.max(1)).collect();
+    let (sender, mut batches) = tokio::sync::mpsc::channel::<Vec<Pending>>(BATCHES_AHEAD);
+    let producer = {
+        let work = plan.to_embed;
+        let settings = settings.clone();
+        let model_key = model_key.clone();
+        tokio::task::spawn_blocking(move || produce_batches(work, &model_key, &settings, &sender))
+    };
+    while let Some(batch) = batches.recv().await {
         let inputs: Vec<String> = batch.iter().map(|p| p.input.clone()).collect();
         let vectors = tokio::select! {
             _ = ct.cancelled() => {
-                return Err(IndexError::Cancelled { committed: embedded, remaining: total - embedded });
+                return Err(IndexError::Cancelled { committed: embedded, remaining: total.saturating_sub(embedded) });
             }
             result = embedder.embed(&inputs) => result.map_err(|source| IndexError::Embedding {
                 source,
                 committed: embedded,
-                remaining: total - embedded,
+                remaining: total.saturating_sub(embedded),
             })?,
         };
         requests += 1;
@@ -451,6 +558,11 @@ pub async fn index_project(
                 .await;
         }
     }
+
+    drop(batches);
+    producer
+        .await
+        .map_err(|e| IndexError::Internal(format!("chunk reader failed: {e}")))?;
 
     // Last: a file is marked complete only once every one of its chunks is stored, so a run interrupted
     // before this point re-examines the file next time instead of skipping it.

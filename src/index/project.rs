@@ -190,18 +190,47 @@ impl Registry {
     /// The project containing `hint` (the deepest root when nested), else the most recently indexed one.
     pub fn find(&self, hint: Option<&Path>) -> Result<Option<ProjectRecord>, IndexError> {
         let projects = self.all()?;
-        if let Some(hint) = hint {
-            let hint = hint.canonicalize().unwrap_or_else(|_| hint.to_path_buf());
-            let containing = projects
-                .iter()
-                .filter(|p| hint.starts_with(&p.root))
-                .max_by_key(|p| p.root.components().count());
-            if let Some(found) = containing {
-                return Ok(Some(found.clone()));
-            }
+        if let Some(found) = hint.and_then(|hint| deepest_containing(&projects, hint)) {
+            return Ok(Some(found.clone()));
         }
         Ok(projects.into_iter().max_by_key(|p| p.indexed_at_ms))
     }
+
+    /// The project containing `path` (the deepest root when nested), and no other.
+    pub fn containing(&self, path: &Path) -> Result<Option<ProjectRecord>, IndexError> {
+        Ok(deepest_containing(&self.all()?, path).cloned())
+    }
+
+    /// The projects a client's roots cover: each root's containing project, and every project inside a root.
+    pub fn for_roots(&self, roots: &[PathBuf]) -> Result<Vec<ProjectRecord>, IndexError> {
+        let projects = self.all()?;
+        let mut chosen: Vec<ProjectRecord> = Vec::new();
+        for root in roots {
+            let root = canonical_or_given(root);
+            let inside = projects.iter().filter(|p| p.root.starts_with(&root));
+            for project in deepest_containing(&projects, &root)
+                .into_iter()
+                .chain(inside)
+            {
+                if !chosen.iter().any(|c| c.root == project.root) {
+                    chosen.push(project.clone());
+                }
+            }
+        }
+        Ok(chosen)
+    }
+}
+
+fn canonical_or_given(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+}
+
+fn deepest_containing<'a>(projects: &'a [ProjectRecord], path: &Path) -> Option<&'a ProjectRecord> {
+    let path = canonical_or_given(path);
+    projects
+        .iter()
+        .filter(|p| path.starts_with(&p.root))
+        .max_by_key(|p| p.root.components().count())
 }
 
 fn registry_err(file: &Path, e: rusqlite::Error) -> IndexError {
@@ -245,5 +274,33 @@ mod tests {
             registry.find(None).unwrap().unwrap().root,
             PathBuf::from("/c")
         );
+        assert_eq!(
+            registry
+                .containing(Path::new("/a/b/x.py"))
+                .unwrap()
+                .unwrap()
+                .root,
+            PathBuf::from("/a/b")
+        );
+        assert!(
+            registry
+                .containing(Path::new("/elsewhere/x.py"))
+                .unwrap()
+                .is_none()
+        );
+        let roots = |given: &[&str]| {
+            let given: Vec<PathBuf> = given.iter().map(PathBuf::from).collect();
+            let mut found: Vec<PathBuf> = registry
+                .for_roots(&given)
+                .unwrap()
+                .into_iter()
+                .map(|p| p.root)
+                .collect();
+            found.sort();
+            found
+        };
+        assert_eq!(roots(&["/a/b/src"]), [PathBuf::from("/a/b")]);
+        assert_eq!(roots(&["/a"]), [PathBuf::from("/a"), PathBuf::from("/a/b")]);
+        assert!(roots(&["/elsewhere"]).is_empty());
     }
 }

@@ -8,7 +8,7 @@ use std::{future::Future, sync::Arc, time::Duration};
 use rmcp::{
     RoleServer,
     handler::server::wrapper::Parameters,
-    model::{CallToolResult, ProgressNotificationParam},
+    model::{CallToolResult, ContentBlock, ProgressNotificationParam},
     service::RequestContext,
     tool, tool_router,
 };
@@ -20,9 +20,11 @@ use crate::{
     advice::{
         self, AdviceError, Aspect, Concern, DeepAnalysis, FileChanges, ProgressReporter, Score,
         SuggestRequest, SuggestedSlo, Suggestion,
-        context::{CONTEXT_CHUNKS, related_chunks},
+        context::{CONTEXT_CHUNKS, Related, related_chunks},
         diff::markdown_block,
     },
+    code,
+    index::ContextScope,
     llm::{self, ChatModel},
 };
 
@@ -46,6 +48,11 @@ pub struct SuggestInput {
     pub score: f64,
     /// The score the improved code should reach, 0.0 to 1.0.
     pub target_score: f64,
+    /// Absolute path (or file:// URI) of the file the snippet comes from, optional: related code is then
+    /// taken from the indexed project containing that file. Without it, from the projects under the
+    /// client's MCP roots, if the client declares any; otherwise no indexed code is sent.
+    #[serde(default)]
+    pub file: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -110,8 +117,10 @@ impl FaultServer {
         name = "fault_suggest_better_function_performance",
         description = "Propose a faster version of a function. The LLM rewrites the code; fault computes the \
             unified diff against your snippet and returns it as a ```diff markdown block (text). The structured \
-            result has `diff`, `new_code` and `explanation`. For python, go, rust and javascript the new code is \
-            checked to parse. `score` is the current score and `target_score` the aim, both 0.0..1.0.",
+            result has `diff`, `new_code`, `explanation` and `index_context` (which indexed code went with the \
+            prompt: only from the project containing `file`, or under the client's MCP roots; a second text \
+            block says the same). For python, go, rust and javascript the new code is checked to parse. \
+            `score` is the current score and `target_score` the aim, both 0.0..1.0.",
         output_schema = output_schema::<Suggestion>(),
         annotations(read_only_hint = true, open_world_hint = true)
     )]
@@ -127,8 +136,10 @@ impl FaultServer {
         name = "fault_suggest_better_function_reliability",
         description = "Propose a more reliable version of a function (timeouts, retries, error handling). The \
             LLM rewrites the code; fault computes the unified diff against your snippet and returns it as a \
-            ```diff markdown block (text). The structured result has `diff`, `new_code` and `explanation`. For \
-            python, go, rust and javascript the new code is checked to parse.",
+            ```diff markdown block (text). The structured result has `diff`, `new_code`, `explanation` and \
+            `index_context` (which indexed code went with the prompt: only from the project containing `file`, \
+            or under the client's MCP roots; a second text block says the same). For python, go, rust and \
+            javascript the new code is checked to parse.",
         output_schema = output_schema::<Suggestion>(),
         annotations(read_only_hint = true, open_world_hint = true)
     )]
@@ -167,10 +178,11 @@ impl FaultServer {
     #[tool(
         name = "fault_make_reliability_and_perf_changes",
         description = "Review a whole file for reliability and performance and propose a new version. The text \
-            result is the JSON object {score, explanation, old, new, dependencies, diff}: `old` is the file as \
-            read, `new` the proposal, `dependencies` the packages it adds, and `diff` a unified diff computed \
-            by fault (--- a/<name> / +++ b/<name>) that `git apply` or `patch -p1` applies in the file's \
-            directory. The file is not modified. `file` must be an absolute path.",
+            result is the JSON object {score, explanation, old, new, dependencies, diff, index_context}: `old` is \
+            the file as read, `new` the proposal, `dependencies` the packages it adds, `diff` a unified diff \
+            computed by fault (--- a/<name> / +++ b/<name>) that `git apply` or `patch -p1` applies in the \
+            file's directory, and `index_context` which indexed code of the file's own project went with the \
+            prompt. The file is not modified. `file` must be an absolute path.",
         output_schema = output_schema::<FileChanges>(),
         annotations(read_only_hint = true, open_world_hint = true)
     )]
@@ -189,8 +201,9 @@ impl FaultServer {
         let settings = self.settings.clone();
         let outcome = self
             .run_llm(&context, async move |model, progress| {
-                let chunks = related_chunks(&settings.llm, Some(&path), &old, CONTEXT_CHUNKS).await;
-                advice::file_changes(&*model, &path, old, &chunks, &progress).await
+                let scope = ContextScope::File(path.clone());
+                let related = related_chunks(&settings.llm, &scope, &old, CONTEXT_CHUNKS).await;
+                advice::file_changes(&*model, &path, old, &related, &progress).await
             })
             .await;
         Ok(match outcome {
@@ -267,22 +280,42 @@ impl FaultServer {
         input: SuggestInput,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
+        let file = match input.file.as_deref().map(code::resolve_path).transpose() {
+            Ok(file) => file,
+            Err(e) => return Ok(tool_error(format!("file: {e}"))),
+        };
+        let scope = match file {
+            Some(file) => Some(ContextScope::File(file)),
+            None => client_roots(&context).await.map(ContextScope::Roots),
+        };
         let settings = self.settings.clone();
         let outcome = self
             .run_llm(&context, async move |model, progress| {
-                let chunks =
-                    related_chunks(&settings.llm, None, &input.snippet, CONTEXT_CHUNKS).await;
+                let related = match &scope {
+                    Some(scope) => {
+                        related_chunks(&settings.llm, scope, &input.snippet, CONTEXT_CHUNKS).await
+                    }
+                    None => Related::none(
+                        "no `file` given and the client declares no MCP roots, so no project is known",
+                    ),
+                };
                 let request = SuggestRequest {
                     snippet: &input.snippet,
                     lang: &input.lang,
                     score: input.score,
                     target_score: input.target_score,
                 };
-                advice::suggest(&*model, aspect, request, &chunks, &progress).await
+                advice::suggest(&*model, aspect, request, &related, &progress).await
             })
             .await;
         Ok(match outcome {
-            Ok(suggestion) => text_and_structured(markdown_block(&suggestion.diff), &suggestion),
+            Ok(suggestion) => {
+                let mut result = text_and_structured(markdown_block(&suggestion.diff), &suggestion);
+                result
+                    .content
+                    .push(ContentBlock::text(suggestion.index_context.summary()));
+                result
+            }
             Err(message) => tool_error(message),
         })
     }
@@ -348,6 +381,38 @@ impl FaultServer {
         }
         outcome.map_err(|e| e.to_string())
     }
+}
+
+/// How long a client gets to list its roots before the prompt goes without context.
+const ROOTS_BUDGET: Duration = Duration::from_secs(5);
+
+/// The local directories of the client's MCP roots, when it declares the roots capability and lists some.
+#[allow(deprecated)] // MCP roots are deprecated upstream but still what clients send.
+async fn client_roots(context: &RequestContext<RoleServer>) -> Option<Vec<std::path::PathBuf>> {
+    let declares = context
+        .peer
+        .peer_info()
+        .is_some_and(|info| info.capabilities.roots.is_some());
+    if !declares {
+        return None;
+    }
+    let listed = match tokio::time::timeout(ROOTS_BUDGET, context.peer.list_roots()).await {
+        Ok(Ok(listed)) => listed,
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "client roots not listed; no index context");
+            return None;
+        }
+        Err(_) => {
+            tracing::warn!(budget = ?ROOTS_BUDGET, "client roots not listed in time; no index context");
+            return None;
+        }
+    };
+    let dirs: Vec<std::path::PathBuf> = listed
+        .roots
+        .iter()
+        .filter_map(|root| code::resolve_path(&root.uri).ok())
+        .collect();
+    (!dirs.is_empty()).then_some(dirs)
 }
 
 /// How often a long call reports that it is still waiting for the model.

@@ -719,7 +719,8 @@ async fn a_hung_qdrant_does_not_stall_a_suggestion() {
     let result = common::call_ok(
         &client,
         "fault_suggest_better_function_reliability",
-        json!({"snippet": "def f(url):\n    pass", "lang": "python", "score": 0.3, "target_score": 0.8}),
+        json!({"snippet": "def f(url):\n    pass", "lang": "python", "score": 0.3, "target_score": 0.8,
+               "file": repo.join("app/server.py").display().to_string()}),
     )
     .await;
     let elapsed = started.elapsed();

@@ -64,11 +64,13 @@ fn paths(requests: &[Recorded]) -> Vec<String> {
     requests.iter().map(|r| r.path.clone()).collect()
 }
 
-async fn suggest(client: &common::Client) {
+/// A suggestion for a snippet of `file`: context may come only from the project containing it.
+async fn suggest(client: &common::Client, file: &Path) {
     let result = common::call_ok(
         client,
         "fault_suggest_better_function_reliability",
-        json!({"snippet": SNIPPET, "lang": "python", "score": 0.3, "target_score": 0.8}),
+        json!({"snippet": SNIPPET, "lang": "python", "score": 0.3, "target_score": 0.8,
+               "file": file.display().to_string()}),
     )
     .await;
     assert!(common::text(&result).starts_with("```diff\n"));
@@ -122,7 +124,7 @@ async fn servers_ignore_an_index_left_under_the_users_default_data_directory() {
         ..Default::default()
     })
     .await;
-    suggest(&exposed).await;
+    suggest(&exposed, &repo.join("app/server.py")).await;
     exposed.cancel().await.unwrap();
     let seen = paths(&model.requests()[after_index..]);
     assert_eq!(
@@ -139,7 +141,7 @@ async fn servers_ignore_an_index_left_under_the_users_default_data_directory() {
         ..Default::default()
     })
     .await;
-    suggest(&hermetic).await;
+    suggest(&hermetic, &repo.join("app/server.py")).await;
     hermetic.cancel().await.unwrap();
     let requests = model.requests();
     assert_eq!(paths(&requests[before..]), ["/v1/chat/completions"]);

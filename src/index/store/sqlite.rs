@@ -1,11 +1,18 @@
 //! The embedded store: one SQLite database per project, WAL mode, one transaction per write, vectors as
 //! little-endian f32 blobs normalized at insert, exact search by scanning a per-collection in-memory copy.
+//!
+//! The in-memory copies of all projects share one ceiling ([`set_cache_ceiling`]): loading a project's copy
+//! releases the least recently searched ones until the total fits, and a project too large for the ceiling
+//! on its own is searched straight from the database, row by row, without a copy.
 
 use std::{
     cmp::{Ordering, Reverse},
     collections::{BinaryHeap, HashMap},
     path::{Path, PathBuf},
-    sync::{Arc, Mutex, OnceLock},
+    sync::{
+        Arc, Mutex, OnceLock,
+        atomic::{AtomicU64, Ordering as AtomicOrdering},
+    },
 };
 
 use futures::{FutureExt, future::BoxFuture};
@@ -46,9 +53,100 @@ pub struct SqliteStore {
 
 struct Inner {
     conn: Connection,
-    /// Decoded vectors for search; dropped on every write through this connection and reloaded when
-    /// another connection changed the file (`PRAGMA data_version`).
-    cache: Option<VectorCache>,
+    /// Decoded vectors for search; dropped on every write through this connection, reloaded when another
+    /// connection changed the file (`PRAGMA data_version`), and released by the shared ceiling.
+    cache: CacheSlot,
+}
+
+/// A project's decoded vectors. Its own lock is held only to read or swap the copy, never while taking
+/// another lock, so the ceiling can release any project's copy while that project is being searched.
+type CacheSlot = Arc<Mutex<Option<Arc<VectorCache>>>>;
+
+/// Default ceiling of the vector copies of all projects together, in bytes.
+pub const DEFAULT_CACHE_CEILING: u64 = 256 * 1024 * 1024;
+
+static CACHE_CEILING: AtomicU64 = AtomicU64::new(DEFAULT_CACHE_CEILING);
+
+/// Sets the ceiling of the vector copies of all projects together (bytes); 0 searches every project
+/// straight from its database.
+pub fn set_cache_ceiling(bytes: u64) {
+    CACHE_CEILING.store(bytes, AtomicOrdering::Relaxed);
+}
+
+/// The current ceiling, in bytes.
+pub fn cache_ceiling() -> u64 {
+    CACHE_CEILING.load(AtomicOrdering::Relaxed)
+}
+
+/// The projects holding a vector copy, by file, with their size and when they were last searched.
+#[derive(Default)]
+struct CacheBudget {
+    tick: u64,
+    held: HashMap<PathBuf, Held>,
+}
+
+struct Held {
+    bytes: u64,
+    last_used: u64,
+    slot: CacheSlot,
+}
+
+fn budget() -> std::sync::MutexGuard<'static, CacheBudget> {
+    static BUDGET: OnceLock<Mutex<CacheBudget>> = OnceLock::new();
+    BUDGET
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+impl CacheBudget {
+    /// Records a use of `file`'s copy (`bytes` big) and releases the least recently used others until all
+    /// fit under the ceiling.
+    fn used(&mut self, file: &Path, bytes: u64, slot: &CacheSlot) {
+        self.tick += 1;
+        let tick = self.tick;
+        // Copies dropped by a write no longer count.
+        self.held
+            .retain(|_, h| h.slot.lock().unwrap_or_else(|p| p.into_inner()).is_some());
+        self.held.insert(
+            file.to_path_buf(),
+            Held {
+                bytes,
+                last_used: tick,
+                slot: slot.clone(),
+            },
+        );
+        let ceiling = cache_ceiling();
+        while self.held.values().map(|h| h.bytes).sum::<u64>() > ceiling {
+            let Some(victim) = self
+                .held
+                .iter()
+                .filter(|(path, _)| path.as_path() != file)
+                .min_by_key(|(_, h)| h.last_used)
+                .map(|(path, _)| path.clone())
+            else {
+                break;
+            };
+            if let Some(held) = self.held.remove(&victim) {
+                held.slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+                tracing::debug!(file = %victim.display(), bytes = held.bytes, "vector copy released (ceiling)");
+            }
+        }
+    }
+
+    fn forget(&mut self, file: &Path) {
+        self.held.remove(file);
+    }
+
+    /// Bytes held by all copies (tests and benchmarks).
+    fn total(&self) -> u64 {
+        self.held.values().map(|h| h.bytes).sum()
+    }
+}
+
+/// Bytes of vector copies held now, across projects.
+pub fn cached_bytes() -> u64 {
+    budget().total()
 }
 
 struct VectorCache {
@@ -101,7 +199,10 @@ impl SqliteStore {
         Ok(SqliteStore {
             path: file.to_path_buf(),
             collection: collection.to_owned(),
-            inner: Arc::new(Mutex::new(Inner { conn, cache: None })),
+            inner: Arc::new(Mutex::new(Inner {
+                conn,
+                cache: Arc::default(),
+            })),
         })
     }
 
@@ -158,7 +259,7 @@ impl SqliteStore {
         filter: &SearchFilter,
     ) -> Result<Vec<SearchHit>, StoreError> {
         let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        search_inner(&mut guard, vector, k, filter).map_err(|e| match e {
+        search_inner(&mut guard, &self.path, vector, k, filter).map_err(|e| match e {
             SearchError::Sqlite(e) => self.err(e),
             SearchError::BadVector { expected, got } => StoreError::BadVector { expected, got },
         })
@@ -287,8 +388,21 @@ pub fn top_k(
     best
 }
 
+impl VectorCache {
+    fn bytes(&self) -> u64 {
+        (self.vectors.len() * 4 + self.rowids.len() * (8 + 2 * std::mem::size_of::<Arc<str>>()))
+            as u64
+    }
+}
+
+/// What a copy of `rows` vectors of `dimension` floats would take, before loading it.
+fn estimated_bytes(rows: u64, dimension: usize) -> u64 {
+    rows.saturating_mul(dimension as u64 * 4 + 8 + 2 * std::mem::size_of::<Arc<str>>() as u64)
+}
+
 fn search_inner(
     inner: &mut Inner,
+    file: &Path,
     mut vector: Vec<f32>,
     k: usize,
     filter: &SearchFilter,
@@ -304,26 +418,44 @@ fn search_inner(
     }
     normalize(&mut vector);
     let version = data_version(&inner.conn)?;
-    let stale = match &inner.cache {
-        Some(cache) => cache.data_version != version || cache.dimension != dimension,
-        None => true,
+    let current = inner
+        .cache
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone()
+        .filter(|cache| cache.data_version == version && cache.dimension == dimension);
+    let cache = match current {
+        Some(cache) => Some(cache),
+        None if estimated_bytes(SqliteStore::count(&inner.conn)?, dimension) <= cache_ceiling() => {
+            let loaded = Arc::new(load_cache(&inner.conn, dimension)?);
+            *inner.cache.lock().unwrap_or_else(|p| p.into_inner()) = Some(loaded.clone());
+            Some(loaded)
+        }
+        None => None,
     };
-    if stale {
-        inner.cache = Some(load_cache(&inner.conn, dimension)?);
-    }
-    let Some(cache) = inner.cache.as_ref() else {
-        return Ok(Vec::new());
+    let best: Vec<(i64, f32)> = match &cache {
+        Some(cache) => {
+            budget().used(file, cache.bytes(), &inner.cache);
+            top_k(&cache.vectors, dimension, &vector, k, |i| {
+                filter.accepts(&cache.paths[i], &cache.languages[i])
+            })
+            .into_iter()
+            .map(|(index, score)| (cache.rowids[index], score))
+            .collect()
+        }
+        None => {
+            budget().forget(file);
+            scan_top_k(&inner.conn, dimension, &vector, k, filter)?
+        }
     };
-    let best = top_k(&cache.vectors, dimension, &vector, k, |i| {
-        filter.accepts(&cache.paths[i], &cache.languages[i])
-    });
+    drop(cache);
     let mut stmt = inner.conn.prepare_cached(
         "SELECT path, language, kind, name, qualified_name, start_line, end_line, text FROM chunks WHERE rowid = ?1",
     )?;
     let mut hits = Vec::with_capacity(best.len());
-    for (index, score) in best {
+    for (rowid, score) in best {
         let hit = stmt
-            .query_row([cache.rowids[index]], |r| {
+            .query_row([rowid], |r| {
                 Ok(SearchHit {
                     path: r.get(0)?,
                     language: r.get(1)?,
@@ -340,6 +472,54 @@ fn search_inner(
         hits.extend(hit);
     }
     Ok(hits)
+}
+
+/// Exact top-k straight from the database, one row at a time: for a project larger than the ceiling.
+fn scan_top_k(
+    conn: &Connection,
+    dimension: usize,
+    query: &[f32],
+    k: usize,
+    filter: &SearchFilter,
+) -> Result<Vec<(i64, f32)>, rusqlite::Error> {
+    let mut heap: BinaryHeap<Reverse<Scored>> = BinaryHeap::with_capacity(k + 1);
+    let mut rowids = Vec::new();
+    if k == 0 {
+        return Ok(Vec::new());
+    }
+    let mut row_vector = vec![0f32; dimension];
+    let mut stmt = conn.prepare("SELECT rowid, path, language, vector FROM chunks")?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        let blob = row.get_ref(3)?.as_blob()?;
+        if blob.len() != dimension * 4 {
+            continue;
+        }
+        for (value, bytes) in row_vector.iter_mut().zip(blob.chunks_exact(4)) {
+            *value = f32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+        }
+        let score = dot(&row_vector, query);
+        if heap.len() == k
+            && let Some(Reverse(worst)) = heap.peek()
+            && score <= worst.0
+        {
+            continue;
+        }
+        if !filter.accepts(row.get_ref(1)?.as_str()?, row.get_ref(2)?.as_str()?) {
+            continue;
+        }
+        heap.push(Reverse(Scored(score, rowids.len())));
+        rowids.push(row.get::<_, i64>(0)?);
+        if heap.len() > k {
+            heap.pop();
+        }
+    }
+    let mut best: Vec<(usize, f32)> = heap
+        .into_iter()
+        .map(|Reverse(Scored(s, i))| (i, s))
+        .collect();
+    best.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    Ok(best.into_iter().map(|(i, s)| (rowids[i], s)).collect())
 }
 
 fn vector_blob(vector: &[f32]) -> Vec<u8> {
@@ -471,7 +651,7 @@ impl VectorStore for SqliteStore {
                 }
             }
             tx.commit()?;
-            inner.cache = None;
+            inner.cache.lock().unwrap_or_else(|p| p.into_inner()).take();
             Ok(())
         })
     }
@@ -488,7 +668,7 @@ impl VectorStore for SqliteStore {
                 }
             }
             tx.commit()?;
-            inner.cache = None;
+            inner.cache.lock().unwrap_or_else(|p| p.into_inner()).take();
             Ok(())
         })
     }
@@ -520,7 +700,7 @@ impl VectorStore for SqliteStore {
                 }
             }
             tx.commit()?;
-            inner.cache = None;
+            inner.cache.lock().unwrap_or_else(|p| p.into_inner()).take();
             Ok(deleted)
         })
     }
@@ -536,7 +716,7 @@ impl VectorStore for SqliteStore {
                 }
             }
             tx.commit()?;
-            inner.cache = None;
+            inner.cache.lock().unwrap_or_else(|p| p.into_inner()).take();
             Ok(deleted)
         })
     }
@@ -548,10 +728,11 @@ impl VectorStore for SqliteStore {
         filter: SearchFilter,
     ) -> BoxFuture<'_, Result<Vec<SearchHit>, StoreError>> {
         let inner = self.inner.clone();
+        let path = self.path.clone();
         async move {
             let joined = tokio::task::spawn_blocking(move || {
                 let mut guard = inner.lock().unwrap_or_else(|p| p.into_inner());
-                search_inner(&mut guard, vector, k, &filter)
+                search_inner(&mut guard, &path, vector, k, &filter)
             })
             .await;
             match joined {
@@ -630,6 +811,51 @@ mod tests {
             err.contains("3-dimensional") && err.contains("gives 4"),
             "{err}"
         );
+    }
+
+    #[tokio::test]
+    async fn copies_past_the_ceiling_are_released_and_searches_stay_exact() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = |name: &str| {
+            SqliteStore::open_uncached(&dir.path().join(format!("{name}.sqlite3")), name).unwrap()
+        };
+        let (a, b) = (open("a"), open("b"));
+        for store in [&a, &b] {
+            store.ensure_collection(3).await.unwrap();
+            store
+                .upsert(vec![
+                    point("x", "x.py", vec![1.0, 0.0, 0.0]),
+                    point("y", "y.py", vec![0.0, 1.0, 0.0]),
+                    point("z", "z.py", vec![0.6, 0.8, 0.0]),
+                ])
+                .await
+                .unwrap();
+        }
+        let names = |hits: Vec<SearchHit>| hits.into_iter().map(|h| h.name).collect::<Vec<_>>();
+        let query = || vec![0.0, 1.0, 0.0];
+        let cached = |store: &SqliteStore| {
+            let inner = store.inner.lock().unwrap();
+            inner.cache.lock().unwrap().is_some()
+        };
+        // Room for one copy only: searching b releases a's.
+        let one_copy = estimated_bytes(3, 3) + 1;
+        set_cache_ceiling(one_copy);
+        let first = names(a.search(query(), 2, SearchFilter::default()).await.unwrap());
+        assert!(cached(&a));
+        assert_eq!(
+            names(b.search(query(), 2, SearchFilter::default()).await.unwrap()),
+            first
+        );
+        assert!(!cached(&a));
+        // Smaller than one project: searched from disk, same answer, no copy kept.
+        set_cache_ceiling(0);
+        assert_eq!(
+            names(a.search(query(), 2, SearchFilter::default()).await.unwrap()),
+            first
+        );
+        assert_eq!(first, ["y", "z"]);
+        assert!(!cached(&a));
+        set_cache_ceiling(DEFAULT_CACHE_CEILING);
     }
 
     #[test]

@@ -342,8 +342,8 @@ pub async fn spawn_command_with<H: ClientHandler>(
 }
 
 /// Calls `tool` with a JSON object of arguments; protocol errors come back as `Err`.
-pub async fn call(
-    client: &Client,
+pub async fn call<H: ClientHandler>(
+    client: &Server<H>,
     tool: &str,
     args: Value,
 ) -> Result<CallToolResult, rmcp::ServiceError> {
@@ -366,7 +366,11 @@ pub fn code_fixture(name: &str) -> String {
 }
 
 /// Calls `tool` and fails the test, with the tool's message, unless it answers without error.
-pub async fn call_ok(client: &Client, tool: &str, args: Value) -> CallToolResult {
+pub async fn call_ok<H: ClientHandler>(
+    client: &Server<H>,
+    tool: &str,
+    args: Value,
+) -> CallToolResult {
     let result = call(client, tool, args)
         .await
         .unwrap_or_else(|e| panic!("{tool}: {e}"));
