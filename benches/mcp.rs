@@ -11,7 +11,9 @@
 //!   parse of the same source in this process (parser setup and parse; freeing the tree not counted), in
 //!   interleaved rounds: each round parses in process, lists a
 //!   fresh copy of the file (first call: read, parse, queries, answer), then lists that copy again (repeated
-//!   call: served by the parse cache).
+//!   call: served by the parse cache); each also as CPU time (the server process's, every thread; the parsing
+//!   thread's for the bare parse), readable on a loaded machine, and the repeated call beside its floor: encoding
+//!   and decoding the same JSON-RPC answer in this process.
 
 use std::{
     path::Path,
@@ -28,11 +30,41 @@ use syn::visit::Visit;
 
 const RUNS: usize = 21;
 
-/// Medians of interleaved rounds: bare tree-sitter parse, first MCP listing of a fresh copy, repeated listing.
+/// Interleaved rounds: bare tree-sitter parse, first MCP listing of a fresh copy, repeated listing; wall times as
+/// medians, CPU times as means over the rounds (the server's counters tick every 10 ms).
 struct FirstAndRepeated {
     bare_parse: Duration,
     first_call: Duration,
     repeated_call: Duration,
+    /// CPU time of the thread that parsed (this one).
+    bare_parse_cpu: Duration,
+    /// CPU time of the whole server process (every thread) across one call.
+    first_call_cpu: Duration,
+    repeated_call_cpu: Duration,
+    /// Floor of a repeated call: encoding the same JSON-RPC answer and decoding it again, in this process.
+    encode_decode: Duration,
+    encode_decode_cpu: Duration,
+}
+
+/// CPU time this thread has run (`sum_exec_runtime`, nanoseconds).
+fn thread_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+    let nanos = stat.split_whitespace().next().and_then(|n| n.parse().ok());
+    Duration::from_nanos(nanos.unwrap_or(0))
+}
+
+/// User + system CPU time of process `pid`, threads that have exited included (10 ms ticks: USER_HZ is 100).
+fn process_cpu(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
+    let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let ticks: u64 = after_name
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|t| t.parse::<u64>().ok())
+        .sum();
+    Duration::from_millis(ticks * 10)
 }
 
 fn first_and_repeated(
@@ -43,33 +75,56 @@ fn first_and_repeated(
     grammar: tree_sitter::Language,
     runs: usize,
 ) -> FirstAndRepeated {
-    let (mut bare, mut first, mut repeated) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut bare, mut first, mut repeated, mut codec) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut bare_cpu, mut first_cpu, mut repeated_cpu, mut codec_cpu) = (
+        Duration::ZERO,
+        Duration::ZERO,
+        Duration::ZERO,
+        Duration::ZERO,
+    );
+    let pid = server.pid();
     for round in 0..runs {
         let copy = dir.join(format!("fresh-{round}.{extension}"));
         std::fs::write(&copy, source).unwrap();
         let file = json!({"file": copy.to_string_lossy()});
 
-        let start = Instant::now();
+        let (start, cpu) = (Instant::now(), thread_cpu());
         let mut parser = tree_sitter::Parser::new();
         parser.set_language(&grammar).unwrap();
         let tree = std::hint::black_box(parser.parse(source, None).unwrap());
         bare.push(start.elapsed());
+        bare_cpu += thread_cpu() - cpu;
         // Freeing the tree is not part of the floor (the server frees a large tree off the answer's path).
         drop(tree);
 
-        let start = Instant::now();
+        let (start, cpu) = (Instant::now(), process_cpu(pid));
         let answer = server.call("fault_list_function_names", file.clone());
         first.push(start.elapsed());
+        first_cpu += process_cpu(pid) - cpu;
         assert!(answer["result"]["isError"] != true, "{answer}");
 
-        let start = Instant::now();
-        std::hint::black_box(server.call("fault_list_function_names", file));
+        let (start, cpu) = (Instant::now(), process_cpu(pid));
+        let answer = std::hint::black_box(server.call("fault_list_function_names", file));
         repeated.push(start.elapsed());
+        repeated_cpu += process_cpu(pid) - cpu;
+
+        let (start, cpu) = (Instant::now(), thread_cpu());
+        let line = serde_json::to_string(&answer).unwrap();
+        std::hint::black_box(serde_json::from_str::<Value>(&line).unwrap());
+        codec.push(start.elapsed());
+        codec_cpu += thread_cpu() - cpu;
     }
+    let mean = |total: Duration| total / runs as u32;
     FirstAndRepeated {
         bare_parse: median(bare),
         first_call: median(first),
         repeated_call: median(repeated),
+        bare_parse_cpu: mean(bare_cpu),
+        first_call_cpu: mean(first_cpu),
+        repeated_call_cpu: mean(repeated_cpu),
+        encode_decode: median(codec),
+        encode_decode_cpu: mean(codec_cpu),
     }
 }
 
@@ -177,6 +232,7 @@ fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` passes nothing special: run a short version then.
     let quick = !std::env::args().any(|a| a == "--bench");
     let runs = if quick { 3 } else { RUNS };
+    let load_before = load_average();
 
     let dir = tempfile::tempdir().unwrap();
     let python_file = dir.path().join("generated.py");
@@ -352,16 +408,45 @@ fn main() {
     );
     for (language, figures) in [("Python", &python_cache), ("Rust", &rust_cache)] {
         row(
-            &format!("list functions, {language} 10k lines, first call (MCP)"),
+            &format!("list functions, {language} 10k lines, first call (MCP), wall"),
             figures.first_call,
-            "bare tree-sitter parse, in process",
+            "bare tree-sitter parse, in process, wall",
             figures.bare_parse,
         );
         row(
-            &format!("list functions, {language} 10k lines, repeated call (MCP)"),
+            &format!("list functions, {language} 10k lines, first call (MCP), server CPU (mean)"),
+            figures.first_call_cpu,
+            "bare tree-sitter parse, thread CPU (mean)",
+            figures.bare_parse_cpu,
+        );
+        row(
+            &format!("list functions, {language} 10k lines, repeated call (MCP), wall"),
             figures.repeated_call,
-            "bare tree-sitter parse, in process",
-            figures.bare_parse,
+            "encode + decode of the same answer, in process, wall",
+            figures.encode_decode,
+        );
+        row(
+            &format!(
+                "list functions, {language} 10k lines, repeated call (MCP), server CPU (mean)"
+            ),
+            figures.repeated_call_cpu,
+            "encode + decode of the same answer, thread CPU (mean)",
+            figures.encode_decode_cpu,
         );
     }
+    println!();
+    println!(
+        "load average: {load_before} (start), {} (end)",
+        load_average()
+    );
+}
+
+/// The first three fields of /proc/loadavg (1, 5 and 15 minutes).
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
 }

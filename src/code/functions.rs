@@ -342,82 +342,101 @@ fn run_query<'tree>(
     let mut terminators: HashMap<usize, usize> = HashMap::new();
     // Keyed by the scope node; the earliest pattern (the most specific) names it.
     let mut scopes: HashMap<usize, (usize, Scope)> = HashMap::new();
-    let mut cursor = QueryCursor::new();
-    let mut matches = cursor.matches(query, root, source.as_bytes());
     // Keyed by the name node: several patterns may match one function (plain, decorated, exported);
     // the widest definition wins.
     let mut by_name: HashMap<usize, Found<'tree>> = HashMap::new();
-    while let Some(m) = matches.next() {
-        let node_of = |ix: Option<u32>| {
-            m.captures()
-                .iter()
-                .find(|c| Some(c.index) == ix)
-                .map(|c| c.node)
-        };
-        if m.pattern_index >= queries.first_scope_pattern {
-            if let (Some(scope), Some(name)) = (node_of(scope_ix), node_of(scope_name_ix)) {
-                match scopes.get(&scope.id()) {
-                    Some((pattern, _)) if *pattern <= m.pattern_index => {}
-                    _ => {
-                        let entry = Scope {
-                            range: scope.byte_range(),
-                            name: clean_qualifier(node_text(name, source)),
-                        };
-                        scopes.insert(scope.id(), (m.pattern_index, entry));
+    // The query runs at each node where a pattern can start, and the walk enters only nodes that may hold a
+    // definition (see `WalkKinds`): the same matches as a search of the whole tree, for the ones that matter.
+    let kinds = &queries.walk_kinds;
+    let mut cursor = QueryCursor::new();
+    cursor.set_max_start_depth(Some(0));
+    let mut walk = root.walk();
+    'search: loop {
+        let node = walk.node();
+        let kind = node.kind_id();
+        if kinds.starts_a_pattern(kind) {
+            let mut matches = cursor.matches(query, node, source.as_bytes());
+            while let Some(m) = matches.next() {
+                let node_of = |ix: Option<u32>| {
+                    m.captures()
+                        .iter()
+                        .find(|c| Some(c.index) == ix)
+                        .map(|c| c.node)
+                };
+                if m.pattern_index >= queries.first_scope_pattern {
+                    if let (Some(scope), Some(name)) = (node_of(scope_ix), node_of(scope_name_ix)) {
+                        match scopes.get(&scope.id()) {
+                            Some((pattern, _)) if *pattern <= m.pattern_index => {}
+                            _ => {
+                                let entry = Scope {
+                                    range: scope.byte_range(),
+                                    name: clean_qualifier(node_text(name, source)),
+                                };
+                                scopes.insert(scope.id(), (m.pattern_index, entry));
+                            }
+                        }
+                    }
+                    continue;
+                }
+                if let (Some(terminated), Some(terminator)) =
+                    (node_of(terminated_ix), node_of(terminator_ix))
+                {
+                    terminators.insert(terminated.id(), terminator.end_byte());
+                    continue;
+                }
+                let mut name = None;
+                let mut definition = None;
+                let mut body = None;
+                let mut qualifier = None;
+                for capture in m.captures() {
+                    let ix = Some(capture.index);
+                    let node = capture.node;
+                    if ix == name_ix {
+                        name = Some(node);
+                    } else if ix == definition_ix {
+                        definition = Some(node);
+                    } else if ix == body_ix {
+                        body = Some(node);
+                    } else if ix == attached_ix {
+                        attached.insert(node.id(), AttachRule::of_pattern(query, m.pattern_index));
+                    } else if ix == qualifier_ix {
+                        qualifier = Some(clean_qualifier(node_text(node, source)));
+                    }
+                }
+                let (Some(name), Some(definition_node)) = (name, definition) else {
+                    continue;
+                };
+                let definition =
+                    definition_node.start_byte()..end_without_trailing_comments(definition_node);
+                let kind = query
+                    .property_settings(m.pattern_index)
+                    .iter()
+                    .find(|p| &*p.key == "kind")
+                    .and_then(|p| p.value.as_deref())
+                    .and_then(FunctionKind::from_label);
+                let candidate = Found {
+                    name,
+                    definition_node,
+                    full_start: definition.start,
+                    definition,
+                    body,
+                    qualifier,
+                    kind,
+                };
+                match by_name.get_mut(&name.id()) {
+                    Some(existing) => merge(existing, candidate),
+                    None => {
+                        by_name.insert(name.id(), candidate);
                     }
                 }
             }
+        }
+        if (kinds.may_hold_a_definition(kind) || node.has_error()) && walk.goto_first_child() {
             continue;
         }
-        if let (Some(terminated), Some(terminator)) =
-            (node_of(terminated_ix), node_of(terminator_ix))
-        {
-            terminators.insert(terminated.id(), terminator.end_byte());
-            continue;
-        }
-        let mut name = None;
-        let mut definition = None;
-        let mut body = None;
-        let mut qualifier = None;
-        for capture in m.captures() {
-            let ix = Some(capture.index);
-            let node = capture.node;
-            if ix == name_ix {
-                name = Some(node);
-            } else if ix == definition_ix {
-                definition = Some(node);
-            } else if ix == body_ix {
-                body = Some(node);
-            } else if ix == attached_ix {
-                attached.insert(node.id(), AttachRule::of_pattern(query, m.pattern_index));
-            } else if ix == qualifier_ix {
-                qualifier = Some(clean_qualifier(node_text(node, source)));
-            }
-        }
-        let (Some(name), Some(definition_node)) = (name, definition) else {
-            continue;
-        };
-        let definition =
-            definition_node.start_byte()..end_without_trailing_comments(definition_node);
-        let kind = query
-            .property_settings(m.pattern_index)
-            .iter()
-            .find(|p| &*p.key == "kind")
-            .and_then(|p| p.value.as_deref())
-            .and_then(FunctionKind::from_label);
-        let candidate = Found {
-            name,
-            definition_node,
-            full_start: definition.start,
-            definition,
-            body,
-            qualifier,
-            kind,
-        };
-        match by_name.get_mut(&name.id()) {
-            Some(existing) => merge(existing, candidate),
-            None => {
-                by_name.insert(name.id(), candidate);
+        while !walk.goto_next_sibling() {
+            if !walk.goto_parent() {
+                break 'search;
             }
         }
     }

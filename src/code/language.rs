@@ -7,6 +7,8 @@ use std::{fmt, path::Path, str::FromStr, sync::OnceLock};
 
 use tree_sitter::{Query, QueryError};
 
+use super::kinds::WalkKinds;
+
 /// How one language is recognised and parsed. Everything language-specific lives here or in the query files.
 pub(crate) struct LanguageSpec {
     /// Canonical name, as reported to users.
@@ -35,6 +37,8 @@ pub(crate) struct Grammar {
     /// File extensions, without the dot, lowercase.
     pub(crate) extensions: &'static [&'static str],
     pub(crate) load: fn() -> tree_sitter::Language,
+    /// The grammar's `node-types.json` (what each node kind may contain), for [`WalkKinds`].
+    node_types: &'static str,
     compiled: &'static OnceLock<Result<CompiledQueries, String>>,
 }
 
@@ -43,17 +47,20 @@ pub(crate) struct CompiledQueries {
     pub(crate) query: Query,
     /// Patterns from this index on come from `scopes.scm`.
     pub(crate) first_scope_pattern: usize,
+    /// Where the query can start and where a definition can be, so that a search skips the rest of a tree.
+    pub(crate) walk_kinds: WalkKinds,
 }
 
 macro_rules! language {
     ($name:literal, aliases: $aliases:expr, separator: $sep:literal,
-     grammars: [$($exts:expr => $grammar:expr),+ $(,)?]) => {
+     grammars: [$($exts:expr => $grammar:expr, $node_types:expr),+ $(,)?]) => {
         LanguageSpec {
             name: $name,
             aliases: $aliases,
             grammars: &[$(Grammar {
                 extensions: $exts,
                 load: || $grammar.into(),
+                node_types: $node_types,
                 compiled: {
                     static COMPILED: OnceLock<Result<CompiledQueries, String>> = OnceLock::new();
                     &COMPILED
@@ -76,13 +83,14 @@ macro_rules! language {
     };
 }
 
-/// The registry. Adding a language = a grammar crate, `grammars/<name>/{functions,scopes}.scm`, one line here.
+/// The registry. Adding a language = a grammar crate, `grammars/<name>/{functions,scopes}.scm`, one line here
+/// (each grammar with its extensions and its `node-types.json`).
 static REGISTRY: &[LanguageSpec] = &[
-    language!("python", aliases: &["python3"], separator: ".", grammars: [&["py", "pyi"] => tree_sitter_python::LANGUAGE]),
-    language!("go", aliases: &["golang"], separator: ".", grammars: [&["go"] => tree_sitter_go::LANGUAGE]),
-    language!("rust", aliases: &[], separator: "::", grammars: [&["rs"] => tree_sitter_rust::LANGUAGE]),
-    language!("javascript", aliases: &["node", "nodejs"], separator: ".", grammars: [&["js", "mjs", "cjs", "jsx"] => tree_sitter_javascript::LANGUAGE]),
-    language!("typescript", aliases: &[], separator: ".", grammars: [&["ts", "mts", "cts"] => tree_sitter_typescript::LANGUAGE_TYPESCRIPT, &["tsx"] => tree_sitter_typescript::LANGUAGE_TSX]),
+    language!("python", aliases: &["python3"], separator: ".", grammars: [&["py", "pyi"] => tree_sitter_python::LANGUAGE, tree_sitter_python::NODE_TYPES]),
+    language!("go", aliases: &["golang"], separator: ".", grammars: [&["go"] => tree_sitter_go::LANGUAGE, tree_sitter_go::NODE_TYPES]),
+    language!("rust", aliases: &[], separator: "::", grammars: [&["rs"] => tree_sitter_rust::LANGUAGE, tree_sitter_rust::NODE_TYPES]),
+    language!("javascript", aliases: &["node", "nodejs"], separator: ".", grammars: [&["js", "mjs", "cjs", "jsx"] => tree_sitter_javascript::LANGUAGE, tree_sitter_javascript::NODE_TYPES]),
+    language!("typescript", aliases: &[], separator: ".", grammars: [&["ts", "mts", "cts"] => tree_sitter_typescript::LANGUAGE_TYPESCRIPT, tree_sitter_typescript::TYPESCRIPT_NODE_TYPES, &["tsx"] => tree_sitter_typescript::LANGUAGE_TSX, tree_sitter_typescript::TSX_NODE_TYPES]),
 ];
 
 /// A supported source language, with the grammar it is read with.
@@ -198,9 +206,13 @@ impl Language {
                 let functions = compile("functions.scm", spec.functions_query)?;
                 compile("scopes.scm", spec.scopes_query)?;
                 let combined = format!("{}\n{}", spec.functions_query, spec.scopes_query);
+                let query = compile("functions.scm + scopes.scm", &combined)?;
+                let walk_kinds =
+                    WalkKinds::new(&grammar, &query, &combined, self.grammar.node_types)?;
                 Ok(CompiledQueries {
-                    query: compile("functions.scm + scopes.scm", &combined)?,
+                    query,
                     first_scope_pattern: functions.pattern_count(),
+                    walk_kinds,
                 })
             })
             .as_ref()

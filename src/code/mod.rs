@@ -8,6 +8,7 @@ mod cache;
 pub mod chunk;
 mod error;
 mod functions;
+mod kinds;
 mod language;
 mod source;
 
