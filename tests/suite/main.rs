@@ -36,4 +36,5 @@ mod mcp_test_server;
 mod proxy_cli;
 mod proxy_faults;
 mod report_figures;
+mod robustness;
 mod scenario_tools;
