@@ -14,12 +14,17 @@ mod scenario_input;
 use std::sync::Arc;
 
 use rmcp::{
-    ServerHandler, ServiceExt,
-    handler::server::router::tool::ToolRouter,
-    model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig},
+    RoleServer, ServerHandler, ServiceExt,
+    handler::server::{router::tool::ToolRouter, tool::ToolCallContext},
+    model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+        CustomResult, ErrorCode, Implementation, JsonObject, ServerCapabilities, ServerConfig,
+    },
+    service::RequestContext,
     tool_handler,
 };
 use serde::Serialize;
+use serde_json::Value;
 
 use crate::{index::StoreSettings, llm::LlmSettings};
 
@@ -78,6 +83,96 @@ impl ServerHandler for FaultServer {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("fault", env!("CARGO_PKG_VERSION")))
             .with_instructions(INSTRUCTIONS)
+    }
+
+    /// Every required field the call lacks is named in one error, before the tool reads its input.
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, rmcp::ErrorData> {
+        if let Some(tool) = self.tool_router.get(&request.name) {
+            let missing = missing_required(&tool.input_schema, request.arguments.as_ref());
+            if !missing.is_empty() {
+                let noun = if missing.len() == 1 {
+                    "field"
+                } else {
+                    "fields"
+                };
+                return Ok(
+                    tool_error(format!("missing required {noun}: {}", missing.join(", "))).into(),
+                );
+            }
+        }
+        let call = ToolCallContext::new(self, request, context);
+        self.tool_router.call(call).await
+    }
+
+    /// rmcp hands a `tools/call` whose params it cannot read (e.g. `arguments` not an object) here as a
+    /// custom request; answer with what is wrong rather than "method not found".
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, rmcp::ErrorData> {
+        let message = match request.method.as_str() {
+            "tools/call" => malformed_call(request.params.as_ref()),
+            other => format!("method not found: {other}"),
+        };
+        let code = match request.method.as_str() {
+            "tools/call" => ErrorCode::INVALID_PARAMS,
+            _ => ErrorCode::METHOD_NOT_FOUND,
+        };
+        Err(rmcp::ErrorData::new(code, message, None))
+    }
+}
+
+/// The fields `schema` lists as required that `arguments` lacks, holds as null, or holds as a blank string.
+fn missing_required(schema: &JsonObject, arguments: Option<&JsonObject>) -> Vec<String> {
+    let Some(Value::Array(required)) = schema.get("required") else {
+        return Vec::new();
+    };
+    required
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|field| match arguments.and_then(|a| a.get(*field)) {
+            None | Some(Value::Null) => true,
+            Some(Value::String(text)) => text.trim().is_empty(),
+            Some(_) => false,
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+/// What is wrong with `tools/call` params rmcp could not read.
+fn malformed_call(params: Option<&Value>) -> String {
+    let Some(Value::Object(params)) = params else {
+        return "tools/call: params must be an object with `name` (the tool) and `arguments` (an object)"
+            .into();
+    };
+    match (params.get("name"), params.get("arguments")) {
+        (Some(Value::String(_)), Some(arguments)) => format!(
+            "arguments: expected an object of the tool's input fields by name (e.g. {{\"path\": \"/abs/file.py\"}}), got {}",
+            json_kind(arguments)
+        ),
+        (Some(Value::String(_)), None) => "tools/call: params could not be read".into(),
+        (Some(other), _) => format!(
+            "name: expected the tool's name as a string, got {}",
+            json_kind(other)
+        ),
+        (None, _) => "name: is required (the tool to call)".into(),
+    }
+}
+
+/// The JSON type of `value`, for errors.
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 

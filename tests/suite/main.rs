@@ -25,6 +25,7 @@ mod load_http_framing;
 mod load_open_model;
 mod mcp_chaos;
 mod mcp_code;
+mod mcp_errors;
 mod mcp_examples;
 mod mcp_proxy;
 mod mcp_proxy_determinism;
