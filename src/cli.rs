@@ -68,14 +68,16 @@ pub enum AgentSubcommand {
     /// fault_suggest_better_function_reliability, fault_suggest_service_level_objectives_slo,
     /// fault_make_reliability_and_perf_changes, fault_function_reliability_deep_analysis and the
     /// fault_run_*_impact_scenario tools. No API key, network or database is needed to start; the
-    /// LLM tools read their key (OPENAI_API_KEY or OPENROUTER_API_KEY) when they are called.
+    /// LLM tools read their key (OPENAI_API_KEY, OPENROUTER_API_KEY, or FAULT_LLM_API_KEY for a custom base
+    /// URL) when they are called.
     Tool,
 }
 
 /// The LLM provider behind the LLM and indexing tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LlmClient {
-    /// OpenAI, or any OpenAI-compatible server given with --llm-base-url (key: OPENAI_API_KEY).
+    /// OpenAI (key: OPENAI_API_KEY), or any OpenAI-compatible server given with --llm-base-url (key:
+    /// FAULT_LLM_API_KEY, optional).
     #[value(name = "openai", alias = "open-ai")]
     OpenAi,
     /// OpenRouter (key: OPENROUTER_API_KEY).
@@ -167,6 +169,22 @@ impl AgentOptions {
             self.qdrant_url = Some(parse_http_url(&raw).map_err(|e| format!("QDRANT_URL: {e}"))?);
         }
         Ok(self)
+    }
+
+    /// These options with every URL redacted (no credentials, no query), for the start-up log.
+    pub fn redacted(&self) -> Self {
+        let mut shown = self.clone();
+        for url in [
+            &mut shown.llm_base_url,
+            &mut shown.llm_embed_base_url,
+            &mut shown.qdrant_url,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            *url = crate::logging::redacted_url(url);
+        }
+        shown
     }
 
     /// The settings the agent's tools are built with: the one place the flags map onto them.

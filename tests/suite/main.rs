@@ -17,6 +17,7 @@ mod index_example;
 mod index_progress;
 mod index_qdrant;
 mod llm_embed;
+mod llm_keys;
 mod llm_local_e2e;
 mod llm_tools_ollama;
 mod llm_tools_openai;
