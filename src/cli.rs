@@ -1,6 +1,6 @@
 //! Command line: global logging flags, `run` (the fault proxy) and `agent [OPTIONS] tool` (the MCP server).
 
-use std::path::PathBuf;
+use std::{path::PathBuf, time::Duration};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use url::Url;
@@ -9,6 +9,7 @@ use crate::{
     index::{StoreChoice, StoreSettings},
     llm::{self, LlmSettings, Provider},
     mcp::AgentSettings,
+    scenario,
 };
 
 /// Reliability tools for coding assistants, and a fault-injecting TCP proxy.
@@ -157,6 +158,22 @@ pub struct AgentOptions {
         default_value = "auto"
     )]
     pub vector_store: VectorStoreKind,
+
+    /// Let impact scenarios' `proxies` listen on addresses other than loopback (reachable from the network,
+    /// relaying to any host this machine reaches). Off: loopback only.
+    #[arg(long, global = true)]
+    pub allow_public_proxies: bool,
+
+    /// Cap on an impact scenario's total load, num_clients × rps, in requests per second.
+    #[arg(long, env = "FAULT_MAX_SCENARIO_RPS", global = true, value_name = "RPS",
+          default_value_t = scenario::DEFAULT_MAX_SCENARIO_RPS,
+          value_parser = clap::value_parser!(u64).range(1..=scenario::CEILING_SCENARIO_RPS))]
+    pub max_scenario_rps: u64,
+
+    /// Cap on an impact or MCP chaos scenario's load duration, e.g. 2m, 30s (at most 1h).
+    #[arg(long, env = "FAULT_MAX_SCENARIO_DURATION", global = true, value_name = "DURATION",
+          default_value = "2m", value_parser = parse_scenario_duration)]
+    pub max_scenario_duration: Duration,
 }
 
 impl AgentOptions {
@@ -210,8 +227,27 @@ impl AgentOptions {
                 },
                 qdrant_url: self.qdrant_url.clone(),
             },
+            scenario: scenario::Limits {
+                max_total_rps: self.max_scenario_rps,
+                max_duration: self.max_scenario_duration,
+                allow_public_proxies: self.allow_public_proxies,
+                ..scenario::Limits::default()
+            },
         }
     }
+}
+
+/// A duration such as "2m" or "30s", more than 0 and at most the load generator's ceiling.
+fn parse_scenario_duration(raw: &str) -> Result<Duration, String> {
+    let duration = humantime::parse_duration(raw.trim())
+        .map_err(|e| format!("'{raw}' is not a duration ({e}); use e.g. 30s, 2m, 10m"))?;
+    if duration.is_zero() || duration > scenario::CEILING_SCENARIO_DURATION {
+        return Err(format!(
+            "'{raw}' is out of range; accepted: more than 0s and at most {}",
+            humantime::format_duration(scenario::CEILING_SCENARIO_DURATION)
+        ));
+    }
+    Ok(duration)
 }
 
 /// An absolute http(s) URL.

@@ -38,7 +38,7 @@ first and adds a with/without table.",
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
-        let spec = match chaos_spec(&arguments) {
+        let spec = match chaos_spec(&arguments, &self.settings.scenario) {
             Ok(spec) => spec,
             Err(e) => return Ok(tool_error(e)),
         };

@@ -43,11 +43,13 @@ MCP chaos: fault_run_mcp_chaos_scenario starts an MCP server behind fault mcp-pr
 calls with a client policy (timeout, retries, backoff) and reports availability, correctness against outputSchema, \
 latency, recovery and blast radius. Paths must be absolute.";
 
-/// What the agent's tools are built with: the models, and where new indexes are kept.
+/// What the agent's tools are built with: the models, where new indexes are kept, and scenario bounds.
 #[derive(Debug, Clone, Default)]
 pub struct AgentSettings {
     pub llm: LlmSettings,
     pub store: StoreSettings,
+    /// The operator's bounds on impact scenarios: load caps and where proxies may listen.
+    pub scenario: crate::scenario::Limits,
 }
 
 /// The `fault agent tool` MCP server.

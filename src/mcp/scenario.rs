@@ -147,8 +147,11 @@ Defaults: side server, direction ingress (responses).",
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
-        self.run_scenario(scenario_spec::<LatencyInput>(&arguments), context)
-            .await
+        self.run_scenario(
+            scenario_spec::<LatencyInput>(&arguments, &self.settings.scenario),
+            context,
+        )
+        .await
     }
 
     #[tool(
@@ -163,8 +166,11 @@ Defaults: side server, direction ingress.",
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
-        self.run_scenario(scenario_spec::<JitterInput>(&arguments), context)
-            .await
+        self.run_scenario(
+            scenario_spec::<JitterInput>(&arguments, &self.settings.scenario),
+            context,
+        )
+        .await
     }
 
     #[tool(
@@ -179,8 +185,11 @@ latency scenario. Defaults: side server, direction egress, loss_rate 0.05.",
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
-        self.run_scenario(scenario_spec::<PacketLossInput>(&arguments), context)
-            .await
+        self.run_scenario(
+            scenario_spec::<PacketLossInput>(&arguments, &self.settings.scenario),
+            context,
+        )
+        .await
     }
 
     #[tool(
@@ -196,8 +205,11 @@ Defaults: side server, direction ingress (the response flow, where bodies travel
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
-        self.run_scenario(scenario_spec::<BandwidthInput>(&arguments), context)
-            .await
+        self.run_scenario(
+            scenario_spec::<BandwidthInput>(&arguments, &self.settings.scenario),
+            context,
+        )
+        .await
     }
 
     #[tool(
@@ -212,8 +224,11 @@ scenario. Defaults: side server, direction egress.",
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
-        self.run_scenario(scenario_spec::<BlackholeInput>(&arguments), context)
-            .await
+        self.run_scenario(
+            scenario_spec::<BlackholeInput>(&arguments, &self.settings.scenario),
+            context,
+        )
+        .await
     }
 
     #[tool(
@@ -228,7 +243,10 @@ intact. Acts on the response flow. Same topology, load and report as the latency
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
-        self.run_scenario(scenario_spec::<HttpErrorInput>(&arguments), context)
-            .await
+        self.run_scenario(
+            scenario_spec::<HttpErrorInput>(&arguments, &self.settings.scenario),
+            context,
+        )
+        .await
     }
 }
