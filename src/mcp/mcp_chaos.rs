@@ -31,7 +31,14 @@ percentiles with and without injection, retries, time to detect, time to recover
 tasks and blast radius; structuredContent holds every figure. `baseline: true` runs the calls without faults \
 first and adds a with/without table.",
         input_schema = chaos_input_schema(),
-        output_schema = output_schema::<ChaosReport>()
+        output_schema = output_schema::<ChaosReport>(),
+        // Runs the given server command and calls its tools, which may change anything they touch.
+        annotations(
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
     )]
     async fn fault_run_mcp_chaos_scenario(
         &self,
