@@ -43,6 +43,13 @@ MCP chaos: fault_run_mcp_chaos_scenario starts an MCP server behind fault mcp-pr
 calls with a client policy (timeout, retries, backoff) and reports availability, correctness against outputSchema, \
 latency, recovery and blast radius. Paths must be absolute.";
 
+/// Longest snippet the LLM tools take, in characters: one function or excerpt, not a whole tree.
+pub(crate) const MAX_SNIPPET_CHARS: u32 = 200_000;
+/// Longest function name, in characters.
+pub(crate) const MAX_NAME_CHARS: u32 = 1_000;
+/// Longest path, in characters (Linux's PATH_MAX).
+pub(crate) const MAX_PATH_CHARS: u32 = 4_096;
+
 /// What the agent's tools are built with: the models, where new indexes are kept, and scenario bounds.
 #[derive(Debug, Clone, Default)]
 pub struct AgentSettings {
@@ -105,6 +112,13 @@ impl ServerHandler for FaultServer {
                     tool_error(format!("missing required {noun}: {}", missing.join(", "))).into(),
                 );
             }
+            if let Some(wrong) = request
+                .arguments
+                .as_ref()
+                .and_then(|arguments| wrong_field(&tool.input_schema, arguments))
+            {
+                return Ok(tool_error(wrong).into());
+            }
         }
         let call = ToolCallContext::new(self, request, context);
         self.tool_router.call(call).await
@@ -144,6 +158,52 @@ fn missing_required(schema: &JsonObject, arguments: Option<&JsonObject>) -> Vec<
         })
         .map(str::to_owned)
         .collect()
+}
+
+/// The first top-level field whose value has a JSON type or a length its schema does not accept, as an error
+/// naming it. Null and "" are left to the tool: they mean "use the default" for optional fields.
+fn wrong_field(schema: &JsonObject, arguments: &JsonObject) -> Option<String> {
+    let properties = schema.get("properties")?.as_object()?;
+    arguments.iter().find_map(|(field, value)| {
+        let field_schema = properties.get(field)?;
+        if value.is_null() || value.as_str().is_some_and(|text| text.trim().is_empty()) {
+            return None;
+        }
+        let types: Vec<&str> = match field_schema.get("type") {
+            Some(Value::String(one)) => vec![one.as_str()],
+            Some(Value::Array(many)) => many.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        if !types.is_empty() && !types.iter().any(|t| has_type(value, t)) {
+            let expected = types
+                .iter()
+                .filter(|t| **t != "null")
+                .copied()
+                .collect::<Vec<_>>()
+                .join(" or ");
+            return Some(format!(
+                "{field}: expected {expected}, got {}",
+                json_kind(value)
+            ));
+        }
+        let max = field_schema.get("maxLength").and_then(Value::as_u64)?;
+        let length = value.as_str()?.chars().count() as u64;
+        (length > max).then(|| format!("{field}: {length} characters; accepted: at most {max}"))
+    })
+}
+
+/// Whether `value` is of JSON Schema type `name`.
+fn has_type(value: &Value, name: &str) -> bool {
+    match name {
+        "string" => value.is_string(),
+        "number" => value.is_number(),
+        "integer" => value.is_i64() || value.is_u64(),
+        "boolean" => value.is_boolean(),
+        "array" => value.is_array(),
+        "object" => value.is_object(),
+        "null" => value.is_null(),
+        _ => true,
+    }
 }
 
 /// What is wrong with `tools/call` params rmcp could not read.

@@ -64,3 +64,40 @@ async fn arguments_that_is_not_an_object_is_named_with_what_is_expected() {
     assert!(!tools.is_empty());
     client.cancel().await.expect("clean shutdown");
 }
+
+#[tokio::test]
+async fn a_value_of_the_wrong_type_or_length_is_named_with_what_is_accepted() {
+    let client = common::spawn().await;
+    let file = common::code_fixture("sample.py");
+    for (tool, args, expected) in [
+        (
+            "fault_list_function_names",
+            json!({"file": {"path": "/a.py"}}),
+            "file: expected string, got an object",
+        ),
+        (
+            "fault_extract_code_block",
+            json!({"file": file, "func": "f".repeat(1_000_001)}),
+            "func: 1000001 characters; accepted: at most 1000",
+        ),
+        (
+            "fault_score_performance",
+            json!({"snippet": "x".repeat(200_001)}),
+            "snippet: 200001 characters; accepted: at most 200000",
+        ),
+    ] {
+        let started = std::time::Instant::now();
+        let result = common::call(&client, tool, args).await.expect(tool);
+        assert!(
+            common::is_error(&result),
+            "{tool}: {}",
+            common::text(&result)
+        );
+        assert_eq!(common::text(&result), expected, "{tool}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(1),
+            "{tool}: slow refusal"
+        );
+    }
+    client.cancel().await.expect("clean shutdown");
+}
