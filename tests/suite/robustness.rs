@@ -246,7 +246,11 @@ fn paths() -> Paths {
     let non_ascii = root.join("ünïcødé-файл-名前.py");
     std::fs::write(&non_ascii, "def handle():\n    return 1\n").unwrap();
     let show = |p: &Path| p.to_string_lossy().into_owned();
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/code");
+    // A small tree to index: the sweep is about bad input, not indexing throughput (with `lang` blank, i.e.
+    // every language, the fixtures' reference sources take longer than the answer bound to chunk).
+    let tree = root.join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    std::fs::write(tree.join("app.py"), "def handle():\n    return 1\n").unwrap();
     Paths {
         values: vec![
             ("/dev/zero", "/dev/zero".to_owned()),
@@ -262,7 +266,7 @@ fn paths() -> Paths {
             ("relative path", "relative/../x.py".to_owned()),
         ],
         source_file: common::code_fixture("sample.py"),
-        source_dir: show(&fixtures),
+        source_dir: show(&tree),
         _dir: dir,
     }
 }
