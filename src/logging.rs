@@ -86,7 +86,16 @@ pub fn redacted_text(text: &str) -> String {
         out.push_str(&rest[..scheme_start]);
         let candidate = &rest[scheme_start..end];
         match url::Url::parse(candidate) {
-            Ok(url) if scheme_start < at => out.push_str(&redacted(&url)),
+            // Only a URL with something to hide is rewritten (parsing alone would add a trailing `/`).
+            Ok(url)
+                if scheme_start < at
+                    && (!url.username().is_empty()
+                        || url.password().is_some()
+                        || url.query().is_some()
+                        || url.fragment().is_some()) =>
+            {
+                out.push_str(&redacted(&url))
+            }
             _ => out.push_str(candidate),
         }
         rest = &rest[end..];
@@ -111,5 +120,9 @@ mod tests {
             "Failed to connect to http://127.0.0.1:1/: refused (see https://a.b/x)"
         );
         assert_eq!(redacted_text("odd :// text"), "odd :// text");
+        assert_eq!(
+            redacted_text("http://127.0.0.1:6334"),
+            "http://127.0.0.1:6334"
+        );
     }
 }
