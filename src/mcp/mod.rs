@@ -143,7 +143,7 @@ impl ServerHandler for FaultServer {
     }
 }
 
-/// The fields `schema` lists as required that `arguments` lacks, holds as null, or holds as a blank string.
+/// The fields `schema` lists as required that `arguments` lacks or holds as null.
 fn missing_required(schema: &JsonObject, arguments: Option<&JsonObject>) -> Vec<String> {
     let Some(Value::Array(required)) = schema.get("required") else {
         return Vec::new();
@@ -151,10 +151,12 @@ fn missing_required(schema: &JsonObject, arguments: Option<&JsonObject>) -> Vec<
     required
         .iter()
         .filter_map(Value::as_str)
-        .filter(|field| match arguments.and_then(|a| a.get(*field)) {
-            None | Some(Value::Null) => true,
-            Some(Value::String(text)) => text.trim().is_empty(),
-            Some(_) => false,
+        // A blank string is left to the tool, which says what an empty value means for it.
+        .filter(|field| {
+            matches!(
+                arguments.and_then(|a| a.get(*field)),
+                None | Some(Value::Null)
+            )
         })
         .map(str::to_owned)
         .collect()

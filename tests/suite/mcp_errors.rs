@@ -22,7 +22,7 @@ async fn every_missing_required_field_is_named_in_one_message() {
         ),
         (
             "fault_extract_code_block",
-            json!({"func": ""}),
+            json!({"func": null}),
             "missing required fields: file, func",
         ),
     ] {
