@@ -50,7 +50,7 @@ async def main(args: argparse.Namespace) -> int:
     cli.append("tool")
 
     env = {k: v for k, v in os.environ.items()
-           if k in ("OPENAI_API_KEY", "OPENROUTER_API_KEY", "OLLAMA_HOST", "QDRANT_URL", "QDRANT_API_KEY",
+           if k in ("OPENAI_API_KEY", "OPENROUTER_API_KEY", "FAULT_LLM_API_KEY", "OLLAMA_HOST", "QDRANT_URL", "QDRANT_API_KEY",
                     "FAULT_DATA_DIR", "HOME", "PATH")}
     config = {"mcpServers": {"local": {"command": fault_path, "args": cli, "env": env}}}
 

@@ -1,7 +1,7 @@
 //! Command line: global logging flags, `run` (the fault proxy) and `agent [OPTIONS] tool [--transport stdio|http]`
 //! (the MCP server).
 
-use std::path::PathBuf;
+use std::{path::PathBuf, time::Duration};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use url::Url;
@@ -11,6 +11,7 @@ use crate::{
     llm::{self, LlmSettings, Provider},
     mcp::AgentSettings,
     mcp_http::TransportArgs,
+    scenario,
 };
 
 /// Reliability tools for coding assistants, and a fault-injecting TCP proxy.
@@ -71,7 +72,8 @@ pub enum AgentSubcommand {
     /// fault_suggest_better_function_reliability, fault_suggest_service_level_objectives_slo,
     /// fault_make_reliability_and_perf_changes, fault_function_reliability_deep_analysis and the
     /// fault_run_*_impact_scenario tools. No API key, network or database is needed to start; the
-    /// LLM tools read their key (OPENAI_API_KEY or OPENROUTER_API_KEY) when they are called.
+    /// LLM tools read their key (OPENAI_API_KEY, OPENROUTER_API_KEY, or FAULT_LLM_API_KEY for a custom base
+    /// URL) when they are called.
     ///
     /// With `--transport http` the same tools are served over Streamable HTTP (default
     /// http://127.0.0.1:8000/mcp) for clients configured with a URL.
@@ -88,7 +90,8 @@ pub struct ToolArgs {
 /// The LLM provider behind the LLM and indexing tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LlmClient {
-    /// OpenAI, or any OpenAI-compatible server given with --llm-base-url (key: OPENAI_API_KEY).
+    /// OpenAI (key: OPENAI_API_KEY), or any OpenAI-compatible server given with --llm-base-url (key:
+    /// FAULT_LLM_API_KEY, optional).
     #[value(name = "openai", alias = "open-ai")]
     OpenAi,
     /// OpenRouter (key: OPENROUTER_API_KEY).
@@ -180,6 +183,22 @@ pub struct AgentOptions {
         value_parser = clap::value_parser!(u64).range(0..=1024 * 1024)
     )]
     pub vector_cache_mib: u64,
+
+    /// Let impact scenarios' `proxies` listen on addresses other than loopback (reachable from the network,
+    /// relaying to any host this machine reaches). Off: loopback only.
+    #[arg(long, global = true)]
+    pub allow_public_proxies: bool,
+
+    /// Cap on an impact scenario's total load, num_clients × rps, in requests per second.
+    #[arg(long, env = "FAULT_MAX_SCENARIO_RPS", global = true, value_name = "RPS",
+          default_value_t = scenario::DEFAULT_MAX_SCENARIO_RPS,
+          value_parser = clap::value_parser!(u64).range(1..=scenario::CEILING_SCENARIO_RPS))]
+    pub max_scenario_rps: u64,
+
+    /// Cap on an impact or MCP chaos scenario's load duration, e.g. 2m, 30s (at most 1h).
+    #[arg(long, env = "FAULT_MAX_SCENARIO_DURATION", global = true, value_name = "DURATION",
+          default_value = "2m", value_parser = parse_scenario_duration)]
+    pub max_scenario_duration: Duration,
 }
 
 /// Default of `--vector-cache-mib`.
@@ -196,6 +215,22 @@ impl AgentOptions {
             self.qdrant_url = Some(parse_http_url(&raw).map_err(|e| format!("QDRANT_URL: {e}"))?);
         }
         Ok(self)
+    }
+
+    /// These options with every URL redacted (no credentials, no query), for the start-up log.
+    pub fn redacted(&self) -> Self {
+        let mut shown = self.clone();
+        for url in [
+            &mut shown.llm_base_url,
+            &mut shown.llm_embed_base_url,
+            &mut shown.qdrant_url,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            *url = crate::logging::redacted_url(url);
+        }
+        shown
     }
 
     /// The settings the agent's tools are built with: the one place the flags map onto them.
@@ -222,8 +257,27 @@ impl AgentOptions {
                 qdrant_url: self.qdrant_url.clone(),
                 vector_cache_bytes: self.vector_cache_mib * 1024 * 1024,
             },
+            scenario: scenario::Limits {
+                max_total_rps: self.max_scenario_rps,
+                max_duration: self.max_scenario_duration,
+                allow_public_proxies: self.allow_public_proxies,
+                ..scenario::Limits::default()
+            },
         }
     }
+}
+
+/// A duration such as "2m" or "30s", more than 0 and at most the load generator's ceiling.
+fn parse_scenario_duration(raw: &str) -> Result<Duration, String> {
+    let duration = humantime::parse_duration(raw.trim())
+        .map_err(|e| format!("'{raw}' is not a duration ({e}); use e.g. 30s, 2m, 10m"))?;
+    if duration.is_zero() || duration > scenario::CEILING_SCENARIO_DURATION {
+        return Err(format!(
+            "'{raw}' is out of range; accepted: more than 0s and at most {}",
+            humantime::format_duration(scenario::CEILING_SCENARIO_DURATION)
+        ));
+    }
+    Ok(duration)
 }
 
 /// An absolute http(s) URL.

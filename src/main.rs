@@ -33,7 +33,7 @@ fn main() -> ExitCode {
             Command::Agent(agent) => match agent.command {
                 AgentSubcommand::Tool(tool) => {
                     let options = agent.options.resolve_env().map_err(|e| e.to_string())?;
-                    tracing::info!(?options, "fault agent tool: options");
+                    tracing::info!(options = ?options.redacted(), "fault agent tool: options");
                     fault::mcp::serve(options.settings(), &tool.transport)
                         .await
                         .map_err(|e| e.to_string())

@@ -19,7 +19,9 @@ use crate::{
     report::{self, CallInfo, FaultInfo, LatencySlo, Report, ReportInput, StrategyInfo},
 };
 
-/// Input bounds; the tool errors quote them.
+/// Input bounds; the tool errors quote them. The load caps and the listen policy are the operator's
+/// (`fault agent tool --max-scenario-rps / --max-scenario-duration / --allow-public-proxies`); the rest are
+/// what the load generator supports.
 #[derive(Debug, Clone)]
 pub struct Limits {
     pub max_duration: Duration,
@@ -27,16 +29,27 @@ pub struct Limits {
     pub max_rps_per_client: u32,
     pub max_total_rps: u64,
     pub max_timeout: Duration,
+    /// Whether `proxies` may listen on an address other than loopback (a relay reachable from the network).
+    pub allow_public_proxies: bool,
 }
+
+/// Default operator cap on total requests per second across clients (`--max-scenario-rps`).
+pub const DEFAULT_MAX_SCENARIO_RPS: u64 = 1000;
+/// Default operator cap on a scenario's load duration (`--max-scenario-duration`).
+pub const DEFAULT_MAX_SCENARIO_DURATION: Duration = Duration::from_secs(120);
+/// What the flags may raise the caps to: the load generator's own bounds.
+pub const CEILING_SCENARIO_RPS: u64 = 100_000;
+pub const CEILING_SCENARIO_DURATION: Duration = Duration::from_secs(3600);
 
 impl Default for Limits {
     fn default() -> Self {
         Self {
-            max_duration: Duration::from_secs(600),
+            max_duration: DEFAULT_MAX_SCENARIO_DURATION,
             max_clients: 1000,
             max_rps_per_client: 10_000,
-            max_total_rps: 100_000,
+            max_total_rps: DEFAULT_MAX_SCENARIO_RPS,
             max_timeout: Duration::from_secs(300),
+            allow_public_proxies: false,
         }
     }
 }

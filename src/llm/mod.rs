@@ -24,6 +24,11 @@ pub use transport::{MAX_RETRIES_ENV, MAX_TOKENS_ENV, RetryPolicy, TIMEOUT_ENV};
 pub const OPENAI_KEY_ENV: &str = "OPENAI_API_KEY";
 /// OpenRouter's API key variable.
 pub const OPENROUTER_KEY_ENV: &str = "OPENROUTER_API_KEY";
+/// The key sent to a custom base URL (an OpenAI-compatible server); the OpenAI and OpenRouter keys never are.
+pub const COMPATIBLE_KEY_ENV: &str = "FAULT_LLM_API_KEY";
+/// The hosts the OpenAI and OpenRouter keys are sent to (over https only).
+pub const OPENAI_HOST: &str = "api.openai.com";
+pub const OPENROUTER_HOST: &str = "openrouter.ai";
 /// Ollama's host variable (`host[:port]` or a URL).
 pub const OLLAMA_HOST_ENV: &str = "OLLAMA_HOST";
 

@@ -30,8 +30,9 @@ use futures::future::BoxFuture;
 use url::Url;
 
 use super::{
-    ChatModel, Embedder, LlmError, Message, OPENAI_BASE_URL, OPENAI_KEY_ENV, OPENROUTER_BASE_URL,
-    OPENROUTER_KEY_ENV, OutputSchema, Provider, Role, check_vectors,
+    COMPATIBLE_KEY_ENV, ChatModel, Embedder, LlmError, Message, OPENAI_BASE_URL, OPENAI_HOST,
+    OPENAI_KEY_ENV, OPENROUTER_BASE_URL, OPENROUTER_HOST, OPENROUTER_KEY_ENV, OutputSchema,
+    Provider, Role, check_vectors,
     transport::{Transport, non_empty_env, redacted},
 };
 
@@ -55,12 +56,12 @@ pub(super) struct Endpoint {
 impl Endpoint {
     pub(super) fn for_chat(provider: Provider, base_url: Option<&Url>) -> Self {
         match (provider, base_url) {
-            (Provider::OpenRouter, base) => Self {
-                base_url: base.map_or(OPENROUTER_BASE_URL.to_owned(), base_string),
+            (_, Some(base)) => Self::at(base),
+            (Provider::OpenRouter, None) => Self {
+                base_url: OPENROUTER_BASE_URL.to_owned(),
                 key: Key::Required(OPENROUTER_KEY_ENV),
                 provider: "OpenRouter",
             },
-            (_, Some(base)) => Self::compatible(base),
             (_, None) => Self {
                 base_url: OPENAI_BASE_URL.to_owned(),
                 key: Key::Required(OPENAI_KEY_ENV),
@@ -69,24 +70,36 @@ impl Endpoint {
         }
     }
 
-    /// Embeddings follow the chat endpoint unless --llm-embed-base-url names another server; that one
-    /// never receives the OpenRouter key.
+    /// Embeddings follow the chat endpoint unless --llm-embed-base-url names another server.
     pub(super) fn for_embeddings(
         provider: Provider,
         chat_base: Option<&Url>,
         embed_base: Option<&Url>,
     ) -> Self {
         match embed_base {
-            Some(base) if Some(base) != chat_base => Self::compatible(base),
-            _ => Self::for_chat(provider, chat_base),
+            Some(base) => Self::at(base),
+            None => Self::for_chat(provider, chat_base),
         }
     }
 
-    fn compatible(base: &Url) -> Self {
+    /// A base URL gets a provider's key only when it is that provider's own https host; any other server
+    /// gets `FAULT_LLM_API_KEY`, and only when it is set, so a key never leaves for a host it was not made for.
+    fn at(base: &Url) -> Self {
+        let own_host = |host: &str| base.scheme() == "https" && base.host_str() == Some(host);
+        let (key, provider) = if own_host(OPENAI_HOST) {
+            (Key::Required(OPENAI_KEY_ENV), "OpenAI")
+        } else if own_host(OPENROUTER_HOST) {
+            (Key::Required(OPENROUTER_KEY_ENV), "OpenRouter")
+        } else {
+            (
+                Key::Optional(COMPATIBLE_KEY_ENV),
+                "OpenAI-compatible server",
+            )
+        };
         Self {
             base_url: base_string(base),
-            key: Key::Optional(OPENAI_KEY_ENV),
-            provider: "OpenAI-compatible server",
+            key,
+            provider,
         }
     }
 
@@ -102,13 +115,18 @@ impl Endpoint {
             })?,
             Key::Optional(var) => non_empty_env(var).unwrap_or_default(),
         };
-        let config = OpenAIConfig::new()
+        let mut config = OpenAIConfig::new()
             .with_api_base(self.base_url.clone())
-            .with_api_key(key);
+            .with_api_key(key.clone());
+        if !matches!(self.key, Key::Required(OPENAI_KEY_ENV)) {
+            // async-openai reads OPENAI_ORG_ID / OPENAI_PROJECT_ID from the environment: OpenAI's only.
+            config = config.with_org_id("").with_project_id("");
+        }
         let probe = StatusProbe::default();
         let service = RetryingService {
             transport: transport.clone(),
             probe: probe.clone(),
+            sends_key: !key.is_empty(),
         };
         let client = Client::build(transport.http().clone(), config).with_http_service(service);
         Ok((client, probe))
@@ -147,6 +165,8 @@ impl StatusProbe {
 struct RetryingService {
     transport: Transport,
     probe: StatusProbe,
+    /// async-openai always sends `Authorization`, empty or not; without a key, none is sent.
+    sends_key: bool,
 }
 
 impl tower::Service<HttpRequestFactory> for RetryingService {
@@ -161,11 +181,18 @@ impl tower::Service<HttpRequestFactory> for RetryingService {
     fn call(&mut self, factory: HttpRequestFactory) -> Self::Future {
         let transport = self.transport.clone();
         let probe = self.probe.clone();
+        let sends_key = self.sends_key;
         Box::pin(async move {
             let response = transport
                 .send(|| {
                     let factory = factory.clone();
-                    Box::pin(async move { factory.build().await })
+                    Box::pin(async move {
+                        let mut request = factory.build().await?;
+                        if !sends_key {
+                            request.headers_mut().remove(reqwest::header::AUTHORIZATION);
+                        }
+                        Ok::<_, OpenAIError>(request)
+                    })
                 })
                 .await?
                 .map_err(OpenAIError::Reqwest)?;
@@ -467,5 +494,37 @@ impl Embedder for OpenAiEmbedder {
 
     fn dimension(&self) -> usize {
         self.dimension
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key_for(base: &str) -> Option<&'static str> {
+        let endpoint = Endpoint::at(&Url::parse(base).unwrap());
+        match endpoint.key {
+            Key::Required(var) => Some(var),
+            Key::Optional(_) => None,
+        }
+    }
+
+    #[test]
+    fn a_provider_key_goes_only_to_its_own_https_host() {
+        assert_eq!(key_for("https://api.openai.com/v1"), Some(OPENAI_KEY_ENV));
+        assert_eq!(
+            key_for("https://openrouter.ai/api/v1"),
+            Some(OPENROUTER_KEY_ENV)
+        );
+        for elsewhere in [
+            "http://api.openai.com/v1",
+            "https://api.openai.com.example.net/v1",
+            "https://openrouter.ai.example.net/api/v1",
+            "http://127.0.0.1:8080/v1",
+        ] {
+            assert_eq!(key_for(elsewhere), None, "{elsewhere}");
+        }
+        let compatible = Endpoint::at(&Url::parse("http://127.0.0.1:8080/v1").unwrap());
+        assert!(matches!(compatible.key, Key::Optional(COMPATIBLE_KEY_ENV)));
     }
 }

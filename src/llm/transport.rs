@@ -1,12 +1,13 @@
 //! The HTTP transport shared by both providers: one reqwest client with a request timeout, and bounded
 //! retries with exponential backoff and jitter on 429, 5xx and connection errors.
 
-use std::time::Duration;
+use std::{sync::Mutex, time::Duration};
 
 use futures::future::BoxFuture;
 use reqwest::{Request, Response, StatusCode};
 
 use super::LlmError;
+pub(crate) use crate::logging::redacted;
 
 /// Environment variable: seconds a single request may take before it is abandoned (default 120).
 pub const TIMEOUT_ENV: &str = "FAULT_LLM_TIMEOUT_SECS";
@@ -106,8 +107,19 @@ pub struct Transport {
     policy: RetryPolicy,
 }
 
+/// The HTTP clients built so far, by request timeout: every model of the process shares one per timeout, so
+/// connections (and TLS sessions) to a provider are reused from call to call.
+static CLIENTS: Mutex<Vec<(Duration, reqwest::Client)>> = Mutex::new(Vec::new());
+
 impl Transport {
     pub fn new(policy: RetryPolicy) -> Result<Self, LlmError> {
+        let mut clients = CLIENTS.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, http)) = clients.iter().find(|(t, _)| *t == policy.timeout) {
+            return Ok(Self {
+                http: http.clone(),
+                policy,
+            });
+        }
         // reqwest is built without a default crypto provider: install ring (an error means one is already set).
         let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder()
@@ -115,6 +127,7 @@ impl Transport {
             .connect_timeout(policy.timeout.min(Duration::from_secs(10)))
             .build()
             .map_err(|e| LlmError::Config(format!("cannot build the HTTP client: {e}")))?;
+        clients.push((policy.timeout, http.clone()));
         Ok(Self { http, policy })
     }
 
@@ -158,7 +171,8 @@ impl Transport {
                     tokio::time::sleep(delay).await;
                     retry += 1;
                 }
-                _ => return Ok(outcome),
+                // reqwest's errors carry the URL whole (credentials, query): ours name it redacted.
+                _ => return Ok(outcome.map_err(reqwest::Error::without_url)),
             }
         }
     }
@@ -180,15 +194,6 @@ fn retry_after(response: &Response) -> Option<Duration> {
         .ok()
         .filter(|s| s.is_finite() && *s >= 0.0)
         .map(|s| Duration::from_secs_f64(s).min(MAX_BACKOFF))
-}
-
-/// A URL without query string or credentials, for logs.
-pub(crate) fn redacted(url: &url::Url) -> String {
-    let mut url = url.clone();
-    let _ = url.set_password(None);
-    let _ = url.set_username("");
-    url.set_query(None);
-    url.to_string()
 }
 
 #[cfg(test)]

@@ -31,6 +31,7 @@ use crate::{
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct SnippetInput {
     /// The full code of a function or any code snippet (e.g. the `full` field of fault_extract_code_block).
+    #[schemars(length(max = super::MAX_SNIPPET_CHARS))]
     pub snippet: String,
     /// The snippet's language: python, go, rust, javascript, or any other name as a hint.
     #[serde(default)]
@@ -40,6 +41,7 @@ pub struct SnippetInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct SuggestInput {
     /// The full code of a function or any code snippet.
+    #[schemars(length(max = super::MAX_SNIPPET_CHARS))]
     pub snippet: String,
     /// The snippet's language: python, go, rust, javascript, or any other name as a hint.
     #[serde(default)]
@@ -58,14 +60,17 @@ pub struct SuggestInput {
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct FileInput {
     /// Absolute path (or file:// URI) of the file to improve.
+    #[schemars(length(max = super::MAX_PATH_CHARS))]
     pub file: String,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct DeepAnalysisInput {
     /// Absolute path (or file:// URI) of a source file: .py, .go, .rs, .js.
+    #[schemars(length(max = super::MAX_PATH_CHARS))]
     pub file: String,
     /// The function's name, plain (`handle`) or qualified (`Server.handle`, `Server::handle`).
+    #[schemars(length(max = super::MAX_NAME_CHARS))]
     pub func: String,
     /// The file's language; optional, it is taken from the extension.
     #[serde(default)]

@@ -17,6 +17,7 @@ use crate::code::{self, CodeError, Extracted, FunctionBlock, FunctionInfo};
 pub struct ListFunctionsInput {
     /// Absolute path (or file:// URI) of a source file: .py/.pyi, .go, .rs, .js/.mjs/.cjs/.jsx,
     /// .ts/.mts/.cts/.tsx.
+    #[schemars(length(max = super::MAX_PATH_CHARS))]
     pub file: String,
 }
 
@@ -24,9 +25,11 @@ pub struct ListFunctionsInput {
 pub struct ExtractInput {
     /// Absolute path (or file:// URI) of a source file: .py/.pyi, .go, .rs, .js/.mjs/.cjs/.jsx,
     /// .ts/.mts/.cts/.tsx.
+    #[schemars(length(max = super::MAX_PATH_CHARS))]
     pub file: String,
     /// The function's name, plain (`handle`) or qualified to pick among several (`Server.handle`,
     /// `Server::handle`). With several matches, the first in the file with a body is returned.
+    #[schemars(length(max = super::MAX_NAME_CHARS))]
     pub func: String,
 }
 

@@ -63,7 +63,15 @@ impl FaultServer {
         chunks with the configured embedding model and stores them (embedded store by default, or Qdrant). \
         Incremental: unchanged chunks are not re-embedded; chunks of changed or deleted files are removed. \
         Returns the text `done`; structuredContent has the store used and the counts.",
-        output_schema = output_schema::<IndexSummary>()
+        output_schema = output_schema::<IndexSummary>(),
+        // Writes only its own index (a re-run of an unchanged tree changes nothing); sends code to the
+        // embeddings provider.
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = true
+        )
     )]
     async fn fault_index_source_code(
         &self,

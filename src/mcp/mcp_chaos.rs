@@ -32,14 +32,21 @@ tasks and blast radius; structuredContent holds every figure. `baseline: true` r
 first and adds a with/without table. `server: {url, headers}` instead of a command calls a running Streamable \
 HTTP MCP server directly (no plan: it measures the server as it is).",
         input_schema = chaos_input_schema(),
-        output_schema = output_schema::<ChaosReport>()
+        output_schema = output_schema::<ChaosReport>(),
+        // Runs the given server command and calls its tools, which may change anything they touch.
+        annotations(
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
     )]
     async fn fault_run_mcp_chaos_scenario(
         &self,
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
-        let spec = match chaos_spec(&arguments) {
+        let spec = match chaos_spec(&arguments, &self.settings.scenario) {
             Ok(spec) => spec,
             Err(e) => return Ok(tool_error(e)),
         };

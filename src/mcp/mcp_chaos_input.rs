@@ -112,7 +112,7 @@ pub(super) struct McpChaosInput {
 }
 
 impl McpChaosInput {
-    fn validate(self) -> Result<ChaosSpec, InputError> {
+    fn validate(self, limits: &Limits) -> Result<ChaosSpec, InputError> {
         let server = self.server.validate()?;
         let mut plan = plan_source(self.plan)?;
         if let ServerTarget::Url(_) = server {
@@ -171,7 +171,7 @@ impl McpChaosInput {
                 ));
             }
             (Some(text), None) => Schedule::Rate {
-                duration: duration(Some(text), &Limits::default())?,
+                duration: duration(Some(text), limits)?,
                 rate: within("rate", self.rate.0, 10.0, 0.001, 1000.0)?,
             },
             (None, repeat) => {
@@ -316,8 +316,8 @@ fn plan_source(plan: Option<Value>) -> Result<PlanSource, InputError> {
 }
 
 /// The scenario of a tool call.
-pub(super) fn chaos_spec(args: &JsonObject) -> Result<ChaosSpec, InputError> {
-    read::<McpChaosInput>(args)?.validate()
+pub(super) fn chaos_spec(args: &JsonObject, limits: &Limits) -> Result<ChaosSpec, InputError> {
+    read::<McpChaosInput>(args)?.validate(limits)
 }
 
 /// The tool's input schema.

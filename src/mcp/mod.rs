@@ -14,12 +14,17 @@ mod scenario_input;
 use std::sync::Arc;
 
 use rmcp::{
-    ServerHandler, ServiceExt,
-    handler::server::router::tool::ToolRouter,
-    model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig},
+    RoleServer, ServerHandler, ServiceExt,
+    handler::server::{router::tool::ToolRouter, tool::ToolCallContext},
+    model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+        CustomResult, ErrorCode, Implementation, JsonObject, ServerCapabilities, ServerConfig,
+    },
+    service::RequestContext,
     tool_handler,
 };
 use serde::Serialize;
+use serde_json::Value;
 
 use crate::{
     index::StoreSettings,
@@ -42,11 +47,20 @@ MCP chaos: fault_run_mcp_chaos_scenario starts an MCP server behind fault mcp-pr
 calls with a client policy (timeout, retries, backoff) and reports availability, correctness against outputSchema, \
 latency, recovery and blast radius. Paths must be absolute.";
 
-/// What the agent's tools are built with: the models, and where new indexes are kept.
+/// Longest snippet the LLM tools take, in characters: one function or excerpt, not a whole tree.
+pub(crate) const MAX_SNIPPET_CHARS: u32 = 200_000;
+/// Longest function name, in characters.
+pub(crate) const MAX_NAME_CHARS: u32 = 1_000;
+/// Longest path, in characters (Linux's PATH_MAX).
+pub(crate) const MAX_PATH_CHARS: u32 = 4_096;
+
+/// What the agent's tools are built with: the models, where new indexes are kept, and scenario bounds.
 #[derive(Debug, Clone, Default)]
 pub struct AgentSettings {
     pub llm: LlmSettings,
     pub store: StoreSettings,
+    /// The operator's bounds on impact scenarios: load caps and where proxies may listen.
+    pub scenario: crate::scenario::Limits,
 }
 
 /// The `fault agent tool` MCP server.
@@ -82,6 +96,151 @@ impl ServerHandler for FaultServer {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("fault", env!("CARGO_PKG_VERSION")))
             .with_instructions(INSTRUCTIONS)
+    }
+
+    /// Every required field the call lacks is named in one error, before the tool reads its input.
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, rmcp::ErrorData> {
+        if let Some(tool) = self.tool_router.get(&request.name) {
+            let missing = missing_required(&tool.input_schema, request.arguments.as_ref());
+            if !missing.is_empty() {
+                let noun = if missing.len() == 1 {
+                    "field"
+                } else {
+                    "fields"
+                };
+                return Ok(
+                    tool_error(format!("missing required {noun}: {}", missing.join(", "))).into(),
+                );
+            }
+            if let Some(wrong) = request
+                .arguments
+                .as_ref()
+                .and_then(|arguments| wrong_field(&tool.input_schema, arguments))
+            {
+                return Ok(tool_error(wrong).into());
+            }
+        }
+        let call = ToolCallContext::new(self, request, context);
+        self.tool_router.call(call).await
+    }
+
+    /// rmcp hands a `tools/call` whose params it cannot read (e.g. `arguments` not an object) here as a
+    /// custom request; answer with what is wrong rather than "method not found".
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, rmcp::ErrorData> {
+        let message = match request.method.as_str() {
+            "tools/call" => malformed_call(request.params.as_ref()),
+            other => format!("method not found: {other}"),
+        };
+        let code = match request.method.as_str() {
+            "tools/call" => ErrorCode::INVALID_PARAMS,
+            _ => ErrorCode::METHOD_NOT_FOUND,
+        };
+        Err(rmcp::ErrorData::new(code, message, None))
+    }
+}
+
+/// The fields `schema` lists as required that `arguments` lacks or holds as null.
+fn missing_required(schema: &JsonObject, arguments: Option<&JsonObject>) -> Vec<String> {
+    let Some(Value::Array(required)) = schema.get("required") else {
+        return Vec::new();
+    };
+    required
+        .iter()
+        .filter_map(Value::as_str)
+        // A blank string is left to the tool, which says what an empty value means for it.
+        .filter(|field| {
+            matches!(
+                arguments.and_then(|a| a.get(*field)),
+                None | Some(Value::Null)
+            )
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The first top-level field whose value has a JSON type or a length its schema does not accept, as an error
+/// naming it. Null and "" are left to the tool: they mean "use the default" for optional fields.
+fn wrong_field(schema: &JsonObject, arguments: &JsonObject) -> Option<String> {
+    let properties = schema.get("properties")?.as_object()?;
+    arguments.iter().find_map(|(field, value)| {
+        let field_schema = properties.get(field)?;
+        if value.is_null() || value.as_str().is_some_and(|text| text.trim().is_empty()) {
+            return None;
+        }
+        let types: Vec<&str> = match field_schema.get("type") {
+            Some(Value::String(one)) => vec![one.as_str()],
+            Some(Value::Array(many)) => many.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        if !types.is_empty() && !types.iter().any(|t| has_type(value, t)) {
+            let expected = types
+                .iter()
+                .filter(|t| **t != "null")
+                .copied()
+                .collect::<Vec<_>>()
+                .join(" or ");
+            return Some(format!(
+                "{field}: expected {expected}, got {}",
+                json_kind(value)
+            ));
+        }
+        let max = field_schema.get("maxLength").and_then(Value::as_u64)?;
+        let length = value.as_str()?.chars().count() as u64;
+        (length > max).then(|| format!("{field}: {length} characters; accepted: at most {max}"))
+    })
+}
+
+/// Whether `value` is of JSON Schema type `name`.
+fn has_type(value: &Value, name: &str) -> bool {
+    match name {
+        "string" => value.is_string(),
+        "number" => value.is_number(),
+        "integer" => value.is_i64() || value.is_u64(),
+        "boolean" => value.is_boolean(),
+        "array" => value.is_array(),
+        "object" => value.is_object(),
+        "null" => value.is_null(),
+        _ => true,
+    }
+}
+
+/// What is wrong with `tools/call` params rmcp could not read.
+fn malformed_call(params: Option<&Value>) -> String {
+    let Some(Value::Object(params)) = params else {
+        return "tools/call: params must be an object with `name` (the tool) and `arguments` (an object)"
+            .into();
+    };
+    match (params.get("name"), params.get("arguments")) {
+        (Some(Value::String(_)), Some(arguments)) => format!(
+            "arguments: expected an object of the tool's input fields by name (e.g. {{\"path\": \"/abs/file.py\"}}), got {}",
+            json_kind(arguments)
+        ),
+        (Some(Value::String(_)), None) => "tools/call: params could not be read".into(),
+        (Some(other), _) => format!(
+            "name: expected the tool's name as a string, got {}",
+            json_kind(other)
+        ),
+        (None, _) => "name: is required (the tool to call)".into(),
+    }
+}
+
+/// The JSON type of `value`, for errors.
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 

@@ -131,6 +131,8 @@ pub(super) fn progress_ticker(
     }))
 }
 
+// Annotations of every scenario tool: they start listeners and send the load you configure (any method and
+// body, so possibly writes) to the target, which may be remote; each call sends new load.
 #[tool_router(router = scenario_router, vis = "pub(super)")]
 impl FaultServer {
     #[tool(
@@ -140,15 +142,24 @@ open-model load (num_clients × rps requests per second for duration), and retur
 percentiles, errors by outcome, SLO verdicts, per-second sparkline); structuredContent holds every figure. \
 Defaults: side server, direction ingress (responses).",
         input_schema = input_schema::<LatencyInput>(),
-        output_schema = output_schema::<Report>()
+        output_schema = output_schema::<Report>(),
+        annotations(
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
     )]
     async fn fault_run_latency_impact_scenario(
         &self,
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
-        self.run_scenario(scenario_spec::<LatencyInput>(&arguments), context)
-            .await
+        self.run_scenario(
+            scenario_spec::<LatencyInput>(&arguments, &self.settings.scenario),
+            context,
+        )
+        .await
     }
 
     #[tool(
@@ -156,15 +167,24 @@ Defaults: side server, direction ingress (responses).",
 ms, `frequency` spikes per second) on a TCP path. Same topology, load and report as the latency scenario. \
 Defaults: side server, direction ingress.",
         input_schema = input_schema::<JitterInput>(),
-        output_schema = output_schema::<Report>()
+        output_schema = output_schema::<Report>(),
+        annotations(
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
     )]
     async fn fault_run_jitter_impact_scenario(
         &self,
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
-        self.run_scenario(scenario_spec::<JitterInput>(&arguments), context)
-            .await
+        self.run_scenario(
+            scenario_spec::<JitterInput>(&arguments, &self.settings.scenario),
+            context,
+        )
+        .await
     }
 
     #[tool(
@@ -172,15 +192,24 @@ Defaults: side server, direction ingress.",
 retransmitted late, as TCP would, so bytes arrive intact but slower). Same topology, load and report as the \
 latency scenario. Defaults: side server, direction egress, loss_rate 0.05.",
         input_schema = input_schema::<PacketLossInput>(),
-        output_schema = output_schema::<Report>()
+        output_schema = output_schema::<Report>(),
+        annotations(
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
     )]
     async fn fault_run_packet_loss_impact_scenario(
         &self,
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
-        self.run_scenario(scenario_spec::<PacketLossInput>(&arguments), context)
-            .await
+        self.run_scenario(
+            scenario_spec::<PacketLossInput>(&arguments, &self.settings.scenario),
+            context,
+        )
+        .await
     }
 
     #[tool(
@@ -189,15 +218,24 @@ latency scenario. Defaults: side server, direction egress, loss_rate 0.05.",
 one). Same topology, load and report as the latency scenario. \
 Defaults: side server, direction ingress (the response flow, where bodies travel), unit bps.",
         input_schema = input_schema::<BandwidthInput>(),
-        output_schema = output_schema::<Report>()
+        output_schema = output_schema::<Report>(),
+        annotations(
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
     )]
     async fn fault_run_bandwidth_impact_scenario(
         &self,
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
-        self.run_scenario(scenario_spec::<BandwidthInput>(&arguments), context)
-            .await
+        self.run_scenario(
+            scenario_spec::<BandwidthInput>(&arguments, &self.settings.scenario),
+            context,
+        )
+        .await
     }
 
     #[tool(
@@ -205,15 +243,24 @@ Defaults: side server, direction ingress (the response flow, where bodies travel
 and connections stay open, so callers wait until their timeout. Same topology, load and report as the latency \
 scenario. Defaults: side server, direction egress.",
         input_schema = input_schema::<BlackholeInput>(),
-        output_schema = output_schema::<Report>()
+        output_schema = output_schema::<Report>(),
+        annotations(
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
     )]
     async fn fault_run_blackhole_impact_scenario(
         &self,
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
-        self.run_scenario(scenario_spec::<BlackholeInput>(&arguments), context)
-            .await
+        self.run_scenario(
+            scenario_spec::<BlackholeInput>(&arguments, &self.settings.scenario),
+            context,
+        )
+        .await
     }
 
     #[tool(
@@ -221,14 +268,23 @@ scenario. Defaults: side server, direction egress.",
 replaces HTTP/1.1 responses with `status_code` and `error_body`, with `probability`, keeping keep-alive framing \
 intact. Acts on the response flow. Same topology, load and report as the latency scenario.",
         input_schema = input_schema::<HttpErrorInput>(),
-        output_schema = output_schema::<Report>()
+        output_schema = output_schema::<Report>(),
+        annotations(
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = true
+        )
     )]
     async fn fault_run_http_error_impact_scenario(
         &self,
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
-        self.run_scenario(scenario_spec::<HttpErrorInput>(&arguments), context)
-            .await
+        self.run_scenario(
+            scenario_spec::<HttpErrorInput>(&arguments, &self.settings.scenario),
+            context,
+        )
+        .await
     }
 }

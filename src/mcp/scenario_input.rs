@@ -137,14 +137,14 @@ struct CommonInput {
     #[serde(default, deserialize_with = "blank_as_default")]
     headers: BTreeMap<String, Lenient<String>>,
     /// How long to send load, e.g. "10s", "500ms", "1m" (a bare number means seconds). Default "10s"; more
-    /// than 0 and at most "10m".
+    /// than 0 and at most the server's cap (default "2m", raised with --max-scenario-duration).
     #[serde(default)]
     duration: Lenient<String>,
     /// Virtual clients, each with its own kept-alive connections. Default 1; 1..=1000.
     #[serde(default)]
     num_clients: Lenient<f64>,
     /// Requests per second started by each client on schedule (open model). Default 3; 1..=10000, and
-    /// num_clients × rps ≤ 100000.
+    /// num_clients × rps at most the server's cap (default 1000, raised with --max-scenario-rps).
     #[serde(default)]
     rps: Lenient<f64>,
     /// Client timeout per request, in seconds (fractions allowed). Default 10; more than 0 and at most 300.
@@ -171,8 +171,7 @@ struct CommonInput {
 
 impl CommonInput {
     /// The scenario around `fault`.
-    fn validate(self, fault: FaultSpec) -> Result<ScenarioSpec, InputError> {
-        let limits = Limits::default();
+    fn validate(self, fault: FaultSpec, limits: &Limits) -> Result<ScenarioSpec, InputError> {
         let url = self
             .url
             .0
@@ -194,7 +193,7 @@ impl CommonInput {
                     _ => bad("url", text.replacen("url: ", "", 1)),
                 }
             })?;
-        let duration = duration(self.duration.0, &limits)?;
+        let duration = duration(self.duration.0, limits)?;
         let num_clients = whole(
             "num_clients",
             self.num_clients.0,
@@ -208,7 +207,8 @@ impl CommonInput {
             return Err(bad(
                 "rps",
                 format!(
-                    "num_clients × rps = {total_rate} requests per second; accepted: at most {}",
+                    "num_clients × rps = {total_rate} requests per second; accepted: at most {} (the \
+                     server's cap; `fault agent tool --max-scenario-rps N` raises it)",
                     limits.max_total_rps
                 ),
             ));
@@ -236,8 +236,21 @@ impl CommonInput {
             .iter()
             .enumerate()
             .map(|(i, text)| {
-                scenario::parse_mapping(text)
-                    .map_err(|e| bad(format!("proxies[{i}]"), e.to_string()))
+                let field = format!("proxies[{i}]");
+                let mapping =
+                    scenario::parse_mapping(text).map_err(|e| bad(&field, e.to_string()))?;
+                if !mapping.listen.ip().is_loopback() && !limits.allow_public_proxies {
+                    return Err(bad(
+                        field,
+                        format!(
+                            "listen address {} is not loopback; scenario proxies listen on 127.0.0.1 or \
+                             ::1 only (e.g. \"34000=127.0.0.1:8080\"), unless the server is started with \
+                             `fault agent tool --allow-public-proxies`",
+                            mapping.listen.ip()
+                        ),
+                    ));
+                }
+                Ok(mapping)
             })
             .collect::<Result<Vec<_>, _>>()?;
         let slos = match self.slos {
@@ -297,7 +310,8 @@ pub(super) fn duration(text: Option<String>, limits: &Limits) -> Result<Duration
         return Err(bad(
             "duration",
             format!(
-                "{} is out of range; accepted: more than 0s and at most {}",
+                "{} is out of range; accepted: more than 0s and at most {} (the server's cap; \
+                 `fault agent tool --max-scenario-duration` raises it)",
                 humantime::format_duration(duration),
                 humantime::format_duration(limits.max_duration)
             ),
@@ -548,14 +562,17 @@ pub(super) fn read<T: DeserializeOwned>(args: &JsonObject) -> Result<T, InputErr
 }
 
 /// The scenario of a `F` tool call: the fault's fields first, then where it acts, then the common fields.
-pub(super) fn scenario_spec<F: FaultInput>(args: &JsonObject) -> Result<ScenarioSpec, InputError> {
+pub(super) fn scenario_spec<F: FaultInput>(
+    args: &JsonObject,
+    limits: &Limits,
+) -> Result<ScenarioSpec, InputError> {
     let fault: F = read(args)?;
     let common = match F::DIRECTION {
         Some(direction) => read::<PlacementInput>(args)?.validate(direction),
         None => FaultCommon::default(),
     };
     let fault = fault.validate(common)?;
-    read::<CommonInput>(args)?.validate(fault)
+    read::<CommonInput>(args)?.validate(fault, limits)
 }
 
 /// The tool's input schema: the properties of the common, placement and fault inputs together.

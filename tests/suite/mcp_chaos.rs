@@ -362,7 +362,10 @@ async fn report_text_and_structured_content_agree_on_every_figure() {
 async fn bad_input_names_the_field_and_a_dead_server_shows_its_stderr() {
     let client = common::spawn().await;
     for (args, field) in [
-        (json!({"server": test_server()}), "calls: is required"),
+        (
+            json!({"server": test_server()}),
+            "missing required field: calls",
+        ),
         (
             json!({"server": test_server(), "calls": [{"tool": "echo"}], "client": {"retries": 99}}),
             "client.retries",

@@ -52,12 +52,13 @@ impl QdrantStore {
             .skip_compatibility_check()
             .build()
             .map_err(|e| StoreError::Qdrant {
-                url: url.to_owned(),
-                message: e.to_string(),
+                url: crate::logging::redacted_text(url),
+                message: crate::logging::redacted_text(&e.to_string()),
             })?;
         Ok(QdrantStore {
             client,
-            url: url.to_owned(),
+            // Shown in logs, errors and results: without credentials or query.
+            url: crate::logging::redacted_text(url),
             collection: collection.to_owned(),
         })
     }
@@ -82,7 +83,8 @@ impl QdrantStore {
     fn err(&self, e: impl std::fmt::Display) -> StoreError {
         StoreError::Qdrant {
             url: self.url.clone(),
-            message: e.to_string(),
+            // The client's errors quote the address it was given, credentials and all.
+            message: crate::logging::redacted_text(&e.to_string()),
         }
     }
 
