@@ -215,7 +215,7 @@ fn plain(status: StatusCode, text: String) -> HttpResponse {
 }
 
 /// Resolves on SIGTERM or SIGINT (never, when neither can be listened for).
-async fn terminated() {
+pub(crate) async fn terminated() {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut term), Ok(mut int)) = (
         signal(SignalKind::terminate()),

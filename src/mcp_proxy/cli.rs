@@ -150,7 +150,7 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
         // is dropped (the server, spawned with kill-on-drop, is ended) and the report is written.
         tokio::select! {
             relayed = relay => relayed,
-            () = terminated() => Ok(()),
+            () = crate::mcp_http::terminated() => Ok(()),
         }
     } else {
         relay.await
@@ -182,21 +182,6 @@ fn write_report(path: &Path, recorder: &Mutex<SessionRecorder>) -> std::io::Resu
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .write(path)
-}
-
-/// Resolves on SIGTERM or SIGINT (never, when neither can be listened for).
-async fn terminated() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
 }
 
 /// Writes the report on each SIGUSR1, so a long session can be looked at while it runs.
