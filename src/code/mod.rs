@@ -20,7 +20,9 @@ use serde::{Deserialize, Serialize};
 pub use cache::{CACHE_BYTES, ParsedFile, parsed_file, parsed_path, parsed_source};
 pub use error::{CodeError, MAX_SOURCE_BYTES};
 pub use language::{Language, UnknownLanguage};
-pub use source::{read_source, read_source_exact, read_source_file, resolve_path};
+pub use source::{
+    check_source_file, read_source, read_source_exact, read_source_file, resolve_path,
+};
 
 /// What kind of function-like definition was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]

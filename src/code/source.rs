@@ -54,10 +54,10 @@ pub fn read_source_exact(path_or_uri: &str) -> Result<(PathBuf, Language, String
     Ok((path, language, text))
 }
 
-/// The one place a user's file is opened: a regular file (devices, FIFOs and sockets are refused from their
-/// metadata, never opened), a language the registry knows, at most [`MAX_SOURCE_BYTES`] enforced while
-/// reading (the file may grow after the metadata call).
-fn read_checked(path: &Path) -> Result<(Language, Vec<u8>), CodeError> {
+/// What the reader checks before opening: an absolute path to a regular file (devices, FIFOs and sockets
+/// refused from their metadata), of a language the registry knows, at most [`MAX_SOURCE_BYTES`]. Tools that
+/// only locate a file (e.g. to pick its project) check it with this, without reading it.
+pub fn check_source_file(path: &Path) -> Result<(Language, std::fs::Metadata), CodeError> {
     if !path.is_absolute() {
         return Err(CodeError::RelativePath(path.display().to_string()));
     }
@@ -77,6 +77,14 @@ fn read_checked(path: &Path) -> Result<(Language, Vec<u8>), CodeError> {
             size: metadata.len(),
         });
     }
+    Ok((language, metadata))
+}
+
+/// The one place a user's file is opened: a regular file (devices, FIFOs and sockets are refused from their
+/// metadata, never opened), a language the registry knows, at most [`MAX_SOURCE_BYTES`] enforced while
+/// reading (the file may grow after the metadata call).
+fn read_checked(path: &Path) -> Result<(Language, Vec<u8>), CodeError> {
+    let (language, metadata) = check_source_file(path)?;
     let file = std::fs::File::open(path).map_err(|e| io_error(path, e))?;
     let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0));
     file.take(MAX_SOURCE_BYTES + 1)

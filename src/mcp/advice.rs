@@ -285,7 +285,13 @@ impl FaultServer {
         input: SuggestInput,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
-        let file = match input.file.as_deref().map(code::resolve_path).transpose() {
+        // The file only locates the project, but it must be a source file the other tools could read.
+        let located = input.file.as_deref().map(|file| {
+            let path = code::resolve_path(file)?;
+            code::check_source_file(&path)?;
+            Ok::<_, code::CodeError>(path)
+        });
+        let file = match located.transpose() {
             Ok(file) => file,
             Err(e) => return Ok(tool_error(format!("file: {e}"))),
         };

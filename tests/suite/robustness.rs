@@ -220,6 +220,8 @@ struct Case {
     label: String,
     /// A bad value in one field (as opposed to bad or missing `arguments` as a whole).
     field_value: bool,
+    /// A path the field cannot use (a device, a FIFO, a 20 MB file, …): it must be refused within 1 s.
+    bad_file: bool,
     arguments: Option<Value>,
     names: Vec<String>,
 }
@@ -378,12 +380,14 @@ fn cases(tool: &Value, paths: &Paths, closed_url: &str) -> Vec<Case> {
         Case {
             label: "no arguments".into(),
             field_value: false,
+            bad_file: false,
             arguments: None,
             names: required.clone(),
         },
         Case {
             label: "empty object".into(),
             field_value: false,
+            bad_file: false,
             arguments: Some(json!({})),
             names: required.clone(),
         },
@@ -397,6 +401,7 @@ fn cases(tool: &Value, paths: &Paths, closed_url: &str) -> Vec<Case> {
         cases.push(Case {
             label: label.into(),
             field_value: false,
+            bad_file: false,
             arguments: Some(value),
             names: arguments.clone(),
         });
@@ -407,21 +412,27 @@ fn cases(tool: &Value, paths: &Paths, closed_url: &str) -> Vec<Case> {
         cases.push(Case {
             label: format!("{field}: missing"),
             field_value: false,
+            bad_file: false,
             arguments: Some(Value::Object(missing)),
             names: vec![field.clone()],
         });
     }
     for (field, field_schema) in &properties {
-        let mut values = bad_values(field_schema);
+        // The paths first, so the per-tool budget never skips them.
+        let mut values: Vec<(&str, Value, bool)> = Vec::new();
         if takes_path(field) {
-            values.extend(
-                paths
-                    .values
-                    .iter()
-                    .map(|(label, path)| (*label, json!(path))),
-            );
+            values.extend(paths.values.iter().map(|(label, path)| {
+                let usable = label.starts_with("non-ASCII")
+                    || (*label == "directory" && takes_directory(field));
+                (*label, json!(path), !usable)
+            }));
         }
-        for (label, value) in values {
+        values.extend(
+            bad_values(field_schema)
+                .into_iter()
+                .map(|(label, value)| (label, value, false)),
+        );
+        for (label, value, bad_file) in values {
             if base.get(field) == Some(&value) {
                 continue;
             }
@@ -430,6 +441,7 @@ fn cases(tool: &Value, paths: &Paths, closed_url: &str) -> Vec<Case> {
             cases.push(Case {
                 label: format!("{field}: {label}"),
                 field_value: true,
+                bad_file,
                 arguments: Some(Value::Object(arguments)),
                 names: vec![field.clone()],
             });
@@ -473,6 +485,7 @@ async fn every_tool_survives_bad_input_derived_from_its_schema() {
     let started = Instant::now();
     let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
     let mut stdout_violations = Vec::new();
+    let (mut bad_files, mut bad_file_failures) = (0usize, Vec::new());
     for tool in &tools {
         let name = tool["name"].as_str().unwrap().to_owned();
         eprintln!("{name} at {:.1} s", started.elapsed().as_secs_f64());
@@ -482,7 +495,7 @@ async fn every_tool_survives_bad_input_derived_from_its_schema() {
         let tally = tallies.entry(name.clone()).or_default();
         let tool_started = Instant::now();
         for case in cases(tool, &paths, &closed) {
-            if case.field_value && tool_started.elapsed() > TOOL_BUDGET {
+            if case.field_value && !case.bad_file && tool_started.elapsed() > TOOL_BUDGET {
                 tally.skipped += 1;
                 continue;
             }
@@ -496,6 +509,17 @@ async fn every_tool_survives_bad_input_derived_from_its_schema() {
                 eprintln!("slow: {what} took {} ms", took.as_millis());
             }
             tally.tried += 1;
+            if case.bad_file {
+                bad_files += 1;
+                let refused = matches!(answer, Answer::Refused(_));
+                if !refused || took > Duration::from_secs(1) {
+                    bad_file_failures.push(format!(
+                        "{what}: {} in {} ms",
+                        if refused { "refused" } else { "not refused" },
+                        took.as_millis()
+                    ));
+                }
+            }
             match answer {
                 Answer::Silent => {
                     eprintln!("hang: {what}");
@@ -595,6 +619,18 @@ async fn every_tool_survives_bad_input_derived_from_its_schema() {
     let hangs: Vec<_> = tallies.values().flat_map(|t| &t.hangs).collect();
     stdout_violations.extend(server.violations());
     let violations = stdout_violations;
+    println!(
+        "\nunusable paths (/dev/zero, a FIFO, a 20 MB file, …): {bad_files} tried, {} not refused within 1 s",
+        bad_file_failures.len()
+    );
+    assert!(
+        bad_files > 0,
+        "no file-taking field was found to try paths on"
+    );
+    assert!(
+        bad_file_failures.is_empty(),
+        "unusable paths not refused within 1 s: {bad_file_failures:#?}"
+    );
     assert!(
         crashes.is_empty(),
         "the server stopped serving after: {crashes:#?}"
