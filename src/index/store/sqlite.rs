@@ -309,10 +309,7 @@ fn load_cache(conn: &Connection, dimension: usize) -> Result<VectorCache, rusqli
         cache.rowids.push(row.get(0)?);
         cache.paths.push(intern(row.get(1)?));
         cache.languages.push(intern(row.get(2)?));
-        cache.vectors.extend(
-            blob.chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-        );
+        cache.vectors.extend(blob_floats(blob));
     }
     Ok(cache)
 }
@@ -329,6 +326,48 @@ impl PartialOrd for Scored {
 impl Ord for Scored {
     fn cmp(&self, other: &Self) -> Ordering {
         self.0.total_cmp(&other.0).then(other.1.cmp(&self.1))
+    }
+}
+
+/// The `k` best (score, index) pairs seen so far: a min-heap, so the worst is the one dropped.
+struct Best {
+    k: usize,
+    heap: BinaryHeap<Reverse<Scored>>,
+}
+
+impl Best {
+    fn new(k: usize) -> Self {
+        Self {
+            k,
+            heap: BinaryHeap::with_capacity(k + 1),
+        }
+    }
+
+    /// Whether `score` can still enter: a cheap reject before filter and heap work.
+    fn admits(&self, score: f32) -> bool {
+        self.heap.len() < self.k
+            || self
+                .heap
+                .peek()
+                .is_some_and(|Reverse(worst)| score > worst.0)
+    }
+
+    fn push(&mut self, score: f32, index: usize) {
+        self.heap.push(Reverse(Scored(score, index)));
+        if self.heap.len() > self.k {
+            self.heap.pop();
+        }
+    }
+
+    /// Best first; equal scores by index.
+    fn into_sorted(self) -> Vec<(usize, f32)> {
+        let mut best: Vec<(usize, f32)> = self
+            .heap
+            .into_iter()
+            .map(|Reverse(Scored(s, i))| (i, s))
+            .collect();
+        best.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        best
     }
 }
 
@@ -358,34 +397,17 @@ pub fn top_k(
     k: usize,
     mut keep: impl FnMut(usize) -> bool,
 ) -> Vec<(usize, f32)> {
-    let mut heap: BinaryHeap<Reverse<Scored>> = BinaryHeap::with_capacity(k + 1);
     if k == 0 || dimension == 0 {
         return Vec::new();
     }
+    let mut best = Best::new(k);
     for (index, row) in vectors.chunks_exact(dimension).enumerate() {
         let score = dot(row, query);
-        if heap.len() == k {
-            // Cheap reject before the filter and heap work.
-            if let Some(Reverse(worst)) = heap.peek()
-                && score <= worst.0
-            {
-                continue;
-            }
-        }
-        if !keep(index) {
-            continue;
-        }
-        heap.push(Reverse(Scored(score, index)));
-        if heap.len() > k {
-            heap.pop();
+        if best.admits(score) && keep(index) {
+            best.push(score, index);
         }
     }
-    let mut best: Vec<(usize, f32)> = heap
-        .into_iter()
-        .map(|Reverse(Scored(s, i))| (i, s))
-        .collect();
-    best.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    best
+    best.into_sorted()
 }
 
 impl VectorCache {
@@ -482,11 +504,11 @@ fn scan_top_k(
     k: usize,
     filter: &SearchFilter,
 ) -> Result<Vec<(i64, f32)>, rusqlite::Error> {
-    let mut heap: BinaryHeap<Reverse<Scored>> = BinaryHeap::with_capacity(k + 1);
-    let mut rowids = Vec::new();
     if k == 0 {
         return Ok(Vec::new());
     }
+    let mut best = Best::new(k);
+    let mut rowids = Vec::new();
     let mut row_vector = vec![0f32; dimension];
     let mut stmt = conn.prepare("SELECT rowid, path, language, vector FROM chunks")?;
     let mut rows = stmt.query([])?;
@@ -495,31 +517,29 @@ fn scan_top_k(
         if blob.len() != dimension * 4 {
             continue;
         }
-        for (value, bytes) in row_vector.iter_mut().zip(blob.chunks_exact(4)) {
-            *value = f32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+        for (value, float) in row_vector.iter_mut().zip(blob_floats(blob)) {
+            *value = float;
         }
         let score = dot(&row_vector, query);
-        if heap.len() == k
-            && let Some(Reverse(worst)) = heap.peek()
-            && score <= worst.0
+        if !best.admits(score)
+            || !filter.accepts(row.get_ref(1)?.as_str()?, row.get_ref(2)?.as_str()?)
         {
             continue;
         }
-        if !filter.accepts(row.get_ref(1)?.as_str()?, row.get_ref(2)?.as_str()?) {
-            continue;
-        }
-        heap.push(Reverse(Scored(score, rowids.len())));
+        best.push(score, rowids.len());
         rowids.push(row.get::<_, i64>(0)?);
-        if heap.len() > k {
-            heap.pop();
-        }
     }
-    let mut best: Vec<(usize, f32)> = heap
+    Ok(best
+        .into_sorted()
         .into_iter()
-        .map(|Reverse(Scored(s, i))| (i, s))
-        .collect();
-    best.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    Ok(best.into_iter().map(|(i, s)| (rowids[i], s)).collect())
+        .map(|(i, s)| (rowids[i], s))
+        .collect())
+}
+
+/// The floats of a stored vector (little-endian, as [`vector_blob`] writes them).
+fn blob_floats(blob: &[u8]) -> impl Iterator<Item = f32> + '_ {
+    blob.chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
 }
 
 fn vector_blob(vector: &[f32]) -> Vec<u8> {
