@@ -182,18 +182,19 @@ fn timer() -> Option<&'static Timer> {
 mod tests {
     use super::*;
 
+    // Accuracy is a benchmark figure (`cargo bench --bench proxy -- delays`, the latency accuracy table):
+    // a timed assertion here would fail on a loaded machine. This checks the sleep ends, never early.
     #[tokio::test]
-    async fn sleeps_end_within_a_fraction_of_a_millisecond_of_their_deadline() {
+    async fn sleeps_end_at_or_after_their_deadline_and_never_hang() {
         for ms in [0.3, 1.0, 2.5, 10.0] {
             let start = Instant::now();
             let deadline = start + Duration::from_secs_f64(ms / 1e3);
             sleep_until(deadline).await;
             let late = Instant::now().saturating_duration_since(deadline);
-            assert!(Instant::now() >= deadline);
-            // Generous for a loaded machine; unloaded it is about 0.06 ms.
+            assert!(Instant::now() >= deadline, "{ms} ms sleep ended early");
             assert!(
-                late < Duration::from_millis(5),
-                "{ms} ms sleep ended {late:?} late"
+                late < Duration::from_secs(2),
+                "{ms} ms sleep ended {late:?} late: the wake-up was lost"
             );
         }
     }
