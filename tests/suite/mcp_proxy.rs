@@ -145,10 +145,11 @@ async fn latency_delays_one_call_by_the_asked_time_while_others_flow() {
         .unwrap();
     assert_eq!(delayed["fault"]["type"], "latency");
     assert_eq!(delayed["client"]["kind"], "result");
-    // Held by the proxy: within 5 ms of the asked value.
+    // Held by the proxy: never less than asked, and no lost wake-up. Loose above (CI shares two cores with
+    // builds; 207 ms was seen there); the timer's accuracy is a benchmark figure, not a test bound.
     let held = delayed["latency_ms"].as_f64().unwrap() - delayed["upstream_ms"].as_f64().unwrap();
     assert!(
-        (200.0..205.0).contains(&held),
+        (200.0..250.0).contains(&held),
         "held {held} ms for 200 ms asked"
     );
 }
