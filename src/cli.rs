@@ -214,6 +214,23 @@ impl AgentOptions {
         {
             self.qdrant_url = Some(parse_http_url(&raw).map_err(|e| format!("QDRANT_URL: {e}"))?);
         }
+        // Checked here rather than in clap's parser, whose error would echo the query (it may carry a key).
+        for (option, url) in [
+            ("--llm-base-url", &self.llm_base_url),
+            ("--llm-embed-base-url", &self.llm_embed_base_url),
+            ("--qdrant-url", &self.qdrant_url),
+        ] {
+            if let Some(url) = url
+                && (url.query().is_some() || url.fragment().is_some())
+            {
+                return Err(format!(
+                    "{option}: '{}' was given with a query string or fragment (not shown); a base URL is a \
+                     scheme, host, port and path (e.g. http://localhost:8080/v1), to which each request \
+                     appends its own path",
+                    crate::logging::redacted(url)
+                ));
+            }
+        }
         Ok(self)
     }
 

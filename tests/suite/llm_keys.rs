@@ -85,17 +85,13 @@ async fn trace_logs_and_errors_carry_no_key_and_no_url_password() {
         }
     })
     .await;
-    let base = format!(
-        "http://user:{URL_PASSWORD}@{}/v1?token={URL_PASSWORD}",
-        server.addr
-    );
+    let base = format!("http://user:{URL_PASSWORD}@{}/v1", server.addr);
     // A closed port: the error names the URL.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let closed_port = closed.local_addr().unwrap().port();
     drop(closed);
     let unreachable = format!("http://user:{URL_PASSWORD}@127.0.0.1:{closed_port}/v1");
-    let qdrant =
-        format!("http://user:{URL_PASSWORD}@127.0.0.1:{closed_port}?api-key={URL_PASSWORD}");
+    let qdrant = format!("http://user:{URL_PASSWORD}@127.0.0.1:{closed_port}");
     let client = common::spawn_with(common::ServerSpec {
         global_args: &["--log-level", "trace"],
         agent_args: &[
@@ -150,5 +146,39 @@ async fn trace_logs_and_errors_carry_no_key_and_no_url_password() {
                 "an answer carries {secret}: {answer}"
             );
         }
+    }
+}
+
+/// A base URL with a query string (which requests would append their path after) is refused at start-up,
+/// naming the option, without echoing the query (it may carry a key).
+#[tokio::test]
+async fn a_base_url_with_a_query_string_is_refused_without_echoing_it() {
+    for (flag, url) in [
+        (
+            "--llm-base-url",
+            "http://127.0.0.1:9/v1?api-key=query-secret-5",
+        ),
+        (
+            "--llm-embed-base-url",
+            "http://127.0.0.1:9/v1#query-secret-5",
+        ),
+        ("--qdrant-url", "http://127.0.0.1:9/?api-key=query-secret-5"),
+    ] {
+        let mut command = common::fault_command(&["agent", "tool", flag, url]);
+        command.stdin(std::process::Stdio::null());
+        command.stdout(std::process::Stdio::piped());
+        command.stderr(std::process::Stdio::piped());
+        let out = tokio::time::timeout(std::time::Duration::from_secs(30), command.output())
+            .await
+            .expect("exits at once")
+            .expect("runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{flag} {url} accepted");
+        assert!(out.stdout.is_empty(), "stdout: {:?}", out.stdout);
+        assert!(
+            stderr.contains(flag) && stderr.contains("query string"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("query-secret-5"), "{stderr}");
     }
 }
