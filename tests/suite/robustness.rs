@@ -6,7 +6,8 @@
 //! Raw JSON-RPC lines over the child's stdin/stdout, so non-object `arguments` can be sent and every stdout
 //! line checked. Per call: an answer within [`ANSWER_BOUND`] (else a hang), the process alive and answering
 //! `tools/list` (else a crash), stdout only JSON-RPC. Errors that do not name the field are listed, not
-//! failed. LLM tools point at a closed 127.0.0.1 port; scenario tools run at most 200 ms against one.
+//! failed. LLM tools point at a closed 127.0.0.1 port; scenario tools run at most 200 ms against one. A value
+//! answered exactly as the tool's valid input is (the run failing on that port) counts as accepted.
 
 use crate::common;
 
@@ -28,6 +29,8 @@ use tokio::{
 /// How long one call may take before it counts as a hang.
 const ANSWER_BOUND: Duration = Duration::from_secs(5);
 const HUGE_STRING_BYTES: usize = 1 << 20;
+/// The label of each tool's first case: its valid input.
+const VALID_INPUT: &str = "valid input";
 const BIG_FILE_BYTES: usize = 20 << 20;
 /// Time given to each tool's field cases (the whole-call and missing-field cases always run), so the
 /// sweep stays near a minute; cases left over are counted as skipped.
@@ -302,6 +305,8 @@ fn good_value(field: &str, schema: &Value, paths: &Paths, closed_url: &str) -> V
     }
     match field {
         "url" => return json!(closed_url),
+        "server" => return json!({"url": closed_url}),
+        "calls" => return json!([{"tool": "echo", "arguments": {"text": "hi"}}]),
         "func" => return json!("plain"),
         "snippet" => return json!("def handle(x):\n    return x + 1\n"),
         "duration" => return json!("200ms"),
@@ -377,6 +382,15 @@ fn cases(tool: &Value, paths: &Paths, closed_url: &str) -> Vec<Case> {
     }
     let arguments = ["arguments".to_owned()].to_vec();
     let mut cases = vec![
+        // First: what the valid input gets (against the closed port), to tell a bad value that passed
+        // validation (the same answer) from one refused without naming its field.
+        Case {
+            label: VALID_INPUT.into(),
+            field_value: false,
+            bad_file: false,
+            arguments: Some(Value::Object(base.clone())),
+            names: Vec::new(),
+        },
         Case {
             label: "no arguments".into(),
             field_value: false,
@@ -494,6 +508,7 @@ async fn every_tool_survives_bad_input_derived_from_its_schema() {
         server = RawServer::start(&closed).await;
         let tally = tallies.entry(name.clone()).or_default();
         let tool_started = Instant::now();
+        let mut valid_answer = None;
         for case in cases(tool, &paths, &closed) {
             if case.field_value && !case.bad_file && tool_started.elapsed() > TOOL_BUDGET {
                 tally.skipped += 1;
@@ -530,6 +545,11 @@ async fn every_tool_survives_bad_input_derived_from_its_schema() {
                     continue;
                 }
                 Answer::Accepted => tally.accepted += 1,
+                Answer::Refused(text) if case.label == VALID_INPUT => valid_answer = Some(text),
+                // Passed validation, then failed on the closed port as the valid input does.
+                Answer::Refused(text) if valid_answer.as_ref() == Some(&text) => {
+                    tally.accepted += 1
+                }
                 Answer::Refused(text) => {
                     let lower = text.to_lowercase();
                     let named = case
