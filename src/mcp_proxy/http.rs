@@ -2,15 +2,15 @@
 //! are forwarded with every end-to-end header both ways (`Mcp-Session-Id`, `MCP-Protocol-Version`,
 //! `Authorization`, `Last-Event-ID`, …); a POSTed request goes through the same fault engine as on stdio, and
 //! its answer, a JSON body or an SSE stream, is read message by message (event ids kept). Status answers
-//! (202, 4xx, 5xx) and every other exchange pass untouched. Closing an HTTP request ends the waits injected
-//! into it, as a client's cancellation does on stdio.
+//! (202, 4xx, 5xx) and every other exchange pass untouched. A client's `notifications/cancelled` (POSTed in
+//! the call's session) or closing the call's HTTP request ends the waits injected into it, as on stdio.
 
 use std::{
-    collections::{HashSet, VecDeque},
+    collections::{HashMap, HashSet, VecDeque},
     convert::Infallible,
     net::SocketAddr,
     pin::Pin,
-    sync::{Arc, Mutex},
+    sync::{Arc, Mutex, OnceLock},
     task::{Context, Poll},
     time::{Duration, Instant},
 };
@@ -25,6 +25,7 @@ use hyper_util::{
 };
 use serde_json::Value;
 use tokio::{net::TcpListener, sync::mpsc};
+use tokio_util::sync::CancellationToken;
 
 use super::decide::Decider;
 use super::engine::{
@@ -87,6 +88,28 @@ struct Proxy {
     /// No faults and no records: forward without reading bodies.
     transparent: bool,
     engine: Mutex<Engine>,
+    /// The tracked calls a client can cancel, by session and request id.
+    cancels: Mutex<HashMap<String, Arc<CancelSignal>>>,
+}
+
+/// A tracked call's cancellation by its client: a `notifications/cancelled` naming it, POSTed in its session.
+#[derive(Default)]
+struct CancelSignal {
+    token: CancellationToken,
+    /// When the cancellation arrived.
+    at: OnceLock<Instant>,
+}
+
+impl CancelSignal {
+    fn cancel(&self) {
+        let _ = self.at.set(Instant::now());
+        self.token.cancel();
+    }
+}
+
+/// The key of a call a client may cancel: its session (none for a server without sessions) and request id.
+fn cancel_key(session: Option<&str>, id: &Value) -> String {
+    format!("{}\u{0}{}", session.unwrap_or_default(), id_key(id))
 }
 
 /// `--upstream URL`: an `http://` URL with a host.
@@ -155,6 +178,7 @@ pub async fn run(options: HttpProxyOptions) -> Result<(), HttpProxyError> {
             expired: HashSet::new(),
             expired_order: VecDeque::new(),
         }),
+        cancels: Mutex::new(HashMap::new()),
     });
     loop {
         let (stream, _) = match listener.accept().await {
@@ -219,16 +243,24 @@ impl Proxy {
                 ));
             }
         };
-        let tracked = if self.transparent || parts.method != Method::POST {
+        let envelope = if self.transparent || parts.method != Method::POST {
             None
         } else {
-            Envelope::parse(&body).filter(|e| {
-                e.is_request()
-                    && e.method.as_deref().is_some_and(|m| {
-                        m == "tools/call" || self.engine().decider.watches_method(m)
-                    })
-            })
+            Envelope::parse(&body)
         };
+        if let Some(e) = &envelope
+            && !e.is_request()
+            && e.method.as_deref() == Some("notifications/cancelled")
+        {
+            // The server gets the notification too: it ends its own work, the proxy its injected waits.
+            self.cancel_call(session.as_deref(), e);
+        }
+        let tracked = envelope.filter(|e| {
+            e.is_request()
+                && e.method
+                    .as_deref()
+                    .is_some_and(|m| m == "tools/call" || self.engine().decider.watches_method(m))
+        });
         let upstream_request = self.upstream_request(&parts, body);
         let Some(envelope) = tracked else {
             return Ok(self.forward_untouched(upstream_request).await);
@@ -239,10 +271,27 @@ impl Proxy {
             let composed = call.compose(&engine.decider);
             (call, composed)
         };
-        let mut exchange = Exchange::new(self.clone(), call);
+        let exchange = Exchange::new(self.clone(), call, session.as_deref());
         exchange
             .run(upstream_request, composed, session.is_some())
             .await
+    }
+
+    fn cancels(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<CancelSignal>>> {
+        self.cancels.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn cancel_call(&self, session: Option<&str>, notification: &Envelope) {
+        let Some(request_id) = notification
+            .params
+            .as_ref()
+            .and_then(|p| p.get("requestId"))
+        else {
+            return;
+        };
+        if let Some(signal) = self.cancels().get(&cancel_key(session, request_id)) {
+            signal.cancel();
+        }
     }
 
     fn upstream_request(&self, parts: &http::request::Parts, body: Bytes) -> Request<Full<Bytes>> {
@@ -307,10 +356,15 @@ struct Exchange {
     upstream_time: Option<Duration>,
     /// An injected wait (delay, hang) is in progress.
     waiting: bool,
+    cancel: Arc<CancelSignal>,
+    cancel_key: String,
 }
 
 impl Exchange {
-    fn new(proxy: Arc<Proxy>, call: Call) -> Self {
+    fn new(proxy: Arc<Proxy>, call: Call, session: Option<&str>) -> Self {
+        let cancel = Arc::new(CancelSignal::default());
+        let cancel_key = cancel_key(session, &call.id);
+        proxy.cancels().insert(cancel_key.clone(), cancel.clone());
         Self {
             proxy,
             call: Some(call),
@@ -318,6 +372,8 @@ impl Exchange {
             upstream: None,
             upstream_time: None,
             waiting: false,
+            cancel,
+            cancel_key,
         }
     }
 
@@ -325,13 +381,40 @@ impl Exchange {
         self.call.as_ref().map_or(Value::Null, |c| c.id.clone())
     }
 
-    async fn wait(&mut self, delay: Duration) {
+    /// Holds the call for `delay`; false when the client cancelled it meanwhile (the wait then ends at once).
+    async fn wait(&mut self, delay: Duration) -> bool {
         if delay.is_zero() {
-            return;
+            return !self.cancel.token.is_cancelled();
         }
         self.waiting = true;
-        tokio::time::sleep(delay).await;
-        self.waiting = false;
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {
+                self.waiting = false;
+                true
+            }
+            () = self.cancel.token.cancelled() => false,
+        }
+    }
+
+    /// The client cancelled the call during an injected wait: the call ends without an answer, and the
+    /// client's request gets an SSE stream that ends at once (as a server closes a cancelled request's stream).
+    fn cancelled(&mut self) -> Response<ProxyBody> {
+        self.finish(Outcome::None);
+        let mut response = status_response(StatusCode::OK, &[], None);
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        response
+    }
+
+    /// The cancellation to record, if the client sent one.
+    fn cancel_record(&self, started: Instant) -> Option<CancelRecord> {
+        self.cancel.at.get().map(|&at| CancelRecord {
+            after_ms: super::engine::millis(at.saturating_duration_since(started)),
+            ended_injected_wait: self.waiting,
+            released_ms: super::engine::millis(at.elapsed()),
+        })
     }
 
     fn finish(&mut self, client: Outcome) {
@@ -343,13 +426,14 @@ impl Exchange {
             (None, Some(_)) => Outcome::Pending,
             (None, None) => Outcome::None,
         };
+        let cancel = self.cancel_record(call.started);
         self.proxy.record(
             &call,
             Ending {
                 upstream,
                 client,
                 upstream_time: self.upstream_time,
-                cancel: None,
+                cancel,
             },
         );
     }
@@ -374,12 +458,14 @@ impl Exchange {
     }
 
     async fn run(
-        &mut self,
+        mut self,
         request: Request<Full<Bytes>>,
         composed: Composed,
         has_session: bool,
     ) -> Result<Response<ProxyBody>, Dropped> {
-        self.wait(composed.request_delay).await;
+        if !self.wait(composed.request_delay).await {
+            return Ok(self.cancelled());
+        }
         let cut = match composed.terminal.clone() {
             None => Cut::default(),
             Some(Action::Reply {
@@ -396,7 +482,9 @@ impl Exchange {
                         _ => http_outcome(status),
                     });
                 }
-                self.wait(after + composed.response_delay).await;
+                if !self.wait(after + composed.response_delay).await {
+                    return Ok(self.cancelled());
+                }
                 return Ok(self.reply(&reply));
             }
             Some(Action::Hang {
@@ -414,11 +502,15 @@ impl Exchange {
                         }
                     });
                 }
-                self.wait(max_hold).await;
+                if !self.wait(max_hold).await {
+                    return Ok(self.cancelled());
+                }
                 return match on_cap {
                     OnCap::Drop => {
+                        // Held until the client cancels the call or closes its request.
                         self.waiting = true;
-                        std::future::pending::<Result<Response<ProxyBody>, Dropped>>().await
+                        self.cancel.token.cancelled().await;
+                        Ok(self.cancelled())
                     }
                     OnCap::Error => Ok(self.reply(&request_timed_out())),
                     OnCap::Close => {
@@ -486,10 +578,7 @@ impl Exchange {
         if content_type.starts_with("text/event-stream") {
             let (tx, rx) = mpsc::channel(64);
             let stream = SseRewrite {
-                exchange: {
-                    let stand_in = self.detached();
-                    std::mem::replace(self, stand_in)
-                },
+                exchange: self,
                 composed,
                 cut,
                 events: 0,
@@ -517,27 +606,18 @@ impl Exchange {
             let _ = tx.try_send(Err(BoxError::from(Dropped)));
             return Ok(Response::from_parts(parts, ChannelBody { rx }.boxed()));
         }
-        let out = self.answer(bytes.to_vec(), &composed).await;
+        let Some(out) = self.answer(bytes.to_vec(), &composed).await else {
+            return Ok(self.cancelled());
+        };
         Ok(Response::from_parts(
             parts,
             Full::new(Bytes::from(out)).map_err(|e| match e {}).boxed(),
         ))
     }
 
-    /// A stand-in left behind when the exchange moves into its SSE task.
-    fn detached(&self) -> Self {
-        Self {
-            proxy: self.proxy.clone(),
-            call: None,
-            forwarded_at: None,
-            upstream: None,
-            upstream_time: None,
-            waiting: false,
-        }
-    }
-
     /// The server's answer message with the faults' rewrites and delay applied; the call's event is written.
-    async fn answer(&mut self, message: Vec<u8>, composed: &Composed) -> Vec<u8> {
+    /// `None` when the client cancelled the call while its answer was held.
+    async fn answer(&mut self, message: Vec<u8>, composed: &Composed) -> Option<Vec<u8>> {
         self.upstream_time = self.forwarded_at.map(|at| at.elapsed());
         self.upstream = Some(Outcome::of_line(&message));
         let out = match &self.call {
@@ -558,10 +638,12 @@ impl Exchange {
             }
             _ => message,
         };
-        self.wait(composed.response_delay).await;
+        if !self.wait(composed.response_delay).await {
+            return None;
+        }
         self.proxy.engine().recorder.client_line(&out);
         self.finish(Outcome::of_line(&out));
-        out
+        Some(out)
     }
 
     fn expire_session(&self, request: &Request<Full<Bytes>>) {
@@ -597,20 +679,30 @@ impl Exchange {
 
 impl Drop for Exchange {
     fn drop(&mut self) {
+        {
+            let mut cancels = self.proxy.cancels();
+            // A later call may have reused the id in the session.
+            if cancels
+                .get(&self.cancel_key)
+                .is_some_and(|signal| Arc::ptr_eq(signal, &self.cancel))
+            {
+                cancels.remove(&self.cancel_key);
+            }
+        }
         let Some(call) = self.call.take() else {
             return;
         };
-        let now = Instant::now();
         let upstream = match (&self.upstream, self.forwarded_at) {
             (Some(outcome), _) => outcome.clone(),
             (None, Some(_)) => Outcome::Pending,
             (None, None) => Outcome::None,
         };
-        let cancel = CancelRecord {
-            after_ms: super::engine::millis(now - call.started),
+        // Closing the request is the cancellation, unless the client sent one first.
+        let cancel = self.cancel_record(call.started).unwrap_or(CancelRecord {
+            after_ms: super::engine::millis(call.started.elapsed()),
             ended_injected_wait: self.waiting,
             released_ms: 0.0,
-        };
+        });
         self.proxy.record(
             &call,
             Ending {
@@ -703,7 +795,11 @@ impl SseRewrite {
         self.events += 1;
         let event = match sse::data(&event) {
             Some(data) if self.exchange.answers(&data) => {
-                let message = self.exchange.answer(data, &self.composed).await;
+                let Some(message) = self.exchange.answer(data, &self.composed).await else {
+                    // Cancelled while held: the stream ends without the answer.
+                    self.exchange.finish(Outcome::None);
+                    return false;
+                };
                 sse::with_data(&event, &message)
             }
             _ => event,

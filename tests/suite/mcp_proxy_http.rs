@@ -32,7 +32,7 @@ fn script(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn python(test: &str) -> Option<String> {
+pub fn python(test: &str) -> Option<String> {
     match common::python_with(&["fastmcp"]) {
         Ok(python) => Some(python),
         Err(why) => {
@@ -43,12 +43,12 @@ fn python(test: &str) -> Option<String> {
 }
 
 /// The FastMCP server on a free loopback port; killed when dropped.
-struct Upstream {
+pub struct Upstream {
     _child: Child,
-    url: String,
+    pub url: String,
 }
 
-async fn fastmcp_upstream(python: &str) -> Upstream {
+pub async fn fastmcp_upstream(python: &str) -> Upstream {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -80,12 +80,12 @@ async fn fastmcp_upstream(python: &str) -> Upstream {
 }
 
 /// `fault mcp-proxy --upstream URL --listen 127.0.0.1:0 ARGS…`; its URL is read from its stderr.
-struct Proxy {
+pub struct Proxy {
     _child: Child,
-    url: String,
+    pub url: String,
 }
 
-async fn http_proxy(upstream: &str, args: &[&str]) -> Proxy {
+pub async fn http_proxy(upstream: &str, args: &[&str]) -> Proxy {
     let mut child = Command::new(common::fault_bin())
         .args([
             "mcp-proxy",
@@ -120,7 +120,7 @@ async fn http_proxy(upstream: &str, args: &[&str]) -> Proxy {
     Proxy { _child: child, url }
 }
 
-async fn run_python_client(python: &str, script_json: Value) -> Value {
+pub async fn run_python_client(python: &str, script_json: Value) -> Value {
     let mut child = Command::new(python)
         .arg(script("client.py"))
         .stdin(Stdio::piped())

@@ -1,0 +1,171 @@
+//! `fault mcp-proxy --upstream URL --listen ADDR`: what crosses requests of one Streamable HTTP session. A
+//! `notifications/cancelled` POSTed by the client ends the wait the proxy injected into the call it names (in
+//! another POST); a `drop_tool` fault's `notifications/tools/list_changed` reaches the client. Real parts: a
+//! FastMCP server upstream, rmcp's and the official Python SDK's Streamable HTTP clients.
+
+use std::time::{Duration, Instant};
+
+use rmcp::{
+    ServiceExt,
+    model::{CallToolRequestParams, ClientRequest, Request},
+    service::PeerRequestOptions,
+    transport::StreamableHttpClientTransport,
+};
+use serde_json::{Value, json};
+
+use crate::{
+    common,
+    mcp_proxy::{events, wait_events},
+    mcp_proxy_http::{fastmcp_upstream, http_proxy, python, run_python_client},
+};
+
+fn echo(text: &str) -> CallToolRequestParams {
+    CallToolRequestParams::new("echo")
+        .with_arguments(json!({"text": text}).as_object().unwrap().clone())
+}
+
+/// A plan file in `dir`.
+fn plan(dir: &tempfile::TempDir, yaml: &str) -> String {
+    let path = dir.path().join("plan.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn rmcp_cancelling_a_hung_call_over_http_releases_it() {
+    let test = "rmcp_cancelling_a_hung_call_over_http_releases_it";
+    let Some(python) = python(test) else { return };
+    let upstream = fastmcp_upstream(&python).await;
+    let dir = tempfile::tempdir().unwrap();
+    let plan = plan(
+        &dir,
+        "faults:\n  - type: hang\n    tools: [echo]\n    on_call: 2\n",
+    );
+    let events_path = dir.path().join("events.jsonl");
+    let proxy = http_proxy(
+        &upstream.url,
+        &["--plan", &plan, "--events", events_path.to_str().unwrap()],
+    )
+    .await;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client =
+        ().serve(StreamableHttpClientTransport::from_uri(proxy.url.as_str()))
+            .await
+            .unwrap();
+    let first = client.call_tool(echo("a")).await.unwrap();
+    assert_eq!(common::text(&first), "a");
+    let handle = client
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(Request::new(echo("b"))),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        events(&events_path).len(),
+        1,
+        "the hung call ended before the cancel"
+    );
+    let sent = Instant::now();
+    handle
+        .cancel(Some("the client gave up".into()))
+        .await
+        .unwrap();
+    // The cancel travels in its own POST of the session.
+    let logged = wait_events(&events_path, 2).await;
+    let seen = sent.elapsed();
+    assert_eq!(
+        logged.len(),
+        2,
+        "no event for the cancelled call: {logged:?}"
+    );
+    let event = &logged[1];
+    assert_eq!(event["fault"]["type"], "hang");
+    assert_eq!(event["client"]["kind"], "none");
+    assert_eq!(event["cancel"]["ended_injected_wait"], true, "{event}");
+    let after_ms = event["cancel"]["after_ms"].as_f64().unwrap();
+    let released_ms = event["cancel"]["released_ms"].as_f64().unwrap();
+    assert!(after_ms >= 250.0, "{event}");
+    assert!(
+        released_ms < 50.0,
+        "released {released_ms} ms after the cancel"
+    );
+    assert!(
+        seen < Duration::from_secs(2),
+        "the event came {seen:?} after the cancel"
+    );
+    // The session goes on.
+    let started = Instant::now();
+    let next = client.call_tool(echo("c")).await.unwrap();
+    assert_eq!(common::text(&next), "c");
+    assert!(started.elapsed() < Duration::from_secs(2));
+    eprintln!(
+        "HTTP hang release: cancel arrived {after_ms} ms into the call, released {released_ms} ms after it; event seen by the test {:.1} ms after the client sent the cancel",
+        seen.as_secs_f64() * 1000.0
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_python_sdks_timeout_cancel_ends_an_injected_latency_over_http() {
+    let test = "the_python_sdks_timeout_cancel_ends_an_injected_latency_over_http";
+    let Some(python) = python(test) else { return };
+    let upstream = fastmcp_upstream(&python).await;
+    let dir = tempfile::tempdir().unwrap();
+    let plan = plan(
+        &dir,
+        "faults:\n  - type: latency\n    tools: [echo]\n    ms: 20000\n    on_call: 2\n",
+    );
+    let events_path = dir.path().join("events.jsonl");
+    let proxy = http_proxy(
+        &upstream.url,
+        &["--plan", &plan, "--events", events_path.to_str().unwrap()],
+    )
+    .await;
+    let started = Instant::now();
+    let run = run_python_client(
+        &python,
+        json!({
+            "url": proxy.url,
+            "calls": [
+                {"tool": "echo", "arguments": {"text": "a"}},
+                {"tool": "echo", "arguments": {"text": "b"}, "timeout_s": 0.5},
+                {"tool": "echo", "arguments": {"text": "c"}},
+            ],
+        }),
+    )
+    .await;
+    assert!(started.elapsed() < Duration::from_secs(15));
+    let calls = run["calls"].as_array().unwrap();
+    assert_eq!(calls[0]["text"], "a");
+    assert_eq!(calls[1]["outcome"], "error", "{}", calls[1]);
+    assert_eq!(calls[1]["error"]["code"], -32001);
+    assert_eq!(calls[2]["text"], "c");
+    assert_eq!(calls[1]["session"], calls[2]["session"]);
+    // The SDK gave up after its read timeout and said so in a POST of its own, in the same session.
+    let http = run["http"].as_array().unwrap();
+    let cancel = http
+        .iter()
+        .find(|e| e["rpc"] == "notifications/cancelled")
+        .unwrap_or_else(|| panic!("no notifications/cancelled POST: {http:?}"));
+    assert_eq!(cancel["status"], 202);
+    assert_eq!(cancel["session"], calls[1]["session"]);
+    // The SDK keeps the abandoned call's POST open (below the 2026 protocol, the notification is the signal,
+    // not a disconnect): the notification alone released the call, before the next call ran.
+    let logged = wait_events(&events_path, 3).await;
+    let ordinals: Vec<&Value> = logged.iter().map(|e| &e["ordinal"]).collect();
+    assert_eq!(ordinals, [1, 2, 3], "{logged:?}");
+    let event: &Value = &logged[1];
+    assert_eq!(event["fault"]["type"], "latency");
+    assert_eq!(event["upstream"]["kind"], "result");
+    assert_eq!(event["client"]["kind"], "none");
+    assert_eq!(event["cancel"]["ended_injected_wait"], true, "{event}");
+    let after_ms = event["cancel"]["after_ms"].as_f64().unwrap();
+    assert!((400.0..2_000.0).contains(&after_ms), "{event}");
+    assert!(
+        event["latency_ms"].as_f64().unwrap() < 10_000.0,
+        "the latency ran to its end: {event}"
+    );
+    assert!(event["cancel"]["released_ms"].as_f64().unwrap() < 50.0);
+}
