@@ -3,7 +3,9 @@
 //! `Authorization`, `Last-Event-ID`, …); a POSTed request goes through the same fault engine as on stdio, and
 //! its answer, a JSON body or an SSE stream, is read message by message (event ids kept). Status answers
 //! (202, 4xx, 5xx) and every other exchange pass untouched. A client's `notifications/cancelled` (POSTed in
-//! the call's session) or closing the call's HTTP request ends the waits injected into it, as on stdio.
+//! the call's session) or closing the call's HTTP request ends the waits injected into it, as on stdio. A
+//! `drop_tool`'s `notifications/tools/list_changed` goes on the session's GET stream when the client has one
+//! open, else first on the SSE answer of the call that made the tool disappear.
 
 use std::{
     collections::{HashMap, HashSet, VecDeque},
@@ -29,7 +31,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::decide::Decider;
 use super::engine::{
-    Call, Composed, Ending, Observer, Recorder, connection_closed, reply_outcome, request_timed_out,
+    Call, Composed, Ending, LIST_CHANGED, Observer, Recorder, connection_closed, reply_outcome,
+    request_timed_out,
 };
 use super::events::{CancelRecord, EventLog};
 use super::faults::{Action, HttpAction, OnCap};
@@ -90,7 +93,13 @@ struct Proxy {
     engine: Mutex<Engine>,
     /// The tracked calls a client can cancel, by session and request id.
     cancels: Mutex<HashMap<String, Arc<CancelSignal>>>,
+    /// A `drop_tool` may have to tell clients their tool list changed: GET streams are watched.
+    notifies: bool,
+    /// The open GET streams, by session: events sent here are put on the stream between the server's events.
+    streams: Streams,
 }
+
+type Streams = Arc<Mutex<HashMap<String, mpsc::UnboundedSender<Bytes>>>>;
 
 /// A tracked call's cancellation by its client: a `notifications/cancelled` naming it, POSTed in its session.
 #[derive(Default)]
@@ -144,6 +153,7 @@ pub async fn run(options: HttpProxyOptions) -> Result<(), HttpProxyError> {
     };
     let recorder = Recorder::new(events, options.observer);
     let transparent = decider.is_empty() && !recorder.is_active();
+    let notifies = decider.has_drop_tool();
     let listener =
         TcpListener::bind(options.listen)
             .await
@@ -179,6 +189,8 @@ pub async fn run(options: HttpProxyOptions) -> Result<(), HttpProxyError> {
             expired_order: VecDeque::new(),
         }),
         cancels: Mutex::new(HashMap::new()),
+        notifies,
+        streams: Streams::default(),
     });
     loop {
         let (stream, _) = match listener.accept().await {
@@ -263,18 +275,91 @@ impl Proxy {
         });
         let upstream_request = self.upstream_request(&parts, body);
         let Some(envelope) = tracked else {
+            if let Some(session) = session
+                && self.notifies
+                && parts.method == Method::GET
+            {
+                return Ok(self.forward_stream(upstream_request, session).await);
+            }
             return Ok(self.forward_untouched(upstream_request).await);
         };
+        let accepts_sse = parts
+            .headers
+            .get_all(header::ACCEPT)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .any(|v| v.contains("text/event-stream"));
         let (call, composed) = {
             let mut engine = self.engine();
             let call = Call::decide(&mut engine.decider, &envelope);
             let composed = call.compose(&engine.decider);
             (call, composed)
         };
-        let exchange = Exchange::new(self.clone(), call, session.as_deref());
+        let mut exchange = Exchange::new(self.clone(), call, session.as_deref());
+        if exchange
+            .call
+            .as_ref()
+            .is_some_and(|c| c.decision.notify_list_changed)
+        {
+            let sent = session
+                .as_deref()
+                .is_some_and(|session| self.notify_stream(session, LIST_CHANGED));
+            exchange.list_changed = !sent && accepts_sse;
+            if !sent && !accepts_sse {
+                tracing::warn!(
+                    "mcp-proxy: no stream to send notifications/tools/list_changed on (no GET stream open, and the client does not accept SSE)"
+                );
+            }
+        }
         exchange
             .run(upstream_request, composed, session.is_some())
             .await
+    }
+
+    /// Forwards a GET stream of `session`, ready to carry the proxy's own notifications between its events.
+    async fn forward_stream(
+        &self,
+        request: Request<Full<Bytes>>,
+        session: String,
+    ) -> Response<ProxyBody> {
+        let response = match self.send(request).await {
+            Ok(response) => response,
+            Err(e) => return bad_gateway(&e),
+        };
+        let (mut parts, body) = response.into_parts();
+        parts.headers = end_to_end(&parts.headers);
+        let is_stream = parts.status == StatusCode::OK
+            && parts
+                .headers
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.to_ascii_lowercase().starts_with("text/event-stream"));
+        if !is_stream {
+            return Response::from_parts(parts, body.map_err(BoxError::from).boxed());
+        }
+        let (inject, injected) = mpsc::unbounded_channel();
+        self.streams().insert(session.clone(), inject.clone());
+        let (out, rx) = mpsc::channel(64);
+        let stream = GetStream {
+            session,
+            inject,
+            injected,
+            out,
+        };
+        tokio::spawn(stream.run(self.streams.clone(), body));
+        Response::from_parts(parts, ChannelBody { rx }.boxed())
+    }
+
+    fn streams(&self) -> std::sync::MutexGuard<'_, HashMap<String, mpsc::UnboundedSender<Bytes>>> {
+        self.streams.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Puts `message` on the session's GET stream; false when the session has none open.
+    fn notify_stream(&self, session: &str, message: &[u8]) -> bool {
+        let event = Bytes::from(sse::message_event(message));
+        self.streams()
+            .get(session)
+            .is_some_and(|stream| stream.send(event).is_ok())
     }
 
     fn cancels(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<CancelSignal>>> {
@@ -358,6 +443,8 @@ struct Exchange {
     waiting: bool,
     cancel: Arc<CancelSignal>,
     cancel_key: String,
+    /// `notifications/tools/list_changed` goes first on this call's answer (made an SSE stream).
+    list_changed: bool,
 }
 
 impl Exchange {
@@ -374,6 +461,7 @@ impl Exchange {
             waiting: false,
             cancel,
             cancel_key,
+            list_changed: false,
         }
     }
 
@@ -452,9 +540,44 @@ impl Exchange {
 
     /// Answers `reply` in the server's place.
     fn reply(&mut self, reply: &Reply) -> Response<ProxyBody> {
-        let line = reply.line(&self.id());
+        let mut line = reply.line(&self.id());
         self.finish(reply_outcome(reply));
-        json_response(line)
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        }
+        let (mut parts, ()) = Response::new(()).into_parts();
+        parts.headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        self.answer_response(parts, line)
+    }
+
+    /// The call's answer `message` as the client gets it: a JSON body, or an SSE stream with the tool list's
+    /// change first.
+    fn answer_response(
+        &mut self,
+        mut parts: http::response::Parts,
+        message: Vec<u8>,
+    ) -> Response<ProxyBody> {
+        let body = if std::mem::take(&mut self.list_changed) {
+            parts.headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/event-stream"),
+            );
+            parts.headers.remove(header::CONTENT_LENGTH);
+            let mut body = sse::message_event(LIST_CHANGED);
+            body.extend(sse::message_event(&message));
+            body
+        } else {
+            message
+        };
+        Response::from_parts(
+            parts,
+            Full::new(Bytes::from(body))
+                .map_err(|e: Infallible| match e {})
+                .boxed(),
+        )
     }
 
     async fn run(
@@ -609,10 +732,7 @@ impl Exchange {
         let Some(out) = self.answer(bytes.to_vec(), &composed).await else {
             return Ok(self.cancelled());
         };
-        Ok(Response::from_parts(
-            parts,
-            Full::new(Bytes::from(out)).map_err(|e| match e {}).boxed(),
-        ))
+        Ok(self.answer_response(parts, out))
     }
 
     /// The server's answer message with the faults' rewrites and delay applied; the call's event is written.
@@ -740,6 +860,12 @@ struct SseRewrite {
 
 impl SseRewrite {
     async fn run(mut self, mut body: Incoming) {
+        if std::mem::take(&mut self.exchange.list_changed) {
+            let event = Bytes::from(sse::message_event(LIST_CHANGED));
+            if self.out.send(Ok(event)).await.is_err() {
+                return;
+            }
+        }
         let deadline = self
             .cut
             .after
@@ -810,6 +936,56 @@ impl SseRewrite {
     async fn cut_now(&mut self) {
         let _ = self.out.send(Err(BoxError::from(Dropped))).await;
         self.exchange.finish(Outcome::None);
+    }
+}
+
+/// A session's GET stream, passed event by event, with the proxy's own notifications put between events.
+struct GetStream {
+    session: String,
+    /// This stream's entry in the proxy's streams (to remove only its own at the end).
+    inject: mpsc::UnboundedSender<Bytes>,
+    injected: mpsc::UnboundedReceiver<Bytes>,
+    out: mpsc::Sender<Result<Bytes, BoxError>>,
+}
+
+impl GetStream {
+    async fn run(mut self, streams: Streams, mut body: Incoming) {
+        let mut splitter = sse::EventSplitter::default();
+        loop {
+            let chunk = tokio::select! {
+                frame = body.frame() => match frame {
+                    Some(Ok(frame)) => match frame.into_data() {
+                        Ok(data) => splitter.push(&data).into_iter().map(Bytes::from).collect(),
+                        Err(_) => continue,
+                    },
+                    Some(Err(e)) => {
+                        let _ = self.out.send(Err(BoxError::from(e))).await;
+                        break;
+                    }
+                    None => {
+                        let rest = std::mem::take(&mut splitter).rest();
+                        if !rest.is_empty() {
+                            let _ = self.out.send(Ok(Bytes::from(rest))).await;
+                        }
+                        break;
+                    }
+                },
+                Some(event) = self.injected.recv() => vec![event],
+                () = self.out.closed() => break,
+            };
+            for event in chunk {
+                if self.out.send(Ok(event)).await.is_err() {
+                    break;
+                }
+            }
+        }
+        let mut streams = streams.lock().unwrap_or_else(|p| p.into_inner());
+        if streams
+            .get(&self.session)
+            .is_some_and(|s| s.same_channel(&self.inject))
+        {
+            streams.remove(&self.session);
+        }
     }
 }
 
@@ -903,13 +1079,6 @@ fn status_response(
         }
     }
     response
-}
-
-fn json_response(mut line: Vec<u8>) -> Response<ProxyBody> {
-    if line.last() == Some(&b'\n') {
-        line.pop();
-    }
-    status_response(StatusCode::OK, &[], Some((line, "application/json")))
 }
 
 fn bad_gateway(error: &str) -> Response<ProxyBody> {

@@ -22,7 +22,8 @@ use tokio_util::sync::CancellationToken;
 use super::decide::Decider;
 pub use super::engine::Observer;
 use super::engine::{
-    Call, Composed, Ending, Recorder, connection_closed, reply_outcome, request_timed_out,
+    Call, Composed, Ending, LIST_CHANGED, Recorder, connection_closed, reply_outcome,
+    request_timed_out,
 };
 use super::events::{CancelRecord, EventLog};
 use super::faults::{Action, Fault, OnCap};
@@ -499,9 +500,9 @@ impl Core {
         }
         let call = Call::decide(&mut self.decider, &envelope);
         if call.decision.notify_list_changed {
-            self.send_client(
-                b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n".to_vec(),
-            );
+            let mut line = LIST_CHANGED.to_vec();
+            line.push(b'\n');
+            self.send_client(line);
         }
         let key = id_key(&call.id);
         let mut pending = Pending {

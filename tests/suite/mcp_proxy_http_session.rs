@@ -169,3 +169,175 @@ async fn the_python_sdks_timeout_cancel_ends_an_injected_latency_over_http() {
     );
     assert!(event["cancel"]["released_ms"].as_f64().unwrap() < 50.0);
 }
+
+const DROP_ECHO_AFTER_ONE_CALL: &str =
+    "faults:\n  - type: drop_tool\n    tools: [echo]\n    after_calls: 1\n";
+
+/// The Python SDK keeps the session's GET stream open: the notification arrives there, the SDK's message
+/// handler gets it, and the client's new listing lacks the tool.
+#[tokio::test]
+async fn the_python_sdk_hears_list_changed_on_its_get_stream_and_relists_without_the_tool() {
+    let test = "the_python_sdk_hears_list_changed_on_its_get_stream_and_relists_without_the_tool";
+    let Some(python) = python(test) else { return };
+    let upstream = fastmcp_upstream(&python).await;
+    let dir = tempfile::tempdir().unwrap();
+    let plan = plan(&dir, DROP_ECHO_AFTER_ONE_CALL);
+    let proxy = http_proxy(&upstream.url, &["--plan", &plan]).await;
+    let run = run_python_client(
+        &python,
+        json!({
+            "url": proxy.url,
+            "calls": [
+                {"list": true},
+                {"tool": "echo", "arguments": {"text": "a"}},
+                {"tool": "echo", "arguments": {"text": "b"}},
+                {"await_notification": "notifications/tools/list_changed", "timeout_s": 5},
+                {"list": true},
+            ],
+        }),
+    )
+    .await;
+    let calls = run["calls"].as_array().unwrap();
+    let names = |i: usize| -> Vec<&str> {
+        calls[i]["listed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_str().unwrap())
+            .collect()
+    };
+    assert!(names(0).contains(&"echo"), "{:?}", names(0));
+    assert_eq!(calls[1]["text"], "a");
+    assert_eq!(calls[2]["error"]["code"], -32602, "{}", calls[2]);
+    assert_eq!(calls[2]["error"]["message"], "Unknown tool: echo");
+    assert_eq!(calls[3]["notified"], true, "{run}");
+    assert_eq!(names(4), ["count"]);
+    assert_eq!(
+        run["notifications"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|n| *n == "notifications/tools/list_changed")
+            .count(),
+        1
+    );
+    let http = run["http"].as_array().unwrap();
+    assert!(
+        http.iter()
+            .any(|e| e["method"] == "GET" && e["status"] == 200),
+        "the SDK opened no GET stream: {http:?}"
+    );
+    // It came on the GET stream: the proxy's own answer to the dropped tool's call stayed plain JSON.
+    let dropped_call = http.iter().rfind(|e| e["rpc"] == "tools/call").unwrap();
+    assert_eq!(dropped_call["content_type"], "application/json", "{http:?}");
+}
+
+/// One POST to the proxy; the answer's JSON-RPC messages (from a JSON body or the events of an SSE one).
+async fn post(
+    client: &reqwest::Client,
+    url: &str,
+    session: Option<&str>,
+    body: Value,
+) -> (reqwest::Response, String) {
+    let mut request = client
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .json(&body);
+    if let Some(session) = session {
+        request = request
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", "2025-06-18");
+    }
+    let response = request.send().await.unwrap();
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    (response, content_type)
+}
+
+async fn messages(response: reqwest::Response, content_type: &str) -> Vec<Value> {
+    let text = tokio::time::timeout(Duration::from_secs(10), response.text())
+        .await
+        .unwrap()
+        .unwrap();
+    if content_type.starts_with("application/json") {
+        return vec![serde_json::from_str(&text).unwrap()];
+    }
+    text.split("\n\n")
+        .filter_map(|event| {
+            let data: Vec<&str> = event
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(str::trim_start)
+                .collect();
+            (!data.is_empty() && !data.concat().is_empty())
+                .then(|| serde_json::from_str(&data.join("\n")).unwrap())
+        })
+        .collect()
+}
+
+/// A client with no GET stream open gets the notification first on the SSE answer of the call that made the
+/// tool disappear.
+#[tokio::test]
+async fn without_a_get_stream_list_changed_comes_first_on_the_calls_sse_answer() {
+    let test = "without_a_get_stream_list_changed_comes_first_on_the_calls_sse_answer";
+    let Some(python) = python(test) else { return };
+    let upstream = fastmcp_upstream(&python).await;
+    let dir = tempfile::tempdir().unwrap();
+    let plan = plan(&dir, DROP_ECHO_AFTER_ONE_CALL);
+    let proxy = http_proxy(&upstream.url, &["--plan", &plan]).await;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .unwrap();
+    let url = proxy.url.as_str();
+    let (response, content_type) = post(
+        &client,
+        url,
+        None,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}}),
+    )
+    .await;
+    let session = response
+        .headers()
+        .get("mcp-session-id")
+        .expect("a session id")
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(messages(response, &content_type).await[0]["result"].is_object());
+    let (response, _) = post(
+        &client,
+        url,
+        Some(&session),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await;
+    assert_eq!(response.status(), 202);
+    let call = |id: u64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "a"}}})
+    };
+    let (response, content_type) = post(&client, url, Some(&session), call(2)).await;
+    let first = messages(response, &content_type).await;
+    assert_eq!(first.len(), 1, "{first:?}");
+    assert_eq!(first[0]["result"]["content"][0]["text"], "a");
+    let (response, content_type) = post(&client, url, Some(&session), call(3)).await;
+    assert!(
+        content_type.starts_with("text/event-stream"),
+        "{content_type}"
+    );
+    assert_eq!(
+        messages(response, &content_type).await,
+        [
+            json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+            json!({"jsonrpc": "2.0", "id": 3, "error": {"code": -32602, "message": "Unknown tool: echo"}}),
+        ]
+    );
+}

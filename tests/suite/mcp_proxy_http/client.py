@@ -15,7 +15,7 @@ Output: one JSON object:
              | {"listed": [tool names]} | {"notified": bool, "wall_ms"}],
    "sessions": how many sessions were initialized,
    "notifications": the methods of the server notifications the session's message handler got, in order,
-   "http": [{"method", "rpc": the JSON-RPC method POSTed, "session", "status", "retry_after"}]}
+   "http": [{"method", "rpc": the JSON-RPC method POSTed, "session", "status", "retry_after", "content_type"}]}
 """
 
 import json
@@ -48,6 +48,7 @@ async def main():
                 "session": request.headers.get("mcp-session-id"),
                 "status": response.status_code,
                 "retry_after": response.headers.get("retry-after"),
+                "content_type": response.headers.get("content-type"),
             }
         )
 
