@@ -18,13 +18,10 @@ use std::{
 };
 
 use bytes::Bytes;
-use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri, header};
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, Limited, combinators::BoxBody};
 use hyper::body::{Frame, Incoming};
-use hyper_util::{
-    client::legacy::{Client, connect::HttpConnector},
-    rt::{TokioExecutor, TokioIo},
-};
+use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use tokio::{net::TcpListener, sync::mpsc};
 use tokio_util::sync::CancellationToken;
@@ -39,6 +36,7 @@ use super::faults::{Action, HttpAction, OnCap};
 use super::jsonrpc::{Envelope, Outcome, Reply, id_key};
 use super::plan::{Mode, Plan};
 use super::sse;
+use super::upstream::Upstream;
 
 /// The largest request or JSON response body read whole.
 const MAX_BODY: usize = 32 * 1024 * 1024;
@@ -48,8 +46,6 @@ const SESSION_HEADER: &str = "mcp-session-id";
 
 #[derive(Debug, thiserror::Error)]
 pub enum HttpProxyError {
-    #[error("--upstream {url}: {reason}")]
-    Upstream { url: String, reason: String },
     #[error("cannot listen on {addr}: {source}")]
     Listen {
         addr: SocketAddr,
@@ -66,7 +62,7 @@ pub enum HttpProxyError {
 
 pub struct HttpProxyOptions {
     pub plan: Plan,
-    pub upstream: String,
+    pub upstream: Upstream,
     pub listen: SocketAddr,
     pub events: Option<std::path::PathBuf>,
     pub observer: Option<Observer>,
@@ -85,8 +81,7 @@ struct Engine {
 }
 
 struct Proxy {
-    upstream: Uri,
-    client: Client<HttpConnector, Full<Bytes>>,
+    upstream: Upstream,
     mode: Mode,
     /// No faults and no records: forward without reading bodies.
     transparent: bool,
@@ -121,26 +116,9 @@ fn cancel_key(session: Option<&str>, id: &Value) -> String {
     format!("{}\u{0}{}", session.unwrap_or_default(), id_key(id))
 }
 
-/// `--upstream URL`: an `http://` URL with a host.
-pub fn parse_upstream(url: &str) -> Result<Uri, HttpProxyError> {
-    let error = |reason: String| HttpProxyError::Upstream {
-        url: url.to_owned(),
-        reason,
-    };
-    let upstream: Uri = url
-        .parse()
-        .map_err(|e: http::uri::InvalidUri| error(e.to_string()))?;
-    if upstream.scheme_str() != Some("http") || upstream.authority().is_none() {
-        return Err(error(
-            "must be an http:// URL with a host (for https, put a TLS-terminating proxy in between)".into(),
-        ));
-    }
-    Ok(upstream)
-}
-
 /// Runs the proxy until the task is dropped.
 pub async fn run(options: HttpProxyOptions) -> Result<(), HttpProxyError> {
-    let upstream = parse_upstream(&options.upstream)?;
+    let upstream = options.upstream;
     let decider = Decider::new(&options.plan).map_err(HttpProxyError::Plan)?;
     let events = match &options.events {
         Some(path) => Some(
@@ -172,14 +150,12 @@ pub async fn run(options: HttpProxyOptions) -> Result<(), HttpProxyError> {
     }
     // Tests and scripts read the bound address (with `--listen 127.0.0.1:0`) from this line.
     eprintln!(
-        "fault mcp-proxy: listening on http://{local}{} -> {upstream}",
-        upstream.path()
+        "fault mcp-proxy: listening on http://{local}{} -> {}",
+        upstream.uri.path(),
+        upstream.uri
     );
-    let mut connector = HttpConnector::new();
-    connector.set_nodelay(true);
     let proxy = Arc::new(Proxy {
         upstream,
-        client: Client::builder(TokioExecutor::new()).build(connector),
         mode: options.plan.mode,
         transparent,
         engine: Mutex::new(Engine {
@@ -385,15 +361,15 @@ impl Proxy {
             .path_and_query()
             .map_or("/", http::uri::PathAndQuery::as_str);
         let mut uri = http::uri::Builder::new().path_and_query(path);
-        if let Some(scheme) = self.upstream.scheme() {
+        if let Some(scheme) = self.upstream.uri.scheme() {
             uri = uri.scheme(scheme.clone());
         }
-        if let Some(authority) = self.upstream.authority() {
+        if let Some(authority) = self.upstream.uri.authority() {
             uri = uri.authority(authority.clone());
         }
         let mut request = Request::new(Full::new(body));
         *request.method_mut() = parts.method.clone();
-        *request.uri_mut() = uri.build().unwrap_or_else(|_| self.upstream.clone());
+        *request.uri_mut() = uri.build().unwrap_or_else(|_| self.upstream.uri.clone());
         *request.headers_mut() = end_to_end(&parts.headers);
         // The client's Host named the proxy; the upstream gets its own.
         request.headers_mut().remove(header::HOST);
@@ -402,7 +378,7 @@ impl Proxy {
     }
 
     async fn send(&self, request: Request<Full<Bytes>>) -> Result<Response<Incoming>, String> {
-        self.client.request(request).await.map_err(|e| {
+        self.upstream.client.request(request).await.map_err(|e| {
             let mut text = e.to_string();
             let mut source = std::error::Error::source(&e);
             while let Some(s) = source {

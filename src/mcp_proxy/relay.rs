@@ -68,7 +68,7 @@ pub struct RelayOptions {
     pub plan: Plan,
     pub command: Vec<String>,
     /// The server's Streamable HTTP endpoint, instead of a command (see [`super::bridge`]).
-    pub http_upstream: Option<http::Uri>,
+    pub http_upstream: Option<super::upstream::Upstream>,
     pub events: Option<std::path::PathBuf>,
     /// Sees every line sent to the client and every finished call (the `--report` recorder).
     pub observer: Option<Observer>,
@@ -160,7 +160,7 @@ enum ServerSide {
 
 struct Core {
     command: Vec<String>,
-    http_upstream: Option<http::Uri>,
+    http_upstream: Option<super::upstream::Upstream>,
     mode: Mode,
     decider: Decider,
     recorder: Recorder,
@@ -363,10 +363,10 @@ impl Core {
         Ok(())
     }
 
-    fn start_bridge(&mut self, url: http::Uri) {
+    fn start_bridge(&mut self, upstream: super::upstream::Upstream) {
         self.generation += 1;
         let generation = self.generation;
-        let (to_server, mut lines, task) = super::bridge::spawn(url);
+        let (to_server, mut lines, task) = super::bridge::spawn(upstream);
         let core_tx = self.core_tx.clone();
         let reader = tokio::spawn(async move {
             while let Some(line) = lines.recv().await {

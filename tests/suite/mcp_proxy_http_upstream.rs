@@ -1,0 +1,89 @@
+//! `fault mcp-proxy --upstream URL --listen ADDR` and the connection to the upstream: the TCP faults of
+//! `fault run` on it (`--upstream-fault`), and `https://` upstreams (`--upstream-ca`). Real parts: a FastMCP
+//! server upstream, the Python SDK's and rmcp's Streamable HTTP clients.
+
+use std::time::Duration;
+
+use rmcp::{ServiceExt, transport::StreamableHttpClientTransport};
+use serde_json::json;
+
+use crate::mcp_proxy_http::{fastmcp_upstream, http_proxy, python, run_python_client};
+
+fn wall_ms(run: &serde_json::Value) -> Vec<f64> {
+    run["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["wall_ms"].as_f64().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn an_upstream_latency_fault_shows_in_every_calls_time() {
+    let test = "an_upstream_latency_fault_shows_in_every_calls_time";
+    let Some(python) = python(test) else { return };
+    let upstream = fastmcp_upstream(&python).await;
+    let direct = http_proxy(&upstream.url, &[]).await;
+    let slowed = http_proxy(
+        &upstream.url,
+        &["--upstream-fault", "--with-latency --latency-mean 150"],
+    )
+    .await;
+    let calls: Vec<_> = (0..4)
+        .map(|i| json!({"tool": "echo", "arguments": {"text": i.to_string()}}))
+        .collect();
+    let plain = run_python_client(&python, json!({"url": direct.url, "calls": calls})).await;
+    let faulted = run_python_client(&python, json!({"url": slowed.url, "calls": calls})).await;
+    for (i, call) in faulted["calls"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(call["text"], i.to_string(), "{call}");
+    }
+    let (plain, faulted) = (wall_ms(&plain), wall_ms(&faulted));
+    // Each answer crosses the faulty connection once: no call is faster than the latency.
+    assert!(faulted.iter().all(|ms| *ms >= 150.0), "{faulted:?}");
+    eprintln!(
+        "per-call ms without the upstream fault {plain:.1?}, with 150 ms latency {faulted:.1?}"
+    );
+}
+
+#[tokio::test]
+async fn an_upstream_reset_reaches_the_client_as_an_error() {
+    let test = "an_upstream_reset_reaches_the_client_as_an_error";
+    let Some(python) = python(test) else { return };
+    let upstream = fastmcp_upstream(&python).await;
+    let proxy = http_proxy(&upstream.url, &["--upstream-fault=--with-reset"]).await;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let connected = tokio::time::timeout(
+        Duration::from_secs(20),
+        ().serve(StreamableHttpClientTransport::from_uri(proxy.url.as_str())),
+    )
+    .await
+    .expect("the client got no answer");
+    let Err(error) = connected else {
+        panic!("initialize went through a reset connection");
+    };
+    let text = format!("{error:?}");
+    assert!(text.contains("502"), "{text}");
+}
+
+#[tokio::test]
+async fn a_bad_upstream_fault_is_refused_naming_it() {
+    let output = tokio::process::Command::new(crate::common::fault_bin())
+        .args([
+            "mcp-proxy",
+            "--upstream",
+            "http://127.0.0.1:9/mcp",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream-fault",
+            "--with-latency --latency-mean soon",
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--upstream-fault") && stderr.contains("soon"),
+        "{stderr}"
+    );
+}
