@@ -49,6 +49,11 @@ pub struct Upstream {
 }
 
 pub async fn fastmcp_upstream(python: &str) -> Upstream {
+    fastmcp_upstream_with(python, &[]).await
+}
+
+/// The FastMCP server; with `[CERT, KEY]` (PEM files) it serves `https://`.
+pub async fn fastmcp_upstream_with(python: &str, tls: &[&Path]) -> Upstream {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -57,6 +62,7 @@ pub async fn fastmcp_upstream(python: &str) -> Upstream {
     let child = Command::new(python)
         .arg(script("upstream.py"))
         .arg(port.to_string())
+        .args(tls)
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .kill_on_drop(true)
@@ -75,7 +81,10 @@ pub async fn fastmcp_upstream(python: &str) -> Upstream {
     }
     Upstream {
         _child: child,
-        url: format!("http://127.0.0.1:{port}/mcp"),
+        url: format!(
+            "{}://127.0.0.1:{port}/mcp",
+            if tls.is_empty() { "http" } else { "https" }
+        ),
     }
 }
 

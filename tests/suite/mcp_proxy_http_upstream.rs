@@ -87,3 +87,73 @@ async fn a_bad_upstream_fault_is_refused_naming_it() {
         "{stderr}"
     );
 }
+
+fn tls_fixture(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/tls")
+        .join(name)
+}
+
+/// A FastMCP server on `https://127.0.0.1` with a certificate of the test CA: trusted with `--upstream-ca`
+/// (progress in order, TCP faults on the same connection, the TLS name kept), refused without it.
+#[tokio::test]
+async fn an_https_upstream_is_reached_with_an_extra_ca() {
+    let test = "an_https_upstream_is_reached_with_an_extra_ca";
+    let Some(python) = python(test) else { return };
+    let (cert, key, ca) = (
+        tls_fixture("server.pem"),
+        tls_fixture("server.key"),
+        tls_fixture("ca.pem"),
+    );
+    let upstream = crate::mcp_proxy_http::fastmcp_upstream_with(&python, &[&cert, &key]).await;
+    assert!(upstream.url.starts_with("https://"));
+    let ca = ca.to_str().unwrap();
+    let trusted = http_proxy(&upstream.url, &["--upstream-ca", ca]).await;
+    let slowed = http_proxy(
+        &upstream.url,
+        &[
+            "--upstream-ca",
+            ca,
+            "--upstream-fault",
+            "--with-latency --latency-mean 100",
+        ],
+    )
+    .await;
+    let calls = json!([
+        {"tool": "echo", "arguments": {"text": "over tls"}},
+        {"tool": "count", "arguments": {"steps": 3}},
+    ]);
+    for proxy in [&trusted, &slowed] {
+        let run = run_python_client(&python, json!({"url": proxy.url, "calls": calls})).await;
+        let done = run["calls"].as_array().unwrap();
+        assert_eq!(done[0]["text"], "over tls", "{run}");
+        assert_eq!(done[1]["text"], "counted 3", "{run}");
+        let steps: Vec<f64> = done[1]["progress"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p[0].as_f64().unwrap())
+            .collect();
+        assert_eq!(steps, [1.0, 2.0, 3.0]);
+        if std::ptr::eq(proxy, &slowed) {
+            assert!(wall_ms(&run).iter().all(|ms| *ms >= 100.0), "{run}");
+        }
+    }
+
+    // Without the CA the certificate is not trusted: the client gets 502 from the proxy.
+    let untrusted = http_proxy(&upstream.url, &[]).await;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::new();
+    let response = client
+        .post(untrusted.url.as_str())
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#)
+        .timeout(Duration::from_secs(20))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 502);
+    let text = response.text().await.unwrap();
+    assert!(text.contains("certificate"), "{text}");
+}
