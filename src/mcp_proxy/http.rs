@@ -4,8 +4,8 @@
 //! its answer, a JSON body or an SSE stream, is read message by message (event ids kept). Status answers
 //! (202, 4xx, 5xx) and every other exchange pass untouched. A client's `notifications/cancelled` (POSTed in
 //! the call's session) or closing the call's HTTP request ends the waits injected into it, as on stdio. A
-//! `drop_tool`'s `notifications/tools/list_changed` goes on the session's GET stream when the client has one
-//! open, else first on the SSE answer of the call that made the tool disappear.
+//! `drop_tool`'s `notifications/tools/list_changed` goes on every open GET stream, and first on the SSE answer of
+//! the call that made the tool disappear when its client has no GET stream open.
 
 use std::{
     collections::{HashMap, HashSet, VecDeque},
@@ -277,9 +277,7 @@ impl Proxy {
             .as_ref()
             .is_some_and(|c| c.decision.notify_list_changed)
         {
-            let sent = session
-                .as_deref()
-                .is_some_and(|session| self.notify_stream(session, LIST_CHANGED));
+            let sent = self.notify_streams(session.as_deref(), LIST_CHANGED);
             exchange.list_changed = !sent && accepts_sse;
             if !sent && !accepts_sse {
                 tracing::warn!(
@@ -330,12 +328,16 @@ impl Proxy {
         self.streams.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Puts `message` on the session's GET stream; false when the session has none open.
-    fn notify_stream(&self, session: &str, message: &[u8]) -> bool {
+    /// Puts `message` on every open GET stream (the faults' state is the proxy's, so every session's tool list
+    /// changed); whether `session` had one open.
+    fn notify_streams(&self, session: Option<&str>, message: &[u8]) -> bool {
         let event = Bytes::from(sse::message_event(message));
-        self.streams()
-            .get(session)
-            .is_some_and(|stream| stream.send(event).is_ok())
+        let mut reached = false;
+        for (id, stream) in self.streams().iter() {
+            let sent = stream.send(event.clone()).is_ok();
+            reached |= sent && Some(id.as_str()) == session;
+        }
+        reached
     }
 
     fn cancels(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<CancelSignal>>> {

@@ -280,10 +280,11 @@ async fn messages(response: reqwest::Response, content_type: &str) -> Vec<Value>
 }
 
 /// A client with no GET stream open gets the notification first on the SSE answer of the call that made the
-/// tool disappear.
+/// tool disappear; another session's GET stream gets it too.
 #[tokio::test]
-async fn without_a_get_stream_list_changed_comes_first_on_the_calls_sse_answer() {
-    let test = "without_a_get_stream_list_changed_comes_first_on_the_calls_sse_answer";
+async fn without_a_get_stream_list_changed_comes_first_on_the_calls_sse_answer_and_other_sessions_hear_it()
+ {
+    let test = "without_a_get_stream_list_changed_comes_first_on_the_calls_sse_answer_and_other_sessions_hear_it";
     let Some(python) = python(test) else { return };
     let upstream = fastmcp_upstream(&python).await;
     let dir = tempfile::tempdir().unwrap();
@@ -295,31 +296,19 @@ async fn without_a_get_stream_list_changed_comes_first_on_the_calls_sse_answer()
         .build()
         .unwrap();
     let url = proxy.url.as_str();
-    let (response, content_type) = post(
-        &client,
-        url,
-        None,
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "0"}}}),
-    )
-    .await;
-    let session = response
-        .headers()
-        .get("mcp-session-id")
-        .expect("a session id")
-        .to_str()
-        .unwrap()
-        .to_owned();
-    assert!(messages(response, &content_type).await[0]["result"].is_object());
-    let (response, _) = post(
-        &client,
-        url,
-        Some(&session),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-    )
-    .await;
-    assert_eq!(response.status(), 202);
+    let session = initialize(&client, url).await;
+    // Another session, with its GET stream open: its tool list changes too.
+    let other = initialize(&client, url).await;
+    let mut other_stream = client
+        .get(url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &other)
+        .header("mcp-protocol-version", "2025-06-18")
+        .timeout(Duration::from_secs(20))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other_stream.status(), 200);
     let call = |id: u64| {
         json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
         "params": {"name": "echo", "arguments": {"text": "a"}}})
@@ -340,4 +329,47 @@ async fn without_a_get_stream_list_changed_comes_first_on_the_calls_sse_answer()
             json!({"jsonrpc": "2.0", "id": 3, "error": {"code": -32602, "message": "Unknown tool: echo"}}),
         ]
     );
+    let heard = tokio::time::timeout(Duration::from_secs(10), async {
+        let mut seen = String::new();
+        while let Some(chunk) = other_stream.chunk().await.unwrap() {
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+            if seen.contains("notifications/tools/list_changed") {
+                return seen;
+            }
+        }
+        panic!("the other session's stream ended: {seen}");
+    })
+    .await
+    .expect("no list_changed on the other session's GET stream");
+    assert!(heard.contains("event: message\n"), "{heard}");
+}
+
+/// A new session by `initialize` and `notifications/initialized`; its id.
+async fn initialize(client: &reqwest::Client, url: &str) -> String {
+    let (response, content_type) = post(
+        client,
+        url,
+        None,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}}),
+    )
+    .await;
+    let session = response
+        .headers()
+        .get("mcp-session-id")
+        .expect("a session id")
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(messages(response, &content_type).await[0]["result"].is_object());
+    let (response, _) = post(
+        client,
+        url,
+        Some(&session),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await;
+    assert_eq!(response.status(), 202);
+    session
 }
