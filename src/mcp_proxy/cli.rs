@@ -15,11 +15,11 @@ use super::upstream::{Upstream, UpstreamError, UpstreamOptions};
 use crate::mcp_chaos::session::SessionRecorder;
 
 /// Arguments of `fault mcp-proxy [--plan FILE] [--seed N] [--events FILE] [--report FILE] [--strict]
-/// (-- COMMAND [ARGS…] | --upstream URL --listen ADDR)`.
+/// (-- COMMAND [ARGS…] | --upstream URL [--listen ADDR] [--upstream-fault FLAGS]… [--upstream-ca PATH])`.
 #[derive(Debug, Args)]
 pub struct McpProxyArgs {
-    /// The real MCP server's Streamable HTTP endpoint (e.g. `http://127.0.0.1:8000/mcp`): the proxy serves
-    /// HTTP on `--listen` and forwards there, instead of running a stdio server command.
+    /// The real MCP server's Streamable HTTP endpoint (`http://` or `https://`, e.g. `http://127.0.0.1:8000/mcp`):
+    /// the proxy serves HTTP on `--listen` and forwards there, instead of running a stdio server command.
     #[arg(long, value_name = "URL", conflicts_with = "command")]
     pub upstream: Option<String>,
 
