@@ -157,3 +157,39 @@ async fn an_https_upstream_is_reached_with_an_extra_ca() {
     let text = response.text().await.unwrap();
     assert!(text.contains("certificate"), "{text}");
 }
+
+/// The stdio front (`--upstream URL` without `--listen`) reaches an `https://` server through the same
+/// client: the Python SDK's stdio client calls through it, with a TCP latency on the connection.
+#[tokio::test]
+async fn the_stdio_bridge_reaches_an_https_upstream_through_upstream_faults() {
+    let test = "the_stdio_bridge_reaches_an_https_upstream_through_upstream_faults";
+    let Some(python) = python(test) else { return };
+    let (cert, key, ca) = (
+        tls_fixture("server.pem"),
+        tls_fixture("server.key"),
+        tls_fixture("ca.pem"),
+    );
+    let upstream = crate::mcp_proxy_http::fastmcp_upstream_with(&python, &[&cert, &key]).await;
+    let script = json!({
+        "server": crate::python_client::fault_server(&[
+            "mcp-proxy", "--upstream", &upstream.url, "--upstream-ca", ca.to_str().unwrap(),
+            "--upstream-fault", "--with-latency --latency-mean 100",
+        ]),
+        "calls": [
+            {"tool": "echo", "arguments": {"text": "a"}},
+            {"tool": "echo", "arguments": {"text": "b"}},
+        ]
+    });
+    let sandbox =
+        crate::common::Sandbox::new("python stdio client → fault mcp-proxy --upstream https");
+    let run =
+        crate::python_client::run_script_in(std::path::Path::new(&python), &script, &sandbox).await;
+    assert_eq!(run.server_info["name"], "upstream");
+    assert_eq!(run.calls[0].text(), Some("a"));
+    assert_eq!(run.calls[1].text(), Some("b"));
+    assert!(
+        run.calls.iter().all(|c| c.wall_ms >= 100.0),
+        "{:?}",
+        run.calls.iter().map(|c| c.wall_ms).collect::<Vec<_>>()
+    );
+}
