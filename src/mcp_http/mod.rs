@@ -112,6 +112,9 @@ where
                         continue;
                     }
                 };
+                // An SSE answer leaves in several writes: without this, Nagle holds the last one until the
+                // client's delayed ACK (~40 ms per call).
+                let _ = stream.set_nodelay(true);
                 let endpoint = endpoint.clone();
                 let service = hyper::service::service_fn(move |request| {
                     let endpoint = endpoint.clone();

@@ -7,20 +7,16 @@
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use http::{HeaderValue, Method, Request, StatusCode, Uri, header};
+use http::{HeaderValue, Method, Request, StatusCode, header};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper_util::{
-    client::legacy::{Client, connect::HttpConnector},
-    rt::TokioExecutor,
-};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::jsonrpc::{Envelope, Reply};
 use super::sse;
 
-type HttpClient = Client<HttpConnector, Full<Bytes>>;
+use super::upstream::Upstream;
 
 /// What later requests carry: the session id and protocol version the server gave.
 #[derive(Default)]
@@ -31,16 +27,15 @@ struct Session {
 
 #[derive(Clone)]
 struct Bridge {
-    url: Uri,
-    client: HttpClient,
+    upstream: Upstream,
     session: Arc<Mutex<Session>>,
     lines_out: mpsc::UnboundedSender<Vec<u8>>,
 }
 
-/// Starts the bridge: lines sent to the returned sender are POSTed to `url`; the server's messages come out of
+/// Starts the bridge: lines sent to the returned sender are POSTed to the upstream; the server's messages come out of
 /// the returned receiver, one line each. The receiver ends once the sender is dropped and the session ended.
 pub fn spawn(
-    url: Uri,
+    upstream: Upstream,
 ) -> (
     mpsc::UnboundedSender<Vec<u8>>,
     mpsc::UnboundedReceiver<Vec<u8>>,
@@ -48,11 +43,8 @@ pub fn spawn(
 ) {
     let (lines_in, mut to_post) = mpsc::unbounded_channel::<Vec<u8>>();
     let (lines_out, from_server) = mpsc::unbounded_channel();
-    let mut connector = HttpConnector::new();
-    connector.set_nodelay(true);
     let bridge = Bridge {
-        url,
-        client: Client::builder(TokioExecutor::new()).build(connector),
+        upstream,
         session: Arc::new(Mutex::new(Session::default())),
         lines_out,
     };
@@ -82,7 +74,7 @@ impl Bridge {
     fn request(&self, method: Method, body: Vec<u8>) -> Request<Full<Bytes>> {
         let mut request = Request::new(Full::new(Bytes::from(body)));
         *request.method_mut() = method;
-        *request.uri_mut() = self.url.clone();
+        *request.uri_mut() = self.upstream.uri.clone();
         let headers = request.headers_mut();
         headers.insert(
             header::ACCEPT,
@@ -135,10 +127,10 @@ impl Bridge {
 
     async fn post(self, line: Vec<u8>, envelope: Option<Envelope>) {
         let request = self.request(Method::POST, line);
-        let response = match self.client.request(request).await {
+        let response = match self.upstream.client.request(request).await {
             Ok(response) => response,
             Err(e) => {
-                tracing::warn!("mcp-proxy: POST to {} failed: {e}", self.url);
+                tracing::warn!("mcp-proxy: POST to {} failed: {e}", self.upstream.uri);
                 self.fail(envelope.as_ref(), format!("Connection closed: {e}"));
                 return;
             }
@@ -256,7 +248,7 @@ impl Bridge {
             header::ACCEPT,
             HeaderValue::from_static("text/event-stream"),
         );
-        match self.client.request(request).await {
+        match self.upstream.client.request(request).await {
             Ok(response) if response.status().is_success() => {
                 self.relay_events(response.into_body(), false).await;
             }
@@ -276,7 +268,7 @@ impl Bridge {
         request.headers_mut().remove(header::CONTENT_TYPE);
         let ended = tokio::time::timeout(
             std::time::Duration::from_secs(2),
-            self.client.request(request),
+            self.upstream.client.request(request),
         )
         .await;
         if let Ok(Err(e)) = ended {

@@ -11,16 +11,33 @@ use super::engine::Observer;
 use super::http::{self, HttpProxyError, HttpProxyOptions};
 use super::plan::{Mode, Plan, PlanError};
 use super::relay::{self, RelayError, RelayOptions};
+use super::upstream::{Upstream, UpstreamError, UpstreamOptions};
 use crate::mcp_chaos::session::SessionRecorder;
 
 /// Arguments of `fault mcp-proxy [--plan FILE] [--seed N] [--events FILE] [--report FILE] [--strict]
-/// (-- COMMAND [ARGS…] | --upstream URL --listen ADDR)`.
+/// (-- COMMAND [ARGS…] | --upstream URL [--listen ADDR] [--upstream-fault FLAGS]… [--upstream-ca PATH])`.
 #[derive(Debug, Args)]
 pub struct McpProxyArgs {
-    /// The real MCP server's Streamable HTTP endpoint (e.g. `http://127.0.0.1:8000/mcp`): the proxy serves
-    /// HTTP on `--listen` and forwards there, instead of running a stdio server command.
+    /// The real MCP server's Streamable HTTP endpoint (`http://` or `https://`, e.g. `http://127.0.0.1:8000/mcp`):
+    /// the proxy serves HTTP on `--listen` and forwards there, instead of running a stdio server command.
     #[arg(long, value_name = "URL", conflicts_with = "command")]
     pub upstream: Option<String>,
+
+    /// A TCP fault on the connection to `--upstream`, written as `fault run` flags in one value (repeatable),
+    /// e.g. `--upstream-fault "--with-latency --latency-mean 50"` or `--upstream-fault=--with-reset`.
+    #[arg(
+        long,
+        value_name = "FLAGS",
+        requires = "upstream",
+        allow_hyphen_values = true,
+        value_parser = parse_upstream_faults
+    )]
+    pub upstream_fault: Vec<UpstreamFaults>,
+
+    /// An extra PEM CA file trusted for an `https://` `--upstream` (besides the system roots), e.g. the CA of
+    /// a self-signed server.
+    #[arg(long, value_name = "PATH", requires = "upstream")]
+    pub upstream_ca: Option<PathBuf>,
 
     /// Serve Streamable HTTP here (with `--upstream`): `PORT` (on 127.0.0.1) or `ADDR:PORT`. Clients use the
     /// upstream's path on this address; port 0 picks a free port (printed on stderr). Without it, the proxy
@@ -68,6 +85,8 @@ pub enum McpProxyError {
     Relay(#[from] RelayError),
     #[error(transparent)]
     Http(#[from] HttpProxyError),
+    #[error(transparent)]
+    Upstream(#[from] UpstreamError),
     #[error("cannot write --report {path}: {source}")]
     Report {
         path: String,
@@ -117,7 +136,25 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
     };
     let observer: Option<Observer> = recorder.clone().map(|r| r as Observer);
     let http_mode = args.listen.is_some();
-    let (upstream, listen, events) = (args.upstream.clone(), args.listen, args.events.clone());
+    let upstream = match &args.upstream {
+        Some(url) => Some(
+            Upstream::new(
+                url,
+                &UpstreamOptions {
+                    extra_ca: args.upstream_ca.clone(),
+                    faults: args
+                        .upstream_fault
+                        .iter()
+                        .flat_map(|f| f.0.iter().cloned())
+                        .collect(),
+                    seed: plan.seed,
+                },
+            )
+            .await?,
+        ),
+        None => None,
+    };
+    let (listen, events) = (args.listen, args.events.clone());
     let relay = async move {
         match (upstream, listen) {
             (Some(upstream), Some(listen)) => http::run(HttpProxyOptions {
@@ -136,7 +173,7 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
                 } else {
                     command
                 },
-                http_upstream: upstream.map(|url| http::parse_upstream(&url)).transpose()?,
+                http_upstream: upstream,
                 events,
                 observer,
             })
@@ -165,6 +202,14 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
         })?;
     }
     relayed
+}
+
+/// The TCP faults of one `--upstream-fault` value.
+#[derive(Debug, Clone)]
+pub struct UpstreamFaults(pub Vec<crate::proxy::FaultSpec>);
+
+fn parse_upstream_faults(value: &str) -> Result<UpstreamFaults, String> {
+    crate::proxy::cli::parse_fault_flags(value).map(UpstreamFaults)
 }
 
 /// `PORT` (loopback) or `ADDR:PORT`.
@@ -214,6 +259,18 @@ fn report_on_signal(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn upstream_faults_take_fault_run_flags() {
+        let faults =
+            parse_upstream_faults("--with-latency --latency-mean 50 --with-reset").unwrap();
+        let kinds: Vec<&str> = faults.0.iter().map(|f| f.kind()).collect();
+        assert_eq!(kinds, ["latency", "reset"]);
+        let error = parse_upstream_faults("--latency-mean 50").unwrap_err();
+        assert!(error.contains("enables no fault"), "{error}");
+        let error = parse_upstream_faults("--with-latency --latency-mean fast").unwrap_err();
+        assert!(error.contains("fast"), "{error}");
+    }
 
     #[test]
     fn listen_takes_a_port_on_loopback_or_an_address() {

@@ -275,6 +275,10 @@ pub fn millis(d: Duration) -> f64 {
     (d.as_secs_f64() * 1_000_000.0).round() / 1000.0
 }
 
+/// What a `drop_tool` fault tells the client when it takes effect.
+pub const LIST_CHANGED: &[u8] =
+    b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}";
+
 /// What a client SDK reports when the server's connection closes under a call.
 pub fn connection_closed() -> Reply {
     Reply::Error {

@@ -2,39 +2,41 @@
 //! are forwarded with every end-to-end header both ways (`Mcp-Session-Id`, `MCP-Protocol-Version`,
 //! `Authorization`, `Last-Event-ID`, …); a POSTed request goes through the same fault engine as on stdio, and
 //! its answer, a JSON body or an SSE stream, is read message by message (event ids kept). Status answers
-//! (202, 4xx, 5xx) and every other exchange pass untouched. Closing an HTTP request ends the waits injected
-//! into it, as a client's cancellation does on stdio.
+//! (202, 4xx, 5xx) and every other exchange pass untouched. A client's `notifications/cancelled` (POSTed in
+//! the call's session) or closing the call's HTTP request ends the waits injected into it, as on stdio. A
+//! `drop_tool`'s `notifications/tools/list_changed` goes on every open GET stream, and first on the SSE answer of
+//! the call that made the tool disappear when its client has no GET stream open.
 
 use std::{
-    collections::{HashSet, VecDeque},
+    collections::{HashMap, HashSet, VecDeque},
     convert::Infallible,
     net::SocketAddr,
     pin::Pin,
-    sync::{Arc, Mutex},
+    sync::{Arc, Mutex, OnceLock},
     task::{Context, Poll},
     time::{Duration, Instant},
 };
 
 use bytes::Bytes;
-use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri, header};
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, Limited, combinators::BoxBody};
 use hyper::body::{Frame, Incoming};
-use hyper_util::{
-    client::legacy::{Client, connect::HttpConnector},
-    rt::{TokioExecutor, TokioIo},
-};
+use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use tokio::{net::TcpListener, sync::mpsc};
+use tokio_util::sync::CancellationToken;
 
 use super::decide::Decider;
 use super::engine::{
-    Call, Composed, Ending, Observer, Recorder, connection_closed, reply_outcome, request_timed_out,
+    Call, Composed, Ending, LIST_CHANGED, Observer, Recorder, connection_closed, reply_outcome,
+    request_timed_out,
 };
 use super::events::{CancelRecord, EventLog};
 use super::faults::{Action, HttpAction, OnCap};
 use super::jsonrpc::{Envelope, Outcome, Reply, id_key};
 use super::plan::{Mode, Plan};
 use super::sse;
+use super::upstream::Upstream;
 
 /// The largest request or JSON response body read whole.
 const MAX_BODY: usize = 32 * 1024 * 1024;
@@ -44,8 +46,6 @@ const SESSION_HEADER: &str = "mcp-session-id";
 
 #[derive(Debug, thiserror::Error)]
 pub enum HttpProxyError {
-    #[error("--upstream {url}: {reason}")]
-    Upstream { url: String, reason: String },
     #[error("cannot listen on {addr}: {source}")]
     Listen {
         addr: SocketAddr,
@@ -62,7 +62,7 @@ pub enum HttpProxyError {
 
 pub struct HttpProxyOptions {
     pub plan: Plan,
-    pub upstream: String,
+    pub upstream: Upstream,
     pub listen: SocketAddr,
     pub events: Option<std::path::PathBuf>,
     pub observer: Option<Observer>,
@@ -81,34 +81,44 @@ struct Engine {
 }
 
 struct Proxy {
-    upstream: Uri,
-    client: Client<HttpConnector, Full<Bytes>>,
+    upstream: Upstream,
     mode: Mode,
     /// No faults and no records: forward without reading bodies.
     transparent: bool,
     engine: Mutex<Engine>,
+    /// The tracked calls a client can cancel, by session and request id.
+    cancels: Mutex<HashMap<String, Arc<CancelSignal>>>,
+    /// A `drop_tool` may have to tell clients their tool list changed: GET streams are watched.
+    notifies: bool,
+    /// The open GET streams, by session: events sent here are put on the stream between the server's events.
+    streams: Streams,
 }
 
-/// `--upstream URL`: an `http://` URL with a host.
-pub fn parse_upstream(url: &str) -> Result<Uri, HttpProxyError> {
-    let error = |reason: String| HttpProxyError::Upstream {
-        url: url.to_owned(),
-        reason,
-    };
-    let upstream: Uri = url
-        .parse()
-        .map_err(|e: http::uri::InvalidUri| error(e.to_string()))?;
-    if upstream.scheme_str() != Some("http") || upstream.authority().is_none() {
-        return Err(error(
-            "must be an http:// URL with a host (for https, put a TLS-terminating proxy in between)".into(),
-        ));
+type Streams = Arc<Mutex<HashMap<String, mpsc::UnboundedSender<Bytes>>>>;
+
+/// A tracked call's cancellation by its client: a `notifications/cancelled` naming it, POSTed in its session.
+#[derive(Default)]
+struct CancelSignal {
+    token: CancellationToken,
+    /// When the cancellation arrived.
+    at: OnceLock<Instant>,
+}
+
+impl CancelSignal {
+    fn cancel(&self) {
+        let _ = self.at.set(Instant::now());
+        self.token.cancel();
     }
-    Ok(upstream)
+}
+
+/// The key of a call a client may cancel: its session (none for a server without sessions) and request id.
+fn cancel_key(session: Option<&str>, id: &Value) -> String {
+    format!("{}\u{0}{}", session.unwrap_or_default(), id_key(id))
 }
 
 /// Runs the proxy until the task is dropped.
 pub async fn run(options: HttpProxyOptions) -> Result<(), HttpProxyError> {
-    let upstream = parse_upstream(&options.upstream)?;
+    let upstream = options.upstream;
     let decider = Decider::new(&options.plan).map_err(HttpProxyError::Plan)?;
     let events = match &options.events {
         Some(path) => Some(
@@ -121,6 +131,7 @@ pub async fn run(options: HttpProxyOptions) -> Result<(), HttpProxyError> {
     };
     let recorder = Recorder::new(events, options.observer);
     let transparent = decider.is_empty() && !recorder.is_active();
+    let notifies = decider.has_drop_tool();
     let listener =
         TcpListener::bind(options.listen)
             .await
@@ -139,14 +150,12 @@ pub async fn run(options: HttpProxyOptions) -> Result<(), HttpProxyError> {
     }
     // Tests and scripts read the bound address (with `--listen 127.0.0.1:0`) from this line.
     eprintln!(
-        "fault mcp-proxy: listening on http://{local}{} -> {upstream}",
-        upstream.path()
+        "fault mcp-proxy: listening on http://{local}{} -> {}",
+        upstream.uri.path(),
+        upstream.uri
     );
-    let mut connector = HttpConnector::new();
-    connector.set_nodelay(true);
     let proxy = Arc::new(Proxy {
         upstream,
-        client: Client::builder(TokioExecutor::new()).build(connector),
         mode: options.plan.mode,
         transparent,
         engine: Mutex::new(Engine {
@@ -155,6 +164,9 @@ pub async fn run(options: HttpProxyOptions) -> Result<(), HttpProxyError> {
             expired: HashSet::new(),
             expired_order: VecDeque::new(),
         }),
+        cancels: Mutex::new(HashMap::new()),
+        notifies,
+        streams: Streams::default(),
     });
     loop {
         let (stream, _) = match listener.accept().await {
@@ -219,30 +231,130 @@ impl Proxy {
                 ));
             }
         };
-        let tracked = if self.transparent || parts.method != Method::POST {
+        let envelope = if self.transparent || parts.method != Method::POST {
             None
         } else {
-            Envelope::parse(&body).filter(|e| {
-                e.is_request()
-                    && e.method.as_deref().is_some_and(|m| {
-                        m == "tools/call" || self.engine().decider.watches_method(m)
-                    })
-            })
+            Envelope::parse(&body)
         };
+        if let Some(e) = &envelope
+            && !e.is_request()
+            && e.method.as_deref() == Some("notifications/cancelled")
+        {
+            // The server gets the notification too: it ends its own work, the proxy its injected waits.
+            self.cancel_call(session.as_deref(), e);
+        }
+        let tracked = envelope.filter(|e| {
+            e.is_request()
+                && e.method
+                    .as_deref()
+                    .is_some_and(|m| m == "tools/call" || self.engine().decider.watches_method(m))
+        });
         let upstream_request = self.upstream_request(&parts, body);
         let Some(envelope) = tracked else {
+            if let Some(session) = session
+                && self.notifies
+                && parts.method == Method::GET
+            {
+                return Ok(self.forward_stream(upstream_request, session).await);
+            }
             return Ok(self.forward_untouched(upstream_request).await);
         };
+        let accepts_sse = parts
+            .headers
+            .get_all(header::ACCEPT)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .any(|v| v.contains("text/event-stream"));
         let (call, composed) = {
             let mut engine = self.engine();
             let call = Call::decide(&mut engine.decider, &envelope);
             let composed = call.compose(&engine.decider);
             (call, composed)
         };
-        let mut exchange = Exchange::new(self.clone(), call);
+        let mut exchange = Exchange::new(self.clone(), call, session.as_deref());
+        if exchange
+            .call
+            .as_ref()
+            .is_some_and(|c| c.decision.notify_list_changed)
+        {
+            let sent = self.notify_streams(session.as_deref(), LIST_CHANGED);
+            exchange.list_changed = !sent && accepts_sse;
+            if !sent && !accepts_sse {
+                tracing::warn!(
+                    "mcp-proxy: no stream to send notifications/tools/list_changed on (no GET stream open, and the client does not accept SSE)"
+                );
+            }
+        }
         exchange
             .run(upstream_request, composed, session.is_some())
             .await
+    }
+
+    /// Forwards a GET stream of `session`, ready to carry the proxy's own notifications between its events.
+    async fn forward_stream(
+        &self,
+        request: Request<Full<Bytes>>,
+        session: String,
+    ) -> Response<ProxyBody> {
+        let response = match self.send(request).await {
+            Ok(response) => response,
+            Err(e) => return bad_gateway(&e),
+        };
+        let (mut parts, body) = response.into_parts();
+        parts.headers = end_to_end(&parts.headers);
+        let is_stream = parts.status == StatusCode::OK
+            && parts
+                .headers
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.to_ascii_lowercase().starts_with("text/event-stream"));
+        if !is_stream {
+            return Response::from_parts(parts, body.map_err(BoxError::from).boxed());
+        }
+        let (inject, injected) = mpsc::unbounded_channel();
+        self.streams().insert(session.clone(), inject.clone());
+        let (out, rx) = mpsc::channel(64);
+        let stream = GetStream {
+            session,
+            inject,
+            injected,
+            out,
+        };
+        tokio::spawn(stream.run(self.streams.clone(), body));
+        Response::from_parts(parts, ChannelBody { rx }.boxed())
+    }
+
+    fn streams(&self) -> std::sync::MutexGuard<'_, HashMap<String, mpsc::UnboundedSender<Bytes>>> {
+        self.streams.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Puts `message` on every open GET stream (the faults' state is the proxy's, so every session's tool list
+    /// changed); whether `session` had one open.
+    fn notify_streams(&self, session: Option<&str>, message: &[u8]) -> bool {
+        let event = Bytes::from(sse::message_event(message));
+        let mut reached = false;
+        for (id, stream) in self.streams().iter() {
+            let sent = stream.send(event.clone()).is_ok();
+            reached |= sent && Some(id.as_str()) == session;
+        }
+        reached
+    }
+
+    fn cancels(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<CancelSignal>>> {
+        self.cancels.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn cancel_call(&self, session: Option<&str>, notification: &Envelope) {
+        let Some(request_id) = notification
+            .params
+            .as_ref()
+            .and_then(|p| p.get("requestId"))
+        else {
+            return;
+        };
+        if let Some(signal) = self.cancels().get(&cancel_key(session, request_id)) {
+            signal.cancel();
+        }
     }
 
     fn upstream_request(&self, parts: &http::request::Parts, body: Bytes) -> Request<Full<Bytes>> {
@@ -251,15 +363,15 @@ impl Proxy {
             .path_and_query()
             .map_or("/", http::uri::PathAndQuery::as_str);
         let mut uri = http::uri::Builder::new().path_and_query(path);
-        if let Some(scheme) = self.upstream.scheme() {
+        if let Some(scheme) = self.upstream.uri.scheme() {
             uri = uri.scheme(scheme.clone());
         }
-        if let Some(authority) = self.upstream.authority() {
+        if let Some(authority) = self.upstream.uri.authority() {
             uri = uri.authority(authority.clone());
         }
         let mut request = Request::new(Full::new(body));
         *request.method_mut() = parts.method.clone();
-        *request.uri_mut() = uri.build().unwrap_or_else(|_| self.upstream.clone());
+        *request.uri_mut() = uri.build().unwrap_or_else(|_| self.upstream.uri.clone());
         *request.headers_mut() = end_to_end(&parts.headers);
         // The client's Host named the proxy; the upstream gets its own.
         request.headers_mut().remove(header::HOST);
@@ -268,7 +380,7 @@ impl Proxy {
     }
 
     async fn send(&self, request: Request<Full<Bytes>>) -> Result<Response<Incoming>, String> {
-        self.client.request(request).await.map_err(|e| {
+        self.upstream.client.request(request).await.map_err(|e| {
             let mut text = e.to_string();
             let mut source = std::error::Error::source(&e);
             while let Some(s) = source {
@@ -307,10 +419,17 @@ struct Exchange {
     upstream_time: Option<Duration>,
     /// An injected wait (delay, hang) is in progress.
     waiting: bool,
+    cancel: Arc<CancelSignal>,
+    cancel_key: String,
+    /// `notifications/tools/list_changed` goes first on this call's answer (made an SSE stream).
+    list_changed: bool,
 }
 
 impl Exchange {
-    fn new(proxy: Arc<Proxy>, call: Call) -> Self {
+    fn new(proxy: Arc<Proxy>, call: Call, session: Option<&str>) -> Self {
+        let cancel = Arc::new(CancelSignal::default());
+        let cancel_key = cancel_key(session, &call.id);
+        proxy.cancels().insert(cancel_key.clone(), cancel.clone());
         Self {
             proxy,
             call: Some(call),
@@ -318,6 +437,9 @@ impl Exchange {
             upstream: None,
             upstream_time: None,
             waiting: false,
+            cancel,
+            cancel_key,
+            list_changed: false,
         }
     }
 
@@ -325,13 +447,40 @@ impl Exchange {
         self.call.as_ref().map_or(Value::Null, |c| c.id.clone())
     }
 
-    async fn wait(&mut self, delay: Duration) {
+    /// Holds the call for `delay`; false when the client cancelled it meanwhile (the wait then ends at once).
+    async fn wait(&mut self, delay: Duration) -> bool {
         if delay.is_zero() {
-            return;
+            return !self.cancel.token.is_cancelled();
         }
         self.waiting = true;
-        tokio::time::sleep(delay).await;
-        self.waiting = false;
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {
+                self.waiting = false;
+                true
+            }
+            () = self.cancel.token.cancelled() => false,
+        }
+    }
+
+    /// The client cancelled the call during an injected wait: the call ends without an answer, and the
+    /// client's request gets an SSE stream that ends at once (as a server closes a cancelled request's stream).
+    fn cancelled(&mut self) -> Response<ProxyBody> {
+        self.finish(Outcome::None);
+        let mut response = status_response(StatusCode::OK, &[], None);
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        response
+    }
+
+    /// The cancellation to record, if the client sent one.
+    fn cancel_record(&self, started: Instant) -> Option<CancelRecord> {
+        self.cancel.at.get().map(|&at| CancelRecord {
+            after_ms: super::engine::millis(at.saturating_duration_since(started)),
+            ended_injected_wait: self.waiting,
+            released_ms: super::engine::millis(at.elapsed()),
+        })
     }
 
     fn finish(&mut self, client: Outcome) {
@@ -343,13 +492,14 @@ impl Exchange {
             (None, Some(_)) => Outcome::Pending,
             (None, None) => Outcome::None,
         };
+        let cancel = self.cancel_record(call.started);
         self.proxy.record(
             &call,
             Ending {
                 upstream,
                 client,
                 upstream_time: self.upstream_time,
-                cancel: None,
+                cancel,
             },
         );
     }
@@ -368,18 +518,55 @@ impl Exchange {
 
     /// Answers `reply` in the server's place.
     fn reply(&mut self, reply: &Reply) -> Response<ProxyBody> {
-        let line = reply.line(&self.id());
+        let mut line = reply.line(&self.id());
         self.finish(reply_outcome(reply));
-        json_response(line)
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        }
+        let (mut parts, ()) = Response::new(()).into_parts();
+        parts.headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        self.answer_response(parts, line)
+    }
+
+    /// The call's answer `message` as the client gets it: a JSON body, or an SSE stream with the tool list's
+    /// change first.
+    fn answer_response(
+        &mut self,
+        mut parts: http::response::Parts,
+        message: Vec<u8>,
+    ) -> Response<ProxyBody> {
+        let body = if std::mem::take(&mut self.list_changed) {
+            parts.headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/event-stream"),
+            );
+            parts.headers.remove(header::CONTENT_LENGTH);
+            let mut body = sse::message_event(LIST_CHANGED);
+            body.extend(sse::message_event(&message));
+            body
+        } else {
+            message
+        };
+        Response::from_parts(
+            parts,
+            Full::new(Bytes::from(body))
+                .map_err(|e: Infallible| match e {})
+                .boxed(),
+        )
     }
 
     async fn run(
-        &mut self,
+        mut self,
         request: Request<Full<Bytes>>,
         composed: Composed,
         has_session: bool,
     ) -> Result<Response<ProxyBody>, Dropped> {
-        self.wait(composed.request_delay).await;
+        if !self.wait(composed.request_delay).await {
+            return Ok(self.cancelled());
+        }
         let cut = match composed.terminal.clone() {
             None => Cut::default(),
             Some(Action::Reply {
@@ -396,7 +583,9 @@ impl Exchange {
                         _ => http_outcome(status),
                     });
                 }
-                self.wait(after + composed.response_delay).await;
+                if !self.wait(after + composed.response_delay).await {
+                    return Ok(self.cancelled());
+                }
                 return Ok(self.reply(&reply));
             }
             Some(Action::Hang {
@@ -414,11 +603,15 @@ impl Exchange {
                         }
                     });
                 }
-                self.wait(max_hold).await;
+                if !self.wait(max_hold).await {
+                    return Ok(self.cancelled());
+                }
                 return match on_cap {
                     OnCap::Drop => {
+                        // Held until the client cancels the call or closes its request.
                         self.waiting = true;
-                        std::future::pending::<Result<Response<ProxyBody>, Dropped>>().await
+                        self.cancel.token.cancelled().await;
+                        Ok(self.cancelled())
                     }
                     OnCap::Error => Ok(self.reply(&request_timed_out())),
                     OnCap::Close => {
@@ -486,10 +679,7 @@ impl Exchange {
         if content_type.starts_with("text/event-stream") {
             let (tx, rx) = mpsc::channel(64);
             let stream = SseRewrite {
-                exchange: {
-                    let stand_in = self.detached();
-                    std::mem::replace(self, stand_in)
-                },
+                exchange: self,
                 composed,
                 cut,
                 events: 0,
@@ -517,27 +707,15 @@ impl Exchange {
             let _ = tx.try_send(Err(BoxError::from(Dropped)));
             return Ok(Response::from_parts(parts, ChannelBody { rx }.boxed()));
         }
-        let out = self.answer(bytes.to_vec(), &composed).await;
-        Ok(Response::from_parts(
-            parts,
-            Full::new(Bytes::from(out)).map_err(|e| match e {}).boxed(),
-        ))
-    }
-
-    /// A stand-in left behind when the exchange moves into its SSE task.
-    fn detached(&self) -> Self {
-        Self {
-            proxy: self.proxy.clone(),
-            call: None,
-            forwarded_at: None,
-            upstream: None,
-            upstream_time: None,
-            waiting: false,
-        }
+        let Some(out) = self.answer(bytes.to_vec(), &composed).await else {
+            return Ok(self.cancelled());
+        };
+        Ok(self.answer_response(parts, out))
     }
 
     /// The server's answer message with the faults' rewrites and delay applied; the call's event is written.
-    async fn answer(&mut self, message: Vec<u8>, composed: &Composed) -> Vec<u8> {
+    /// `None` when the client cancelled the call while its answer was held.
+    async fn answer(&mut self, message: Vec<u8>, composed: &Composed) -> Option<Vec<u8>> {
         self.upstream_time = self.forwarded_at.map(|at| at.elapsed());
         self.upstream = Some(Outcome::of_line(&message));
         let out = match &self.call {
@@ -558,10 +736,12 @@ impl Exchange {
             }
             _ => message,
         };
-        self.wait(composed.response_delay).await;
+        if !self.wait(composed.response_delay).await {
+            return None;
+        }
         self.proxy.engine().recorder.client_line(&out);
         self.finish(Outcome::of_line(&out));
-        out
+        Some(out)
     }
 
     fn expire_session(&self, request: &Request<Full<Bytes>>) {
@@ -597,20 +777,30 @@ impl Exchange {
 
 impl Drop for Exchange {
     fn drop(&mut self) {
+        {
+            let mut cancels = self.proxy.cancels();
+            // A later call may have reused the id in the session.
+            if cancels
+                .get(&self.cancel_key)
+                .is_some_and(|signal| Arc::ptr_eq(signal, &self.cancel))
+            {
+                cancels.remove(&self.cancel_key);
+            }
+        }
         let Some(call) = self.call.take() else {
             return;
         };
-        let now = Instant::now();
         let upstream = match (&self.upstream, self.forwarded_at) {
             (Some(outcome), _) => outcome.clone(),
             (None, Some(_)) => Outcome::Pending,
             (None, None) => Outcome::None,
         };
-        let cancel = CancelRecord {
-            after_ms: super::engine::millis(now - call.started),
+        // Closing the request is the cancellation, unless the client sent one first.
+        let cancel = self.cancel_record(call.started).unwrap_or(CancelRecord {
+            after_ms: super::engine::millis(call.started.elapsed()),
             ended_injected_wait: self.waiting,
             released_ms: 0.0,
-        };
+        });
         self.proxy.record(
             &call,
             Ending {
@@ -648,6 +838,12 @@ struct SseRewrite {
 
 impl SseRewrite {
     async fn run(mut self, mut body: Incoming) {
+        if std::mem::take(&mut self.exchange.list_changed) {
+            let event = Bytes::from(sse::message_event(LIST_CHANGED));
+            if self.out.send(Ok(event)).await.is_err() {
+                return;
+            }
+        }
         let deadline = self
             .cut
             .after
@@ -703,7 +899,11 @@ impl SseRewrite {
         self.events += 1;
         let event = match sse::data(&event) {
             Some(data) if self.exchange.answers(&data) => {
-                let message = self.exchange.answer(data, &self.composed).await;
+                let Some(message) = self.exchange.answer(data, &self.composed).await else {
+                    // Cancelled while held: the stream ends without the answer.
+                    self.exchange.finish(Outcome::None);
+                    return false;
+                };
                 sse::with_data(&event, &message)
             }
             _ => event,
@@ -714,6 +914,56 @@ impl SseRewrite {
     async fn cut_now(&mut self) {
         let _ = self.out.send(Err(BoxError::from(Dropped))).await;
         self.exchange.finish(Outcome::None);
+    }
+}
+
+/// A session's GET stream, passed event by event, with the proxy's own notifications put between events.
+struct GetStream {
+    session: String,
+    /// This stream's entry in the proxy's streams (to remove only its own at the end).
+    inject: mpsc::UnboundedSender<Bytes>,
+    injected: mpsc::UnboundedReceiver<Bytes>,
+    out: mpsc::Sender<Result<Bytes, BoxError>>,
+}
+
+impl GetStream {
+    async fn run(mut self, streams: Streams, mut body: Incoming) {
+        let mut splitter = sse::EventSplitter::default();
+        loop {
+            let chunk = tokio::select! {
+                frame = body.frame() => match frame {
+                    Some(Ok(frame)) => match frame.into_data() {
+                        Ok(data) => splitter.push(&data).into_iter().map(Bytes::from).collect(),
+                        Err(_) => continue,
+                    },
+                    Some(Err(e)) => {
+                        let _ = self.out.send(Err(BoxError::from(e))).await;
+                        break;
+                    }
+                    None => {
+                        let rest = std::mem::take(&mut splitter).rest();
+                        if !rest.is_empty() {
+                            let _ = self.out.send(Ok(Bytes::from(rest))).await;
+                        }
+                        break;
+                    }
+                },
+                Some(event) = self.injected.recv() => vec![event],
+                () = self.out.closed() => break,
+            };
+            for event in chunk {
+                if self.out.send(Ok(event)).await.is_err() {
+                    break;
+                }
+            }
+        }
+        let mut streams = streams.lock().unwrap_or_else(|p| p.into_inner());
+        if streams
+            .get(&self.session)
+            .is_some_and(|s| s.same_channel(&self.inject))
+        {
+            streams.remove(&self.session);
+        }
     }
 }
 
@@ -807,13 +1057,6 @@ fn status_response(
         }
     }
     response
-}
-
-fn json_response(mut line: Vec<u8>) -> Response<ProxyBody> {
-    if line.last() == Some(&b'\n') {
-        line.pop();
-    }
-    status_response(StatusCode::OK, &[], Some((line, "application/json")))
 }
 
 fn bad_gateway(error: &str) -> Response<ProxyBody> {

@@ -22,7 +22,8 @@ use tokio_util::sync::CancellationToken;
 use super::decide::Decider;
 pub use super::engine::Observer;
 use super::engine::{
-    Call, Composed, Ending, Recorder, connection_closed, reply_outcome, request_timed_out,
+    Call, Composed, Ending, LIST_CHANGED, Recorder, connection_closed, reply_outcome,
+    request_timed_out,
 };
 use super::events::{CancelRecord, EventLog};
 use super::faults::{Action, Fault, OnCap};
@@ -67,7 +68,7 @@ pub struct RelayOptions {
     pub plan: Plan,
     pub command: Vec<String>,
     /// The server's Streamable HTTP endpoint, instead of a command (see [`super::bridge`]).
-    pub http_upstream: Option<http::Uri>,
+    pub http_upstream: Option<super::upstream::Upstream>,
     pub events: Option<std::path::PathBuf>,
     /// Sees every line sent to the client and every finished call (the `--report` recorder).
     pub observer: Option<Observer>,
@@ -159,7 +160,7 @@ enum ServerSide {
 
 struct Core {
     command: Vec<String>,
-    http_upstream: Option<http::Uri>,
+    http_upstream: Option<super::upstream::Upstream>,
     mode: Mode,
     decider: Decider,
     recorder: Recorder,
@@ -362,10 +363,10 @@ impl Core {
         Ok(())
     }
 
-    fn start_bridge(&mut self, url: http::Uri) {
+    fn start_bridge(&mut self, upstream: super::upstream::Upstream) {
         self.generation += 1;
         let generation = self.generation;
-        let (to_server, mut lines, task) = super::bridge::spawn(url);
+        let (to_server, mut lines, task) = super::bridge::spawn(upstream);
         let core_tx = self.core_tx.clone();
         let reader = tokio::spawn(async move {
             while let Some(line) = lines.recv().await {
@@ -499,9 +500,9 @@ impl Core {
         }
         let call = Call::decide(&mut self.decider, &envelope);
         if call.decision.notify_list_changed {
-            self.send_client(
-                b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n".to_vec(),
-            );
+            let mut line = LIST_CHANGED.to_vec();
+            line.push(b'\n');
+            self.send_client(line);
         }
         let key = id_key(&call.id);
         let mut pending = Pending {

@@ -108,6 +108,19 @@ pub fn with_data(event: &[u8], data: &[u8]) -> Vec<u8> {
     out
 }
 
+/// A `message` event carrying `data` (one `data:` line per line of it).
+pub fn message_event(data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(data.len() + 24);
+    out.extend_from_slice(b"event: message\n");
+    for line in data.split(|b| *b == b'\n') {
+        out.extend_from_slice(b"data: ");
+        out.extend_from_slice(line.strip_suffix(b"\r").unwrap_or(line));
+        out.push(b'\n');
+    }
+    out.push(b'\n');
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,6 +149,9 @@ mod tests {
             b"event: message\nid: abc_7\ndata: {\"y\":2}\nretry: 10\n\n"
         );
         assert_eq!(data(b"id: 3\ndata:\n\n").unwrap(), b"");
+        let event = message_event(b"{\"a\":\n1}");
+        assert_eq!(event, b"event: message\ndata: {\"a\":\ndata: 1}\n\n");
+        assert_eq!(data(&event).unwrap(), b"{\"a\":\n1}");
         assert!(data(b"id: 3\n\n").is_none());
     }
 }

@@ -43,6 +43,34 @@ pub(crate) fn parse_probability(raw: &str) -> Result<f64, String> {
     }
 }
 
+/// The faults of `fault run` flags written in one value, as other commands take them (e.g. `fault mcp-proxy
+/// --upstream-fault "--with-latency --latency-mean 50"`): `fault run`'s own parser, without its environment
+/// variables (they configure `fault run`, not this value).
+pub fn parse_fault_flags(flags: &str) -> Result<Vec<super::FaultSpec>, String> {
+    use clap::{CommandFactory, FromArgMatches};
+
+    #[derive(clap::Parser)]
+    #[command(name = "fault run", no_binary_name = true)]
+    struct Flags {
+        #[command(flatten)]
+        faults: FaultFlags,
+    }
+    let command = Flags::command().mut_args(|arg| arg.env(None));
+    let matches = command
+        .try_get_matches_from(flags.split_whitespace())
+        .map_err(|e| format!("`{flags}`: {}", e.render().to_string().trim()))?;
+    let specs = Flags::from_arg_matches(&matches)
+        .map_err(|e| format!("`{flags}`: {e}"))?
+        .faults
+        .specs();
+    if specs.is_empty() {
+        return Err(format!(
+            "`{flags}` enables no fault (e.g. --with-latency --latency-mean 50, --with-reset)"
+        ));
+    }
+    Ok(specs)
+}
+
 /// Run the fault-injecting TCP proxy.
 #[derive(Debug, Clone, clap::Args)]
 #[command(

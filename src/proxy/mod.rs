@@ -194,7 +194,11 @@ pub async fn start(config: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
             listen: addr,
             upstream: mapping.upstream.clone(),
         });
-        tracing::info!("proxy listening on {addr} -> {}", mapping.upstream);
+        // Not "listening on": scripts read that from `fault mcp-proxy`, which may run this proxy in-process.
+        tracing::info!(
+            "proxy accepting on {addr}, relaying to {}",
+            mapping.upstream
+        );
         tasks.push(tokio::spawn(accept_loop(
             listener,
             Arc::new(mapping.upstream.clone()),

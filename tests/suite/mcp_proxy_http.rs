@@ -32,7 +32,7 @@ fn script(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn python(test: &str) -> Option<String> {
+pub fn python(test: &str) -> Option<String> {
     match common::python_with(&["fastmcp"]) {
         Ok(python) => Some(python),
         Err(why) => {
@@ -43,12 +43,17 @@ fn python(test: &str) -> Option<String> {
 }
 
 /// The FastMCP server on a free loopback port; killed when dropped.
-struct Upstream {
+pub struct Upstream {
     _child: Child,
-    url: String,
+    pub url: String,
 }
 
-async fn fastmcp_upstream(python: &str) -> Upstream {
+pub async fn fastmcp_upstream(python: &str) -> Upstream {
+    fastmcp_upstream_with(python, &[]).await
+}
+
+/// The FastMCP server; with `[CERT, KEY]` (PEM files) it serves `https://`.
+pub async fn fastmcp_upstream_with(python: &str, tls: &[&Path]) -> Upstream {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -57,6 +62,7 @@ async fn fastmcp_upstream(python: &str) -> Upstream {
     let child = Command::new(python)
         .arg(script("upstream.py"))
         .arg(port.to_string())
+        .args(tls)
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .kill_on_drop(true)
@@ -75,17 +81,20 @@ async fn fastmcp_upstream(python: &str) -> Upstream {
     }
     Upstream {
         _child: child,
-        url: format!("http://127.0.0.1:{port}/mcp"),
+        url: format!(
+            "{}://127.0.0.1:{port}/mcp",
+            if tls.is_empty() { "http" } else { "https" }
+        ),
     }
 }
 
 /// `fault mcp-proxy --upstream URL --listen 127.0.0.1:0 ARGS…`; its URL is read from its stderr.
-struct Proxy {
+pub struct Proxy {
     _child: Child,
-    url: String,
+    pub url: String,
 }
 
-async fn http_proxy(upstream: &str, args: &[&str]) -> Proxy {
+pub async fn http_proxy(upstream: &str, args: &[&str]) -> Proxy {
     let mut child = Command::new(common::fault_bin())
         .args([
             "mcp-proxy",
@@ -120,7 +129,7 @@ async fn http_proxy(upstream: &str, args: &[&str]) -> Proxy {
     Proxy { _child: child, url }
 }
 
-async fn run_python_client(python: &str, script_json: Value) -> Value {
+pub async fn run_python_client(python: &str, script_json: Value) -> Value {
     let mut child = Command::new(python)
         .arg(script("client.py"))
         .stdin(Stdio::piped())

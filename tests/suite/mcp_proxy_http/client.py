@@ -4,14 +4,18 @@ tests of `fault mcp-proxy --upstream`. It does what the spec asks of a client wh
 
 Usage: client.py < SCRIPT_JSON
   {"url": "http://127.0.0.1:PORT/mcp",
-   "calls": [{"tool": "echo", "arguments": {...}, "timeout_s": 5}]}
+   "calls": [{"tool": "echo", "arguments": {...}, "timeout_s": 5},
+             {"list": true},
+             {"await_notification": "notifications/tools/list_changed", "timeout_s": 5}]}
 
 Output: one JSON object:
   {"calls": [{"tool", "outcome": "result" | "tool_error" | "error" | "exception", "text",
               "error": {"code", "message"}, "exception", "progress": [[progress, total, message]],
-              "session": the Mcp-Session-Id it was made in, "wall_ms"}],
+              "session": the Mcp-Session-Id it was made in, "wall_ms"}
+             | {"listed": [tool names]} | {"notified": bool, "wall_ms"}],
    "sessions": how many sessions were initialized,
-   "http": [{"method", "rpc": the JSON-RPC method POSTed, "session", "status", "retry_after"}]}
+   "notifications": the methods of the server notifications the session's message handler got, in order,
+   "http": [{"method", "rpc": the JSON-RPC method POSTed, "session", "status", "retry_after", "content_type"}]}
 """
 
 import json
@@ -44,6 +48,7 @@ async def main():
                 "session": request.headers.get("mcp-session-id"),
                 "status": response.status_code,
                 "retry_after": response.headers.get("retry-after"),
+                "content_type": response.headers.get("content-type"),
             }
         )
 
@@ -53,14 +58,41 @@ async def main():
     calls = []
     pending = list(script["calls"])
     sessions = 0
+    notifications = []
+    notified = anyio.Event()
+
+    async def on_message(message):
+        method = getattr(message, "method", None)
+        if method is not None:
+            notifications.append(method)
+            notified.set()
     async with http:
         while pending:
             sessions += 1
             async with streamable_http_client(script["url"], http_client=http) as (read, write):
-                async with ClientSession(read, write) as session:
+                async with ClientSession(read, write, message_handler=on_message) as session:
                     await session.initialize()
                     while pending:
                         call = pending[0]
+                        if call.get("list"):
+                            listed = await session.list_tools()
+                            calls.append({"listed": [tool.name for tool in listed.tools]})
+                            pending.pop(0)
+                            continue
+                        if "await_notification" in call:
+                            started = time.monotonic()
+                            with anyio.move_on_after(call.get("timeout_s", 5)):
+                                while call["await_notification"] not in notifications:
+                                    await notified.wait()
+                                    notified = anyio.Event()
+                            calls.append(
+                                {
+                                    "notified": call["await_notification"] in notifications,
+                                    "wall_ms": (time.monotonic() - started) * 1000,
+                                }
+                            )
+                            pending.pop(0)
+                            continue
                         line = await run_call(session, call)
                         posted = [e for e in exchanges if e["rpc"] == "tools/call"]
                         line["session"] = posted[-1]["session"] if posted else None
@@ -70,7 +102,11 @@ async def main():
                             call["retried"] = True
                             break
                         pending.pop(0)
-    print(json.dumps({"calls": calls, "sessions": sessions, "http": exchanges}))
+    print(
+        json.dumps(
+            {"calls": calls, "sessions": sessions, "notifications": notifications, "http": exchanges}
+        )
+    )
 
 
 async def run_call(session, call):

@@ -1,6 +1,7 @@
 """A real Streamable HTTP MCP server (FastMCP) for the tests of `fault mcp-proxy --upstream`.
 
-Usage: upstream.py PORT. Serves http://127.0.0.1:PORT/mcp until killed.
+Usage: upstream.py PORT [CERT KEY]. Serves http://127.0.0.1:PORT/mcp until killed (https:// with a certificate
+and its key, PEM files).
 """
 
 import asyncio
@@ -33,4 +34,7 @@ if __name__ == "__main__":
         port=int(sys.argv[1]),
         show_banner=False,
         log_level="warning",
+        uvicorn_config=(
+            {"ssl_certfile": sys.argv[2], "ssl_keyfile": sys.argv[3]} if len(sys.argv) > 3 else None
+        ),
     )

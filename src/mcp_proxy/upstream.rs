@@ -1,0 +1,275 @@
+//! The connection to the real server's Streamable HTTP endpoint, shared by the HTTP front and the stdio bridge:
+//! `http://` or `https://` (rustls: the system roots plus an optional extra CA), optionally through the
+//! in-process TCP fault proxy of `fault run` (`--upstream-fault`). The proxy only carries the bytes: requests
+//! keep the upstream's URL, so the `Host` header and the TLS server name stay the upstream's.
+
+use std::{
+    future::Future,
+    io,
+    net::SocketAddr,
+    path::PathBuf,
+    pin::Pin,
+    sync::Arc,
+    task::{Context, Poll},
+};
+
+use bytes::Bytes;
+use http::Uri;
+use http_body_util::Full;
+use hyper_util::{
+    client::legacy::{
+        Client,
+        connect::{Connected, Connection, HttpConnector},
+    },
+    rt::{TokioExecutor, TokioIo},
+};
+use tokio::{
+    io::{AsyncRead, AsyncWrite, ReadBuf},
+    net::TcpStream,
+};
+use tokio_rustls::client::TlsStream;
+
+use crate::proxy::{
+    FaultSpec, ProxyConfig, ProxyHandle,
+    mapping::{Mapping, Upstream as TcpUpstream},
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    #[error("--upstream {url}: {reason}")]
+    Url { url: String, reason: String },
+    #[error("--upstream-ca: {0}")]
+    Tls(#[from] crate::tls::TlsSetupError),
+    #[error("--upstream-fault: {0}")]
+    Faults(String),
+}
+
+/// How to reach the upstream besides its URL.
+#[derive(Debug, Default, Clone)]
+pub struct UpstreamOptions {
+    /// An extra PEM CA trusted for an `https://` upstream (else `$FAULT_PROXY_EXTRA_CA`).
+    pub extra_ca: Option<PathBuf>,
+    /// TCP faults on the upstream connection.
+    pub faults: Vec<FaultSpec>,
+    /// The seed of the TCP faults' decisions.
+    pub seed: u64,
+}
+
+pub type UpstreamClient = Client<Connector, Full<Bytes>>;
+
+/// The upstream endpoint and the client that reaches it.
+#[derive(Clone)]
+pub struct Upstream {
+    pub uri: Uri,
+    pub client: UpstreamClient,
+    /// The TCP fault proxy the connections go through; it stops when the last clone is dropped.
+    _faults: Option<Arc<ProxyHandle>>,
+}
+
+impl Upstream {
+    /// Checks `url` and readies its client (starting the TCP fault proxy when there are faults).
+    pub async fn new(url: &str, options: &UpstreamOptions) -> Result<Self, UpstreamError> {
+        let uri = parse_upstream(url)?;
+        let tls = if uri.scheme_str() == Some("https") {
+            Some(crate::tls::connector(options.extra_ca.as_deref())?)
+        } else {
+            None
+        };
+        let faults = if options.faults.is_empty() {
+            None
+        } else {
+            Some(Arc::new(start_fault_proxy(&uri, options).await?))
+        };
+        let mut http = HttpConnector::new();
+        http.set_nodelay(true);
+        http.enforce_http(false);
+        let connector = Connector {
+            http,
+            tls,
+            via: faults
+                .as_ref()
+                .and_then(|handle| handle.local_addrs().first().copied()),
+        };
+        Ok(Self {
+            uri,
+            client: Client::builder(TokioExecutor::new()).build(connector),
+            _faults: faults,
+        })
+    }
+}
+
+/// `--upstream URL`: an `http://` or `https://` URL with a host.
+pub fn parse_upstream(url: &str) -> Result<Uri, UpstreamError> {
+    let error = |reason: String| UpstreamError::Url {
+        url: url.to_owned(),
+        reason,
+    };
+    let upstream: Uri = url
+        .parse()
+        .map_err(|e: http::uri::InvalidUri| error(e.to_string()))?;
+    if !matches!(upstream.scheme_str(), Some("http" | "https")) || upstream.host().is_none() {
+        return Err(error(
+            "must be an http:// or https:// URL with a host".into(),
+        ));
+    }
+    Ok(upstream)
+}
+
+fn default_port(uri: &Uri) -> u16 {
+    uri.port_u16().unwrap_or(match uri.scheme_str() {
+        Some("https") => 443,
+        _ => 80,
+    })
+}
+
+/// The TCP fault proxy on 127.0.0.1 (a free port), relaying to the upstream's host and port.
+async fn start_fault_proxy(
+    uri: &Uri,
+    options: &UpstreamOptions,
+) -> Result<ProxyHandle, UpstreamError> {
+    let host = uri
+        .host()
+        .unwrap_or_default()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned();
+    let config = ProxyConfig {
+        mappings: vec![Mapping {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            // Plain TCP: a TLS session, if any, runs end to end through it.
+            upstream: TcpUpstream {
+                host,
+                port: default_port(uri),
+                tls: false,
+            },
+        }],
+        faults: options.faults.clone(),
+        seed: Some(options.seed),
+        ..ProxyConfig::default()
+    };
+    let handle = crate::proxy::start(config)
+        .await
+        .map_err(|e| UpstreamError::Faults(e.to_string()))?;
+    for fault in &options.faults {
+        tracing::info!("mcp-proxy: upstream connection fault: {}", fault.describe());
+    }
+    Ok(handle)
+}
+
+/// Connects to the URL's host (or, with TCP faults, to the fault proxy), then speaks TLS for `https://`
+/// with the URL's host as the server name.
+#[derive(Clone)]
+pub struct Connector {
+    http: HttpConnector,
+    tls: Option<tokio_rustls::TlsConnector>,
+    via: Option<SocketAddr>,
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+impl tower_service::Service<Uri> for Connector {
+    type Response = TokioIo<UpstreamStream>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.http.poll_ready(cx).map_err(BoxError::from)
+    }
+
+    fn call(&mut self, uri: Uri) -> Self::Future {
+        let mut http = self.http.clone();
+        let tls = self.tls.clone();
+        let via = self.via;
+        Box::pin(async move {
+            let target = match via {
+                Some(addr) => Uri::try_from(format!("http://{addr}"))?,
+                None => Uri::try_from(format!(
+                    "http://{}:{}",
+                    uri.host().unwrap_or_default(),
+                    default_port(&uri)
+                ))?,
+            };
+            let tcp = http.call(target).await?.into_inner();
+            if uri.scheme_str() != Some("https") {
+                return Ok(TokioIo::new(UpstreamStream::Plain(tcp)));
+            }
+            let tls = tls.ok_or("no TLS configuration for an https:// upstream")?;
+            let host = uri
+                .host()
+                .unwrap_or_default()
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_owned();
+            let name = rustls::pki_types::ServerName::try_from(host)?;
+            let stream = tls.connect(name, tcp).await?;
+            Ok(TokioIo::new(UpstreamStream::Tls(Box::new(stream))))
+        })
+    }
+}
+
+/// A connection to the upstream, in clear or in TLS.
+pub enum UpstreamStream {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl Connection for UpstreamStream {
+    fn connected(&self) -> Connected {
+        Connected::new()
+    }
+}
+
+impl AsyncRead for UpstreamStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Self::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Self::Tls(s) => Pin::new(s).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for UpstreamStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Self::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Self::Tls(s) => Pin::new(s).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Self::Plain(s) => Pin::new(s).poll_flush(cx),
+            Self::Tls(s) => Pin::new(s).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Self::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Self::Tls(s) => Pin::new(s).poll_shutdown(cx),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn upstream_urls_are_http_or_https_with_a_host() {
+        assert!(parse_upstream("http://127.0.0.1:8000/mcp").is_ok());
+        assert!(parse_upstream("https://mcp.example.com/mcp").is_ok());
+        for bad in ["ftp://x/mcp", "/mcp", "127.0.0.1:8000"] {
+            let error = parse_upstream(bad).unwrap_err().to_string();
+            assert!(error.contains(bad), "{bad}: {error}");
+        }
+    }
+}
