@@ -24,11 +24,13 @@ impl FaultServer {
         description = "Evaluate how an MCP server, and a client with a given retry policy, cope with faults in \
 the tool-call plane. Starts `server` (stdio) behind `fault mcp-proxy` with the fault `plan` (hang, latency, \
 error, flaky, recover_after, rate_limit, malformed, schema_drift, partial_result, ...), makes the `calls` \
-(repeat times, or for duration at rate; concurrency at once) with the `client` policy (timeout_ms then cancel, \
-retries, backoff_ms), and returns a markdown report: per tool and overall outcomes, faults injected, \
+(repeat times; or an open-model load: num_clients sessions each starting rps calls per second for duration) \
+with the `client` policy (timeout_ms then cancel, retries, backoff_ms), and returns a markdown report: per tool \
+and overall outcomes, faults injected, \
 availability A, correctness C (results validated against the tool's own outputSchema), A×C, latency \
 percentiles with and without injection, retries, time to detect, time to recovery, runaways, duplicates, \
-tasks and blast radius; structuredContent holds every figure. `baseline: true` runs the calls without faults \
+tasks and blast radius, latency per second, calls that could not start, and whether slow calls delayed others \
+(head-of-line blocking); structuredContent holds every figure. `baseline: true` runs the calls without faults \
 first and adds a with/without table. `server: {url, headers}` instead of a command calls a running Streamable \
 HTTP MCP server directly (no plan: it measures the server as it is).",
         input_schema = chaos_input_schema(),

@@ -23,6 +23,10 @@ use crate::{
 
 /// Logical calls one run may make.
 const MAX_CALLS: u64 = 100_000;
+/// Client sessions of one run against a URL.
+const MAX_CLIENTS: u64 = 256;
+/// Against a command each client has its own proxy and server process.
+const MAX_COMMAND_CLIENTS: u64 = 32;
 
 /// The MCP server under test: a `command` started over stdio behind `fault mcp-proxy`, or the `url` of a
 /// running Streamable HTTP server, called directly (no faults: give no plan).
@@ -94,13 +98,21 @@ pub(super) struct McpChaosInput {
     /// Run the calls list this many times. Default 1; at most 100000 calls in all. Not with `duration`.
     #[serde(default)]
     repeat: Lenient<f64>,
-    /// Instead of `repeat`: cycle through the calls for this long, e.g. "30s" (at most "10m"), at `rate`.
+    /// Instead of `repeat`: an open-model load: each client starts calls at `rps`, cycling through `calls`,
+    /// for this long, e.g. "30s" (at most the server's --max-scenario-duration), whether or not earlier
+    /// calls have returned.
     #[serde(default)]
     duration: Lenient<String>,
-    /// Logical calls started per second with `duration`. Default 10; more than 0 and at most 1000.
+    /// Logical calls each client starts per second with `duration` (`rate` is accepted too). Default 10;
+    /// more than 0, and num_clients × rps at most the server's --max-scenario-rps.
+    #[serde(default, alias = "rate")]
+    rps: Lenient<f64>,
+    /// Client sessions, each with its own handshake (a `server.command` gets one proxy and server process
+    /// per client), all on the same schedule. Default 1; 1..=256 (1..=32 with `server.command`).
     #[serde(default)]
-    rate: Lenient<f64>,
-    /// Logical calls in flight at once. Default 1; 1..=256.
+    num_clients: Lenient<f64>,
+    /// Logical calls in flight at once per client. With `repeat`, default 1 (calls one after another); with
+    /// `duration`, default 256, and a call due while all are busy is not started (and counted). 1..=256.
     #[serde(default)]
     concurrency: Lenient<f64>,
     /// The client policy: {timeout_ms, retries, backoff_ms}.
@@ -172,16 +184,44 @@ impl McpChaosInput {
             }
             (Some(text), None) => Schedule::Rate {
                 duration: duration(Some(text), limits)?,
-                rate: within("rate", self.rate.0, 10.0, 0.001, 1000.0)?,
+                rate: within("rps", self.rps.0, 10.0, 0.001, limits.max_total_rps as f64)?,
             },
             (None, repeat) => {
-                if self.rate.0.is_some() {
-                    return Err(bad("rate", "only goes with `duration`"));
+                if self.rps.0.is_some() {
+                    return Err(bad("rps", "only goes with `duration`"));
                 }
                 Schedule::Repeat(whole("repeat", repeat, 1, 1, MAX_CALLS)?)
             }
         };
-        let concurrency = whole("concurrency", self.concurrency.0, 1, 1, 256)? as u32;
+        let most_clients = match &server {
+            ServerTarget::Command(_) => MAX_COMMAND_CLIENTS,
+            ServerTarget::Url(_) => MAX_CLIENTS,
+        };
+        let num_clients = whole("num_clients", self.num_clients.0, 1, 1, most_clients)? as u32;
+        if let Schedule::Rate { rate, .. } = schedule {
+            let total = rate * f64::from(num_clients);
+            if total > limits.max_total_rps as f64 {
+                return Err(bad(
+                    "rps",
+                    format!(
+                        "num_clients × rps = {total} calls/s is over this server's cap of {} \
+                         (--max-scenario-rps)",
+                        limits.max_total_rps
+                    ),
+                ));
+            }
+        }
+        let default_concurrency = match schedule {
+            Schedule::Repeat(_) => 1,
+            Schedule::Rate { .. } => 256,
+        };
+        let concurrency = whole(
+            "concurrency",
+            self.concurrency.0,
+            default_concurrency,
+            1,
+            256,
+        )? as u32;
         let client = self.client.unwrap_or_default();
         let timeout_ms = whole("client.timeout_ms", client.timeout_ms.0, 10_000, 1, 600_000)?;
         let retries = whole("client.retries", client.retries.0, 0, 0, 10)? as u32;
@@ -197,6 +237,7 @@ impl McpChaosInput {
             plan,
             calls,
             schedule,
+            num_clients,
             concurrency,
             timeout: Duration::from_millis(timeout_ms),
             retries,

@@ -3,6 +3,7 @@
 
 use std::fmt::Write;
 
+use super::head_of_line::{BLOCKED_RATIO, HeadOfLine, MIN_CALLS, SLOWER_FACTOR};
 use super::report::{ChaosFigures, ChaosReport, LatencyFigures, RUNAWAY_ATTEMPTS, ToolFigures};
 
 fn opt_ms(value: Option<f64>) -> String {
@@ -36,16 +37,22 @@ fn write_report(out: &mut String, report: &ChaosReport) -> std::fmt::Result {
     writeln!(out, "# {}\n", report.title)?;
     writeln!(out, "Start: {}\n", report.started_at)?;
     writeln!(out, "End: {}\n", report.ended_at)?;
+    // A URL is called directly; a command runs behind the proxy.
+    let how = if report.server.starts_with("http://") || report.server.starts_with("https://") {
+        "called over Streamable HTTP"
+    } else {
+        "behind `fault mcp-proxy`"
+    };
     writeln!(
         out,
-        "## Scenario: `{}` behind `fault mcp-proxy` (seed {})\n",
+        "## Scenario: `{}` {how} (seed {})\n",
         report.server.replace('`', "'"),
         report.seed
     )?;
     if let Some(client) = &report.client {
         writeln!(
             out,
-            "**Client**: {}; concurrency {}; timeout {}ms (then `notifications/cancelled`); retries {}; backoff {}ms\n",
+            "**Client**: {}; concurrency {} per client; timeout {}ms (then `notifications/cancelled`); retries {}; backoff {}ms\n",
             client.schedule,
             client.concurrency,
             client.timeout_ms,
@@ -243,7 +250,48 @@ fn write_run(out: &mut String, run: &ChaosFigures) -> std::fmt::Result {
         k.success_rate,
         k.blast_radius
     )?;
-    write_sparkline(out, run)
+    if run.not_started > 0 {
+        writeln!(
+            out,
+            "**Not started**: {} calls were due while every in-flight slot of their client was busy.\n",
+            run.not_started
+        )?;
+    }
+    write_sparkline(out, run)?;
+    write_head_of_line(out, &run.head_of_line)
+}
+
+fn write_head_of_line(out: &mut String, hol: &HeadOfLine) -> std::fmt::Result {
+    writeln!(out, "**Head-of-line blocking**: {}\n", hol.verdict)?;
+    if hol.tools.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "| Tool | Behind a slower call, same session | Same p50 | Same p95 | Same p99 | Behind one on another session only | Other p50 | Other p95 | Other p99 | Clear | Clear p50 | Clear p95 | Clear p99 | Ratio same | Ratio other |"
+    )?;
+    writeln!(
+        out,
+        "|------|------|-----|-----|-----|------|-----|-----|-----|-------|-----|-----|-----|------|------|"
+    )?;
+    let ratio = |r: Option<f64>| r.map_or_else(|| "-".to_owned(), |r| format!("{r:.4}"));
+    for t in &hol.tools {
+        writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} |",
+            t.tool,
+            latency_cells(&t.behind_same_session),
+            latency_cells(&t.behind_other_session),
+            latency_cells(&t.clear),
+            ratio(t.same_session_ratio),
+            ratio(t.other_session_ratio)
+        )?;
+    }
+    writeln!(
+        out,
+        "\n_A call is behind a slower call when, at its start, a call of another tool whose p50 is more than {SLOWER_FACTOR}× its own tool's was in flight; \
+ratios are p50 behind / p50 clear, judged with at least {MIN_CALLS} calls in each group; blocking is called from {BLOCKED_RATIO}×._\n"
+    )
 }
 
 fn write_sparkline(out: &mut String, run: &ChaosFigures) -> std::fmt::Result {

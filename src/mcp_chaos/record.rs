@@ -71,6 +71,8 @@ pub struct CallRecord {
     /// The client cancelled the call this long after sending it.
     pub cancel_after_ms: Option<f64>,
     pub logical: Option<Logical>,
+    /// The client session the call was made on (0 with one client).
+    pub session: u32,
 }
 
 /// Output schemas by tool, from a `tools/list` result.
@@ -211,6 +213,7 @@ mod tests {
             reached_server: true,
             cancel_after_ms: None,
             logical: None,
+            session: 0,
         }
     }
 

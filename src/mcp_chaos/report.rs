@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, HashMap};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::head_of_line::{HeadOfLine, head_of_line};
 use super::record::{CallOutcome, CallRecord, infer_logical};
 use crate::report::{SecondFigures, ms, quantile, round2, sparklines};
 
@@ -42,8 +43,10 @@ pub struct ClientPolicy {
     pub retries: u32,
     /// Wait before each retry.
     pub backoff_ms: u64,
-    /// Logical calls in flight at once.
+    /// Logical calls in flight at once, per client.
     pub concurrency: u32,
+    /// Client sessions driven at once.
+    pub num_clients: u32,
     /// How calls were scheduled, e.g. "8 calls × 200 repeats".
     pub schedule: String,
 }
@@ -156,6 +159,11 @@ pub struct ChaosFigures {
     /// p50 and p95 per second as Unicode blocks, on one scale.
     pub sparkline_p50: String,
     pub sparkline_p95: String,
+    /// Calls that were due while every in-flight slot of their client was busy, so never started
+    /// (open-model schedules only).
+    pub not_started: u64,
+    /// Whether slow calls delayed others.
+    pub head_of_line: HeadOfLine,
 }
 
 /// One row of the with/without comparison.
@@ -193,7 +201,7 @@ pub struct ChaosReport {
     pub comparison: Option<Vec<ComparisonRow>>,
 }
 
-pub(crate) fn round4(value: f64) -> f64 {
+pub fn round4(value: f64) -> f64 {
     (value * 10_000.0).round() / 10_000.0
 }
 
@@ -218,7 +226,7 @@ fn histogram() -> hdrhistogram::Histogram<u64> {
     crate::load::histogram(3)
 }
 
-fn latency<'a>(records: impl Iterator<Item = &'a CallRecord>) -> LatencyFigures {
+pub(super) fn latency<'a>(records: impl Iterator<Item = &'a CallRecord>) -> LatencyFigures {
     let mut h = histogram();
     for r in records {
         h.saturating_record((r.latency_ms * 1000.0).round().max(1.0) as u64);
@@ -404,13 +412,18 @@ pub fn figures(mut records: Vec<CallRecord>, duration_ms: f64) -> ChaosFigures {
     let mut names: Vec<&str> = records.iter().map(|r| r.tool.as_str()).collect();
     names.sort_unstable();
     names.dedup();
-    let tools = names
+    let tools: Vec<ToolFigures> = names
         .iter()
         .map(|name| {
             let mine: Vec<&CallRecord> = records.iter().filter(|r| r.tool == *name).collect();
             tool_figures(name, &mine)
         })
         .collect();
+    let p50_by_tool = tools
+        .iter()
+        .filter_map(|t| Some((t.tool.as_str(), t.latency.p50_ms?)))
+        .collect();
+    let head_of_line = head_of_line(&records, &p50_by_tool);
     let seconds = records
         .iter()
         .map(|r| (r.start_ms.max(0.0) / 1000.0) as usize + 1)
@@ -444,6 +457,8 @@ pub fn figures(mut records: Vec<CallRecord>, duration_ms: f64) -> ChaosFigures {
         per_second,
         sparkline_p50,
         sparkline_p95,
+        not_started: 0,
+        head_of_line,
     }
 }
 
@@ -487,6 +502,7 @@ mod tests {
                 attempt,
                 task: "t".into(),
             }),
+            session: 0,
         }
     }
 

@@ -152,6 +152,11 @@ pub struct ChaosSpec {
     pub plan: PlanSource,
     pub calls: Vec<PlannedCall>,
     pub schedule: Schedule,
+    /// Independent client sessions, each with its own handshake (and, for a command, its own proxy and
+    /// server process), each running the whole schedule.
+    pub num_clients: u32,
+    /// Calls in flight at once per client; on a `Rate` schedule a call due while all are busy is not
+    /// started and is counted as such (the arrival rate never waits for the server).
     pub concurrency: u32,
     pub timeout: Duration,
     pub retries: u32,
@@ -164,6 +169,10 @@ pub struct ChaosSpec {
 impl ChaosSpec {
     /// Logical calls of one run.
     pub fn planned_calls(&self) -> u64 {
+        self.planned_calls_per_client() * u64::from(self.num_clients.max(1))
+    }
+
+    fn planned_calls_per_client(&self) -> u64 {
         match self.schedule {
             Schedule::Repeat(n) => n * self.calls.len() as u64,
             Schedule::Rate { duration, rate } => (duration.as_secs_f64() * rate).ceil() as u64,
@@ -171,13 +180,17 @@ impl ChaosSpec {
     }
 
     fn describe_schedule(&self) -> String {
-        match self.schedule {
+        let one = match self.schedule {
             Schedule::Repeat(n) => format!("{} calls × {n} repeats", self.calls.len()),
             Schedule::Rate { duration, rate } => format!(
                 "{} calls cycled at {rate} calls/s for {}",
                 self.calls.len(),
                 humantime::format_duration(duration)
             ),
+        };
+        match self.num_clients {
+            0 | 1 => one,
+            n => format!("{n} clients, each {one}"),
         }
     }
 }
@@ -239,9 +252,8 @@ pub async fn run(
     } else {
         None
     };
-    let (records, duration_ms) = run_once(spec, true, cancel, progress).await?;
-    let run = report::figures(records, duration_ms);
-    let baseline = baseline.map(|(records, ms)| report::figures(records, ms));
+    let run = run_once(spec, true, cancel, progress).await?.figures();
+    let baseline = baseline.map(RunRecords::figures);
     let comparison = baseline.as_ref().map(|b| report::compare(b, &run));
     Ok(ChaosReport {
         title: "MCP Chaos Report".into(),
@@ -255,6 +267,7 @@ pub async fn run(
             retries: spec.retries,
             backoff_ms: spec.backoff.as_millis() as u64,
             concurrency: spec.concurrency,
+            num_clients: spec.num_clients,
             schedule: spec.describe_schedule(),
         }),
         run,
@@ -273,36 +286,57 @@ struct Attempt {
     record: CallRecord,
 }
 
-/// One run through a proxy with the plan (`with_faults`) or without; its records and duration.
-async fn run_once(
-    spec: &ChaosSpec,
-    with_faults: bool,
-    cancel: &CancellationToken,
-    progress: Arc<LoadProgress>,
-) -> Result<(Vec<CallRecord>, f64), ChaosError> {
+/// What one run left: every attempt, the calls that could not start, and how long it took.
+struct RunRecords {
+    records: Vec<CallRecord>,
+    not_started: u64,
+    duration_ms: f64,
+}
+
+impl RunRecords {
+    fn figures(self) -> report::ChaosFigures {
+        let mut figures = report::figures(self.records, self.duration_ms);
+        figures.not_started = self.not_started;
+        figures
+    }
+}
+
+/// One client session: its connection, and the proxy's plan and events files when there is a proxy.
+struct Session {
+    connection: Arc<Connection>,
+    /// Lives until the proxy has exited.
+    scratch: Option<Scratch>,
+}
+
+impl Session {
+    /// The proxy's events (one JSON line per call), empty without a proxy.
+    fn events(&self) -> String {
+        self.scratch
+            .as_ref()
+            .and_then(|s| std::fs::read_to_string(s.0.join(EVENTS_FILE)).ok())
+            .unwrap_or_default()
+    }
+}
+
+const EVENTS_FILE: &str = "events.jsonl";
+
+/// A client session to the server: HTTP straight to a URL, or stdio through a proxy (with the plan when
+/// `with_faults`) in front of a fresh server process.
+fn connect(spec: &ChaosSpec, with_faults: bool) -> Result<Session, ChaosError> {
     let command = match &spec.server {
-        ServerTarget::Command(command) => command,
-        // Faults need the proxy, which relays stdio servers only: a URL is driven directly (input
+        // Faults need the proxy, which relays stdio servers here: a URL is driven directly (input
         // validation refuses a plan with faults for it).
         ServerTarget::Url(server) => {
             let client = HttpClient::new(server.url.clone(), server.headers.clone())
                 .map_err(ChaosError::HttpClient)?;
-            let connection = Connection::Http(client);
-            return drive_connection(spec, connection, None, cancel, progress)
-                .await
-                .map_err(|e| match e {
-                    ChaosError::ServerStart { reason, stderr } => ChaosError::ServerUnreachable {
-                        url: server.url.to_string(),
-                        reason,
-                        problems: stderr,
-                    },
-                    other => other,
-                })
-                .map(|(attempts, duration_ms)| (join(attempts, ""), duration_ms));
+            return Ok(Session {
+                connection: Arc::new(Connection::Http(client)),
+                scratch: None,
+            });
         }
+        ServerTarget::Command(command) => command,
     };
     let scratch = Scratch::new()?;
-    let events = scratch.0.join("events.jsonl");
     let mut args = vec!["mcp-proxy".to_owned()];
     if with_faults {
         let plan = scratch.0.join(if spec.plan.json {
@@ -320,55 +354,98 @@ async fn run_once(
     }
     args.extend([
         "--events".to_owned(),
-        events.display().to_string(),
+        scratch.0.join(EVENTS_FILE).display().to_string(),
         "--".to_owned(),
         command.command.clone(),
     ]);
     args.extend(command.args.iter().cloned());
     let client = StdioClient::spawn(&spec.proxy_exe, &args, &command.env, command.cwd.as_deref())?;
-    let (attempts, duration_ms) = drive_connection(
-        spec,
-        Connection::Stdio(client),
-        Some(&scratch),
-        cancel,
-        progress,
-    )
-    .await?;
-    let events = std::fs::read_to_string(&events).unwrap_or_default();
-    Ok((join(attempts, &events), duration_ms))
+    Ok(Session {
+        connection: Arc::new(Connection::Stdio(client)),
+        scratch: Some(scratch),
+    })
 }
 
-/// The handshake, then every call on `connection`, then its close; the attempts and the run's duration.
-/// `_scratch` (the proxy's files) lives until the proxy has exited.
-async fn drive_connection(
+/// One run with the plan (`with_faults`) or without: `num_clients` sessions, each handshaken, then all
+/// driven on the same clock, then closed; the attempts joined with each proxy's events.
+async fn run_once(
     spec: &ChaosSpec,
-    connection: Connection,
-    _scratch: Option<&Scratch>,
+    with_faults: bool,
     cancel: &CancellationToken,
     progress: Arc<LoadProgress>,
-) -> Result<(Vec<Attempt>, f64), ChaosError> {
-    let client = Arc::new(connection);
-    let schemas = match start(&client).await {
-        Ok(schemas) => Arc::new(schemas),
-        Err(reason) => {
-            client.close(Duration::from_secs(1)).await;
-            return Err(ChaosError::ServerStart {
-                reason,
-                stderr: client.diagnostics(),
-            });
+) -> Result<RunRecords, ChaosError> {
+    let mut sessions = Vec::new();
+    for _ in 0..spec.num_clients.max(1) {
+        match connect(spec, with_faults) {
+            Ok(session) => sessions.push(session),
+            Err(e) => {
+                close_all(&sessions, Duration::from_secs(1)).await;
+                return Err(e);
+            }
         }
-    };
+    }
+    let handshakes = futures::future::join_all(sessions.iter().map(|s| start(&s.connection))).await;
+    let mut schemas = Vec::with_capacity(sessions.len());
+    for (session, handshake) in sessions.iter().zip(handshakes) {
+        match handshake {
+            Ok(found) => schemas.push(Arc::new(found)),
+            Err(reason) => {
+                let diagnostics = session.connection.diagnostics();
+                close_all(&sessions, Duration::from_secs(1)).await;
+                return Err(match &spec.server {
+                    ServerTarget::Url(server) => ChaosError::ServerUnreachable {
+                        url: server.url.to_string(),
+                        reason,
+                        problems: diagnostics,
+                    },
+                    ServerTarget::Command(_) => ChaosError::ServerStart {
+                        reason,
+                        stderr: diagnostics,
+                    },
+                });
+            }
+        }
+    }
     let started = Instant::now();
+    let not_started = Arc::new(AtomicU64::new(0));
+    let drives = sessions
+        .iter()
+        .zip(&schemas)
+        .enumerate()
+        .map(|(i, (s, schemas))| {
+            drive(
+                spec,
+                &s.connection,
+                schemas,
+                started,
+                progress.clone(),
+                i as u32,
+                not_started.clone(),
+            )
+        });
     let driven = tokio::select! {
-        attempts = drive(spec, &client, &schemas, started, progress) => Some(attempts),
+        attempts = futures::future::join_all(drives) => Some(attempts),
         () = cancel.cancelled() => None,
     };
     let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
-    client.close(EXIT_GRACE).await;
+    close_all(&sessions, EXIT_GRACE).await;
     let Some(attempts) = driven else {
         return Err(ChaosError::Cancelled);
     };
-    Ok((attempts, duration_ms))
+    let records = sessions
+        .iter()
+        .zip(attempts)
+        .flat_map(|(session, attempts)| join(attempts, &session.events()))
+        .collect();
+    Ok(RunRecords {
+        records,
+        not_started: not_started.load(Ordering::Relaxed),
+        duration_ms,
+    })
+}
+
+async fn close_all(sessions: &[Session], grace: Duration) {
+    futures::future::join_all(sessions.iter().map(|s| s.connection.close(grace))).await;
 }
 
 /// The MCP handshake and the tools' output schemas; `Err` says why the server is not usable.
@@ -419,6 +496,8 @@ async fn drive(
     schemas: &Arc<Schemas>,
     started: Instant,
     progress: Arc<LoadProgress>,
+    session: u32,
+    not_started: Arc<AtomicU64>,
 ) -> Vec<Attempt> {
     let permits = Arc::new(Semaphore::new(spec.concurrency.max(1) as usize));
     let mut running = JoinSet::new();
@@ -428,7 +507,10 @@ async fn drive(
         match spec.schedule {
             Schedule::Repeat(n) if index >= n * per_round => break,
             Schedule::Rate { duration, rate } => {
-                let due = Duration::from_secs_f64(index as f64 / rate);
+                // Clients are phased evenly over one interval, so together they start calls at a steady
+                // num_clients × rate instead of in bursts of num_clients.
+                let phase = f64::from(session) / f64::from(spec.num_clients.max(1));
+                let due = Duration::from_secs_f64((index as f64 + phase) / rate);
                 if due >= duration {
                     break;
                 }
@@ -436,22 +518,45 @@ async fn drive(
             }
             Schedule::Repeat(_) => {}
         }
-        let Ok(permit) = permits.clone().acquire_owned().await else {
-            break;
+        let permit = match spec.schedule {
+            // Open model: the call is due now; with every slot busy it does not start (and is counted).
+            Schedule::Rate { .. } => match permits.clone().try_acquire_owned() {
+                Ok(permit) => permit,
+                Err(_) => {
+                    not_started.fetch_add(1, Ordering::Relaxed);
+                    index += 1;
+                    continue;
+                }
+            },
+            Schedule::Repeat(_) => match permits.clone().acquire_owned().await {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
         };
         let call = spec.calls[(index % per_round) as usize].clone();
         let repetition = index / per_round + 1;
-        let task = match &call.task {
-            Some(task) => format!("{task}#{repetition}"),
-            None => format!("call-{index}"),
+        // Unique across sessions: the report groups attempts by logical index and task.
+        let logical_index = index * u64::from(spec.num_clients.max(1)) + u64::from(session);
+        let task = match (&call.task, spec.num_clients) {
+            (Some(task), 0 | 1) => format!("{task}#{repetition}"),
+            (Some(task), _) => format!("{task}#{repetition}@client-{session}"),
+            (None, _) => format!("call-{logical_index}"),
         };
         let client = client.clone();
         let schemas = schemas.clone();
         let progress = progress.clone();
         let policy = (spec.timeout, spec.retries, spec.backoff);
         running.spawn(async move {
-            let attempts =
-                logical_call(&client, &schemas, &call, index, task, policy, started).await;
+            let attempts = logical_call(
+                &client,
+                &schemas,
+                &call,
+                (logical_index, session),
+                task,
+                policy,
+                started,
+            )
+            .await;
             progress.completed.fetch_add(1, Ordering::Relaxed);
             if attempts
                 .last()
@@ -478,7 +583,7 @@ async fn logical_call(
     client: &Connection,
     schemas: &Schemas,
     call: &PlannedCall,
-    index: u64,
+    (index, session): (u64, u32),
     task: String,
     (timeout, retries, backoff): (Duration, u32, Duration),
     started: Instant,
@@ -515,6 +620,7 @@ async fn logical_call(
                     attempt,
                     task: task.clone(),
                 }),
+                session,
             },
         });
         if !outcome.retryable() || attempt > retries {

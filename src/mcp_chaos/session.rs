@@ -158,6 +158,7 @@ impl CallObserver for SessionRecorder {
             reached_server: event.upstream != Outcome::None,
             cancel_after_ms: event.cancel.as_ref().map(|c| c.after_ms),
             logical: None,
+            session: 0,
         });
     }
 }

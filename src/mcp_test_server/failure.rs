@@ -97,6 +97,8 @@ pub struct SlowInput {
 pub struct SlowOutput {
     /// The milliseconds slept (the request, capped at 60000).
     pub slept_ms: u64,
+    /// The time the server spent on the call, measured by the server (also logged at info).
+    pub handled_ms: f64,
 }
 
 /// Arguments of `flaky`.
@@ -162,7 +164,7 @@ impl TestServer {
 
     #[tool(
         name = "slow",
-        description = "Sleep `milliseconds` (capped at 60000), then return {\"slept_ms\"}. A client's \
+        description = "Sleep `milliseconds` (capped at 60000), then return {\"slept_ms\", \"handled_ms\"} (the time measured by the server, also logged). A client's \
             notifications/cancelled ends the sleep at once (no response is sent, as MCP asks).",
         input_schema = input_schema::<SlowInput>(),
         output_schema = output_schema::<SlowOutput>()
@@ -191,7 +193,9 @@ impl TestServer {
         let started = Instant::now();
         tokio::select! {
             () = tokio::time::sleep(Duration::from_millis(slept_ms)) => {
-                let output = SlowOutput { slept_ms };
+                let handled_ms = (started.elapsed().as_secs_f64() * 1_000_000.0).round() / 1000.0;
+                tracing::info!(handled_ms, "slow: answered");
+                let output = SlowOutput { slept_ms, handled_ms };
                 Ok(json_and_structured(&output, &output))
             }
             () = cancelled.cancelled() => {

@@ -30,6 +30,7 @@ mod mcp_code;
 mod mcp_errors;
 mod mcp_examples;
 mod mcp_http;
+mod mcp_load;
 mod mcp_proxy;
 mod mcp_proxy_determinism;
 mod mcp_proxy_http;

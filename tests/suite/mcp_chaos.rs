@@ -350,6 +350,35 @@ async fn report_text_and_structured_content_agree_on_every_figure() {
         }
     }
     assert!(text.contains(&format!("p50 {}", run["sparkline_p50"].as_str().unwrap())));
+    let hol = &run["head_of_line"];
+    assert!(
+        text.contains(&format!(
+            "**Head-of-line blocking**: {}",
+            hol["verdict"].as_str().unwrap()
+        )),
+        "{text}"
+    );
+    for t in hol["tools"].as_array().unwrap() {
+        let name = t["tool"].as_str().unwrap();
+        for (column, value) in [
+            (
+                "Behind a slower call, same session#1",
+                shown(&t["behind_same_session"]["calls"], 0),
+            ),
+            ("Same p50#2", shown(&t["behind_same_session"]["p50_ms"], 2)),
+            (
+                "Behind one on another session only#5",
+                shown(&t["behind_other_session"]["calls"], 0),
+            ),
+            ("Clear#9", shown(&t["clear"]["calls"], 0)),
+            ("Clear p99#12", shown(&t["clear"]["p99_ms"], 2)),
+            ("Ratio same#13", shown(&t["same_session_ratio"], 4)),
+            ("Ratio other#14", shown(&t["other_session_ratio"], 4)),
+        ] {
+            assert_eq!(cell(name, column), value, "{name} {column}\n{text}");
+            checked += 1;
+        }
+    }
     assert!(checked > 200, "{checked} figures compared");
     // Something happened on each axis, so the comparison is not of zeros only.
     assert!(run["overall"]["faults_injected"].as_u64().unwrap() > 0);

@@ -23,7 +23,7 @@ use crate::{
 };
 
 /// A `fault` MCP server on `--transport http --listen 127.0.0.1:0`, killed when dropped.
-struct HttpServer {
+pub(crate) struct HttpServer {
     command: FaultCommand,
     child: tokio::process::Child,
     url: String,
@@ -32,7 +32,7 @@ struct HttpServer {
 impl HttpServer {
     /// Starts `fault <args> --transport http --listen 127.0.0.1:0 <extra>` with `env`, and reads its URL from
     /// the log.
-    async fn start(args: &[&str], extra: &[&str], env: &[(&str, &str)]) -> HttpServer {
+    pub(crate) async fn start(args: &[&str], extra: &[&str], env: &[(&str, &str)]) -> HttpServer {
         let mut all: Vec<&str> = args.to_vec();
         all.extend(["--transport", "http", "--listen", "127.0.0.1:0"]);
         all.extend(extra);
@@ -79,7 +79,11 @@ impl HttpServer {
             .unwrap()
     }
 
-    fn stderr(&self) -> String {
+    pub(crate) fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub(crate) fn stderr(&self) -> String {
         self.command.sandbox().stderr()
     }
 

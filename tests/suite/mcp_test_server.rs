@@ -180,7 +180,13 @@ async fn slow_sleeps_then_answers() {
     let started = Instant::now();
     let slow = call_ok(&client, "slow", json!({"milliseconds": 120})).await;
     assert!(started.elapsed() >= Duration::from_millis(120));
-    assert_eq!(structured(&slow), json!({"slept_ms": 120}));
+    let answer = structured(&slow);
+    assert_eq!(answer["slept_ms"], 120, "{answer}");
+    let handled = answer["handled_ms"].as_f64().unwrap();
+    assert!(
+        handled >= 120.0 && handled <= started.elapsed().as_secs_f64() * 1000.0,
+        "{answer}"
+    );
     let negative = call(&client, "slow", json!({"milliseconds": -1}))
         .await
         .unwrap();

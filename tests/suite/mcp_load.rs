@@ -1,0 +1,145 @@
+//! Open-model load on MCP servers with `fault_run_mcp_chaos_scenario`: many client sessions at a fixed rate
+//! against `fault mcp-test-server --transport http`, checked against the server's own timings; and the
+//! head-of-line verdict on a server that answers calls concurrently.
+
+use serde_json::{Value, json};
+
+use crate::{common, mcp_http::HttpServer};
+
+fn tool<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["run"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tool"] == name)
+        .unwrap_or_else(|| panic!("no figures for {name}: {report}"))
+}
+
+/// The q-quantile (nearest rank) of `values`.
+fn quantile(values: &mut [f64], q: f64) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let rank = ((q * values.len() as f64).ceil() as usize).clamp(1, values.len());
+    values[rank - 1]
+}
+
+/// 50 clients × 2 calls/s × 3 s of `slow` (300 ms): exactly 300 calls, every one answered, none refused for
+/// want of a slot, and the client's p50/p95/p99 within 5 % of the times the server measured itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_clients_at_a_fixed_rate_agree_with_the_servers_own_timings() {
+    let server = HttpServer::start(&["mcp-test-server"], &[], &[]).await;
+    let agent = common::spawn().await;
+    let result = common::call_ok(
+        &agent,
+        "fault_run_mcp_chaos_scenario",
+        json!({
+            "server": {"url": server.url()},
+            "calls": [{"tool": "slow", "arguments": {"milliseconds": 300}}],
+            "num_clients": 50,
+            "rps": 2,
+            "duration": "3s",
+        }),
+    )
+    .await;
+    let text = common::text(&result).to_owned();
+    let report = result
+        .structured_content
+        .clone()
+        .expect("structuredContent");
+    let run = &report["run"];
+    assert_eq!(run["overall"]["logical_calls"], 300, "{text}");
+    assert_eq!(run["overall"]["calls"], 300, "{text}");
+    assert_eq!(run["overall"]["outcomes"]["ok"], 300, "{text}");
+    assert_eq!(run["not_started"], 0, "{text}");
+    let started: u64 = run["per_second"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["requests"].as_u64().unwrap())
+        .sum();
+    assert_eq!(started, 300);
+    assert_eq!(
+        report["client"]["schedule"],
+        "50 clients, each 1 calls cycled at 2 calls/s for 3s"
+    );
+    assert!(
+        text.contains("**Head-of-line blocking**: not measured: one tool was called"),
+        "{text}"
+    );
+
+    // The server's own timings, from its log: one line per answered call.
+    let log = server.stderr();
+    let mut handled: Vec<f64> = log
+        .lines()
+        .filter(|line| line.contains("slow: answered"))
+        .filter_map(|line| {
+            line.split("handled_ms=")
+                .nth(1)?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    assert_eq!(handled.len(), 300, "{log}");
+    let latency = &tool(&report, "slow")["latency"];
+    for (q, field) in [(0.50, "p50_ms"), (0.95, "p95_ms"), (0.99, "p99_ms")] {
+        let own = quantile(&mut handled, q);
+        let seen = latency[field].as_f64().unwrap();
+        assert!(
+            (seen - own).abs() <= 0.05 * own,
+            "{field}: the client saw {seen} ms, the server measured {own} ms\n{text}"
+        );
+    }
+    agent.cancel().await.unwrap();
+}
+
+/// One client mixing a 100 ms `slow` with `echo` (one slow call every 400 ms) on a server that answers calls
+/// concurrently: the echo calls started while a slow call was in flight on the same session are as fast as
+/// the others, and the report says there is no head-of-line blocking, with the figures behind it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_concurrent_server_shows_no_head_of_line_blocking() {
+    let server = HttpServer::start(&["mcp-test-server"], &[], &[]).await;
+    let agent = common::spawn().await;
+    let result = common::call_ok(
+        &agent,
+        "fault_run_mcp_chaos_scenario",
+        json!({
+            "server": {"url": server.url()},
+            "calls": [
+                {"tool": "slow", "arguments": {"milliseconds": 100}},
+                {"tool": "echo", "arguments": {"text": "a"}},
+                {"tool": "echo", "arguments": {"text": "b"}},
+                {"tool": "echo", "arguments": {"text": "c"}},
+                {"tool": "echo", "arguments": {"text": "d"}},
+                {"tool": "echo", "arguments": {"text": "e"}},
+                {"tool": "echo", "arguments": {"text": "f"}},
+                {"tool": "echo", "arguments": {"text": "g"}},
+            ],
+            "rps": 20,
+            "duration": "3s",
+        }),
+    )
+    .await;
+    let text = common::text(&result).to_owned();
+    let report = result
+        .structured_content
+        .clone()
+        .expect("structuredContent");
+    let hol = &report["run"]["head_of_line"];
+    assert_eq!(hol["blocked"], false, "{text}");
+    let echo = hol["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tool"] == "echo")
+        .unwrap_or_else(|| panic!("{hol}"));
+    assert!(
+        echo["behind_same_session"]["calls"].as_u64().unwrap() >= 5,
+        "{hol}"
+    );
+    assert!(echo["clear"]["calls"].as_u64().unwrap() >= 20, "{hol}");
+    assert!(echo["same_session_ratio"].as_f64().unwrap() < 1.5, "{hol}");
+    assert!(text.contains("**Head-of-line blocking**: no:"), "{text}");
+    assert!(text.contains("| echo |"), "{text}");
+    agent.cancel().await.unwrap();
+}
