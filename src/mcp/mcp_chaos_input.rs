@@ -28,8 +28,9 @@ const MAX_CLIENTS: u64 = 256;
 /// Against a command each client has its own proxy and server process.
 const MAX_COMMAND_CLIENTS: u64 = 32;
 
-/// The MCP server under test: a `command` started over stdio behind `fault mcp-proxy`, or the `url` of a
-/// running Streamable HTTP server, called directly (no faults: give no plan).
+/// The MCP server under test: a `command` started over stdio behind `fault mcp-proxy` (one per client), or
+/// the `url` of a running Streamable HTTP server, called directly, or through `fault mcp-proxy --upstream`
+/// when there is a plan with faults or a baseline.
 #[derive(Debug, Deserialize, JsonSchema)]
 struct ServerInput {
     /// The server's executable, e.g. "python" or "/abs/path/server" (looked up on PATH). This or `url`.
@@ -127,21 +128,6 @@ impl McpChaosInput {
     fn validate(self, limits: &Limits) -> Result<ChaosSpec, InputError> {
         let server = self.server.validate()?;
         let mut plan = plan_source(self.plan)?;
-        if let ServerTarget::Url(_) = server {
-            if !plan.plan.faults.is_empty() {
-                return Err(bad(
-                    "plan",
-                    "faults need `fault mcp-proxy` between the client and the server, which starts a \
-                     `server.command`; with `server.url` give no plan (the run measures the server as it is)",
-                ));
-            }
-            if self.baseline.0 == Some(true) {
-                return Err(bad(
-                    "baseline",
-                    "compares a run with faults to one without; with `server.url` there are no faults",
-                ));
-            }
-        }
         match self.seed.0 {
             None => {}
             Some(s) if s >= 0.0 && s.fract() == 0.0 && s <= u64::MAX as f64 => {

@@ -40,7 +40,8 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl HttpClient {
-    pub fn new(url: reqwest::Url, headers: HeaderMap) -> Result<Self, String> {
+    /// A client whose request ids start at `first_id`.
+    pub fn new(url: reqwest::Url, headers: HeaderMap, first_id: u64) -> Result<Self, String> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder()
             .build()
@@ -51,7 +52,7 @@ impl HttpClient {
             headers,
             session: Mutex::new(None),
             protocol_version: Mutex::new(None),
-            next_id: AtomicU64::new(1),
+            next_id: AtomicU64::new(first_id),
             problems: Mutex::new(VecDeque::new()),
         })
     }

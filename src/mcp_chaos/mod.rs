@@ -13,6 +13,7 @@
 pub mod client;
 pub mod head_of_line;
 pub mod http_client;
+pub mod http_proxy;
 pub mod markdown;
 pub mod record;
 pub mod report;

@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::client::{Answer, StdioClient};
 use super::http_client::HttpClient;
+use super::http_proxy::HttpProxy;
 use super::record::{CallOutcome, CallRecord, Logical, Schemas};
 use super::report::{self, ChaosReport, ClientPolicy};
 use super::session::planned_faults;
@@ -320,24 +321,14 @@ impl Session {
 
 const EVENTS_FILE: &str = "events.jsonl";
 
-/// A client session to the server: HTTP straight to a URL, or stdio through a proxy (with the plan when
-/// `with_faults`) in front of a fresh server process.
-fn connect(spec: &ChaosSpec, with_faults: bool) -> Result<Session, ChaosError> {
-    let command = match &spec.server {
-        // Faults need the proxy, which relays stdio servers here: a URL is driven directly (input
-        // validation refuses a plan with faults for it).
-        ServerTarget::Url(server) => {
-            let client = HttpClient::new(server.url.clone(), server.headers.clone())
-                .map_err(ChaosError::HttpClient)?;
-            return Ok(Session {
-                connection: Arc::new(Connection::Http(client)),
-                scratch: None,
-            });
-        }
-        ServerTarget::Command(command) => command,
-    };
-    let scratch = Scratch::new()?;
-    let mut args = vec!["mcp-proxy".to_owned()];
+/// The plan, seed and events arguments of `fault mcp-proxy`, with the plan written into `scratch` when
+/// `with_faults`.
+fn proxy_args(
+    spec: &ChaosSpec,
+    with_faults: bool,
+    scratch: &Scratch,
+) -> std::io::Result<Vec<String>> {
+    let mut args = Vec::new();
     if with_faults {
         let plan = scratch.0.join(if spec.plan.json {
             "plan.json"
@@ -355,15 +346,70 @@ fn connect(spec: &ChaosSpec, with_faults: bool) -> Result<Session, ChaosError> {
     args.extend([
         "--events".to_owned(),
         scratch.0.join(EVENTS_FILE).display().to_string(),
-        "--".to_owned(),
-        command.command.clone(),
     ]);
+    Ok(args)
+}
+
+/// Request ids of one HTTP session start here, so the sessions sharing one proxy (and its events file)
+/// never use the same id.
+fn first_request_id(session: u32) -> u64 {
+    u64::from(session) * 1_000_000_000 + 1
+}
+
+/// Client session number `session` to the server: over HTTP to a URL (`via` the shared HTTP proxy when
+/// there is one), or over stdio through its own proxy (with the plan when `with_faults`) in front of a
+/// fresh server process.
+fn connect(
+    spec: &ChaosSpec,
+    with_faults: bool,
+    session: u32,
+    via: Option<&reqwest::Url>,
+) -> Result<Session, ChaosError> {
+    let command = match &spec.server {
+        ServerTarget::Url(server) => {
+            let url = via.unwrap_or(&server.url).clone();
+            let client = HttpClient::new(url, server.headers.clone(), first_request_id(session))
+                .map_err(ChaosError::HttpClient)?;
+            return Ok(Session {
+                connection: Arc::new(Connection::Http(client)),
+                scratch: None,
+            });
+        }
+        ServerTarget::Command(command) => command,
+    };
+    let scratch = Scratch::new()?;
+    let mut args = vec!["mcp-proxy".to_owned()];
+    args.extend(proxy_args(spec, with_faults, &scratch)?);
+    args.extend(["--".to_owned(), command.command.clone()]);
     args.extend(command.args.iter().cloned());
     let client = StdioClient::spawn(&spec.proxy_exe, &args, &command.env, command.cwd.as_deref())?;
     Ok(Session {
         connection: Arc::new(Connection::Stdio(client)),
         scratch: Some(scratch),
     })
+}
+
+/// The HTTP proxy in front of a URL server, when the run has faults or a baseline to compare with.
+async fn url_proxy(
+    spec: &ChaosSpec,
+    with_faults: bool,
+) -> Result<Option<(HttpProxy, Scratch)>, ChaosError> {
+    let ServerTarget::Url(server) = &spec.server else {
+        return Ok(None);
+    };
+    if spec.plan.plan.faults.is_empty() && !spec.baseline {
+        return Ok(None);
+    }
+    let scratch = Scratch::new()?;
+    let args = proxy_args(spec, with_faults, &scratch)?;
+    let proxy = HttpProxy::start(&spec.proxy_exe, &server.url, &args)
+        .await
+        .map_err(|reason| ChaosError::ServerUnreachable {
+            url: server.url.to_string(),
+            reason,
+            problems: String::new(),
+        })?;
+    Ok(Some((proxy, scratch)))
 }
 
 /// One run with the plan (`with_faults`) or without: `num_clients` sessions, each handshaken, then all
@@ -374,9 +420,11 @@ async fn run_once(
     cancel: &CancellationToken,
     progress: Arc<LoadProgress>,
 ) -> Result<RunRecords, ChaosError> {
+    let proxy = url_proxy(spec, with_faults).await?;
+    let via = proxy.as_ref().map(|(proxy, _)| proxy.url.clone());
     let mut sessions = Vec::new();
-    for _ in 0..spec.num_clients.max(1) {
-        match connect(spec, with_faults) {
+    for session in 0..spec.num_clients.max(1) {
+        match connect(spec, with_faults, session, via.as_ref()) {
             Ok(session) => sessions.push(session),
             Err(e) => {
                 close_all(&sessions, Duration::from_secs(1)).await;
@@ -390,7 +438,10 @@ async fn run_once(
         match handshake {
             Ok(found) => schemas.push(Arc::new(found)),
             Err(reason) => {
-                let diagnostics = session.connection.diagnostics();
+                let mut diagnostics = session.connection.diagnostics();
+                if let Some((proxy, _)) = &proxy {
+                    diagnostics.push_str(&format!("\nfault mcp-proxy:\n{}", proxy.stderr_tail()));
+                }
                 close_all(&sessions, Duration::from_secs(1)).await;
                 return Err(match &spec.server {
                     ServerTarget::Url(server) => ChaosError::ServerUnreachable {
@@ -432,11 +483,19 @@ async fn run_once(
     let Some(attempts) = driven else {
         return Err(ChaosError::Cancelled);
     };
-    let records = sessions
-        .iter()
-        .zip(attempts)
-        .flat_map(|(session, attempts)| join(attempts, &session.events()))
-        .collect();
+    let records = match proxy {
+        // One proxy for every session (request ids differ between sessions): one join.
+        Some((proxy, scratch)) => {
+            proxy.stop().await;
+            let events = std::fs::read_to_string(scratch.0.join(EVENTS_FILE)).unwrap_or_default();
+            join(attempts.into_iter().flatten().collect(), &events)
+        }
+        None => sessions
+            .iter()
+            .zip(attempts)
+            .flat_map(|(session, attempts)| join(attempts, &session.events()))
+            .collect(),
+    };
     Ok(RunRecords {
         records,
         not_started: not_started.load(Ordering::Relaxed),

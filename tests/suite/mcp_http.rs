@@ -669,8 +669,8 @@ async fn chaos_scenario_drives_an_http_server_by_url() {
     agent.cancel().await.unwrap();
 }
 
-/// With `server.url`: faults and a baseline are refused (they need the proxy), so are stdio-only fields, a bad
-/// URL or header, and a server that does not answer is named with what the transport saw.
+/// With `server.url`: stdio-only fields, a bad URL or header, too many clients or calls per second are refused
+/// by name, and a server that does not answer (directly or behind the proxy a plan needs) is named.
 #[tokio::test]
 async fn chaos_scenario_by_url_refuses_what_it_cannot_do() {
     let agent = common::spawn().await;
@@ -678,13 +678,27 @@ async fn chaos_scenario_by_url_refuses_what_it_cannot_do() {
     let calls = json!([{"tool": "echo", "arguments": {"text": "hi"}}]);
     for (args, field) in [
         (
+            // Through `fault mcp-proxy --upstream`: the unreachable server is still named.
             json!({"server": {"url": url}, "calls": calls,
                    "plan": {"faults": [{"type": "error", "tools": ["echo"]}]}}),
-            "plan: faults need `fault mcp-proxy`",
+            "server.url: the MCP server at http://127.0.0.1:1/mcp did not answer",
         ),
         (
-            json!({"server": {"url": url}, "calls": calls, "baseline": true}),
-            "baseline",
+            json!({"server": {"url": url}, "calls": calls, "num_clients": 257}),
+            "num_clients",
+        ),
+        (
+            json!({"server": {"command": "python"}, "calls": calls, "num_clients": 33}),
+            "num_clients",
+        ),
+        (
+            json!({"server": {"url": url}, "calls": calls, "num_clients": 100, "rps": 20,
+                   "duration": "1s"}),
+            "rps: num_clients × rps = 2000",
+        ),
+        (
+            json!({"server": {"url": url}, "calls": calls, "rps": 5}),
+            "rps: only goes with `duration`",
         ),
         (
             json!({"server": {"url": url, "command": "python"}, "calls": calls}),

@@ -143,3 +143,53 @@ async fn a_concurrent_server_shows_no_head_of_line_blocking() {
     assert!(text.contains("| echo |"), "{text}");
     agent.cancel().await.unwrap();
 }
+
+/// Faults against a server given by URL: the run goes through `fault mcp-proxy --upstream` (HTTP-only faults
+/// included), its events are joined to the calls of every client session, and the baseline runs through a
+/// proxy without faults.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn faults_reach_a_url_server_through_the_http_proxy_for_every_client() {
+    let server = HttpServer::start(&["mcp-test-server"], &[], &[]).await;
+    let agent = common::spawn().await;
+    let result = common::call_ok(
+        &agent,
+        "fault_run_mcp_chaos_scenario",
+        json!({
+            "server": {"url": server.url()},
+            "plan": {"seed": 3, "faults": [
+                {"type": "latency", "tools": ["echo"], "ms": 150},
+                {"type": "http_status", "tools": ["get_item"], "status": 503},
+            ]},
+            "calls": [
+                {"tool": "echo", "arguments": {"text": "a"}},
+                {"tool": "get_item", "arguments": {"id": 2}},
+            ],
+            "num_clients": 3,
+            "repeat": 2,
+            "baseline": true,
+        }),
+    )
+    .await;
+    let text = common::text(&result).to_owned();
+    let report = result
+        .structured_content
+        .clone()
+        .expect("structuredContent");
+    let echo = tool(&report, "echo");
+    assert_eq!(echo["calls"], 6, "{text}");
+    assert_eq!(echo["faults_by_type"]["latency"], 6, "{text}");
+    assert!(
+        echo["latency"]["p50_ms"].as_f64().unwrap() >= 150.0,
+        "{text}"
+    );
+    assert_eq!(echo["outcomes"]["ok"], 6, "{text}");
+    let get_item = tool(&report, "get_item");
+    assert_eq!(get_item["faults_by_type"]["http_status"], 6, "{text}");
+    assert_eq!(get_item["outcomes"]["protocol_error"], 6, "{text}");
+    let baseline = &report["baseline"]["overall"];
+    assert_eq!(baseline["calls"], 12, "{text}");
+    assert_eq!(baseline["faults_injected"], 0, "{text}");
+    assert_eq!(baseline["outcomes"]["ok"], 12, "{text}");
+    assert!(text.contains("called over Streamable HTTP"), "{text}");
+    agent.cancel().await.unwrap();
+}
