@@ -157,6 +157,46 @@ async fn the_python_sdk_sees_each_http_fault_as_the_spec_says() {
     let test = "the_python_sdk_sees_each_http_fault_as_the_spec_says";
     let Some(python) = python(test) else { return };
     let upstream = fastmcp_upstream(&python).await;
+    // FastMCP's SSE events carry no ids, so the cut stream cannot be resumed: the SDK says so at once.
+    let cut = (
+        (-32000, "SSE stream ended without a response"),
+        &[1.0, 2.0][..],
+    );
+    python_sdk_sees_each_http_fault(&python, &upstream.url, "count", json!({"steps": 5}), cut)
+        .await;
+}
+
+/// The same in front of `fault mcp-test-server --transport http` (its `progress` tool streams the events).
+/// Its SSE events carry ids, so after the cut the SDK resumes with `Last-Event-ID` (a GET), as the spec lets
+/// it; the server cannot resume a stream whose request was closed, answers each resume with an empty stream,
+/// and the call ends at the client's timeout.
+#[tokio::test]
+async fn the_python_sdk_sees_each_http_fault_in_front_of_the_test_server() {
+    let test = "the_python_sdk_sees_each_http_fault_in_front_of_the_test_server";
+    let Some(python) = python(test) else { return };
+    let upstream = crate::mcp_http::HttpServer::start(&["mcp-test-server"], &[], &[]).await;
+    python_sdk_sees_each_http_fault(
+        &python,
+        upstream.url(),
+        "progress",
+        json!({"steps": 5, "step_ms": 50}),
+        // The cut counts the server's priming event (an id, no data): one progress event gets through.
+        ((-32001, "Request 'tools/call' timed out"), &[1.0][..]),
+    )
+    .await;
+    let log = upstream.stderr();
+    assert!(log.contains("Resume failed"), "no resume was tried:\n{log}");
+}
+
+/// Through `fault mcp-proxy --upstream` with one fault of each HTTP kind, the Python SDK client sees each as
+/// the spec says: a 404 makes it re-initialize, 429 carries Retry-After, progress arrives in order.
+async fn python_sdk_sees_each_http_fault(
+    python: &str,
+    upstream: &str,
+    progress_tool: &str,
+    progress_arguments: Value,
+    (cut_stream_error, progress_before_cut): ((i64, &str), &[f64]),
+) {
     let dir = tempfile::tempdir().unwrap();
     let plan = dir.path().join("plan.yaml");
     std::fs::write(
@@ -181,15 +221,16 @@ async fn the_python_sdk_sees_each_http_fault_as_the_spec_says() {
     tools: [echo]
     on_call: 7
   - type: stream_cut
-    tools: [count]
+    tools: [PROGRESS]
     after_events: 2
     on_call: 2
-",
+"
+        .replace("PROGRESS", progress_tool),
     )
     .unwrap();
     let events = dir.path().join("events.jsonl");
     let proxy = http_proxy(
-        &upstream.url,
+        upstream,
         &[
             "--plan",
             plan.to_str().unwrap(),
@@ -199,9 +240,9 @@ async fn the_python_sdk_sees_each_http_fault_as_the_spec_says() {
     )
     .await;
     let echo = |text: &str| json!({"tool": "echo", "arguments": {"text": text}});
-    let count = json!({"tool": "count", "arguments": {"steps": 5}, "timeout_s": 20});
+    let count = json!({"tool": progress_tool, "arguments": progress_arguments, "timeout_s": 20});
     let run = run_python_client(
-        &python,
+        python,
         json!({
             "url": proxy.url,
             "calls": [
@@ -212,18 +253,23 @@ async fn the_python_sdk_sees_each_http_fault_as_the_spec_says() {
     .await;
     let calls = run["calls"].as_array().unwrap();
     let outcome = |i: usize| calls[i]["outcome"].as_str().unwrap();
+    // FastMCP's echo answers the text; the test server's answers it as JSON ({"text": ...}).
+    let echoed = |i: usize| -> String {
+        let text = calls[i]["text"].as_str().unwrap_or_default();
+        serde_json::from_str::<Value>(text)
+            .ok()
+            .and_then(|v| v["text"].as_str().map(str::to_owned))
+            .unwrap_or_else(|| text.to_owned())
+    };
     let error = |i: usize| {
         (
             calls[i]["error"]["code"].as_i64().unwrap(),
             calls[i]["error"]["message"].as_str().unwrap(),
         )
     };
-    assert_eq!(
-        (outcome(0), calls[0]["text"].as_str()),
-        ("result", Some("1"))
-    );
+    assert_eq!((outcome(0), echoed(0).as_str()), ("result", "1"));
     // The latency acts on its call only.
-    assert_eq!(calls[1]["text"], "2");
+    assert_eq!(echoed(1), "2");
     assert!(
         calls[1]["wall_ms"].as_f64().unwrap() >= 300.0,
         "{}",
@@ -238,10 +284,7 @@ async fn the_python_sdk_sees_each_http_fault_as_the_spec_says() {
     // 404 on the session: the SDK reports the session terminated; the client initializes a new session and
     // the call goes through there.
     assert_eq!(error(3), (-32600, "Session terminated"));
-    assert_eq!(
-        (outcome(4), calls[4]["text"].as_str()),
-        ("result", Some("4"))
-    );
+    assert_eq!((outcome(4), echoed(4).as_str()), ("result", "4"));
     assert_eq!(run["sessions"], 2);
     assert_ne!(calls[3]["session"], calls[4]["session"]);
     // 429 and 400 as the SDK reports them.
@@ -259,10 +302,10 @@ async fn the_python_sdk_sees_each_http_fault_as_the_spec_says() {
             .map(|p| p[0].as_f64().unwrap())
             .collect()
     };
-    assert_eq!(calls[7]["text"], "counted 5");
+    assert_eq!(outcome(7), "result", "{}", calls[7]);
     assert_eq!(steps(7), [1.0, 2.0, 3.0, 4.0, 5.0]);
-    assert_eq!(error(8), (-32000, "SSE stream ended without a response"));
-    assert_eq!(steps(8), [1.0, 2.0]);
+    assert_eq!(error(8), cut_stream_error);
+    assert_eq!(steps(8), progress_before_cut);
 
     // On the wire: one session id on every request of a session, the 404 on the old one, the new session
     // used after it, Retry-After with the 429.
