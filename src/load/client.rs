@@ -9,19 +9,18 @@
 use std::{
     io,
     net::SocketAddr,
-    pin::Pin,
     sync::atomic::{AtomicU64, Ordering},
-    task::{Context, Poll},
 };
 
 use bytes::{Buf, BytesMut};
 use tokio::{
-    io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf},
+    io::{AsyncReadExt, AsyncWriteExt},
     net::TcpStream,
 };
-use tokio_rustls::{TlsConnector, client::TlsStream};
+use tokio_rustls::TlsConnector;
 
 use crate::http1::{self, BodyDecoder, BodyFraming, FramingError};
+use crate::tls::ClientStream;
 
 /// Read buffer per connection; grows only for a larger response head.
 const READ_BUFFER: usize = 16 * 1024;
@@ -65,7 +64,7 @@ impl Connector {
         // Small requests must not wait for Nagle.
         let _ = tcp.set_nodelay(true);
         let stream = match &self.tls {
-            None => Stream::Plain(tcp),
+            None => ClientStream::Plain(tcp),
             Some((connector, name)) => {
                 let tls = connector
                     .connect(name.clone(), tcp)
@@ -74,7 +73,7 @@ impl Connector {
                         host: name.to_str().into_owned(),
                         source,
                     })?;
-                Stream::Tls(Box::new(tls))
+                ClientStream::Tls(Box::new(tls))
             }
         };
         self.opened.fetch_add(1, Ordering::Relaxed);
@@ -87,7 +86,7 @@ impl Connector {
 
 /// One kept-alive connection.
 pub(super) struct Connection {
-    stream: Stream,
+    stream: ClientStream,
     buffer: BytesMut,
 }
 
@@ -224,50 +223,5 @@ pub(super) async fn exchange(
     match connection.exchange(wire).await {
         Ok((answer, kept)) => (Ok(answer), kept),
         Err(Failure { error, .. }) => (Err(error), None),
-    }
-}
-
-enum Stream {
-    Plain(TcpStream),
-    Tls(Box<TlsStream<TcpStream>>),
-}
-
-impl AsyncRead for Stream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
-        }
-    }
-}
-
-impl AsyncWrite for Stream {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
-        }
     }
 }

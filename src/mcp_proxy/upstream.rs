@@ -5,7 +5,6 @@
 
 use std::{
     future::Future,
-    io,
     net::SocketAddr,
     path::PathBuf,
     pin::Pin,
@@ -17,22 +16,15 @@ use bytes::Bytes;
 use http::Uri;
 use http_body_util::Full;
 use hyper_util::{
-    client::legacy::{
-        Client,
-        connect::{Connected, Connection, HttpConnector},
-    },
+    client::legacy::{Client, connect::HttpConnector},
     rt::{TokioExecutor, TokioIo},
 };
-use tokio::{
-    io::{AsyncRead, AsyncWrite, ReadBuf},
-    net::TcpStream,
-};
-use tokio_rustls::client::TlsStream;
 
 use crate::proxy::{
     FaultSpec, ProxyConfig, ProxyHandle,
     mapping::{Mapping, Upstream as TcpUpstream},
 };
+use crate::tls::ClientStream;
 
 #[derive(Debug, thiserror::Error)]
 pub enum UpstreamError {
@@ -168,7 +160,7 @@ pub struct Connector {
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 impl tower_service::Service<Uri> for Connector {
-    type Response = TokioIo<UpstreamStream>;
+    type Response = TokioIo<ClientStream>;
     type Error = BoxError;
     type Future = Pin<Box<dyn Future<Output = Result<Self::Response, BoxError>> + Send>>;
 
@@ -191,7 +183,7 @@ impl tower_service::Service<Uri> for Connector {
             };
             let tcp = http.call(target).await?.into_inner();
             if uri.scheme_str() != Some("https") {
-                return Ok(TokioIo::new(UpstreamStream::Plain(tcp)));
+                return Ok(TokioIo::new(ClientStream::Plain(tcp)));
             }
             let tls = tls.ok_or("no TLS configuration for an https:// upstream")?;
             let host = uri
@@ -202,60 +194,8 @@ impl tower_service::Service<Uri> for Connector {
                 .to_owned();
             let name = rustls::pki_types::ServerName::try_from(host)?;
             let stream = tls.connect(name, tcp).await?;
-            Ok(TokioIo::new(UpstreamStream::Tls(Box::new(stream))))
+            Ok(TokioIo::new(ClientStream::Tls(Box::new(stream))))
         })
-    }
-}
-
-/// A connection to the upstream, in clear or in TLS.
-pub enum UpstreamStream {
-    Plain(TcpStream),
-    Tls(Box<TlsStream<TcpStream>>),
-}
-
-impl Connection for UpstreamStream {
-    fn connected(&self) -> Connected {
-        Connected::new()
-    }
-}
-
-impl AsyncRead for UpstreamStream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Self::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            Self::Tls(s) => Pin::new(s).poll_read(cx, buf),
-        }
-    }
-}
-
-impl AsyncWrite for UpstreamStream {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Self::Plain(s) => Pin::new(s).poll_write(cx, buf),
-            Self::Tls(s) => Pin::new(s).poll_write(cx, buf),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Self::Plain(s) => Pin::new(s).poll_flush(cx),
-            Self::Tls(s) => Pin::new(s).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Self::Plain(s) => Pin::new(s).poll_shutdown(cx),
-            Self::Tls(s) => Pin::new(s).poll_shutdown(cx),
-        }
     }
 }
 
