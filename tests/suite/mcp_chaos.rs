@@ -14,7 +14,7 @@ fn test_server() -> Value {
 }
 
 /// Runs the scenario; the report's text and structuredContent.
-async fn run(client: &Client, args: Value) -> (String, Value) {
+pub(crate) async fn run(client: &Client, args: Value) -> (String, Value) {
     let result = common::call_ok(client, "fault_run_mcp_chaos_scenario", args).await;
     let structured = result
         .structured_content
@@ -23,7 +23,7 @@ async fn run(client: &Client, args: Value) -> (String, Value) {
     (common::text(&result).to_owned(), structured)
 }
 
-fn tool<'a>(report: &'a Value, name: &str) -> &'a Value {
+pub(crate) fn tool<'a>(report: &'a Value, name: &str) -> &'a Value {
     report["run"]["tools"]
         .as_array()
         .unwrap()

@@ -2,18 +2,13 @@
 //! against `fault mcp-test-server --transport http`, checked against the server's own timings; and the
 //! head-of-line verdict on a server that answers calls concurrently.
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::{common, mcp_http::HttpServer};
-
-fn tool<'a>(report: &'a Value, name: &str) -> &'a Value {
-    report["run"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["tool"] == name)
-        .unwrap_or_else(|| panic!("no figures for {name}: {report}"))
-}
+use crate::{
+    common,
+    mcp_chaos::{run, tool},
+    mcp_http::HttpServer,
+};
 
 /// The q-quantile (nearest rank) of `values`.
 fn quantile(values: &mut [f64], q: f64) -> f64 {
@@ -28,9 +23,8 @@ fn quantile(values: &mut [f64], q: f64) -> f64 {
 async fn fifty_clients_at_a_fixed_rate_agree_with_the_servers_own_timings() {
     let server = HttpServer::start(&["mcp-test-server"], &[], &[]).await;
     let agent = common::spawn().await;
-    let result = common::call_ok(
+    let (text, report) = run(
         &agent,
-        "fault_run_mcp_chaos_scenario",
         json!({
             "server": {"url": server.url()},
             "calls": [{"tool": "slow", "arguments": {"milliseconds": 300}}],
@@ -40,11 +34,6 @@ async fn fifty_clients_at_a_fixed_rate_agree_with_the_servers_own_timings() {
         }),
     )
     .await;
-    let text = common::text(&result).to_owned();
-    let report = result
-        .structured_content
-        .clone()
-        .expect("structuredContent");
     let run = &report["run"];
     assert_eq!(run["overall"]["logical_calls"], 300, "{text}");
     assert_eq!(run["overall"]["calls"], 300, "{text}");
@@ -100,9 +89,8 @@ async fn fifty_clients_at_a_fixed_rate_agree_with_the_servers_own_timings() {
 async fn a_concurrent_server_shows_no_head_of_line_blocking() {
     let server = HttpServer::start(&["mcp-test-server"], &[], &[]).await;
     let agent = common::spawn().await;
-    let result = common::call_ok(
+    let (text, report) = run(
         &agent,
-        "fault_run_mcp_chaos_scenario",
         json!({
             "server": {"url": server.url()},
             "calls": [
@@ -120,11 +108,6 @@ async fn a_concurrent_server_shows_no_head_of_line_blocking() {
         }),
     )
     .await;
-    let text = common::text(&result).to_owned();
-    let report = result
-        .structured_content
-        .clone()
-        .expect("structuredContent");
     let hol = &report["run"]["head_of_line"];
     assert_eq!(hol["blocked"], false, "{text}");
     let echo = hol["tools"]
@@ -151,9 +134,8 @@ async fn a_concurrent_server_shows_no_head_of_line_blocking() {
 async fn faults_reach_a_url_server_through_the_http_proxy_for_every_client() {
     let server = HttpServer::start(&["mcp-test-server"], &[], &[]).await;
     let agent = common::spawn().await;
-    let result = common::call_ok(
+    let (text, report) = run(
         &agent,
-        "fault_run_mcp_chaos_scenario",
         json!({
             "server": {"url": server.url()},
             "plan": {"seed": 3, "faults": [
@@ -170,11 +152,6 @@ async fn faults_reach_a_url_server_through_the_http_proxy_for_every_client() {
         }),
     )
     .await;
-    let text = common::text(&result).to_owned();
-    let report = result
-        .structured_content
-        .clone()
-        .expect("structuredContent");
     let echo = tool(&report, "echo");
     assert_eq!(echo["calls"], 6, "{text}");
     assert_eq!(echo["faults_by_type"]["latency"], 6, "{text}");
