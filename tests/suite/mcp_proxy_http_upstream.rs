@@ -61,8 +61,14 @@ async fn an_upstream_reset_reaches_the_client_as_an_error() {
     let Err(error) = connected else {
         panic!("initialize went through a reset connection");
     };
+    // Usually the reset comes before any answer and the proxy says 502. When it lands after the upstream's
+    // answer head was relayed (the SSE head goes out at once), the client sees its answer cut: the connection
+    // closed with the message incomplete, as behind any streaming reverse proxy.
     let text = format!("{error:?}");
-    assert!(text.contains("502"), "{text}");
+    assert!(
+        text.contains("502") || text.contains("IncompleteMessage"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
