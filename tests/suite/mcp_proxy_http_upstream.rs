@@ -61,9 +61,8 @@ async fn an_upstream_reset_reaches_the_client_as_an_error() {
     let Err(error) = connected else {
         panic!("initialize went through a reset connection");
     };
-    // Usually the reset comes before any answer and the proxy says 502. When it lands after the upstream's
-    // answer head was relayed (the SSE head goes out at once), the client sees its answer cut: the connection
-    // closed with the message incomplete, as behind any streaming reverse proxy.
+    // The proxy answers 502. Twice in loaded parallel runs the client saw instead the proxy's connection
+    // close with no complete answer (IncompleteMessage); why the proxy sent no 502 then is not known yet.
     let text = format!("{error:?}");
     assert!(
         text.contains("502") || text.contains("IncompleteMessage"),
