@@ -9,7 +9,7 @@
 use std::{
     collections::HashMap,
     path::{Path, PathBuf},
-    sync::{Arc, LazyLock, Mutex, OnceLock},
+    sync::{Arc, LazyLock, Mutex},
     time::{Duration, SystemTime},
 };
 
@@ -31,8 +31,6 @@ pub struct ParsedFile {
     pub source: String,
     /// Every function, in document order.
     pub blocks: Vec<FunctionBlock>,
-    /// The listing's answer (text and structured content), built by the first listing of this parse.
-    listing: OnceLock<(String, serde_json::Value)>,
 }
 
 impl ParsedFile {
@@ -47,17 +45,7 @@ impl ParsedFile {
             language,
             source,
             blocks,
-            listing: OnceLock::new(),
         }
-    }
-
-    /// The answer of a listing of this file, built once by `build` from the functions: a repeated listing of
-    /// an unchanged file costs a copy.
-    pub fn listing(
-        &self,
-        build: impl FnOnce(&[FunctionBlock]) -> (String, serde_json::Value),
-    ) -> &(String, serde_json::Value) {
-        self.listing.get_or_init(|| build(&self.blocks))
     }
 
     /// Bytes this entry keeps alive, as counted against [`CACHE_BYTES`].

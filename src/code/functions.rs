@@ -469,19 +469,20 @@ fn merge<'tree>(existing: &mut Found<'tree>, other: Found<'tree>) {
 }
 
 /// Where `node` really ends: comments after its last statement (Python blocks keep them) are not part of it.
+/// Follows the last child that is not a comment down to a leaf; the cursor steps over the children in C.
 fn end_without_trailing_comments(node: Node<'_>) -> usize {
-    let mut current = node;
-    loop {
-        let mut cursor = current.walk();
-        let last = current
-            .children(&mut cursor)
-            .filter(|child| !child.is_extra())
-            .last();
-        match last {
-            Some(child) => current = child,
-            None => return current.end_byte(),
+    let mut cursor = node.walk();
+    let mut end = node.end_byte();
+    while cursor.goto_last_child() {
+        while cursor.node().is_extra() {
+            if !cursor.goto_previous_sibling() {
+                // Only comments inside: the node ends where it ends.
+                return end;
+            }
         }
+        end = cursor.node().end_byte();
     }
+    end
 }
 
 pub(crate) fn node_text<'s>(node: Node<'_>, source: &'s str) -> &'s str {

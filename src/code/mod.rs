@@ -124,7 +124,8 @@ pub(crate) fn functions_in_source_checked(
 }
 
 /// Frees the tree of a large source on a thread of its own: freeing takes about a tenth of the parse, and
-/// the caller is waiting for an answer that no longer needs the tree.
+/// the caller is waiting for an answer that no longer needs the tree. The thread runs at the lowest priority,
+/// so that it takes no CPU from the answer, nor from the client reading it, on a busy machine.
 fn free_off_the_callers_path(tree: tree_sitter::Tree, source_len: usize) {
     const LARGE: usize = 64 * 1024;
     if source_len < LARGE {
@@ -132,7 +133,11 @@ fn free_off_the_callers_path(tree: tree_sitter::Tree, source_len: usize) {
     }
     let freeing = std::thread::Builder::new()
         .name("tree-free".to_owned())
-        .spawn(move || drop(tree));
+        .spawn(move || {
+            // On Linux the calling thread's own priority (no other thread's); a refusal leaves it as it was.
+            let _ = rustix::process::setpriority_process(None, 19);
+            drop(tree)
+        });
     if let Err(e) = freeing {
         // The tree was moved into the closure that failed to start, and freed with it.
         tracing::debug!(error = %e, "freed a syntax tree on the caller's thread");

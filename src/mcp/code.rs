@@ -65,7 +65,8 @@ impl FaultServer {
         let outcome = run_blocking(move || {
             let file = code::parsed_file(&input.file)?;
             tracing::debug!(file = %file.path.display(), language = %file.language, count = file.blocks.len(), "listed functions");
-            Ok(file.listing(listing_answer).clone())
+            // Built for each call: building the answer costs about what copying a kept one would.
+            Ok(listing_answer(&file.blocks))
         })
         .await;
         Ok(match outcome {
