@@ -1,9 +1,11 @@
 ; Go: function and method declarations. A method is qualified by its receiver type (`Type.Method`);
 ; a declaration without a body (implemented in assembly) is listed as a signature.
+; `definition.contains`: a word every definition holds; the search does not enter code without "func".
 
 (function_declaration
   name: (identifier) @name
-  body: (block)? @body) @definition
+  body: (block)? @body
+  (#set! definition.contains "func")) @definition
 
 (method_declaration
   receiver: (parameter_list
@@ -16,7 +18,8 @@
       ]))
   name: (field_identifier) @name
   body: (block)? @body
-  (#set! kind "method")) @definition
+  (#set! kind "method")
+  (#set! definition.contains "func")) @definition
 
 ; The doc comment of a declaration, as go/ast attaches it to a FuncDecl: the comment group (comments with no
 ; blank line between them) that ends on the line right above it; a comment ending a line of code is not one.

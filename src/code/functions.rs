@@ -6,21 +6,39 @@ use streaming_iterator::StreamingIterator;
 use tree_sitter::{Node, Parser, Query, QueryCursor, Tree};
 
 use super::{
-    CodeError, FunctionBlock, FunctionInfo, FunctionKind, Language, language::CompiledQueries,
+    CodeError, FunctionBlock, FunctionInfo, FunctionKind, Language, kinds::WalkKinds,
+    language::CompiledQueries,
 };
 
-/// Parses `source`; `None` only when the grammar cannot be loaded (a build problem).
+/// Parses `source`; an error only when the grammar cannot be loaded (a build problem).
 pub(crate) fn parse(language: Language, source: &str) -> Result<Tree, CodeError> {
+    #[cfg(test)]
+    PARSES.with(|parses| parses.set(parses.get() + 1));
+    parse_part(language, source, None)
+}
+
+/// Parses `source`, or only the `included` range of it (node positions are the source's own).
+fn parse_part(
+    language: Language,
+    source: &str,
+    included: Option<tree_sitter::Range>,
+) -> Result<Tree, CodeError> {
     let internal = |message: String| CodeError::Internal {
         language: language.name().to_owned(),
         message,
     };
-    #[cfg(test)]
-    PARSES.with(|parses| parses.set(parses.get() + 1));
     let mut parser = Parser::new();
     parser
         .set_language(&language.grammar())
         .map_err(|e| internal(e.to_string()))?;
+    if let Some(range) = included {
+        parser.set_included_ranges(&[range]).map_err(|_| {
+            internal(format!(
+                "bytes {}..{} cannot be parsed on their own",
+                range.start_byte, range.end_byte
+            ))
+        })?;
+    }
     parser
         .parse(source, None)
         .ok_or_else(|| internal("the parser returned no tree".to_owned()))
@@ -50,22 +68,136 @@ struct Found<'tree> {
     kind: Option<FunctionKind>,
 }
 
-/// Every function in `tree`, in document order.
+/// From this size on, a source is parsed on two threads when it can be cut, and its trees are freed off the
+/// caller's path: below it, a thread costs about what it would save.
+pub(crate) const LARGE_SOURCE: usize = 64 * 1024;
+
+/// Every function of `source`, in document order, and the syntax trees they were found in (the caller frees
+/// them). A large source that can be cut in two at a top-level line is parsed and searched as two halves on two
+/// threads; the cut stands only when it changes nothing, else the source is parsed whole.
 pub(crate) fn find_functions(
     language: Language,
     source: &str,
-    tree: &Tree,
-) -> Result<Vec<FunctionBlock>, CodeError> {
+) -> Result<(Vec<FunctionBlock>, Vec<Tree>), CodeError> {
+    let lines = LineIndex::new(source);
+    let cut = cut_line(source, &lines);
+    find_functions_cut_at(language, source, &lines, cut)
+}
+
+/// [`find_functions`] with the line to cut at given (`None`: parsed whole).
+fn find_functions_cut_at(
+    language: Language,
+    source: &str,
+    lines: &LineIndex,
+    cut: Option<usize>,
+) -> Result<(Vec<FunctionBlock>, Vec<Tree>), CodeError> {
     let queries = language.queries().map_err(|message| CodeError::Internal {
         language: language.name().to_owned(),
         message,
     })?;
-    let root = tree.root_node();
-    let (found, scopes) = run_query(queries, root, source);
-    let enclosing = enclosing_containers(&found, &scopes, source);
+    let search = |tree: &Tree, range: Range<usize>| -> Vec<FunctionBlock> {
+        let (found, scopes) = run_query(queries, tree.root_node(), source, range);
+        blocks_of(language, &found, &scopes, source, lines)
+    };
+    let parse_and_search = |range: Range<usize>| -> Result<(Tree, Vec<FunctionBlock>), CodeError> {
+        let tree = parse_part(language, source, Some(lines.range(range.clone())))?;
+        let blocks = search(&tree, range);
+        Ok((tree, blocks))
+    };
+    #[cfg(test)]
+    PARSES.with(|parses| parses.set(parses.get() + 1));
+    let mut trees = Vec::new();
+    if let Some(cut) = cut {
+        let halves = std::thread::scope(|scope| {
+            let second_half = std::thread::Builder::new()
+                .name("second-half".to_owned())
+                .spawn_scoped(scope, || parse_and_search(cut..source.len()))
+                .ok()?;
+            let first = parse_and_search(0..cut);
+            let second = second_half.join().ok()?;
+            Some(match (first, second) {
+                (Ok(first), Ok(second)) => Ok((first, second)),
+                (Err(e), _) | (_, Err(e)) => Err(e),
+            })
+        });
+        match halves {
+            Some(Ok(((first, mut blocks), (second, rest)))) => {
+                let stands = cut_changes_nothing(&first, &second, &queries.walk_kinds);
+                trees.extend([first, second]);
+                if stands {
+                    blocks.extend(rest);
+                    return Ok((blocks, trees));
+                }
+            }
+            Some(Err(e)) => return Err(e),
+            // No second thread to be had, or it failed: the source is parsed whole here.
+            None => {}
+        }
+    }
+    let tree = parse_part(language, source, None)?;
+    let blocks = search(&tree, 0..source.len());
+    trees.push(tree);
+    Ok((blocks, trees))
+}
 
+/// Where a large source may be cut in two to be parsed on two threads: the start of a line past the middle
+/// that begins with a letter, after one or more blank lines, below a line that is not a comment, attribute or
+/// decorator (its first character is a letter, a digit, `_` or a closing bracket). Such a line almost always
+/// starts a top-level item; [`cut_changes_nothing`] checks that it did.
+fn cut_line(source: &str, lines: &LineIndex) -> Option<usize> {
+    if source.len() < LARGE_SOURCE {
+        return None;
+    }
+    let bytes = source.as_bytes();
+    let text_of = |line: usize| {
+        let start = lines.starts[line];
+        let end = lines.starts.get(line + 1).map_or(bytes.len(), |&next| next);
+        &bytes[start..end]
+    };
+    let first_visible = |line: usize| text_of(line).iter().find(|b| !b.is_ascii_whitespace());
+    // 0-based lines, from the middle of the source to three quarters of it.
+    let first = lines.line_of(source.len() / 2);
+    let last = lines.line_of(source.len() * 3 / 4);
+    (first.max(2)..last).find_map(|line| {
+        let starts_with_letter = text_of(line).first().is_some_and(u8::is_ascii_alphabetic);
+        if !starts_with_letter || first_visible(line - 1).is_some() {
+            return None;
+        }
+        let above = (0..line - 1).rev().find_map(first_visible)?;
+        let code_above =
+            above.is_ascii_alphanumeric() || matches!(above, b'_' | b'}' | b')' | b']');
+        code_above.then(|| lines.starts[line])
+    })
+}
+
+/// Whether two halves parsed apart are what the whole source parses to: neither has a syntax error (a cut
+/// inside a string, a comment or brackets leaves one), their root is no pattern's start, and the first does not
+/// end with something the second's first definition could take as attached (a doc comment, an attribute).
+fn cut_changes_nothing(first: &Tree, second: &Tree, kinds: &WalkKinds) -> bool {
+    let (first, second) = (first.root_node(), second.root_node());
+    let ends_with_attachable = {
+        let mut cursor = first.walk();
+        first
+            .named_children(&mut cursor)
+            .last()
+            .is_some_and(|last| last.is_extra() || kinds.may_be_attached(last.kind_id()))
+    };
+    !first.has_error()
+        && !second.has_error()
+        && !kinds.starts_a_pattern(first.kind_id())
+        && !ends_with_attachable
+}
+
+/// The listing of what one search found, in document order.
+fn blocks_of(
+    language: Language,
+    found: &[Found<'_>],
+    scopes: &[Scope],
+    source: &str,
+    lines: &LineIndex,
+) -> Vec<FunctionBlock> {
+    let enclosing = enclosing_containers(found, scopes, source);
     let separator = language.separator();
-    let lines = LineIndex::new(source);
     let mut blocks = Vec::with_capacity(found.len());
     for (function, enclosing) in found.iter().zip(enclosing) {
         let name = unquote(node_text(function.name, source)).to_owned();
@@ -109,7 +241,7 @@ pub(crate) fn find_functions(
             body,
         });
     }
-    Ok(blocks)
+    blocks
 }
 
 /// A container that qualifies the functions inside it: a scope, or a function (for nested functions).
@@ -325,6 +457,7 @@ fn run_query<'tree>(
     queries: &CompiledQueries,
     root: Node<'tree>,
     source: &str,
+    range: Range<usize>,
 ) -> (Vec<Found<'tree>>, Vec<Scope>) {
     let query = &queries.query;
     let index = |name: &str| query.capture_index_for_name(name);
@@ -348,6 +481,7 @@ fn run_query<'tree>(
     // The query runs at each node where a pattern can start, and the walk enters only nodes that may hold a
     // definition (see `WalkKinds`): the same matches as a search of the whole tree, for the ones that matter.
     let kinds = &queries.walk_kinds;
+    let definition_words = kinds.definition_words_in(source, range);
     let mut cursor = QueryCursor::new();
     cursor.set_max_start_depth(Some(0));
     let mut walk = root.walk();
@@ -431,7 +565,11 @@ fn run_query<'tree>(
                 }
             }
         }
-        if (kinds.may_hold_a_definition(kind) || node.has_error()) && walk.goto_first_child() {
+        let may_hold = (kinds.may_hold_a_definition(kind) || node.has_error())
+            && definition_words
+                .as_ref()
+                .is_none_or(|words| words.any_in(node.byte_range()));
+        if may_hold && walk.goto_first_child() {
             continue;
         }
         while !walk.goto_next_sibling() {
@@ -554,6 +692,23 @@ impl LineIndex {
         self.starts.partition_point(|&start| start <= byte)
     }
 
+    /// Row and column (0-based, in bytes) of a byte offset.
+    fn point_of(&self, byte: usize) -> tree_sitter::Point {
+        let row = self.line_of(byte).saturating_sub(1);
+        let column = byte - self.starts.get(row).copied().unwrap_or(0);
+        tree_sitter::Point { row, column }
+    }
+
+    /// A byte range with its points, for the parser.
+    fn range(&self, bytes: Range<usize>) -> tree_sitter::Range {
+        tree_sitter::Range {
+            start_byte: bytes.start,
+            end_byte: bytes.end,
+            start_point: self.point_of(bytes.start),
+            end_point: self.point_of(bytes.end),
+        }
+    }
+
     /// 1-based line of the last character of `range`.
     pub(crate) fn end_line_of(&self, range: Range<usize>) -> usize {
         self.line_of(range.end.saturating_sub(1).max(range.start))
@@ -562,7 +717,98 @@ impl LineIndex {
 
 #[cfg(test)]
 mod tests {
-    use super::clean_qualifier;
+    use std::{collections::BTreeMap, path::PathBuf, process::Command};
+
+    use super::{
+        LARGE_SOURCE, LineIndex, clean_qualifier, cut_line, find_functions, find_functions_cut_at,
+    };
+    use crate::code::Language;
+
+    /// Directories of real code on this machine: Python's standard library, Go's (when Go is installed) and
+    /// the crate sources Cargo downloaded to build this one.
+    fn real_code_roots() -> Vec<PathBuf> {
+        let output = |program: &str, args: &[&str]| {
+            Command::new(program)
+                .args(args)
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+        };
+        let cargo_home = std::env::var_os("CARGO_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cargo")));
+        [
+            output(
+                "python3",
+                &[
+                    "-c",
+                    "import sysconfig; print(sysconfig.get_path('stdlib'))",
+                ],
+            ),
+            output("go", &["env", "GOROOT"]).map(|root| root.join("src")),
+            cargo_home.map(|home| home.join("registry").join("src")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+
+    /// Every large real source found, cut where the search would cut it, lists exactly what it lists parsed
+    /// whole (names, kinds, lines, full and body ranges); and the cut stands in most of them.
+    #[test]
+    fn a_large_source_cut_in_two_lists_what_it_lists_whole() {
+        const PER_LANGUAGE: usize = 25;
+        // language → (files compared, cuts that stood)
+        let mut seen: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+        for root in real_code_roots() {
+            for entry in ignore::WalkBuilder::new(root)
+                .standard_filters(false)
+                .build()
+            {
+                let Ok(entry) = entry else { continue };
+                let path = entry.path();
+                let Some(language) = Language::from_path(path) else {
+                    continue;
+                };
+                let count = seen.entry(language.name()).or_default();
+                if count.0 >= PER_LANGUAGE {
+                    continue;
+                }
+                let Ok(source) = std::fs::read_to_string(path) else {
+                    continue;
+                };
+                if source.len() < LARGE_SOURCE {
+                    continue;
+                }
+                let lines = LineIndex::new(&source);
+                if cut_line(&source, &lines).is_none() {
+                    continue;
+                }
+                let (cut, trees) = find_functions(language, &source).unwrap();
+                let (whole, _) = find_functions_cut_at(language, &source, &lines, None).unwrap();
+                assert!(
+                    cut == whole,
+                    "{}: the cut changed the listing",
+                    path.display()
+                );
+                count.0 += 1;
+                count.1 += usize::from(trees.len() == 2);
+            }
+        }
+        eprintln!("large sources compared (files, cuts that stood): {seen:?}");
+        for language in ["python", "rust"] {
+            let (files, stood) = seen.get(language).copied().unwrap_or_default();
+            assert_eq!(
+                files, PER_LANGUAGE,
+                "{language}: too few large sources found"
+            );
+            assert!(
+                stood * 2 > files,
+                "{language}: the cut stood in {stood} of {files}"
+            );
+        }
+    }
 
     #[test]
     fn qualifiers_reduce_to_base_names() {

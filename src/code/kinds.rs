@@ -13,6 +13,11 @@ use tree_sitter::Query;
 pub(crate) struct WalkKinds {
     starts_a_pattern: Vec<bool>,
     may_hold_a_definition: Vec<bool>,
+    /// Whether a node of this kind may be captured `@attached` (a pattern capturing it starts there).
+    may_be_attached: Vec<bool>,
+    /// The words every definition's text holds (`fn`, `def`, `func`), when each definition pattern names its
+    /// own with `(#set! definition.contains "word")`: a node whose text holds none of them holds no definition.
+    definition_words: Option<Vec<String>>,
 }
 
 impl WalkKinds {
@@ -27,22 +32,47 @@ impl WalkKinds {
     ) -> Result<Self, String> {
         let mut starts: HashSet<&str> = HashSet::new();
         let mut definition_starts: HashSet<&str> = HashSet::new();
+        let mut attached_starts: HashSet<&str> = HashSet::new();
         let (mut starts_anywhere, mut definitions_anywhere) = (false, false);
+        let mut attached_anywhere = false;
+        let mut definition_words: Option<Vec<String>> = Some(Vec::new());
         for pattern in 0..query.pattern_count() {
             let text = query_source
                 .get(query.start_byte_for_pattern(pattern)..query.end_byte_for_pattern(pattern))
                 .unwrap_or_default();
             let is_definition = text.contains("@definition");
+            let is_attached = text.contains("@attached");
+            if is_definition {
+                let word = query
+                    .property_settings(pattern)
+                    .iter()
+                    .find(|p| &*p.key == "definition.contains")
+                    .and_then(|p| p.value.as_deref())
+                    .filter(|word| !word.is_empty());
+                definition_words = match (definition_words, word) {
+                    (Some(mut words), Some(word)) => {
+                        if !words.iter().any(|known| known == word) {
+                            words.push(word.to_owned());
+                        }
+                        Some(words)
+                    }
+                    _ => None,
+                };
+            }
             match pattern_roots(text) {
                 Some(roots) => {
                     if is_definition {
                         definition_starts.extend(roots.iter().copied());
+                    }
+                    if is_attached {
+                        attached_starts.extend(roots.iter().copied());
                     }
                     starts.extend(roots);
                 }
                 None => {
                     starts_anywhere = true;
                     definitions_anywhere |= is_definition;
+                    attached_anywhere |= is_attached;
                 }
             }
         }
@@ -61,7 +91,29 @@ impl WalkKinds {
         Ok(Self {
             starts_a_pattern: by_id(&|kind| starts.contains(kind), starts_anywhere),
             may_hold_a_definition: by_id(&|kind| holders.contains(kind), definitions_anywhere),
+            may_be_attached: by_id(&|kind| attached_starts.contains(kind), attached_anywhere),
+            definition_words,
         })
+    }
+
+    /// A node of this kind may be captured `@attached`, to join the definition after it.
+    pub(crate) fn may_be_attached(&self, kind: u16) -> bool {
+        self.may_be_attached
+            .get(usize::from(kind))
+            .copied()
+            .unwrap_or(true)
+    }
+
+    /// Where the definition words occur in `range` of `source`; `None` when the grammar's patterns do not
+    /// name them.
+    pub(crate) fn definition_words_in(
+        &self,
+        source: &str,
+        range: std::ops::Range<usize>,
+    ) -> Option<WordStarts> {
+        self.definition_words
+            .as_deref()
+            .map(|words| WordStarts::find(words, source, range))
     }
 
     /// A pattern may start at a node of this kind.
@@ -78,6 +130,40 @@ impl WalkKinds {
             .get(usize::from(kind))
             .copied()
             .unwrap_or(true)
+    }
+}
+
+/// Byte offsets where one of a few words starts in a source, as whole words (not inside a longer identifier),
+/// in order. Occurrences in strings and comments are kept: they only make the search enter a node in vain.
+pub(crate) struct WordStarts(Vec<usize>);
+
+impl WordStarts {
+    fn find(words: &[String], source: &str, range: std::ops::Range<usize>) -> Self {
+        let is_word_byte = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+        let bytes = source.as_bytes();
+        let offset = range.start;
+        let text = source.get(range).unwrap_or_default();
+        let mut starts: Vec<usize> = words
+            .iter()
+            .flat_map(|word| {
+                text.match_indices(word.as_str()).filter_map(|(at, _)| {
+                    let at = offset + at;
+                    let before = at.checked_sub(1).map(|i| bytes[i]);
+                    let after = bytes.get(at + word.len()).copied();
+                    let whole =
+                        !before.is_some_and(is_word_byte) && !after.is_some_and(is_word_byte);
+                    whole.then_some(at)
+                })
+            })
+            .collect();
+        starts.sort_unstable();
+        Self(starts)
+    }
+
+    /// Whether a word starts inside `range`.
+    pub(crate) fn any_in(&self, range: std::ops::Range<usize>) -> bool {
+        let first = self.0.partition_point(|&start| start < range.start);
+        self.0.get(first).is_some_and(|&start| start < range.end)
     }
 }
 

@@ -23,7 +23,8 @@ pub(crate) struct LanguageSpec {
     /// (Rust attributes and doc comments, Go doc comments, TypeScript decorators); `#set! attached.adjacent`
     /// (no blank line between) and `#set! attached.own_line` (not a comment ending a line of code) narrow them.
     /// A pattern capturing `@terminated` and `@terminator` says that a token right after a definition node ends
-    /// it (the `;` after a TypeScript class member).
+    /// it (the `;` after a TypeScript class member). When every definition pattern names a word its text always
+    /// holds (`#set! definition.contains "fn"`), the search skips nodes without one of those words.
     pub(crate) functions_query: &'static str,
     /// Captures `@scope` (a class-like container: class, impl, trait, named object literal) and
     /// `@scope.name`. Functions are scopes too, without being listed here.

@@ -117,18 +117,16 @@ pub(crate) fn functions_in_source_checked(
     language: Language,
     source: &str,
 ) -> Result<Vec<FunctionBlock>, CodeError> {
-    let tree = functions::parse(language, source)?;
-    let blocks = functions::find_functions(language, source, &tree);
-    free_off_the_callers_path(tree, source.len());
-    blocks
+    let (blocks, trees) = functions::find_functions(language, source)?;
+    free_off_the_callers_path(trees, source.len());
+    Ok(blocks)
 }
 
-/// Frees the tree of a large source on a thread of its own: freeing takes about a tenth of the parse, and
-/// the caller is waiting for an answer that no longer needs the tree. The thread runs at the lowest priority,
+/// Frees the trees of a large source on a thread of its own: freeing takes about a tenth of the parse, and
+/// the caller is waiting for an answer that no longer needs them. The thread runs at the lowest priority,
 /// so that it takes no CPU from the answer, nor from the client reading it, on a busy machine.
-fn free_off_the_callers_path(tree: tree_sitter::Tree, source_len: usize) {
-    const LARGE: usize = 64 * 1024;
-    if source_len < LARGE {
+fn free_off_the_callers_path(trees: Vec<tree_sitter::Tree>, source_len: usize) {
+    if source_len < functions::LARGE_SOURCE {
         return;
     }
     let freeing = std::thread::Builder::new()
@@ -136,10 +134,10 @@ fn free_off_the_callers_path(tree: tree_sitter::Tree, source_len: usize) {
         .spawn(move || {
             // On Linux the calling thread's own priority (no other thread's); a refusal leaves it as it was.
             let _ = rustix::process::setpriority_process(None, 19);
-            drop(tree)
+            drop(trees)
         });
     if let Err(e) = freeing {
-        // The tree was moved into the closure that failed to start, and freed with it.
+        // The trees were moved into the closure that failed to start, and freed with it.
         tracing::debug!(error = %e, "freed a syntax tree on the caller's thread");
     }
 }
