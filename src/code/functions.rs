@@ -1,6 +1,9 @@
 //! Finding function definitions with the language's query files.
 
-use std::{collections::HashMap, ops::Range};
+use std::ops::Range;
+
+// Keyed by node ids (addresses): a multiplicative hash is enough, and these maps are hot on large files.
+use rustc_hash::FxHashMap as HashMap;
 
 use streaming_iterator::StreamingIterator;
 use tree_sitter::{Node, Parser, Query, QueryCursor, Tree};
@@ -403,7 +406,7 @@ fn set_attached_starts(
     found: &mut [Found<'_>],
     attached: &HashMap<usize, AttachRule>,
 ) {
-    let mut by_node: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut by_node: HashMap<usize, Vec<usize>> = HashMap::default();
     for (index, function) in found.iter().enumerate() {
         by_node
             .entry(function.definition_node.id())
@@ -470,14 +473,14 @@ fn run_query<'tree>(
     );
     let (terminated_ix, terminator_ix) = (index("terminated"), index("terminator"));
     let (scope_ix, scope_name_ix) = (index("scope"), index("scope.name"));
-    let mut attached: HashMap<usize, AttachRule> = HashMap::new();
+    let mut attached: HashMap<usize, AttachRule> = HashMap::default();
     // Definition node → end of the token that ends it.
-    let mut terminators: HashMap<usize, usize> = HashMap::new();
+    let mut terminators: HashMap<usize, usize> = HashMap::default();
     // Keyed by the scope node; the earliest pattern (the most specific) names it.
-    let mut scopes: HashMap<usize, (usize, Scope)> = HashMap::new();
+    let mut scopes: HashMap<usize, (usize, Scope)> = HashMap::default();
     // Keyed by the name node: several patterns may match one function (plain, decorated, exported);
     // the widest definition wins.
-    let mut by_name: HashMap<usize, Found<'tree>> = HashMap::new();
+    let mut by_name: HashMap<usize, Found<'tree>> = HashMap::default();
     // The query runs at each node where a pattern can start, and the walk enters only nodes that may hold a
     // definition (see `WalkKinds`): the same matches as a search of the whole tree, for the ones that matter.
     let kinds = &queries.walk_kinds;
