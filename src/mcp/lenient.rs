@@ -172,7 +172,12 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for BlankOr<T> {
 
 impl Scalar for f64 {
     const JSON_TYPES: &'static [&'static str] = &["number"];
-    const EXPECTED: &'static str = "a number (or a string holding one)";
+    const EXPECTED: &'static str = "a finite number (or a string holding one)";
+    /// JSON has no NaN or infinity: the strings "NaN" and "inf" that Rust would parse are refused here, so that
+    /// no field check has to think of them.
+    fn from_text(text: &str) -> Option<Self> {
+        text.parse().ok().filter(|value: &f64| value.is_finite())
+    }
 }
 
 impl Scalar for bool {

@@ -75,7 +75,8 @@ fn positive(
     unit: &str,
 ) -> Result<f64, InputError> {
     let value = value.ok_or_else(|| bad(field, format!("is required: {what}")))?;
-    if value <= 0.0 || value > max {
+    // Written so that NaN is out of range too.
+    if !(value > 0.0 && value <= max) {
         return Err(bad(
             field,
             format!("{value} is out of range; accepted: more than 0 and at most {max}{unit}"),

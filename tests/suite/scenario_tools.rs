@@ -618,6 +618,22 @@ async fn bad_inputs_are_tool_errors_naming_the_field() {
             json!({"url": url, "latency": -5}),
             "latency",
         ),
+        // Strings Rust would parse as NaN and infinity: refused by name, no panic of the handler.
+        (
+            "fault_run_latency_impact_scenario",
+            json!({"url": url, "latency": "NaN"}),
+            "latency",
+        ),
+        (
+            "fault_run_jitter_impact_scenario",
+            json!({"url": url, "amplitude": "NaN", "frequency": 5}),
+            "amplitude",
+        ),
+        (
+            "fault_run_latency_impact_scenario",
+            json!({"url": url, "latency": 10, "deviation": "inf"}),
+            "deviation",
+        ),
         (
             "fault_run_latency_impact_scenario",
             json!({"url": url}),
