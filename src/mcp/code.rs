@@ -123,49 +123,10 @@ fn listing_answer(blocks: &[FunctionBlock]) -> (String, Value) {
         .filter(|name| seen.insert(*name))
         .collect();
     let text = serde_json::to_string(&names).unwrap_or_else(|_| "[]".to_owned());
-    let structured = structured_listing(blocks)
+    let functions: Vec<&FunctionInfo> = blocks.iter().map(|block| &block.info).collect();
+    let structured = serde_json::to_value(ListFunctionsOutput { functions })
         .unwrap_or_else(|e| serde_json::json!({"error": format!("cannot encode the result: {e}")}));
     (text, structured)
-}
-
-/// The structured listing. A long one is built in two halves on two threads (about a millisecond per
-/// thousand functions on one): the first half as [`ListFunctionsOutput`], the second appended to its list.
-fn structured_listing(blocks: &[FunctionBlock]) -> Result<Value, serde_json::Error> {
-    const LONG: usize = 512;
-    let infos = |part: &[FunctionBlock]| -> Vec<Value> {
-        part.iter()
-            .filter_map(|block| serde_json::to_value(&block.info).ok())
-            .collect()
-    };
-    let half = if blocks.len() >= LONG {
-        blocks.len() / 2
-    } else {
-        blocks.len()
-    };
-    let (first, second) = blocks.split_at(half);
-    let output = |part: &[FunctionBlock]| {
-        serde_json::to_value(ListFunctionsOutput {
-            functions: part.iter().map(|block| &block.info).collect(),
-        })
-    };
-    let (mut answer, rest) = std::thread::scope(|scope| {
-        let encoding = (!second.is_empty())
-            .then(|| std::thread::Builder::new().spawn_scoped(scope, || infos(second)));
-        let answer = output(first);
-        let rest = match encoding {
-            Some(Ok(encoding)) => encoding.join().unwrap_or_else(|_| infos(second)),
-            // No thread to be had: encoded here.
-            Some(Err(_)) => infos(second),
-            None => Vec::new(),
-        };
-        (answer, rest)
-    });
-    if let Ok(Value::Object(fields)) = &mut answer
-        && let Some(Value::Array(functions)) = fields.get_mut("functions")
-    {
-        functions.extend(rest);
-    }
-    answer
 }
 
 /// Runs file reading and parsing off the async workers; any failure becomes the message of a tool error.
