@@ -92,7 +92,7 @@ pub async fn deep_analysis(
     let func_owned = func.to_owned();
     let (path, language, extracted) = tokio::task::spawn_blocking(move || {
         let file = code::parsed_file(&file_owned)?;
-        let extracted = code::select_function(&file.path, &file.blocks, &func_owned)?;
+        let extracted = code::select_function(&file, &func_owned)?;
         Ok::<_, code::CodeError>((file.path.clone(), file.language, extracted))
     })
     .await

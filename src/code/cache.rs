@@ -55,13 +55,7 @@ impl ParsedFile {
             + self
                 .blocks
                 .iter()
-                .map(|b| {
-                    PER_BLOCK
-                        + b.full_text.len()
-                        + b.body_text.len()
-                        + b.info.name.len()
-                        + b.info.qualified_name.len()
-                })
+                .map(|b| PER_BLOCK + b.info.name.len() + b.info.qualified_name.len())
                 .sum::<usize>()
     }
 }

@@ -235,11 +235,6 @@ fn blocks_of(
                 start_line: lines.line_of(full.start),
                 end_line: lines.end_line_of(full.clone()),
             },
-            full_text: source[full.clone()].to_owned(),
-            body_text: body
-                .as_ref()
-                .map(|b| source[b.clone()].to_owned())
-                .unwrap_or_default(),
             full,
             body,
         });

@@ -71,10 +71,6 @@ pub struct FunctionBlock {
     pub full: Range<usize>,
     /// Byte range of the body; `None` for a signature.
     pub body: Option<Range<usize>>,
-    /// `source[full]`.
-    pub full_text: String,
-    /// `source[body]`, empty for a signature.
-    pub body_text: String,
 }
 
 /// One function extracted from a file.
@@ -155,20 +151,15 @@ pub fn list_functions(path: &Path) -> Result<Vec<FunctionInfo>, CodeError> {
 /// With several matches, the first with a body in document order is returned and `other_matches` counts
 /// the rest.
 pub fn extract_function(path: &Path, func: &str) -> Result<Extracted, CodeError> {
-    let file = parsed_path(path)?;
-    select_function(&file.path, &file.blocks, func)
+    select_function(&*parsed_path(path)?, func)
 }
 
 /// Picks `func` among `blocks`: an exact qualified name first, then a qualified suffix
 /// (`Class.method` matches `module.Class.method`), then the plain name. `.` and `::` are both accepted.
 /// Among several matches, a definition with a body wins over body-less signatures (a trait's declaration,
 /// an `extern` item, an overload signature).
-pub fn select_function(
-    path: &Path,
-    blocks: impl AsRef<[FunctionBlock]>,
-    func: &str,
-) -> Result<Extracted, CodeError> {
-    let blocks = blocks.as_ref();
+pub fn select_function(file: &ParsedFile, func: &str) -> Result<Extracted, CodeError> {
+    let (path, blocks) = (file.path.as_path(), file.blocks.as_slice());
     let wanted = func.trim().trim_end_matches("()");
     if wanted.is_empty() {
         return Err(CodeError::EmptyFunctionName);
@@ -190,9 +181,10 @@ pub fn select_function(
         let with_body = matching.iter().find(|b| b.body.is_some());
         if let Some(first) = with_body.or(matching.first()) {
             let other_matches = matching.len() - 1;
+            let text = |range: &Range<usize>| file.source.get(range.clone()).unwrap_or_default();
             return Ok(Extracted {
-                full: first.full_text.clone(),
-                body: first.body_text.clone(),
+                full: text(&first.full).to_owned(),
+                body: first.body.as_ref().map(text).unwrap_or_default().to_owned(),
                 function: first.info.clone(),
                 other_matches,
             });

@@ -97,7 +97,7 @@ impl FaultServer {
     ) -> Result<CallToolResult, rmcp::ErrorData> {
         let outcome = run_blocking(move || {
             let file = code::parsed_file(&input.file)?;
-            code::select_function(&file.path, &file.blocks, &input.func)
+            code::select_function(&file, &input.func)
         })
         .await;
         Ok(match outcome {
