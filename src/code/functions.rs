@@ -413,8 +413,10 @@ fn set_attached_starts(
         .map(|f| f.definition_node.start_byte())
         .collect();
     starts.sort_unstable();
+    // A definition starting where the node starts has nothing before it at its level: only one starting
+    // further in makes the node worth entering (a leaf function is not entered).
     let holds_a_definition = |node: Node<'_>| {
-        let first = starts.partition_point(|&start| start < node.start_byte());
+        let first = starts.partition_point(|&start| start <= node.start_byte());
         starts
             .get(first)
             .is_some_and(|&start| start < node.end_byte())
@@ -486,6 +488,7 @@ fn run_query<'tree>(
     'search: loop {
         let node = walk.node();
         let kind = node.kind_id();
+        let mut defined_here = false;
         if kinds.starts_a_pattern(kind) {
             let mut matches = cursor.matches(query, node, source.as_bytes());
             while let Some(m) = matches.next() {
@@ -546,6 +549,7 @@ fn run_query<'tree>(
                     .find(|p| &*p.key == "kind")
                     .and_then(|p| p.value.as_deref())
                     .and_then(FunctionKind::from_label);
+                defined_here = true;
                 let candidate = Found {
                     name,
                     definition_node,
@@ -563,10 +567,12 @@ fn run_query<'tree>(
                 }
             }
         }
+        // A definition found here holds one of the words itself: a nested one needs another.
+        let words_needed = if defined_here { 2 } else { 1 };
         let may_hold = (kinds.may_hold_a_definition(kind) || node.has_error())
             && definition_words
                 .as_ref()
-                .is_none_or(|words| words.any_in(node.byte_range()));
+                .is_none_or(|words| words.at_least_in(words_needed, node.byte_range()));
         if may_hold && walk.goto_first_child() {
             continue;
         }

@@ -160,10 +160,12 @@ impl WordStarts {
         Self(starts)
     }
 
-    /// Whether a word starts inside `range`.
-    pub(crate) fn any_in(&self, range: std::ops::Range<usize>) -> bool {
+    /// Whether at least `count` (≥ 1) words start inside `range`.
+    pub(crate) fn at_least_in(&self, count: usize, range: std::ops::Range<usize>) -> bool {
         let first = self.0.partition_point(|&start| start < range.start);
-        self.0.get(first).is_some_and(|&start| start < range.end)
+        self.0
+            .get(first + count.saturating_sub(1))
+            .is_some_and(|&start| start < range.end)
     }
 }
 
