@@ -4,6 +4,7 @@
 //! Languages come from a registry ([`Language`]) driven by the query files in `grammars/<language>/`.
 //! Nothing is parsed or compiled until a function here is called.
 
+pub mod allocator;
 mod cache;
 pub mod chunk;
 mod error;
