@@ -47,8 +47,10 @@ impl Server {
         let id = self.next_id;
         self.next_id += 1;
         let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        writeln!(self.stdin, "{message}").unwrap();
-        self.stdin.flush().unwrap();
+        // One write, as an MCP client sends a message (`writeln!` on the pipe wrote each JSON token on its own).
+        let mut line = message.to_string();
+        line.push('\n');
+        self.stdin.write_all(line.as_bytes()).unwrap();
         loop {
             let mut line = String::new();
             assert!(

@@ -113,18 +113,15 @@ fn find_functions_cut_at(
     if let Some(cut) = cut {
         let halves = std::thread::scope(|scope| {
             let own_cpu = current_cpu();
-            let (started, has_started) = std::sync::mpsc::sync_channel(1);
             let second_half = std::thread::Builder::new()
                 .name("second-half".to_owned())
                 .spawn_scoped(scope, move || {
                     leave_cpu(own_cpu);
-                    // Dropped unsent if the receiver is gone: nothing waits then.
-                    let _ = started.send(());
                     parse_and_search(cut..source.len())
                 })
                 .ok()?;
-            // Waiting lets the new thread run at once, on this CPU if it was put there, to move off it.
-            let _ = has_started.recv();
+            // The new thread may be queued on this CPU, behind this one: let it run first, to move off.
+            std::thread::yield_now();
             let first = parse_and_search(0..cut);
             let second = second_half.join().ok()?;
             Some(match (first, second) {
@@ -160,8 +157,8 @@ fn current_cpu() -> Option<usize> {
     return None;
 }
 
-/// Moves this thread off `taken`, the CPU of the thread that made it. A new thread is queued on its maker's
-/// CPU until the scheduler next balances the load, a tick later (4 ms here, more than half of a half's parse):
+/// Moves this thread off `taken`, the CPU of the thread that made it. A new thread is often queued on its
+/// maker's CPU until the scheduler next balances the load a tick later (4 ms here, most of a half's parse):
 /// the two halves then ran one after the other in about a third of the first calls. The mask is widened again
 /// at once; the move stands, as threads are not moved back without cause.
 fn leave_cpu(taken: Option<usize>) {
