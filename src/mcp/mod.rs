@@ -286,8 +286,19 @@ where
     }
 }
 
+/// A large file's function listing is a few hundred KiB on one line: through the default 64 KiB pipe the
+/// server writes it in turns with the client's reads. With 1 MiB (Linux's maximum for any user) it goes out
+/// in one write. Stdout that is not a pipe, or a refusal, leaves things as they are.
+fn widen_stdout_pipe() {
+    #[cfg(target_os = "linux")]
+    if let Err(e) = rustix::pipe::fcntl_setpipe_size(std::io::stdout(), 1 << 20) {
+        tracing::debug!(error = %e, "stdout keeps its pipe size");
+    }
+}
+
 /// Serves `server` over MCP on stdin/stdout until the client closes stdin.
 pub async fn serve_stdio<S: ServerHandler>(server: S) -> Result<(), ServeError> {
+    widen_stdout_pipe();
     let service = match server.serve(rmcp::transport::stdio()).await {
         Ok(service) => service,
         // The client went away before the handshake (e.g. a config check): a clean end, not a failure.
