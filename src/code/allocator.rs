@@ -2,7 +2,8 @@
 //!
 //! A syntax tree is one allocation per node. A large file's two halves are parsed on two threads and their
 //! trees freed on a third; glibc's malloc makes that cross-thread work slow (arena locks, consolidation),
-//! mimalloc does not. The first listing of a 10,000-line file is about a quarter faster with it (README, speed).
+//! mimalloc does not. The first listing of a 10,000-line file takes 5–18 % less time with it, and the process
+//! keeps more memory (README, speed).
 
 use std::ffi::c_void;
 

@@ -287,7 +287,7 @@ where
 }
 
 /// A large file's function listing is a few hundred KiB on one line: through the default 64 KiB pipe the
-/// server writes it in turns with the client's reads. With 1 MiB (Linux's maximum for any user) it goes out
+/// server writes it in turns with the client's reads. With 1 MiB (Linux's default maximum without privileges) it goes out
 /// in one write. Stdout that is not a pipe, or a refusal, leaves things as they are.
 fn widen_stdout_pipe() {
     #[cfg(target_os = "linux")]
