@@ -3,13 +3,10 @@ use std::process::ExitCode;
 use clap::Parser;
 use fault::cli::{AgentSubcommand, Cli, Command};
 
-// Syntax trees are built on two threads and freed on a third: mimalloc is faster at that than glibc's malloc
-// (see src/code/allocator.rs), and tree-sitter's C library is given the same allocator below.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
-    // SAFETY: the first thing the process does, on its only thread: no tree-sitter object exists yet.
+    // Syntax trees are built on two threads and freed on a third, which mimalloc does faster than glibc's
+    // malloc (src/code/allocator.rs). SAFETY: the first thing the process does, on its only thread: no
+    // tree-sitter object exists yet.
     unsafe { fault::code::allocator::use_mimalloc_for_syntax_trees() };
     let cli = Cli::parse();
     if let Err(e) = fault::logging::init(cli.log_file.as_deref(), &cli.log_level) {
