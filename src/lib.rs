@@ -6,6 +6,7 @@
 pub mod advice;
 pub mod cli;
 pub mod code;
+pub mod files;
 pub mod http1;
 pub mod index;
 pub mod llm;

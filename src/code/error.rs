@@ -81,6 +81,19 @@ pub enum CodeError {
     Internal { language: String, message: String },
 }
 
+impl From<crate::files::FileError> for CodeError {
+    fn from(error: crate::files::FileError) -> Self {
+        use crate::files::FileError;
+        match error {
+            FileError::NotFound(path) => CodeError::NotFound(path),
+            FileError::IsDirectory(path) => CodeError::IsDirectory(path),
+            FileError::NotAFile(path) => CodeError::NotAFile(path),
+            FileError::TooLarge { path, size, .. } => CodeError::TooLarge { path, size },
+            FileError::Io { path, source } => CodeError::Io { path, source },
+        }
+    }
+}
+
 fn extension_label(path: &std::path::Path) -> String {
     path.extension()
         .map(|ext| format!(".{}", ext.to_string_lossy()))

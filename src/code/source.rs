@@ -1,11 +1,9 @@
 //! Reading a source file given by a user: path checks, size limit, text checks.
 
-use std::{
-    io::{ErrorKind, Read},
-    path::{Path, PathBuf},
-};
+use std::path::{Path, PathBuf};
 
 use super::{CodeError, Language, MAX_SOURCE_BYTES};
+use crate::files;
 
 /// Turns `path_or_uri` (an absolute path or a `file://` URI) into an absolute path.
 pub fn resolve_path(path_or_uri: &str) -> Result<PathBuf, CodeError> {
@@ -61,13 +59,7 @@ pub fn check_source_file(path: &Path) -> Result<(Language, std::fs::Metadata), C
     if !path.is_absolute() {
         return Err(CodeError::RelativePath(path.display().to_string()));
     }
-    let metadata = std::fs::metadata(path).map_err(|e| io_error(path, e))?;
-    if metadata.is_dir() {
-        return Err(CodeError::IsDirectory(path.to_owned()));
-    }
-    if !metadata.is_file() {
-        return Err(CodeError::NotAFile(path.to_owned()));
-    }
+    let metadata = files::regular_file(path)?;
     let language = Language::from_path(path).ok_or_else(|| CodeError::UnsupportedExtension {
         path: path.to_owned(),
     })?;
@@ -80,22 +72,12 @@ pub fn check_source_file(path: &Path) -> Result<(Language, std::fs::Metadata), C
     Ok((language, metadata))
 }
 
-/// The one place a user's file is opened: a regular file (devices, FIFOs and sockets are refused from their
-/// metadata, never opened), a language the registry knows, at most [`MAX_SOURCE_BYTES`] enforced while
-/// reading (the file may grow after the metadata call).
+/// The one place a user's source file is opened, through [`crate::files`]: a regular file (devices, FIFOs and
+/// sockets are refused from their metadata, never opened), a language the registry knows, at most
+/// [`MAX_SOURCE_BYTES`] enforced while reading (the file may grow after the metadata call).
 fn read_checked(path: &Path) -> Result<(Language, Vec<u8>), CodeError> {
     let (language, metadata) = check_source_file(path)?;
-    let file = std::fs::File::open(path).map_err(|e| io_error(path, e))?;
-    let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0));
-    file.take(MAX_SOURCE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| io_error(path, e))?;
-    if bytes.len() as u64 > MAX_SOURCE_BYTES {
-        return Err(CodeError::TooLarge {
-            size: bytes.len() as u64,
-            path: path.to_owned(),
-        });
-    }
+    let bytes = files::read_checked(path, &metadata, MAX_SOURCE_BYTES)?;
     Ok((language, bytes))
 }
 
@@ -118,18 +100,6 @@ fn decode(path: &Path, mut bytes: Vec<u8>, drop_bom: bool) -> Result<String, Cod
             line,
         }
     })
-}
-
-fn io_error(path: &Path, error: std::io::Error) -> CodeError {
-    match error.kind() {
-        ErrorKind::NotFound => CodeError::NotFound(path.to_owned()),
-        // A path component that is a file (e.g. /etc/hosts/x.py) also means "not there".
-        ErrorKind::NotADirectory => CodeError::NotFound(path.to_owned()),
-        _ => CodeError::Io {
-            path: path.to_owned(),
-            source: error,
-        },
-    }
 }
 
 #[cfg(test)]
