@@ -17,6 +17,7 @@ pub mod mcp_chaos;
 pub mod mcp_http;
 pub mod mcp_proxy;
 pub mod mcp_test_server;
+pub mod mcp_wire;
 pub mod proxy;
 pub mod report;
 pub mod scenario;

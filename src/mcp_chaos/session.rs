@@ -15,9 +15,9 @@ use super::report::{self, ChaosReport, PlannedFaultInfo};
 use crate::mcp_proxy::{
     events::{CallEvent, CallObserver},
     faults::Fault,
-    jsonrpc::{Envelope, Outcome, id_key},
     plan::Plan,
 };
+use crate::mcp_wire::jsonrpc::{Envelope, Outcome, id_key};
 
 /// Results kept until their call's event arrives (it follows at once; the bound only guards odd servers).
 const MAX_HELD_RESULTS: usize = 4_096;

@@ -11,8 +11,8 @@ use super::engine::Observer;
 use super::http::{self, HttpProxyError, HttpProxyOptions};
 use super::plan::{Mode, Plan, PlanError};
 use super::relay::{self, RelayError, RelayOptions};
-use super::upstream::{Upstream, UpstreamError, UpstreamOptions};
 use crate::mcp_chaos::session::SessionRecorder;
+use crate::mcp_wire::endpoint::{Endpoint, EndpointError, EndpointOptions};
 
 /// Arguments of `fault mcp-proxy [--plan FILE] [--seed N] [--events FILE] [--report FILE] [--strict]
 /// (-- COMMAND [ARGS…] | --upstream URL [--listen ADDR] [--upstream-fault FLAGS]… [--upstream-ca PATH])`.
@@ -85,8 +85,8 @@ pub enum McpProxyError {
     Relay(#[from] RelayError),
     #[error(transparent)]
     Http(#[from] HttpProxyError),
-    #[error(transparent)]
-    Upstream(#[from] UpstreamError),
+    #[error("{}", upstream_flag(.0))]
+    Upstream(#[from] EndpointError),
     #[error("cannot write --report {path}: {source}")]
     Report {
         path: String,
@@ -138,9 +138,9 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
     let http_mode = args.listen.is_some();
     let upstream = match &args.upstream {
         Some(url) => Some(
-            Upstream::new(
+            Endpoint::new(
                 url,
-                &UpstreamOptions {
+                &EndpointOptions {
                     extra_ca: args.upstream_ca.clone(),
                     faults: args
                         .upstream_fault
@@ -202,6 +202,15 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
         })?;
     }
     relayed
+}
+
+/// An endpoint error with the flag its input came from.
+fn upstream_flag(error: &EndpointError) -> String {
+    match error {
+        EndpointError::Url { .. } => format!("--upstream {error}"),
+        EndpointError::Tls(_) => format!("--upstream-ca: {error}"),
+        EndpointError::Faults(_) => format!("--upstream-fault: {error}"),
+    }
 }
 
 /// The TCP faults of one `--upstream-fault` value.

@@ -9,9 +9,9 @@ use serde_json::Value;
 use super::decide::{Decider, Decision};
 use super::events::{CallEvent, CallObserver, CancelRecord, EventLog, FiredFault};
 use super::faults::{Action, CallContext, DropTool, Fault, FaultSpec};
-use super::jsonrpc::{Envelope, Outcome, Reply};
 use super::plan::Mode;
 use super::roll::fnv_hex;
+use crate::mcp_wire::jsonrpc::{Envelope, Outcome, Reply};
 
 /// A shared [`CallObserver`]: the proxy feeds it, its owner reads it.
 pub type Observer = std::sync::Arc<std::sync::Mutex<dyn CallObserver>>;

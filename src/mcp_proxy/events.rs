@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::decide::DecisionRecord;
-use super::jsonrpc::Outcome;
+use crate::mcp_wire::jsonrpc::Outcome;
 
 /// The fault that fired on a call.
 #[derive(Debug, Clone, Serialize)]

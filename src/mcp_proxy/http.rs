@@ -33,10 +33,9 @@ use super::engine::{
 };
 use super::events::{CancelRecord, EventLog};
 use super::faults::{Action, HttpAction, OnCap};
-use super::jsonrpc::{Envelope, Outcome, Reply, id_key};
 use super::plan::{Mode, Plan};
-use super::sse;
-use super::upstream::Upstream;
+use crate::mcp_wire::jsonrpc::{Envelope, Outcome, Reply, id_key};
+use crate::mcp_wire::{endpoint::Endpoint, http_session::error_chain, sse};
 
 /// The largest request or JSON response body read whole.
 const MAX_BODY: usize = 32 * 1024 * 1024;
@@ -62,7 +61,7 @@ pub enum HttpProxyError {
 
 pub struct HttpProxyOptions {
     pub plan: Plan,
-    pub upstream: Upstream,
+    pub upstream: Endpoint,
     pub listen: SocketAddr,
     pub events: Option<std::path::PathBuf>,
     pub observer: Option<Observer>,
@@ -81,7 +80,7 @@ struct Engine {
 }
 
 struct Proxy {
-    upstream: Upstream,
+    upstream: Endpoint,
     mode: Mode,
     /// No faults and no records: forward without reading bodies.
     transparent: bool,
@@ -380,15 +379,11 @@ impl Proxy {
     }
 
     async fn send(&self, request: Request<Full<Bytes>>) -> Result<Response<Incoming>, String> {
-        self.upstream.client.request(request).await.map_err(|e| {
-            let mut text = e.to_string();
-            let mut source = std::error::Error::source(&e);
-            while let Some(s) = source {
-                text = format!("{text}: {s}");
-                source = s.source();
-            }
-            text
-        })
+        self.upstream
+            .client
+            .request(request)
+            .await
+            .map_err(|e| error_chain(&e))
     }
 
     async fn forward_untouched(&self, request: Request<Full<Bytes>>) -> Response<ProxyBody> {

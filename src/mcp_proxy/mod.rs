@@ -6,8 +6,8 @@
 //!
 //! - [`relay`]: the stdio pump and the table of calls in flight; [`bridge`]: its server when that is a
 //!   Streamable HTTP endpoint;
-//! - [`http`], [`sse`]: the Streamable HTTP front (`--upstream URL --listen ADDR`); [`upstream`]: the client
-//!   both reach an HTTP server with (TLS, TCP faults on its connection);
+//! - [`http`]: the Streamable HTTP front (`--upstream URL --listen ADDR`); both reach an HTTP server through
+//!   [`crate::mcp_wire`];
 //! - [`engine`]: what both fronts share per call (decision, composed faults, rewrite, event);
 //! - [`plan`], [`trigger`]: the plan file (and the peer tools' formats) and when a fault applies;
 //! - [`faults`]: one file per fault, registered in one list;
@@ -20,12 +20,9 @@ pub mod engine;
 pub mod events;
 pub mod faults;
 pub mod http;
-pub mod jsonrpc;
 pub mod plan;
 pub mod relay;
 pub mod roll;
-pub mod sse;
 pub mod trigger;
-pub mod upstream;
 
 pub use cli::{McpProxyArgs, run};

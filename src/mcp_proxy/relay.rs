@@ -27,8 +27,8 @@ use super::engine::{
 };
 use super::events::{CancelRecord, EventLog};
 use super::faults::{Action, Fault, OnCap};
-use super::jsonrpc::{Envelope, Outcome, Reply, id_key};
 use super::plan::{Mode, Plan};
+use crate::mcp_wire::jsonrpc::{Envelope, Outcome, Reply, id_key};
 
 /// Calls remembered at most; beyond it the oldest is forgotten (and logged as `pending`).
 const MAX_PENDING: usize = 65_536;
@@ -68,7 +68,7 @@ pub struct RelayOptions {
     pub plan: Plan,
     pub command: Vec<String>,
     /// The server's Streamable HTTP endpoint, instead of a command (see [`super::bridge`]).
-    pub http_upstream: Option<super::upstream::Upstream>,
+    pub http_upstream: Option<crate::mcp_wire::endpoint::Endpoint>,
     pub events: Option<std::path::PathBuf>,
     /// Sees every line sent to the client and every finished call (the `--report` recorder).
     pub observer: Option<Observer>,
@@ -160,7 +160,7 @@ enum ServerSide {
 
 struct Core {
     command: Vec<String>,
-    http_upstream: Option<super::upstream::Upstream>,
+    http_upstream: Option<crate::mcp_wire::endpoint::Endpoint>,
     mode: Mode,
     decider: Decider,
     recorder: Recorder,
@@ -363,10 +363,11 @@ impl Core {
         Ok(())
     }
 
-    fn start_bridge(&mut self, upstream: super::upstream::Upstream) {
+    fn start_bridge(&mut self, endpoint: crate::mcp_wire::endpoint::Endpoint) {
         self.generation += 1;
         let generation = self.generation;
-        let (to_server, mut lines, task) = super::bridge::spawn(upstream);
+        let session = crate::mcp_wire::http_session::HttpSession::new(endpoint, Default::default());
+        let (to_server, mut lines, task) = super::bridge::spawn(session);
         let core_tx = self.core_tx.clone();
         let reader = tokio::spawn(async move {
             while let Some(line) = lines.recv().await {

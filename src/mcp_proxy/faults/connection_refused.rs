@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Action, CallContext, Fault};
-use crate::mcp_proxy::jsonrpc::Reply;
+use crate::mcp_wire::jsonrpc::Reply;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

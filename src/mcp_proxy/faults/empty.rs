@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Action, CallContext, Fault, Upstream};
-use crate::mcp_proxy::jsonrpc::Reply;
+use crate::mcp_wire::jsonrpc::Reply;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Empty {

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Action, CallContext, Failure, Fault, Upstream};
-use crate::mcp_proxy::jsonrpc::Reply;
+use crate::mcp_wire::jsonrpc::Reply;
 
 pub const DEFAULT_CODE: i64 = -32603;
 pub const DEFAULT_MESSAGE: &str = "Internal error: injected fault";

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::jsonrpc::Reply;
+use crate::mcp_wire::jsonrpc::Reply;
 
 mod burst_error;
 mod connection_drop;

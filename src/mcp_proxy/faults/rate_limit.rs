@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Action, CallContext, Fault, ReplyAs};
-use crate::mcp_proxy::jsonrpc::Reply;
+use crate::mcp_wire::jsonrpc::Reply;
 
 fn five() -> u64 {
     5

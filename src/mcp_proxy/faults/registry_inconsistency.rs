@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Action, CallContext, Fault};
-use crate::mcp_proxy::jsonrpc::Reply;
+use crate::mcp_wire::jsonrpc::Reply;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RegistryInconsistency {}

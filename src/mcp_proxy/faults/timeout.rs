@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Action, CallContext, Fault, ReplyAs, ms};
-use crate::mcp_proxy::jsonrpc::Reply;
+use crate::mcp_wire::jsonrpc::Reply;
 
 fn code() -> i64 {
     -32001

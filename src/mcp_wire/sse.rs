@@ -19,6 +19,11 @@ impl EventSplitter {
         events
     }
 
+    /// Bytes of the event not yet complete (to bound what a stream without blank lines can make us keep).
+    pub fn pending(&self) -> usize {
+        self.buffer.len()
+    }
+
     /// What is left once the stream ended (an unterminated event, passed on as it is).
     pub fn rest(self) -> Vec<u8> {
         self.buffer

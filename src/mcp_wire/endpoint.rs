@@ -1,7 +1,8 @@
-//! The connection to the real server's Streamable HTTP endpoint, shared by the HTTP front and the stdio bridge:
-//! `http://` or `https://` (rustls: the system roots plus an optional extra CA), optionally through the
-//! in-process TCP fault proxy of `fault run` (`--upstream-fault`). The proxy only carries the bytes: requests
-//! keep the upstream's URL, so the `Host` header and the TLS server name stay the upstream's.
+//! The HTTP connection to an MCP server's Streamable HTTP endpoint, for everything that reaches one (the
+//! proxy's HTTP front, its stdio bridge, the chaos scenario's clients): `http://` or `https://` (rustls: the
+//! system roots plus an optional extra CA), optionally through the in-process TCP fault proxy of `fault run`
+//! (`--upstream-fault`). The fault proxy only carries the bytes: requests keep the endpoint's URL, so the
+//! `Host` header and the TLS server name stay the endpoint's.
 
 use std::{
     future::Future,
@@ -26,42 +27,44 @@ use crate::proxy::{
 };
 use crate::tls::ClientStream;
 
+/// What can keep an endpoint from being reached; the caller adds which of its inputs it came from.
 #[derive(Debug, thiserror::Error)]
-pub enum UpstreamError {
-    #[error("--upstream {url}: {reason}")]
+pub enum EndpointError {
+    #[error("{url}: {reason}")]
     Url { url: String, reason: String },
-    #[error("--upstream-ca: {0}")]
+    #[error(transparent)]
     Tls(#[from] crate::tls::TlsSetupError),
-    #[error("--upstream-fault: {0}")]
+    #[error("{0}")]
     Faults(String),
 }
 
-/// How to reach the upstream besides its URL.
+/// How to reach the endpoint besides its URL.
 #[derive(Debug, Default, Clone)]
-pub struct UpstreamOptions {
-    /// An extra PEM CA trusted for an `https://` upstream (else `$FAULT_PROXY_EXTRA_CA`).
+pub struct EndpointOptions {
+    /// An extra PEM CA trusted for an `https://` endpoint (else `$FAULT_PROXY_EXTRA_CA`).
     pub extra_ca: Option<PathBuf>,
-    /// TCP faults on the upstream connection.
+    /// TCP faults on the connection.
     pub faults: Vec<FaultSpec>,
     /// The seed of the TCP faults' decisions.
     pub seed: u64,
 }
 
-pub type UpstreamClient = Client<Connector, Full<Bytes>>;
+/// The HTTP/1 client of an endpoint (connection pool included).
+pub type HttpClient = Client<EndpointConnector, Full<Bytes>>;
 
-/// The upstream endpoint and the client that reaches it.
+/// An MCP server's endpoint and the client that reaches it.
 #[derive(Clone)]
-pub struct Upstream {
+pub struct Endpoint {
     pub uri: Uri,
-    pub client: UpstreamClient,
+    pub client: HttpClient,
     /// The TCP fault proxy the connections go through; it stops when the last clone is dropped.
     _faults: Option<Arc<ProxyHandle>>,
 }
 
-impl Upstream {
+impl Endpoint {
     /// Checks `url` and readies its client (starting the TCP fault proxy when there are faults).
-    pub async fn new(url: &str, options: &UpstreamOptions) -> Result<Self, UpstreamError> {
-        let uri = parse_upstream(url)?;
+    pub async fn new(url: &str, options: &EndpointOptions) -> Result<Self, EndpointError> {
+        let uri = parse_endpoint(url)?;
         let tls = if uri.scheme_str() == Some("https") {
             Some(crate::tls::connector(options.extra_ca.as_deref())?)
         } else {
@@ -75,7 +78,7 @@ impl Upstream {
         let mut http = HttpConnector::new();
         http.set_nodelay(true);
         http.enforce_http(false);
-        let connector = Connector {
+        let connector = EndpointConnector {
             http,
             tls,
             via: faults
@@ -90,9 +93,9 @@ impl Upstream {
     }
 }
 
-/// `--upstream URL`: an `http://` or `https://` URL with a host.
-pub fn parse_upstream(url: &str) -> Result<Uri, UpstreamError> {
-    let error = |reason: String| UpstreamError::Url {
+/// An `http://` or `https://` URL with a host.
+pub fn parse_endpoint(url: &str) -> Result<Uri, EndpointError> {
+    let error = |reason: String| EndpointError::Url {
         url: url.to_owned(),
         reason,
     };
@@ -114,11 +117,11 @@ fn default_port(uri: &Uri) -> u16 {
     })
 }
 
-/// The TCP fault proxy on 127.0.0.1 (a free port), relaying to the upstream's host and port.
+/// The TCP fault proxy on 127.0.0.1 (a free port), relaying to the endpoint's host and port.
 async fn start_fault_proxy(
     uri: &Uri,
-    options: &UpstreamOptions,
-) -> Result<ProxyHandle, UpstreamError> {
+    options: &EndpointOptions,
+) -> Result<ProxyHandle, EndpointError> {
     let host = uri
         .host()
         .unwrap_or_default()
@@ -141,9 +144,9 @@ async fn start_fault_proxy(
     };
     let handle = crate::proxy::start(config)
         .await
-        .map_err(|e| UpstreamError::Faults(e.to_string()))?;
+        .map_err(|e| EndpointError::Faults(e.to_string()))?;
     for fault in &options.faults {
-        tracing::info!("mcp-proxy: upstream connection fault: {}", fault.describe());
+        tracing::info!("connection fault to {uri}: {}", fault.describe());
     }
     Ok(handle)
 }
@@ -151,7 +154,7 @@ async fn start_fault_proxy(
 /// Connects to the URL's host (or, with TCP faults, to the fault proxy), then speaks TLS for `https://`
 /// with the URL's host as the server name.
 #[derive(Clone)]
-pub struct Connector {
+pub struct EndpointConnector {
     http: HttpConnector,
     tls: Option<tokio_rustls::TlsConnector>,
     via: Option<SocketAddr>,
@@ -159,7 +162,7 @@ pub struct Connector {
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-impl tower_service::Service<Uri> for Connector {
+impl tower_service::Service<Uri> for EndpointConnector {
     type Response = TokioIo<ClientStream>;
     type Error = BoxError;
     type Future = Pin<Box<dyn Future<Output = Result<Self::Response, BoxError>> + Send>>;
@@ -185,7 +188,7 @@ impl tower_service::Service<Uri> for Connector {
             if uri.scheme_str() != Some("https") {
                 return Ok(TokioIo::new(ClientStream::Plain(tcp)));
             }
-            let tls = tls.ok_or("no TLS configuration for an https:// upstream")?;
+            let tls = tls.ok_or("no TLS configuration for an https:// endpoint")?;
             let host = uri
                 .host()
                 .unwrap_or_default()
@@ -204,11 +207,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn upstream_urls_are_http_or_https_with_a_host() {
-        assert!(parse_upstream("http://127.0.0.1:8000/mcp").is_ok());
-        assert!(parse_upstream("https://mcp.example.com/mcp").is_ok());
+    fn endpoint_urls_are_http_or_https_with_a_host() {
+        assert!(parse_endpoint("http://127.0.0.1:8000/mcp").is_ok());
+        assert!(parse_endpoint("https://mcp.example.com/mcp").is_ok());
         for bad in ["ftp://x/mcp", "/mcp", "127.0.0.1:8000"] {
-            let error = parse_upstream(bad).unwrap_err().to_string();
+            let error = parse_endpoint(bad).unwrap_err().to_string();
             assert!(error.contains(bad), "{bad}: {error}");
         }
     }

@@ -1,7 +1,28 @@
-//! The little of JSON-RPC the relay needs: reading a line's envelope, and writing the answers faults send.
+//! The little of JSON-RPC the relays and clients need: reading a message's envelope, writing requests,
+//! notifications and the answers faults send.
 
 use serde::Deserialize;
 use serde_json::{Value, json};
+
+/// The largest message read whole (a stdio line, a JSON body, an SSE event): the largest answers real MCP
+/// servers send (a file, a screenshot as base64) are a few MiB; beyond this a peer is broken or hostile.
+pub const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+
+/// A request line `{"jsonrpc":"2.0","id":…,"method":…,"params":…}`, newline included.
+pub fn request_line(id: &Value, method: &str, params: &Value) -> Vec<u8> {
+    line(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+}
+
+/// A notification line, newline included.
+pub fn notification_line(method: &str, params: &Value) -> Vec<u8> {
+    line(&json!({"jsonrpc": "2.0", "method": method, "params": params}))
+}
+
+fn line(message: &Value) -> Vec<u8> {
+    let mut line = message.to_string().into_bytes();
+    line.push(b'\n');
+    line
+}
 
 /// An answer the proxy sends in the server's place.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,9 +61,7 @@ impl Reply {
             }),
             Reply::Result(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
         };
-        let mut line = message.to_string().into_bytes();
-        line.push(b'\n');
-        line
+        line(&message)
     }
 }
 
