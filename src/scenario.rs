@@ -16,7 +16,9 @@ use crate::{
     proxy::{
         self, FaultCommon, FaultSpec, Mapping, ProxyConfig, ProxyError, ProxyHandle, Upstream,
     },
-    report::{self, CallInfo, FaultInfo, LatencySlo, Report, ReportInput, StrategyInfo},
+    report::impact::{
+        self as report, CallInfo, FaultInfo, LatencySlo, Report, ReportInput, StrategyInfo,
+    },
 };
 
 /// Input bounds; the tool errors quote them. The load caps and the listen policy are the operator's

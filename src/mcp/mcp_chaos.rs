@@ -15,7 +15,8 @@ use super::scenario::progress_ticker;
 use super::{FaultServer, output_schema, text_and_structured, tool_error};
 use crate::{
     load::LoadProgress,
-    mcp_chaos::{self, ChaosReport},
+    mcp_chaos,
+    report::mcp::{self as chaos_report, ChaosReport},
 };
 
 #[tool_router(router = mcp_chaos_router, vis = "pub(super)")]
@@ -60,7 +61,7 @@ HTTP MCP server directly (no plan: it measures the server as it is).",
             ticker.abort();
         }
         match outcome {
-            Ok(report) => Ok(text_and_structured(mcp_chaos::render(&report), &report)),
+            Ok(report) => Ok(text_and_structured(chaos_report::render(&report), &report)),
             Err(e) => Ok(tool_error(e)),
         }
     }

@@ -17,7 +17,7 @@ use super::scenario_input::{
 use super::{FaultServer, output_schema, text_and_structured, tool_error};
 use crate::{
     load,
-    report::Report,
+    report::impact::Report,
     scenario::{self, ScenarioSpec},
 };
 
@@ -96,7 +96,10 @@ impl FaultServer {
             ticker.abort();
         }
         match outcome {
-            Ok(report) => Ok(text_and_structured(crate::report::render(&report), &report)),
+            Ok(report) => Ok(text_and_structured(
+                crate::report::impact::render(&report),
+                &report,
+            )),
             Err(e) => Ok(tool_error(e)),
         }
     }

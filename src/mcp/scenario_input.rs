@@ -15,7 +15,7 @@ use crate::{
         FaultSpec, HttpErrorSpec, JitterSpec, LatencySpec, PacketLossSpec, ParseError, Side,
         config::parse_rate,
     },
-    report::LatencySlo,
+    report::impact::LatencySlo,
     scenario::{self, Limits, ScenarioSpec},
 };
 

@@ -11,14 +11,6 @@
 //!   (timeout and cancel, retries, backoff), from one client or many on an open-model schedule.
 
 pub mod client;
-pub mod head_of_line;
 pub mod http_client;
 pub mod http_proxy;
-pub mod markdown;
-pub mod record;
-pub mod report;
 pub mod scenario;
-pub mod session;
-
-pub use markdown::render;
-pub use report::ChaosReport;

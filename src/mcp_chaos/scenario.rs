@@ -19,10 +19,15 @@ use tokio_util::sync::CancellationToken;
 use super::client::{Answer, StdioClient};
 use super::http_client::HttpClient;
 use super::http_proxy::HttpProxy;
-use super::record::{CallOutcome, CallRecord, Logical, Schemas};
-use super::report::{self, ChaosReport, ClientPolicy};
-use super::session::planned_faults;
-use crate::{load::LoadProgress, mcp_proxy::plan::Plan};
+use crate::{
+    load::LoadProgress,
+    mcp_proxy::{plan::Plan, recording::planned_faults},
+    report::mcp::{
+        self as report, ChaosReport, ClientPolicy,
+        record::{CallOutcome, CallRecord, Logical, Schemas},
+    },
+    report::millis,
+};
 
 /// How long the server gets to answer `initialize` and `tools/list`.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -690,10 +695,6 @@ async fn logical_call(
         }
     }
     attempts
-}
-
-fn millis(d: Duration) -> f64 {
-    (d.as_secs_f64() * 1_000_000.0).round() / 1000.0
 }
 
 /// Adds what the proxy recorded to each attempt: the fault that fired, a malformed answer (the client

@@ -10,8 +10,8 @@ use clap::Args;
 use super::engine::Observer;
 use super::http::{self, HttpProxyError, HttpProxyOptions};
 use super::plan::{Mode, Plan, PlanError};
+use super::recording::ReportObserver;
 use super::relay::{self, RelayError, RelayOptions};
-use crate::mcp_chaos::session::SessionRecorder;
 use crate::mcp_wire::endpoint::{Endpoint, EndpointError, EndpointOptions};
 
 /// Arguments of `fault mcp-proxy [--plan FILE] [--seed N] [--events FILE] [--report FILE] [--strict]
@@ -129,7 +129,7 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
     let recorder = args
         .report
         .as_ref()
-        .map(|_| Arc::new(Mutex::new(SessionRecorder::new(&plan, &command))));
+        .map(|_| Arc::new(Mutex::new(ReportObserver::new(&plan, &command))));
     let on_signal = match (&args.report, &recorder) {
         (Some(path), Some(recorder)) => report_on_signal(path.clone(), recorder.clone()),
         _ => None,
@@ -231,7 +231,7 @@ fn parse_listen(value: &str) -> Result<std::net::SocketAddr, String> {
         .map_err(|_| format!("`{value}` is neither a port nor an ADDR:PORT (e.g. 127.0.0.1:8808)"))
 }
 
-fn write_report(path: &Path, recorder: &Mutex<SessionRecorder>) -> std::io::Result<()> {
+fn write_report(path: &Path, recorder: &Mutex<ReportObserver>) -> std::io::Result<()> {
     recorder
         .lock()
         .unwrap_or_else(|p| p.into_inner())
@@ -241,7 +241,7 @@ fn write_report(path: &Path, recorder: &Mutex<SessionRecorder>) -> std::io::Resu
 /// Writes the report on each SIGUSR1, so a long session can be looked at while it runs.
 fn report_on_signal(
     path: PathBuf,
-    recorder: Arc<Mutex<SessionRecorder>>,
+    recorder: Arc<Mutex<ReportObserver>>,
 ) -> Option<tokio::task::JoinHandle<()>> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut signals = match signal(SignalKind::user_defined1()) {

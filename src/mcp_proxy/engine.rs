@@ -12,6 +12,7 @@ use super::faults::{Action, CallContext, DropTool, Fault, FaultSpec};
 use super::plan::Mode;
 use super::roll::fnv_hex;
 use crate::mcp_wire::jsonrpc::{Envelope, Outcome, Reply};
+use crate::report::millis;
 
 /// A shared [`CallObserver`]: the proxy feeds it, its owner reads it.
 pub type Observer = std::sync::Arc<std::sync::Mutex<dyn CallObserver>>;
@@ -269,10 +270,6 @@ impl Call {
             cancel: ending.cancel,
         }
     }
-}
-
-pub fn millis(d: Duration) -> f64 {
-    (d.as_secs_f64() * 1_000_000.0).round() / 1000.0
 }
 
 /// What a `drop_tool` fault tells the client when it takes effect.

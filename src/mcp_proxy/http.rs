@@ -472,9 +472,9 @@ impl Exchange {
     /// The cancellation to record, if the client sent one.
     fn cancel_record(&self, started: Instant) -> Option<CancelRecord> {
         self.cancel.at.get().map(|&at| CancelRecord {
-            after_ms: super::engine::millis(at.saturating_duration_since(started)),
+            after_ms: crate::report::millis(at.saturating_duration_since(started)),
             ended_injected_wait: self.waiting,
-            released_ms: super::engine::millis(at.elapsed()),
+            released_ms: crate::report::millis(at.elapsed()),
         })
     }
 
@@ -792,7 +792,7 @@ impl Drop for Exchange {
         };
         // Closing the request is the cancellation, unless the client sent one first.
         let cancel = self.cancel_record(call.started).unwrap_or(CancelRecord {
-            after_ms: super::engine::millis(call.started.elapsed()),
+            after_ms: crate::report::millis(call.started.elapsed()),
             ended_injected_wait: self.waiting,
             released_ms: 0.0,
         });

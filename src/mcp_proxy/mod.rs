@@ -21,6 +21,7 @@ pub mod events;
 pub mod faults;
 pub mod http;
 pub mod plan;
+pub mod recording;
 pub mod relay;
 pub mod roll;
 pub mod trigger;

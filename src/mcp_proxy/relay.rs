@@ -902,9 +902,9 @@ impl Core {
             (None, false) => Outcome::None,
         };
         let cancel = p.cancelled_at.map(|at| CancelRecord {
-            after_ms: super::engine::millis(at - p.call.started),
+            after_ms: crate::report::millis(at - p.call.started),
             ended_injected_wait: p.cancel_ended_wait,
-            released_ms: super::engine::millis(at.elapsed()),
+            released_ms: crate::report::millis(at.elapsed()),
         });
         let event = p.call.event(
             &self.decider,

@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use fault::{
     load::{LoadReport, Outcome, Samples},
-    report::{self, CallInfo, FaultInfo, LatencySlo, ReportInput, Status, StrategyInfo},
+    report::impact::{
+        self as report, CallInfo, FaultInfo, LatencySlo, ReportInput, Status, StrategyInfo,
+    },
 };
 
 fn ms(v: u64) -> Duration {

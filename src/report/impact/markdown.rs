@@ -2,7 +2,8 @@
 
 use std::fmt::Write;
 
-use super::{Report, RunFigures, SecondFigures, Status};
+use super::{Report, RunFigures, Status};
+use crate::report::{SecondFigures, latency_scale};
 
 /// `value` with its share of `total`, e.g. "3 (9.7%)".
 fn count_with_share(value: u64, total: u64) -> String {
@@ -289,19 +290,6 @@ fn write_run(out: &mut String, run: &RunFigures) -> std::fmt::Result {
     }
     writeln!(out)?;
     write_sparkline(out, run)
-}
-
-/// The shared scale of the per-second p50/p95 sparklines: the lowest and highest value, `None` without any.
-pub(crate) fn latency_scale(
-    seconds: impl Iterator<Item = (Option<f64>, Option<f64>)>,
-) -> Option<(f64, f64)> {
-    seconds
-        .flat_map(|(p50, p95)| [p50, p95])
-        .flatten()
-        .fold(None, |range, v| match range {
-            None => Some((v, v)),
-            Some((low, high)) => Some((f64::min(low, v), f64::max(high, v))),
-        })
 }
 
 fn write_sparkline(out: &mut String, run: &RunFigures) -> std::fmt::Result {

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::head_of_line::{BLOCKED_RATIO, HeadOfLine, MIN_CALLS, SLOWER_FACTOR};
-use super::report::{ChaosFigures, ChaosReport, LatencyFigures, RUNAWAY_ATTEMPTS, ToolFigures};
+use super::{ChaosFigures, ChaosReport, LatencyFigures, RUNAWAY_ATTEMPTS, ToolFigures};
 
 fn opt_ms(value: Option<f64>) -> String {
     value.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"))

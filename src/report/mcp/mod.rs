@@ -16,9 +16,19 @@ use std::collections::{BTreeMap, HashMap};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::head_of_line::{HeadOfLine, head_of_line};
-use super::record::{CallOutcome, CallRecord, infer_logical};
-use crate::report::{SecondFigures, ms, quantile, round2, sparklines};
+pub mod head_of_line;
+pub mod latency;
+pub mod markdown;
+pub mod record;
+
+use head_of_line::{HeadOfLine, head_of_line};
+pub use latency::LatencyFigures;
+use latency::latency;
+use record::{CallOutcome, CallRecord, infer_logical};
+
+pub use markdown::render;
+
+use super::{SecondFigures, latency_histogram, ms, quantile, ratio, round2, sparklines};
 
 /// Attempts after a first failure that make a runaway.
 pub const RUNAWAY_ATTEMPTS: u32 = 3;
@@ -68,14 +78,6 @@ pub struct ChaosOutcomes {
 }
 
 /// Latency percentiles of a set of calls (null when there is none).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct LatencyFigures {
-    pub calls: u64,
-    pub p50_ms: Option<f64>,
-    pub p95_ms: Option<f64>,
-    pub p99_ms: Option<f64>,
-}
-
 /// What the client did after failures.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ClientFigures {
@@ -201,46 +203,12 @@ pub struct ChaosReport {
     pub comparison: Option<Vec<ComparisonRow>>,
 }
 
-pub fn round4(value: f64) -> f64 {
-    (value * 10_000.0).round() / 10_000.0
-}
-
-fn ratio(part: u64, total: u64) -> f64 {
-    if total == 0 {
-        0.0
-    } else {
-        round4(part as f64 / total as f64)
-    }
-}
-
 fn mean(values: &[f64]) -> Option<f64> {
     (!values.is_empty()).then(|| round2(values.iter().sum::<f64>() / values.len() as f64))
 }
 
 fn max(values: &[f64]) -> Option<f64> {
     values.iter().copied().reduce(f64::max).map(round2)
-}
-
-/// Latencies in µs (up to an hour; longer ones are clamped), three significant figures.
-fn histogram() -> hdrhistogram::Histogram<u64> {
-    crate::load::histogram(3)
-}
-
-pub(super) fn latency<'a>(records: impl Iterator<Item = &'a CallRecord>) -> LatencyFigures {
-    let mut h = histogram();
-    for r in records {
-        h.saturating_record((r.latency_ms * 1000.0).round().max(1.0) as u64);
-    }
-    if h.is_empty() {
-        return LatencyFigures::default();
-    }
-    let at = |q: f64| Some(ms(quantile(&h, q)));
-    LatencyFigures {
-        calls: h.len(),
-        p50_ms: at(0.50),
-        p95_ms: at(0.95),
-        p99_ms: at(0.99),
-    }
 }
 
 /// The logical index of a record (records always have one once [`figures`] has inferred them).
@@ -430,7 +398,7 @@ pub fn figures(mut records: Vec<CallRecord>, duration_ms: f64) -> ChaosFigures {
         .max()
         .unwrap_or(0);
     let mut buckets: Vec<(u64, u64, hdrhistogram::Histogram<u64>)> =
-        (0..seconds).map(|_| (0, 0, histogram())).collect();
+        (0..seconds).map(|_| (0, 0, latency_histogram())).collect();
     for r in &records {
         let (calls, failed, h) = &mut buckets[(r.start_ms.max(0.0) / 1000.0) as usize];
         *calls += 1;
@@ -484,8 +452,8 @@ pub fn compare(baseline: &ChaosFigures, run: &ChaosFigures) -> Vec<ComparisonRow
 
 #[cfg(test)]
 mod tests {
+    use super::record::Logical;
     use super::*;
-    use crate::mcp_chaos::record::Logical;
 
     fn call(index: u64, attempt: u32, start: f64, outcome: CallOutcome, fault: bool) -> CallRecord {
         CallRecord {

@@ -1,6 +1,7 @@
-//! The report of a live `fault mcp-proxy --report FILE` session. The relay shows the recorder every line it
-//! sends to the client (to learn output schemas from `tools/list` and to judge results) and every finished
-//! call; the report is rendered from what it kept, at exit or on demand.
+//! What a session of the proxy did to its client, as report records: the relay shows the [`ReportObserver`]
+//! every line it sends to the client (to learn output schemas from `tools/list` and to judge results) and
+//! every finished call. A live `fault mcp-proxy --report FILE` session renders its report from them, at exit or
+//! on demand; the chaos scenario joins them with what its client saw.
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -10,14 +11,16 @@ use std::{
 
 use serde_json::Value;
 
-use super::record::{CallOutcome, CallRecord, Schemas};
-use super::report::{self, ChaosReport, PlannedFaultInfo};
-use crate::mcp_proxy::{
+use super::{
     events::{CallEvent, CallObserver},
     faults::Fault,
     plan::Plan,
 };
 use crate::mcp_wire::jsonrpc::{Envelope, Outcome, id_key};
+use crate::report::mcp::{
+    self as report, ChaosReport, PlannedFaultInfo,
+    record::{CallOutcome, CallRecord, Schemas},
+};
 
 /// Results kept until their call's event arrives (it follows at once; the bound only guards odd servers).
 const MAX_HELD_RESULTS: usize = 4_096;
@@ -43,7 +46,7 @@ pub fn planned_faults(plan: &Plan) -> Vec<PlannedFaultInfo> {
 }
 
 /// What a live session has seen so far.
-pub struct SessionRecorder {
+pub struct ReportObserver {
     server: String,
     seed: u64,
     faults: Vec<PlannedFaultInfo>,
@@ -56,7 +59,7 @@ pub struct SessionRecorder {
     records: Vec<CallRecord>,
 }
 
-impl SessionRecorder {
+impl ReportObserver {
     pub fn new(plan: &Plan, command: &[String]) -> Self {
         Self {
             server: command.join(" "),
@@ -97,7 +100,7 @@ impl SessionRecorder {
         let text = if json {
             serde_json::to_string_pretty(&report).map_err(std::io::Error::other)?
         } else {
-            super::render(&report)
+            report::render(&report)
         };
         std::fs::write(path, text)
     }
@@ -107,7 +110,7 @@ fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
-impl CallObserver for SessionRecorder {
+impl CallObserver for ReportObserver {
     fn client_line(&mut self, line: &[u8]) {
         let Some(envelope) = Envelope::parse(line).filter(Envelope::is_response) else {
             return;

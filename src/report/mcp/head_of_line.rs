@@ -8,8 +8,9 @@ use std::collections::{BTreeMap, HashMap};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::latency::{LatencyFigures, latency};
 use super::record::CallRecord;
-use super::report::{LatencyFigures, latency, round4};
+use crate::report::round4;
 
 /// A tool is "slower" than T when its p50 exceeds T's by this factor.
 pub const SLOWER_FACTOR: f64 = 2.0;
@@ -206,7 +207,7 @@ fn verdict(tools: Vec<ToolHeadOfLine>) -> HeadOfLine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mcp_chaos::record::CallOutcome;
+    use crate::report::mcp::record::CallOutcome;
 
     fn call(tool: &str, session: u32, start_ms: f64, latency_ms: f64) -> CallRecord {
         CallRecord {

@@ -1,0 +1,434 @@
+//! The impact scenario's report: a serde model built from load samples, SLO evaluation, and a markdown
+//! renderer.
+//!
+//! Definitions (stated in the report too):
+//! - latency percentiles, min, max and mean cover every request; a timeout counts at the moment it ended;
+//! - errors = HTTP status ≥ 400 + transport errors + timeouts + requests that could not start (in-flight cap);
+//! - a request counts towards an SLO only if it succeeded within the threshold;
+//! - the scenario is Failed when any SLO is not met.
+
+mod markdown;
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::load::{LoadReport, Samples};
+
+pub use markdown::render;
+
+use super::{SecondFigures, ms, percent, quantile, round2, sparklines};
+
+/// A service level objective: `objective`% of requests succeed within `threshold_ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "Slo")]
+pub struct LatencySlo {
+    /// Share of requests (percent, 0 < objective < 100 or exactly 100) that must succeed within the threshold.
+    pub objective: f64,
+    /// Latency threshold in milliseconds.
+    pub threshold_ms: f64,
+}
+
+impl LatencySlo {
+    /// The guide's two rows: 99% @ 350ms and 95% @ 200ms.
+    pub fn defaults() -> Vec<LatencySlo> {
+        vec![
+            LatencySlo {
+                objective: 99.0,
+                threshold_ms: 350.0,
+            },
+            LatencySlo {
+                objective: 95.0,
+                threshold_ms: 200.0,
+            },
+        ]
+    }
+
+    pub fn name(&self) -> String {
+        format!(
+            "{}% @ {}ms",
+            trim_float(self.objective),
+            trim_float(self.threshold_ms)
+        )
+    }
+}
+
+fn trim_float(value: f64) -> String {
+    let text = format!("{value:.2}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum Status {
+    Passed,
+    Failed,
+}
+
+/// The call the load generator made.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct CallInfo {
+    pub url: String,
+    pub method: String,
+    pub timeout_ms: u64,
+    /// Header names sent (values are not echoed).
+    pub headers: Vec<String>,
+    pub has_body: bool,
+}
+
+/// The load shape.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct StrategyInfo {
+    pub duration_s: f64,
+    pub num_clients: u32,
+    /// Requests per second per client.
+    pub rps: u32,
+}
+
+/// One fault applied during the run.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct FaultInfo {
+    /// latency, jitter, packet_loss, bandwidth, blackhole or http_error.
+    pub kind: String,
+    /// Human description of its parameters.
+    pub description: String,
+    /// Share of the run (start, end, in percent) during which the fault was active.
+    pub active_from_percent: f64,
+    pub active_until_percent: f64,
+    /// Where it was applied, e.g. "proxy 127.0.0.1:34000 → 127.0.0.1:8080 (server side, ingress)".
+    pub applied_on: String,
+}
+
+/// Requests by outcome.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct OutcomeCounts {
+    pub success: u64,
+    /// Responses with a status of 400 or more.
+    pub http_error: u64,
+    /// Counts per HTTP status code (as text keys).
+    pub http_error_by_status: BTreeMap<String, u64>,
+    pub transport_error: u64,
+    pub timeout: u64,
+    /// Requests that could not start: their client already had its cap of requests in flight (the service
+    /// held earlier ones). Counted in latency at the timeout.
+    pub not_started: u64,
+    /// Up to five distinct transport error messages.
+    pub transport_error_examples: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct PercentileRow {
+    /// e.g. "p95".
+    pub name: String,
+    /// 0..100.
+    pub percentile: f64,
+    pub latency_ms: f64,
+    /// Requests at or below this latency.
+    pub requests_at_or_below: u64,
+    pub percent_of_total: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct SloVerdict {
+    /// e.g. "99% @ 350ms".
+    pub name: String,
+    pub objective: f64,
+    pub threshold_ms: f64,
+    pub passed: bool,
+    /// Requests that succeeded within the threshold.
+    pub good_requests: u64,
+    /// Requests over the threshold or not successful.
+    pub bad_requests: u64,
+    pub bad_percent: f64,
+    /// Observed latency at the objective's percentile (all requests).
+    pub latency_at_objective_ms: f64,
+    /// threshold − latency at the objective: positive means below the threshold by this much.
+    pub margin_ms: f64,
+}
+
+/// Every figure of one load run.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct RunFigures {
+    /// Requests the schedule started.
+    pub requests: u64,
+    /// Requests the schedule planned (num_clients × rps × duration).
+    pub planned_requests: Option<u64>,
+    /// HTTP errors + transport errors + timeouts + requests that could not start.
+    pub errors: u64,
+    pub error_percent: f64,
+    pub outcomes: OutcomeCounts,
+    pub min_ms: f64,
+    pub max_ms: f64,
+    /// Arithmetic mean of all latencies.
+    pub mean_ms: f64,
+    pub total_time_ms: f64,
+    pub achieved_rps: f64,
+    pub connections_opened: u64,
+    pub body_bytes: u64,
+    /// True when in-flight requests had to be cut after duration + timeout + grace.
+    pub cut_short: bool,
+    pub percentiles: Vec<PercentileRow>,
+    pub slos: Vec<SloVerdict>,
+    /// Number of SLOs not met.
+    pub slo_failures: u64,
+    pub per_second: Vec<SecondFigures>,
+    /// p50 per second as Unicode blocks (space = no request that second).
+    pub sparkline_p50: String,
+    pub sparkline_p95: String,
+    pub started_at: String,
+    pub ended_at: String,
+}
+
+/// With/without the fault, so the impact is a number.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Comparison {
+    pub baseline_p50_ms: f64,
+    pub baseline_p95_ms: f64,
+    pub baseline_p99_ms: f64,
+    pub baseline_errors: u64,
+    pub fault_p50_ms: f64,
+    pub fault_p95_ms: f64,
+    pub fault_p99_ms: f64,
+    pub fault_errors: u64,
+}
+
+/// What the proxy saw during the faulted run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct ProxyFigures {
+    /// Connections the proxies accepted.
+    pub connections: u64,
+    /// Connections closed because the upstream could not be reached.
+    pub upstream_failures: u64,
+    pub bytes_to_upstream: u64,
+    pub bytes_to_client: u64,
+    /// Chunks the fault acted on (delayed, dropped, replaced or closed on).
+    pub fault_applications: u64,
+}
+
+/// The whole report; the markdown is rendered from it.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Report {
+    pub title: String,
+    pub started_at: String,
+    pub ended_at: String,
+    pub status: Status,
+    pub call: CallInfo,
+    pub strategy: StrategyInfo,
+    pub faults: Vec<FaultInfo>,
+    /// The run with the faults applied.
+    pub run: RunFigures,
+    /// The same load without faults, when `baseline` was asked for.
+    pub baseline: Option<RunFigures>,
+    pub comparison: Option<Comparison>,
+    /// Proxy counters of the faulted run.
+    pub proxy: Option<ProxyFigures>,
+    /// Set when the status says nothing about the fault: why (the fault never acted during the run).
+    pub inconclusive: Option<String>,
+}
+
+impl Report {
+    /// Adds the proxy's counters; a fault that acted 0 times makes the run inconclusive, whatever its status.
+    pub fn with_proxy(mut self, proxy: ProxyFigures) -> Self {
+        if proxy.fault_applications == 0 {
+            self.inconclusive = Some(
+                "the fault acted 0 times during the run, so this status says nothing about it: check that \
+                 the traffic goes through the proxy and that the fault's side and direction match it"
+                    .into(),
+            );
+        }
+        self.proxy = Some(proxy);
+        self
+    }
+}
+
+const PERCENTILES: [f64; 5] = [25.0, 50.0, 75.0, 95.0, 99.0];
+
+/// Figures of one load run against `slos`.
+pub fn figures(load: &LoadReport, slos: &[LatencySlo]) -> RunFigures {
+    let samples = &load.samples;
+    let total = samples.requests();
+    let errors = samples.errors();
+    let percentiles = PERCENTILES
+        .iter()
+        .map(|&p| {
+            let latency = if total == 0 {
+                0
+            } else {
+                quantile(&samples.all_us, p / 100.0)
+            };
+            let at_or_below = if total == 0 {
+                0
+            } else {
+                samples.all_us.count_between(0, latency)
+            };
+            PercentileRow {
+                name: format!("p{}", trim_float(p)),
+                percentile: p,
+                latency_ms: ms(latency),
+                requests_at_or_below: at_or_below,
+                percent_of_total: percent(at_or_below, total),
+            }
+        })
+        .collect();
+    let slo_verdicts: Vec<SloVerdict> = slos.iter().map(|slo| evaluate(slo, samples)).collect();
+    let per_second: Vec<SecondFigures> = samples
+        .per_second
+        .iter()
+        .enumerate()
+        .map(|(second, s)| {
+            let (p50, p95) = if s.requests == 0 {
+                (None, None)
+            } else {
+                (
+                    Some(ms(quantile(&s.latency_us, 0.50))),
+                    Some(ms(quantile(&s.latency_us, 0.95))),
+                )
+            };
+            SecondFigures {
+                second: second as u32,
+                requests: s.requests,
+                errors: s.errors,
+                p50_ms: p50,
+                p95_ms: p95,
+            }
+        })
+        .collect();
+    let (sparkline_p50, sparkline_p95) = sparklines(&per_second);
+    let elapsed_s = load.elapsed.as_secs_f64();
+    RunFigures {
+        requests: total,
+        planned_requests: load.planned,
+        errors,
+        error_percent: percent(errors, total),
+        outcomes: OutcomeCounts {
+            success: samples.success,
+            http_error: samples.http_error_count(),
+            http_error_by_status: samples
+                .http_errors
+                .iter()
+                .map(|(status, count)| (status.to_string(), *count))
+                .collect(),
+            transport_error: samples.transport_errors,
+            timeout: samples.timeouts,
+            not_started: samples.not_started,
+            transport_error_examples: samples.transport_error_examples.clone(),
+        },
+        min_ms: if total == 0 {
+            0.0
+        } else {
+            ms(samples.all_us.median_equivalent(samples.all_us.min()))
+        },
+        max_ms: if total == 0 {
+            0.0
+        } else {
+            ms(samples.all_us.median_equivalent(samples.all_us.max()))
+        },
+        mean_ms: if total == 0 {
+            0.0
+        } else {
+            round2(samples.sum_us as f64 / total as f64 / 1000.0)
+        },
+        total_time_ms: round2(elapsed_s * 1000.0),
+        achieved_rps: if elapsed_s > 0.0 {
+            round2(total as f64 / elapsed_s)
+        } else {
+            0.0
+        },
+        connections_opened: load.connections_opened,
+        body_bytes: samples.body_bytes,
+        cut_short: load.cut_short,
+        percentiles,
+        slo_failures: slo_verdicts.iter().filter(|v| !v.passed).count() as u64,
+        slos: slo_verdicts,
+        per_second,
+        sparkline_p50,
+        sparkline_p95,
+        started_at: load.started_at.to_string(),
+        ended_at: load.ended_at.to_string(),
+    }
+}
+
+fn evaluate(slo: &LatencySlo, samples: &Samples) -> SloVerdict {
+    let total = samples.requests();
+    let threshold_us = (slo.threshold_ms * 1000.0).round().max(0.0) as u64;
+    let good = if samples.success == 0 {
+        0
+    } else {
+        samples.success_us.count_between(0, threshold_us)
+    };
+    let bad = total - good.min(total);
+    let passed = total > 0 && (good as f64) * 100.0 >= slo.objective * total as f64;
+    let latency_at_objective = if total == 0 {
+        0.0
+    } else {
+        ms(quantile(
+            &samples.all_us,
+            (slo.objective / 100.0).clamp(0.0, 1.0),
+        ))
+    };
+    SloVerdict {
+        name: slo.name(),
+        objective: slo.objective,
+        threshold_ms: slo.threshold_ms,
+        passed,
+        good_requests: good,
+        bad_requests: bad,
+        bad_percent: percent(bad, total),
+        latency_at_objective_ms: latency_at_objective,
+        margin_ms: round2(slo.threshold_ms - latency_at_objective),
+    }
+}
+
+/// What the scenario knows besides the samples.
+pub struct ReportInput {
+    pub call: CallInfo,
+    pub strategy: StrategyInfo,
+    pub faults: Vec<FaultInfo>,
+    pub slos: Vec<LatencySlo>,
+}
+
+/// Builds the report from the faulted run and, optionally, a baseline run without faults.
+pub fn build(input: ReportInput, run: &LoadReport, baseline: Option<&LoadReport>) -> Report {
+    let run_figures = figures(run, &input.slos);
+    let baseline_figures = baseline.map(|b| figures(b, &input.slos));
+    let comparison = baseline_figures.as_ref().map(|b| {
+        let p = |f: &RunFigures, name: &str| {
+            f.percentiles
+                .iter()
+                .find(|row| row.name == name)
+                .map_or(0.0, |row| row.latency_ms)
+        };
+        Comparison {
+            baseline_p50_ms: p(b, "p50"),
+            baseline_p95_ms: p(b, "p95"),
+            baseline_p99_ms: p(b, "p99"),
+            baseline_errors: b.errors,
+            fault_p50_ms: p(&run_figures, "p50"),
+            fault_p95_ms: p(&run_figures, "p95"),
+            fault_p99_ms: p(&run_figures, "p99"),
+            fault_errors: run_figures.errors,
+        }
+    });
+    let status = if run_figures.slo_failures == 0 {
+        Status::Passed
+    } else {
+        Status::Failed
+    };
+    let started_at = baseline
+        .map_or(run.started_at, |b| b.started_at.min(run.started_at))
+        .to_string();
+    Report {
+        title: "Scenarios Report".into(),
+        started_at,
+        ended_at: run.ended_at.to_string(),
+        status,
+        call: input.call,
+        strategy: input.strategy,
+        faults: input.faults,
+        run: run_figures,
+        baseline: baseline_figures,
+        comparison,
+        proxy: None,
+        inconclusive: None,
+    }
+}
