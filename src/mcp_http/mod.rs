@@ -4,6 +4,7 @@
 //! checks); this module puts it on hyper behind the endpoint path and the optional bearer token, logs the URL,
 //! and shuts down cleanly on SIGINT/SIGTERM. `options` holds the flags every server command shares.
 
+pub mod accept;
 mod options;
 
 use std::{convert::Infallible, net::SocketAddr, sync::Arc, time::Duration};
@@ -11,7 +12,6 @@ use std::{convert::Infallible, net::SocketAddr, sync::Arc, time::Duration};
 use bytes::Bytes;
 use http::{Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
-use hyper_util::rt::TokioIo;
 use rmcp::{
     ServerHandler,
     transport::streamable_http_server::{
@@ -96,51 +96,23 @@ where
         ),
     });
 
-    let connections = hyper_util::server::graceful::GracefulShutdown::new();
-    let terminated = terminated();
-    tokio::pin!(terminated);
-    loop {
-        tokio::select! {
-            _ = &mut terminated => break,
-            accepted = listener.accept() => {
-                let (stream, peer) = match accepted {
-                    Ok(accepted) => accepted,
-                    Err(e) => {
-                        // Out of file descriptors and the like: wait a little rather than spin.
-                        tracing::warn!("{name}: accept failed: {e}");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                // An SSE answer leaves in several writes: without this, Nagle holds the last one until the
-                // client's delayed ACK (~40 ms per call).
-                let _ = stream.set_nodelay(true);
-                let endpoint = endpoint.clone();
-                let service = hyper::service::service_fn(move |request| {
-                    let endpoint = endpoint.clone();
-                    async move { Ok::<_, Infallible>(endpoint.handle(request).await) }
-                });
-                let connection = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service);
-                let connection = connections.watch(connection);
-                tokio::spawn(async move {
-                    if let Err(e) = connection.await {
-                        tracing::debug!(%peer, "HTTP connection ended: {e}");
-                    }
-                });
-            }
-        }
-    }
-    tracing::info!("{name}: shutting down");
-    drop(listener);
-    // Ends every session and its SSE streams, so the connections can close.
-    stop_sessions.cancel();
-    if tokio::time::timeout(SHUTDOWN_GRACE, connections.shutdown())
-        .await
-        .is_err()
-    {
-        tracing::warn!("{name}: connections still open after {SHUTDOWN_GRACE:?}; closing them");
-    }
+    let served_name = name.to_owned();
+    accept::serve_connections(
+        name,
+        listener,
+        move |request| {
+            let endpoint = endpoint.clone();
+            async move { Ok::<_, Infallible>(endpoint.handle(request).await) }
+        },
+        async {
+            terminated().await;
+            tracing::info!("{served_name}: shutting down");
+        },
+        // Ends every session and its SSE streams, so the connections can close.
+        || stop_sessions.cancel(),
+        SHUTDOWN_GRACE,
+    )
+    .await;
     Ok(())
 }
 

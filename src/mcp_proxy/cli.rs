@@ -11,7 +11,7 @@ use super::engine::Observer;
 use super::http::{self, HttpProxyError, HttpProxyOptions};
 use super::plan::{Mode, Plan, PlanError};
 use super::recording::ReportObserver;
-use super::relay::{self, RelayError, RelayOptions};
+use super::stdio::{self, ClientSide, RelayError, RelayOptions, ServerStderr, ServerTarget};
 use crate::mcp_wire::endpoint::{Endpoint, EndpointError, EndpointOptions};
 
 /// Arguments of `fault mcp-proxy [--plan FILE] [--seed N] [--events FILE] [--report FILE] [--strict]
@@ -124,7 +124,7 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
         command.join(" ")
     );
     if args.listen.is_none() {
-        relay::check_stdio_plan(&plan)?;
+        stdio::check_stdio_plan(&plan)?;
     }
     let recorder = args
         .report
@@ -135,7 +135,6 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
         _ => None,
     };
     let observer: Option<Observer> = recorder.clone().map(|r| r as Observer);
-    let http_mode = args.listen.is_some();
     let upstream = match &args.upstream {
         Some(url) => Some(
             Endpoint::new(
@@ -166,14 +165,14 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
             })
             .await
             .map_err(McpProxyError::from),
-            (upstream, _) => relay::run(RelayOptions {
+            (upstream, _) => stdio::run(RelayOptions {
                 plan,
-                command: if upstream.is_some() {
-                    Vec::new()
-                } else {
-                    command
+                server: match upstream {
+                    Some(endpoint) => ServerTarget::Http(Box::new(endpoint)),
+                    None => ServerTarget::Command(command),
                 },
-                http_upstream: upstream,
+                client: ClientSide::ProcessStdio,
+                server_stderr: ServerStderr::Inherit,
                 events,
                 observer,
             })
@@ -181,16 +180,11 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
             .map_err(McpProxyError::from),
         }
     };
-    // The HTTP front serves until it is told to stop.
-    let relayed = if recorder.is_some() || http_mode {
-        // With a report to write, SIGTERM and SIGINT end the session as a closed client would: the relay
-        // is dropped (the server, spawned with kill-on-drop, is ended) and the report is written.
-        tokio::select! {
-            relayed = relay => relayed,
-            () = crate::mcp_http::terminated() => Ok(()),
-        }
-    } else {
-        relay.await
+    // SIGTERM and SIGINT end the session as a closed client would: the relay is dropped (the server's
+    // process group is ended with it), the HTTP front stops, and the report is written.
+    let relayed = tokio::select! {
+        relayed = relay => relayed,
+        () = crate::mcp_http::terminated() => Ok(()),
     };
     if let Some(task) = on_signal {
         task.abort();

@@ -85,11 +85,66 @@ pub struct Call {
 }
 
 /// How a call ended, for its event.
-pub struct Ending {
+pub struct CallEnd {
     pub upstream: Outcome,
     pub client: Outcome,
     pub upstream_time: Option<Duration>,
     pub cancel: Option<CancelRecord>,
+}
+
+/// Where one call stands, as both fronts track it for its event: when it was forwarded, what the server
+/// answered and how long it took, and the client's cancellation.
+#[derive(Debug, Default)]
+pub struct CallProgress {
+    pub forwarded_at: Option<Instant>,
+    pub upstream: Option<Outcome>,
+    /// How long the server took, from forwarding to its answer.
+    pub upstream_time: Option<Duration>,
+    pub cancelled_at: Option<Instant>,
+    /// The cancellation ended a wait the proxy had injected (a delay or a hang).
+    pub cancel_ended_wait: bool,
+}
+
+impl CallProgress {
+    /// The request went to the server now.
+    pub fn forwarded(&mut self) {
+        self.forwarded_at = Some(Instant::now());
+    }
+
+    pub fn is_forwarded(&self) -> bool {
+        self.forwarded_at.is_some()
+    }
+
+    /// The server's answer came, as `outcome`.
+    pub fn answered(&mut self, outcome: Outcome) {
+        self.upstream_time = self.forwarded_at.map(|at| at.elapsed());
+        self.upstream = Some(outcome);
+    }
+
+    /// The client cancelled the call now; `ended_wait` when that released a wait the proxy had injected.
+    pub fn cancelled(&mut self, at: Instant, ended_wait: bool) {
+        self.cancelled_at = Some(at);
+        self.cancel_ended_wait = ended_wait;
+    }
+
+    /// How `call` ended, the client having received `client`.
+    pub fn end(&self, call: &Call, client: Outcome) -> CallEnd {
+        let upstream = match (&self.upstream, self.forwarded_at) {
+            (Some(outcome), _) => outcome.clone(),
+            (None, Some(_)) => Outcome::Pending,
+            (None, None) => Outcome::None,
+        };
+        CallEnd {
+            upstream,
+            client,
+            upstream_time: self.upstream_time,
+            cancel: self.cancelled_at.map(|at| CancelRecord {
+                after_ms: millis(at.saturating_duration_since(call.started)),
+                ended_injected_wait: self.cancel_ended_wait,
+                released_ms: millis(at.elapsed()),
+            }),
+        }
+    }
 }
 
 impl Call {
@@ -228,7 +283,7 @@ impl Call {
     }
 
     /// The call's event line.
-    pub fn event(&self, decider: &Decider, ending: Ending) -> CallEvent {
+    pub fn event(&self, decider: &Decider, end: CallEnd) -> CallEvent {
         let fired = |index: usize| {
             let planned = decider.fault(index)?;
             let roll = self
@@ -263,11 +318,11 @@ impl Call {
                 .skip(1)
                 .filter_map(|&index| fired(index))
                 .collect(),
-            upstream: ending.upstream,
-            client: ending.client,
+            upstream: end.upstream,
+            client: end.client,
             latency_ms: millis(self.started.elapsed()),
-            upstream_ms: ending.upstream_time.map(millis),
-            cancel: ending.cancel,
+            upstream_ms: end.upstream_time.map(millis),
+            cancel: end.cancel,
         }
     }
 }

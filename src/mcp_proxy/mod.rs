@@ -4,8 +4,8 @@
 //! drift, truncation, registry drift. Decisions are seeded per (fault, tool, call ordinal), the client's
 //! cancellations end injected waits, and every call can be recorded as a JSON line.
 //!
-//! - [`relay`]: the stdio pump and the table of calls in flight; [`bridge`]: its server when that is a
-//!   Streamable HTTP endpoint;
+//! - [`stdio`]: the stdio relay (client side, server side, the core and its table of calls in flight);
+//!   [`bridge`]: its server when that is a Streamable HTTP endpoint;
 //! - [`http`]: the Streamable HTTP front (`--upstream URL --listen ADDR`); both reach an HTTP server through
 //!   [`crate::mcp_wire`];
 //! - [`engine`]: what both fronts share per call (decision, composed faults, rewrite, event);
@@ -22,8 +22,8 @@ pub mod faults;
 pub mod http;
 pub mod plan;
 pub mod recording;
-pub mod relay;
 pub mod roll;
+pub mod stdio;
 pub mod trigger;
 
 pub use cli::{McpProxyArgs, run};

@@ -17,13 +17,14 @@ use std::{
 use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::{
-    io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader},
+    io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader},
     sync::{mpsc, oneshot},
 };
 use tokio_util::sync::CancellationToken;
 
 use super::http_session::{HttpSession, Posted};
-use super::jsonrpc::{MAX_MESSAGE_BYTES, notification_line, request_line};
+use super::jsonrpc::{notification_line, request_line};
+use super::lines;
 
 /// Problems kept for error messages (what the server printed that was not JSON-RPC, HTTP failures).
 const PROBLEM_LINES: usize = 40;
@@ -122,17 +123,20 @@ impl McpClient {
             tokio::spawn(async move {
                 let mut reader = BufReader::with_capacity(64 * 1024, reader);
                 loop {
-                    match read_line(&mut reader).await {
-                        Ok(Some(line)) => {
+                    let mut line = Vec::new();
+                    match lines::read_line(&mut reader, &mut line).await {
+                        Ok(true) => {
                             if let Some(reply) = dispatch(&line, &waiting, &problems)
                                 && let Some(replies) = replies.upgrade()
                             {
                                 let _ = replies.send(reply);
                             }
                         }
-                        Ok(None) => break,
-                        Err(problem) => {
-                            lock(&problems).note(problem);
+                        Ok(false) => break,
+                        Err(e) => {
+                            lock(&problems).note(format!(
+                                "the server's messages could not be read ({e}); the session was ended"
+                            ));
                             break;
                         }
                     }
@@ -308,37 +312,6 @@ fn cancelled(id: u64) -> Value {
     json!({"requestId": id, "reason": "client timeout"})
 }
 
-/// One line of at most [`MAX_MESSAGE_BYTES`]; `None` at the end of the stream.
-async fn read_line<R: AsyncRead + Unpin>(
-    reader: &mut BufReader<R>,
-) -> Result<Option<Vec<u8>>, String> {
-    let mut line = Vec::new();
-    loop {
-        let buffer = match reader.fill_buf().await {
-            Ok(buffer) => buffer,
-            Err(e) => return Err(format!("reading the server's messages failed: {e}")),
-        };
-        if buffer.is_empty() {
-            return Ok((!line.is_empty()).then_some(line));
-        }
-        let (taken, done) = match buffer.iter().position(|b| *b == b'\n') {
-            Some(end) => (end + 1, true),
-            None => (buffer.len(), false),
-        };
-        line.extend_from_slice(&buffer[..taken]);
-        reader.consume(taken);
-        if line.len() > MAX_MESSAGE_BYTES {
-            return Err(format!(
-                "the server sent a message of more than {MAX_MESSAGE_BYTES} bytes without a line end; \
-                 the session was ended (a message is one line of at most that size)"
-            ));
-        }
-        if done {
-            return Ok(Some(line));
-        }
-    }
-}
-
 /// Routes one line from the server: a response to its waiter, a request answered (ping, or "not
 /// supported"), anything that is not JSON-RPC noted; the reply to send back, if any.
 fn dispatch(line: &[u8], waiting: &Waiting, problems: &Mutex<Problems>) -> Option<Vec<u8>> {
@@ -382,7 +355,10 @@ fn dispatch(line: &[u8], waiting: &Waiting, problems: &Mutex<Problems>) -> Optio
 
 #[cfg(test)]
 mod tests {
+    use tokio::io::AsyncBufReadExt;
+
     use super::*;
+    use crate::mcp_wire::jsonrpc::MAX_MESSAGE_BYTES;
 
     #[tokio::test]
     async fn answers_are_matched_noise_is_kept_and_pings_answered() {

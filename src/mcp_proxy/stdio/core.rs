@@ -1,0 +1,680 @@
+//! The relay's core: one task owns every table (pending calls, decisions, the server); the client and server
+//! sides talk to it through [`CoreMsg`]s, and every injected wait is its own task, so the core never sleeps
+//! and other calls keep flowing. Untouched lines are forwarded byte for byte; a line is parsed only to route
+//! it and, when a fault acts on it, to rewrite it.
+
+use std::{
+    collections::VecDeque,
+    time::{Duration, Instant},
+};
+
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::in_flight::InFlight;
+use super::server::{self, ServerSide, ServerStderr, ServerTarget};
+use super::{RelayError, RelayOptions};
+use crate::mcp_proxy::decide::Decider;
+use crate::mcp_proxy::engine::{
+    Call, CallProgress, Composed, LIST_CHANGED, Recorder, connection_closed, reply_outcome,
+    request_timed_out,
+};
+use crate::mcp_proxy::faults::{Action, OnCap};
+use crate::mcp_proxy::plan::Mode;
+use crate::mcp_wire::jsonrpc::{Envelope, Outcome, Reply, id_key};
+use crate::mcp_wire::lines::LineError;
+
+/// Calls remembered at most; beyond it the oldest is forgotten (and logged as `pending`).
+const MAX_PENDING: usize = 65_536;
+/// A call the server has not answered for this long (with no injected wait in progress) is forgotten and
+/// logged as `pending`; its answer, if it ever comes, passes to the client untouched. As long as mcptest's
+/// hang cap, so a server that never answers some ids holds neither memory nor stale entries beyond it.
+const PENDING_TTL: Duration = Duration::from_secs(600);
+/// Ids whose late real answer must be swallowed (the client already got a synthesised one).
+const MAX_SWALLOW: usize = 4_096;
+/// How long the server gets to exit after the client closed, before it is killed.
+pub(super) const EXIT_GRACE: Duration = Duration::from_millis(500);
+const REINIT_ID: &str = "fault-mcp-proxy-reinit";
+
+/// What the core hears: lines from either side, the end of either side, and its own timers.
+pub(super) enum CoreMsg {
+    Client(Vec<u8>),
+    /// The client closed its side; `error` when its side broke (a message over the bound).
+    ClientEof {
+        error: Option<LineError>,
+    },
+    Server {
+        generation: u64,
+        line: Vec<u8>,
+    },
+    /// The server of `generation` closed its side; `error` when its side broke.
+    ServerEof {
+        generation: u64,
+        error: Option<LineError>,
+    },
+    WaitEnded {
+        key: String,
+        wait: u64,
+    },
+    Crash {
+        restart_after: Option<Duration>,
+    },
+    Restart,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum WaitKind {
+    /// A held request: forward it.
+    Request,
+    /// A held response: deliver it.
+    Response,
+    /// A synthesised reply due: send it.
+    Reply,
+    /// A hang's cap.
+    Hang(OnCap),
+}
+
+struct Wait {
+    id: u64,
+    kind: WaitKind,
+    token: CancellationToken,
+}
+
+#[derive(Debug, Clone)]
+enum ResponsePlan {
+    Pass,
+    /// Rewrite the response with these faults, in order, then hold it for `delay`.
+    Alter {
+        rewrites: Vec<usize>,
+        delay: Duration,
+    },
+    Swallow,
+    /// Answer `reply` instead of the server's response, `delay` after it.
+    Replace {
+        reply: Reply,
+        delay: Duration,
+    },
+    FilterList,
+}
+
+struct Pending {
+    call: Call,
+    plan: ResponsePlan,
+    wait: Option<Wait>,
+    held: Option<Vec<u8>>,
+    /// What the faults do once a held request is released.
+    then: Option<Composed>,
+    progress: CallProgress,
+}
+
+enum UpstreamState {
+    Up,
+    /// Restarted: the client's `initialize` was replayed; lines wait for its answer.
+    Reinitializing(Vec<Vec<u8>>),
+    Down,
+}
+
+/// What ends the relay.
+pub(super) enum Exit {
+    Continue,
+    Stop,
+}
+
+/// The one task that owns every table of the relay.
+pub(super) struct Core {
+    target: ServerTarget,
+    server_stderr: ServerStderr,
+    mode: Mode,
+    decider: Decider,
+    recorder: Recorder,
+    pending: InFlight<Pending>,
+    swallow: VecDeque<String>,
+    server: Option<ServerSide>,
+    generation: u64,
+    upstream: UpstreamState,
+    to_server: Option<mpsc::UnboundedSender<Vec<u8>>>,
+    to_client: mpsc::UnboundedSender<Vec<u8>>,
+    core_tx: mpsc::Sender<CoreMsg>,
+    initialize: Option<Vec<u8>>,
+    initialized: Option<Vec<u8>>,
+    next_wait: u64,
+    /// No faults and no events: forward without parsing.
+    transparent: bool,
+    pub(super) client_closed_at: Option<Instant>,
+    /// Why the relay ends in error, when a side broke.
+    pub(super) failure: Option<RelayError>,
+}
+
+impl Core {
+    pub(super) fn new(
+        options: &RelayOptions,
+        decider: Decider,
+        recorder: Recorder,
+        to_client: mpsc::UnboundedSender<Vec<u8>>,
+        core_tx: mpsc::Sender<CoreMsg>,
+    ) -> Self {
+        let transparent = decider.is_empty() && !recorder.is_active();
+        Core {
+            target: options.server.clone(),
+            server_stderr: options.server_stderr.clone(),
+            mode: options.plan.mode,
+            decider,
+            recorder,
+            pending: InFlight::new(MAX_PENDING, PENDING_TTL),
+            swallow: VecDeque::new(),
+            server: None,
+            generation: 0,
+            upstream: UpstreamState::Down,
+            to_server: None,
+            to_client,
+            core_tx,
+            initialize: None,
+            initialized: None,
+            next_wait: 0,
+            transparent,
+            client_closed_at: None,
+            failure: None,
+        }
+    }
+
+    /// Starts (or restarts) the server as a new generation.
+    pub(super) fn start_server(&mut self) -> Result<(), RelayError> {
+        self.generation += 1;
+        let started = server::start(
+            &self.target,
+            self.generation,
+            &self.core_tx,
+            &self.server_stderr,
+        )?;
+        self.to_server = Some(started.to_server);
+        self.server = Some(started.side);
+        self.upstream = UpstreamState::Up;
+        Ok(())
+    }
+
+    async fn kill_server(&mut self) {
+        self.to_server = None;
+        if let Some(server) = self.server.take() {
+            server.kill().await;
+        }
+    }
+
+    /// Ends the session: the server gets [`EXIT_GRACE`] to exit after its input closed, then is ended; the
+    /// calls still pending are logged as such.
+    pub(super) async fn shutdown(&mut self) {
+        self.to_server = None;
+        if let Some(server) = self.server.take() {
+            server.stop(EXIT_GRACE).await;
+        }
+        for (_, mut p) in self.pending.drain() {
+            if let Some(wait) = p.wait.take() {
+                wait.token.cancel();
+            }
+            self.log_event(&p, Outcome::Pending);
+        }
+    }
+
+    fn send_client(&self, line: Vec<u8>) {
+        self.recorder.client_line(&line);
+        let _ = self.to_client.send(line);
+    }
+
+    fn send_server(&mut self, line: Vec<u8>) {
+        match &mut self.upstream {
+            UpstreamState::Up => {
+                if let Some(tx) = &self.to_server {
+                    let _ = tx.send(line);
+                }
+            }
+            UpstreamState::Reinitializing(queue) => queue.push(line),
+            UpstreamState::Down => {}
+        }
+    }
+
+    pub(super) async fn handle(&mut self, msg: CoreMsg) -> Exit {
+        match msg {
+            CoreMsg::Client(line) => return self.on_client(line),
+            CoreMsg::ClientEof { error } => {
+                if let Some(error) = error {
+                    self.failure = Some(RelayError::ClientMessage(error));
+                }
+                // Close the server's stdin; it gets a grace period to exit, then is killed.
+                self.to_server = None;
+                self.client_closed_at = Some(Instant::now());
+            }
+            CoreMsg::Server { generation, line } if generation == self.generation => {
+                self.on_server(line)
+            }
+            CoreMsg::Server { .. } => {}
+            CoreMsg::ServerEof { generation, error } if generation == self.generation => {
+                if let Some(error) = error {
+                    tracing::error!("mcp-proxy: the server's messages cannot be relayed: {error}");
+                    self.failure = Some(RelayError::ServerMessage(error));
+                }
+                if !matches!(self.upstream, UpstreamState::Down) {
+                    return Exit::Stop;
+                }
+            }
+            CoreMsg::ServerEof { .. } => {}
+            CoreMsg::WaitEnded { key, wait } => return self.on_wait_ended(&key, wait),
+            CoreMsg::Crash { restart_after } => return self.crash(restart_after).await,
+            CoreMsg::Restart => self.restart(),
+        }
+        Exit::Continue
+    }
+
+    fn on_client(&mut self, line: Vec<u8>) -> Exit {
+        if self.transparent {
+            self.send_server(line);
+            return Exit::Continue;
+        }
+        let Some(envelope) = Envelope::parse(&line) else {
+            self.send_server(line);
+            return Exit::Continue;
+        };
+        if envelope.is_request() {
+            return self.on_request(line, envelope);
+        }
+        match envelope.method.as_deref() {
+            Some("notifications/cancelled") => self.on_cancel(&envelope),
+            Some("notifications/initialized") => self.initialized = Some(line.clone()),
+            _ => {}
+        }
+        self.send_server(line);
+        Exit::Continue
+    }
+
+    fn on_request(&mut self, line: Vec<u8>, envelope: Envelope) -> Exit {
+        let method = envelope.method.clone().unwrap_or_default();
+        if method == "initialize" {
+            self.initialize = Some(line.clone());
+        }
+        if method != "tools/call" && !self.decider.watches_method(&method) {
+            self.send_server(line);
+            return Exit::Continue;
+        }
+        let call = Call::decide(&mut self.decider, &envelope);
+        if call.decision.notify_list_changed {
+            let mut line = LIST_CHANGED.to_vec();
+            line.push(b'\n');
+            self.send_client(line);
+        }
+        let key = id_key(&call.id);
+        let mut pending = Pending {
+            plan: if call.filters_list(&self.decider) {
+                ResponsePlan::FilterList
+            } else {
+                ResponsePlan::Pass
+            },
+            call,
+            wait: None,
+            held: None,
+            then: None,
+            progress: CallProgress::default(),
+        };
+        if matches!(self.upstream, UpstreamState::Down) {
+            let reply = connection_closed();
+            self.send_client(reply.line(&pending.call.id));
+            self.log_event(&pending, reply_outcome(&reply));
+            return Exit::Continue;
+        }
+        if pending.call.decision.applied.is_empty() {
+            pending.progress.forwarded();
+            self.send_server(line);
+            self.remember(key, pending);
+            return Exit::Continue;
+        }
+        let composed = pending.call.compose(&self.decider);
+        if composed.request_delay.is_zero() {
+            return self.proceed(key, pending, line, composed);
+        }
+        pending.held = Some(line);
+        pending.wait = Some(self.start_wait(&key, WaitKind::Request, composed.request_delay));
+        pending.then = Some(composed);
+        self.remember(key, pending);
+        Exit::Continue
+    }
+
+    /// Carries out a call's faults once its request delay (if any) has passed.
+    fn proceed(
+        &mut self,
+        key: String,
+        mut pending: Pending,
+        line: Vec<u8>,
+        composed: Composed,
+    ) -> Exit {
+        let Some(terminal) = composed.terminal else {
+            pending.progress.forwarded();
+            if !composed.rewrites.is_empty() || !composed.response_delay.is_zero() {
+                pending.plan = ResponsePlan::Alter {
+                    rewrites: composed.rewrites,
+                    delay: composed.response_delay,
+                };
+            }
+            self.send_server(line);
+            self.remember(key, pending);
+            return Exit::Continue;
+        };
+        match terminal {
+            Action::Reply {
+                after,
+                reply,
+                call_upstream,
+            } => {
+                let after = after + composed.response_delay;
+                if call_upstream {
+                    pending.progress.forwarded();
+                    self.send_server(line);
+                    pending.plan = ResponsePlan::Replace {
+                        reply,
+                        delay: composed.response_delay,
+                    };
+                } else if after.is_zero() {
+                    self.send_client(reply.line(&pending.call.id));
+                    self.log_event(&pending, reply_outcome(&reply));
+                    return Exit::Continue;
+                } else {
+                    pending.plan = ResponsePlan::Replace {
+                        reply,
+                        delay: Duration::ZERO,
+                    };
+                    pending.wait = Some(self.start_wait(&key, WaitKind::Reply, after));
+                }
+            }
+            Action::Hang {
+                forward,
+                max_hold,
+                on_cap,
+            } => {
+                if forward {
+                    pending.progress.forwarded();
+                    self.send_server(line);
+                }
+                pending.plan = ResponsePlan::Swallow;
+                pending.wait = Some(self.start_wait(&key, WaitKind::Hang(on_cap), max_hold));
+            }
+            Action::CrashServer {
+                after,
+                restart_after,
+            } => {
+                pending.progress.forwarded();
+                self.send_server(line);
+                let core_tx = self.core_tx.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(after).await;
+                    let _ = core_tx.send(CoreMsg::Crash { restart_after }).await;
+                });
+            }
+            Action::CloseClient => {
+                self.log_event(&pending, Outcome::None);
+                return Exit::Stop;
+            }
+            // Not settling actions ([`Call::compose`] never makes them terminal), and the HTTP front's
+            // (a stdio plan never holds them: [`check_stdio_plan`]).
+            Action::DelayRequest(_)
+            | Action::DelayResponse(_)
+            | Action::Rewrite
+            | Action::Http(_) => {
+                pending.progress.forwarded();
+                self.send_server(line);
+            }
+        }
+        self.remember(key, pending);
+        Exit::Continue
+    }
+
+    fn remember(&mut self, key: String, pending: Pending) {
+        let now = Instant::now();
+        self.expire_stale(now);
+        if let Some((old, mut p)) = self.pending.insert(key, pending, now) {
+            tracing::warn!("mcp-proxy: forgetting call {old} after {MAX_PENDING} pending");
+            if let Some(wait) = p.wait.take() {
+                wait.token.cancel();
+            }
+            self.log_event(&p, Outcome::Pending);
+        }
+    }
+
+    /// Forgets the calls the server left unanswered for [`PENDING_TTL`]; a late answer then passes untouched.
+    pub(super) fn expire_stale(&mut self, now: Instant) {
+        for (key, p) in self.pending.expire(now, |p| p.wait.is_some()) {
+            tracing::warn!(
+                "mcp-proxy: forgetting call {key} ({} `{}`): no answer from the server in {} s",
+                p.call.method,
+                p.call.tool,
+                PENDING_TTL.as_secs()
+            );
+            self.log_event(&p, Outcome::Pending);
+        }
+    }
+
+    fn start_wait(&mut self, key: &str, kind: WaitKind, delay: Duration) -> Wait {
+        self.next_wait += 1;
+        let id = self.next_wait;
+        let token = CancellationToken::new();
+        let cancelled = token.clone();
+        let core_tx = self.core_tx.clone();
+        let key = key.to_owned();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = tokio::time::sleep(delay) => {
+                    let _ = core_tx.send(CoreMsg::WaitEnded { key, wait: id }).await;
+                }
+                () = cancelled.cancelled() => {}
+            }
+        });
+        Wait { id, kind, token }
+    }
+
+    fn on_cancel(&mut self, envelope: &Envelope) {
+        let Some(request_id) = envelope.params.as_ref().and_then(|p| p.get("requestId")) else {
+            return;
+        };
+        let key = id_key(request_id);
+        let Some(mut p) = self.pending.remove(&key) else {
+            return;
+        };
+        let wait = p.wait.take();
+        p.progress.cancelled(Instant::now(), wait.is_some());
+        if let Some(wait) = wait {
+            wait.token.cancel();
+        }
+        self.finish(key, p, Outcome::None);
+    }
+
+    fn on_wait_ended(&mut self, key: &str, wait: u64) -> Exit {
+        let Some(mut p) = self.pending.remove(key) else {
+            return Exit::Continue;
+        };
+        let Some(w) = p.wait.take_if(|w| w.id == wait) else {
+            self.pending.insert(key.to_owned(), p, Instant::now());
+            return Exit::Continue;
+        };
+        match w.kind {
+            WaitKind::Request => {
+                let line = p.held.take().unwrap_or_default();
+                let composed = p.then.take().unwrap_or_default();
+                return self.proceed(key.to_owned(), p, line, composed);
+            }
+            WaitKind::Response => {
+                let line = p.held.take().unwrap_or_default();
+                let outcome = Outcome::of_line(&line);
+                self.send_client(line);
+                self.finish(key.to_owned(), p, outcome);
+            }
+            WaitKind::Reply => {
+                if let ResponsePlan::Replace { reply, .. } = p.plan.clone() {
+                    self.send_client(reply.line(&p.call.id));
+                    self.finish(key.to_owned(), p, reply_outcome(&reply));
+                }
+            }
+            WaitKind::Hang(on_cap) => match on_cap {
+                OnCap::Drop => self.finish(key.to_owned(), p, Outcome::None),
+                OnCap::Error => {
+                    let reply = request_timed_out();
+                    self.send_client(reply.line(&p.call.id));
+                    self.finish(key.to_owned(), p, reply_outcome(&reply));
+                }
+                OnCap::Close => {
+                    self.finish(key.to_owned(), p, Outcome::None);
+                    return Exit::Stop;
+                }
+            },
+        }
+        Exit::Continue
+    }
+
+    fn on_server(&mut self, line: Vec<u8>) {
+        if let UpstreamState::Reinitializing(_) = self.upstream
+            && Envelope::parse(&line)
+                .and_then(|e| e.id)
+                .is_some_and(|id| id.as_str().is_some_and(|s| s.starts_with(REINIT_ID)))
+        {
+            let UpstreamState::Reinitializing(queue) =
+                std::mem::replace(&mut self.upstream, UpstreamState::Up)
+            else {
+                return;
+            };
+            if let Some(initialized) = self.initialized.clone() {
+                self.send_server(initialized);
+            }
+            for queued in queue {
+                self.send_server(queued);
+            }
+            return;
+        }
+        if self.transparent || (self.pending.is_empty() && self.swallow.is_empty()) {
+            self.send_client(line);
+            return;
+        }
+        let Some(envelope) = Envelope::parse(&line).filter(Envelope::is_response) else {
+            self.send_client(line);
+            return;
+        };
+        let key = envelope.id.as_ref().map(id_key).unwrap_or_default();
+        let Some(mut p) = self.pending.remove(&key) else {
+            if let Some(at) = self.swallow.iter().position(|k| *k == key) {
+                self.swallow.remove(at);
+            } else {
+                self.send_client(line);
+            }
+            return;
+        };
+        let upstream = envelope.outcome();
+        p.progress.answered(upstream.clone());
+        match p.plan.clone() {
+            ResponsePlan::Pass => {
+                self.send_client(line);
+                self.finish(key, p, upstream);
+            }
+            ResponsePlan::Alter { rewrites, delay } => {
+                let out = p
+                    .call
+                    .rewrite_response(&self.decider, self.mode, line, &rewrites);
+                if delay.is_zero() {
+                    let outcome = Outcome::of_line(&out);
+                    self.send_client(out);
+                    self.finish(key, p, outcome);
+                } else {
+                    p.held = Some(out);
+                    p.wait = Some(self.start_wait(&key, WaitKind::Response, delay));
+                    self.pending.insert(key, p, Instant::now());
+                }
+            }
+            ResponsePlan::FilterList => {
+                let out = p.call.filter_list(&self.decider, self.mode, line);
+                self.send_client(out);
+                self.finish(key, p, upstream);
+            }
+            ResponsePlan::Swallow => {
+                self.pending.insert(key, p, Instant::now());
+            }
+            ResponsePlan::Replace { reply, delay } => {
+                if p.wait.is_some() {
+                    self.pending.insert(key, p, Instant::now());
+                } else if delay.is_zero() {
+                    self.send_client(reply.line(&p.call.id));
+                    self.finish(key, p, reply_outcome(&reply));
+                } else {
+                    p.wait = Some(self.start_wait(&key, WaitKind::Reply, delay));
+                    self.pending.insert(key, p, Instant::now());
+                }
+            }
+        }
+    }
+
+    /// The client got its answer (or none, for good): write the event, remember to swallow a late real one.
+    fn finish(&mut self, key: String, p: Pending, client: Outcome) {
+        let swallow_late = p.progress.is_forwarded()
+            && p.progress.upstream.is_none()
+            && !matches!(p.plan, ResponsePlan::Pass | ResponsePlan::FilterList);
+        if swallow_late {
+            if self.swallow.len() >= MAX_SWALLOW {
+                self.swallow.pop_front();
+            }
+            self.swallow.push_back(key);
+        }
+        self.log_event(&p, client);
+    }
+
+    async fn crash(&mut self, restart_after: Option<Duration>) -> Exit {
+        tracing::info!("mcp-proxy: connection_drop: killing the server");
+        self.upstream = UpstreamState::Down;
+        self.kill_server().await;
+        let Some(restart_after) = restart_after else {
+            return Exit::Stop;
+        };
+        // Calls in flight on the killed server fail as a client SDK reports a closed connection.
+        let keys: Vec<String> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| p.progress.is_forwarded() && p.progress.upstream.is_none())
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in keys {
+            if let Some(mut p) = self.pending.remove(&key) {
+                if let Some(wait) = p.wait.take() {
+                    wait.token.cancel();
+                }
+                p.progress.upstream = Some(Outcome::Pending);
+                let reply = connection_closed();
+                self.send_client(reply.line(&p.call.id));
+                self.finish(key, p, reply_outcome(&reply));
+            }
+        }
+        let core_tx = self.core_tx.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(restart_after).await;
+            let _ = core_tx.send(CoreMsg::Restart).await;
+        });
+        Exit::Continue
+    }
+
+    fn restart(&mut self) {
+        if let Err(e) = self.start_server() {
+            tracing::error!("mcp-proxy: cannot restart the server: {e}");
+            return;
+        }
+        tracing::info!("mcp-proxy: server restarted");
+        let replay = self.initialize.as_ref().and_then(|line| {
+            let mut value: Value = serde_json::from_slice(line).ok()?;
+            value["id"] = Value::String(format!("{REINIT_ID}-{}", self.generation));
+            let mut out = value.to_string().into_bytes();
+            out.push(b'\n');
+            Some(out)
+        });
+        if let Some(line) = replay {
+            self.send_server(line);
+            self.upstream = UpstreamState::Reinitializing(Vec::new());
+        }
+    }
+
+    fn log_event(&mut self, p: &Pending, client: Outcome) {
+        if !self.recorder.is_active() {
+            return;
+        }
+        let event = p.call.event(&self.decider, p.progress.end(&p.call, client));
+        self.recorder.record(&event);
+    }
+}

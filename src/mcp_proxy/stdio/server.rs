@@ -1,0 +1,245 @@
+//! The relay's server side: a child process started in a process group of its own (so ending it ends
+//! whatever it started, e.g. `npx` and the node it runs), or the bridge to a Streamable HTTP endpoint. Its
+//! lines go to the core tagged with the server's generation (a restarted server is a new generation, and the
+//! old one's late lines are ignored).
+
+use std::{
+    collections::VecDeque,
+    process::Stdio,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use tokio::{
+    io::{AsyncBufReadExt, AsyncWriteExt, BufReader},
+    process::{Child, Command},
+    sync::mpsc,
+};
+
+use super::RelayError;
+use super::core::CoreMsg;
+use crate::mcp_wire::{endpoint::Endpoint, http_session::HttpSession, lines};
+
+/// Lines of a server's stderr kept by [`ServerStderr::Keep`].
+const STDERR_LINES: usize = 40;
+
+/// The real server.
+#[derive(Clone)]
+pub enum ServerTarget {
+    /// A command and its arguments, started over stdio.
+    Command(Vec<String>),
+    /// A Streamable HTTP endpoint, reached through the bridge.
+    Http(Box<Endpoint>),
+}
+
+/// Where a child server's stderr goes.
+#[derive(Clone, Default)]
+pub enum ServerStderr {
+    /// Ours (`fault mcp-proxy`: the user sees the server's logs as if it ran alone).
+    #[default]
+    Inherit,
+    /// Kept, its last lines only, for error messages (and logged at debug level).
+    Keep(StderrTail),
+}
+
+/// The last lines a server wrote to its stderr.
+#[derive(Clone, Default)]
+pub struct StderrTail(Arc<Mutex<VecDeque<String>>>);
+
+impl StderrTail {
+    fn push(&self, line: String) {
+        let mut lines = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if lines.len() >= STDERR_LINES {
+            lines.pop_front();
+        }
+        lines.push_back(line);
+    }
+
+    pub fn text(&self) -> String {
+        let lines = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        lines.iter().cloned().collect::<Vec<_>>().join("\n")
+    }
+}
+
+/// A running server and the sender of the lines it reads.
+pub(super) struct Server {
+    pub(super) side: ServerSide,
+    pub(super) to_server: mpsc::UnboundedSender<Vec<u8>>,
+}
+
+pub(super) enum ServerSide {
+    Child(ServerProcess),
+    Bridge {
+        task: tokio::task::JoinHandle<()>,
+        reader: tokio::task::JoinHandle<()>,
+    },
+}
+
+/// A child server in its own process group; the group is killed when this is dropped, whatever ends the
+/// relay (a closed client, a cancelled scenario, an error).
+pub(super) struct ServerProcess {
+    child: Child,
+    group: Option<rustix::process::Pid>,
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        self.kill_group();
+    }
+}
+
+impl ServerProcess {
+    fn kill_group(&mut self) {
+        if let Some(group) = self.group.take() {
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        }
+        let _ = self.child.start_kill();
+    }
+}
+
+/// Starts the server of `target` as generation `generation`, its lines going to `core_tx`.
+pub(super) fn start(
+    target: &ServerTarget,
+    generation: u64,
+    core_tx: &mpsc::Sender<CoreMsg>,
+    stderr: &ServerStderr,
+) -> Result<Server, RelayError> {
+    match target {
+        ServerTarget::Command(command) => start_child(command, generation, core_tx, stderr),
+        ServerTarget::Http(endpoint) => Ok(start_bridge(endpoint, generation, core_tx)),
+    }
+}
+
+fn start_child(
+    command_line: &[String],
+    generation: u64,
+    core_tx: &mpsc::Sender<CoreMsg>,
+    stderr: &ServerStderr,
+) -> Result<Server, RelayError> {
+    let (program, args) = command_line.split_first().ok_or(RelayError::NoCommand)?;
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(match stderr {
+            ServerStderr::Inherit => Stdio::inherit(),
+            ServerStderr::Keep(_) => Stdio::piped(),
+        })
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = command.spawn().map_err(|source| RelayError::Spawn {
+        command: command_line.join(" "),
+        source,
+    })?;
+    let group = child
+        .id()
+        .and_then(|pid| rustix::process::Pid::from_raw(pid as i32));
+    if let Some(stdout) = child.stdout.take() {
+        let core_tx = core_tx.clone();
+        tokio::spawn(async move {
+            let mut reader = BufReader::with_capacity(64 * 1024, stdout);
+            let error = loop {
+                let mut line = Vec::new();
+                match lines::read_line(&mut reader, &mut line).await {
+                    Ok(false) => break None,
+                    Ok(true) => {
+                        let sent = core_tx.send(CoreMsg::Server { generation, line }).await;
+                        if sent.is_err() {
+                            return;
+                        }
+                    }
+                    Err(lines::LineError::Io(_)) => break None,
+                    Err(e) => break Some(e),
+                }
+            };
+            let _ = core_tx.send(CoreMsg::ServerEof { generation, error }).await;
+        });
+    }
+    if let (Some(err), ServerStderr::Keep(tail)) = (child.stderr.take(), stderr) {
+        let tail = tail.clone();
+        tokio::spawn(async move {
+            let mut reader = BufReader::new(err).lines();
+            while let Ok(Some(line)) = reader.next_line().await {
+                tracing::debug!(target: "mcp_proxy::server", "{line}");
+                tail.push(line);
+            }
+        });
+    }
+    let (to_server, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    if let Some(mut stdin) = child.stdin.take() {
+        tokio::spawn(async move {
+            while let Some(line) = rx.recv().await {
+                if stdin.write_all(&line).await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    Ok(Server {
+        side: ServerSide::Child(ServerProcess { child, group }),
+        to_server,
+    })
+}
+
+fn start_bridge(endpoint: &Endpoint, generation: u64, core_tx: &mpsc::Sender<CoreMsg>) -> Server {
+    let session = HttpSession::new(endpoint.clone(), Default::default());
+    let (to_server, mut lines, task) = super::super::bridge::spawn(session);
+    let core_tx = core_tx.clone();
+    let reader = tokio::spawn(async move {
+        while let Some(line) = lines.recv().await {
+            if core_tx
+                .send(CoreMsg::Server { generation, line })
+                .await
+                .is_err()
+            {
+                return;
+            }
+        }
+        let _ = core_tx
+            .send(CoreMsg::ServerEof {
+                generation,
+                error: None,
+            })
+            .await;
+    });
+    Server {
+        side: ServerSide::Bridge { task, reader },
+        to_server,
+    }
+}
+
+impl ServerSide {
+    /// Ends the server at once: the child's process group is killed (by its id, never by name).
+    pub(super) async fn kill(self) {
+        match self {
+            ServerSide::Child(mut process) => {
+                process.kill_group();
+                let _ = process.child.wait().await;
+            }
+            ServerSide::Bridge { task, reader } => {
+                task.abort();
+                reader.abort();
+            }
+        }
+    }
+
+    /// Gives the server `grace` to finish on its own (its input is closed), then ends it.
+    pub(super) async fn stop(mut self, grace: Duration) {
+        let exited = match &mut self {
+            ServerSide::Child(process) => tokio::time::timeout(grace, process.child.wait())
+                .await
+                .is_ok(),
+            // The bridge ends the session (DELETE) once its input is closed.
+            ServerSide::Bridge { task, .. } => tokio::time::timeout(grace, task).await.is_ok(),
+        };
+        if !exited {
+            return self.kill().await;
+        }
+        match self {
+            // What the server started may outlive it: its group goes with it.
+            ServerSide::Child(process) => drop(process),
+            ServerSide::Bridge { reader, .. } => reader.abort(),
+        }
+    }
+}
