@@ -12,17 +12,14 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::calls::{Pending, ResponsePlan, Wait, WaitKind};
 use super::in_flight::InFlight;
 use super::server::{self, ServerSide, ServerStderr, ServerTarget};
 use super::{RelayError, RelayOptions};
 use crate::mcp_proxy::decide::Decider;
-use crate::mcp_proxy::engine::{
-    Call, CallProgress, Composed, LIST_CHANGED, Recorder, connection_closed, reply_outcome,
-    request_timed_out,
-};
-use crate::mcp_proxy::faults::{Action, OnCap};
+use crate::mcp_proxy::engine::{Recorder, connection_closed, reply_outcome};
 use crate::mcp_proxy::plan::Mode;
-use crate::mcp_wire::jsonrpc::{Envelope, Outcome, Reply, id_key};
+use crate::mcp_wire::jsonrpc::{Envelope, Outcome, id_key};
 use crate::mcp_wire::lines::LineError;
 
 /// Calls remembered at most; beyond it the oldest is forgotten (and logged as `pending`).
@@ -35,7 +32,7 @@ const PENDING_TTL: Duration = Duration::from_secs(600);
 const MAX_SWALLOW: usize = 4_096;
 /// How long the server gets to exit after the client closed, before it is killed.
 pub(super) const EXIT_GRACE: Duration = Duration::from_millis(500);
-const REINIT_ID: &str = "fault-mcp-proxy-reinit";
+pub(super) const REINIT_ID: &str = "fault-mcp-proxy-reinit";
 
 /// What the core hears: lines from either side, the end of either side, and its own timers.
 pub(super) enum CoreMsg {
@@ -63,52 +60,7 @@ pub(super) enum CoreMsg {
     Restart,
 }
 
-#[derive(Debug, Clone, Copy)]
-enum WaitKind {
-    /// A held request: forward it.
-    Request,
-    /// A held response: deliver it.
-    Response,
-    /// A synthesised reply due: send it.
-    Reply,
-    /// A hang's cap.
-    Hang(OnCap),
-}
-
-struct Wait {
-    id: u64,
-    kind: WaitKind,
-    token: CancellationToken,
-}
-
-#[derive(Debug, Clone)]
-enum ResponsePlan {
-    Pass,
-    /// Rewrite the response with these faults, in order, then hold it for `delay`.
-    Alter {
-        rewrites: Vec<usize>,
-        delay: Duration,
-    },
-    Swallow,
-    /// Answer `reply` instead of the server's response, `delay` after it.
-    Replace {
-        reply: Reply,
-        delay: Duration,
-    },
-    FilterList,
-}
-
-struct Pending {
-    call: Call,
-    plan: ResponsePlan,
-    wait: Option<Wait>,
-    held: Option<Vec<u8>>,
-    /// What the faults do once a held request is released.
-    then: Option<Composed>,
-    progress: CallProgress,
-}
-
-enum UpstreamState {
+pub(super) enum UpstreamState {
     Up,
     /// Restarted: the client's `initialize` was replayed; lines wait for its answer.
     Reinitializing(Vec<Vec<u8>>),
@@ -123,24 +75,24 @@ pub(super) enum Exit {
 
 /// The one task that owns every table of the relay.
 pub(super) struct Core {
-    target: ServerTarget,
-    server_stderr: ServerStderr,
-    mode: Mode,
-    decider: Decider,
-    recorder: Recorder,
-    pending: InFlight<Pending>,
-    swallow: VecDeque<String>,
-    server: Option<ServerSide>,
-    generation: u64,
-    upstream: UpstreamState,
-    to_server: Option<mpsc::UnboundedSender<Vec<u8>>>,
-    to_client: mpsc::UnboundedSender<Vec<u8>>,
-    core_tx: mpsc::Sender<CoreMsg>,
-    initialize: Option<Vec<u8>>,
-    initialized: Option<Vec<u8>>,
-    next_wait: u64,
+    pub(super) target: ServerTarget,
+    pub(super) server_stderr: ServerStderr,
+    pub(super) mode: Mode,
+    pub(super) decider: Decider,
+    pub(super) recorder: Recorder,
+    pub(super) pending: InFlight<Pending>,
+    pub(super) swallow: VecDeque<String>,
+    pub(super) server: Option<ServerSide>,
+    pub(super) generation: u64,
+    pub(super) upstream: UpstreamState,
+    pub(super) to_server: Option<mpsc::UnboundedSender<Vec<u8>>>,
+    pub(super) to_client: mpsc::UnboundedSender<Vec<u8>>,
+    pub(super) core_tx: mpsc::Sender<CoreMsg>,
+    pub(super) initialize: Option<Vec<u8>>,
+    pub(super) initialized: Option<Vec<u8>>,
+    pub(super) next_wait: u64,
     /// No faults and no events: forward without parsing.
-    transparent: bool,
+    pub(super) transparent: bool,
     pub(super) client_closed_at: Option<Instant>,
     /// Why the relay ends in error, when a side broke.
     pub(super) failure: Option<RelayError>,
@@ -215,12 +167,12 @@ impl Core {
         }
     }
 
-    fn send_client(&self, line: Vec<u8>) {
+    pub(super) fn send_client(&self, line: Vec<u8>) {
         self.recorder.client_line(&line);
         let _ = self.to_client.send(line);
     }
 
-    fn send_server(&mut self, line: Vec<u8>) {
+    pub(super) fn send_server(&mut self, line: Vec<u8>) {
         match &mut self.upstream {
             UpstreamState::Up => {
                 if let Some(tx) = &self.to_server {
@@ -285,146 +237,7 @@ impl Core {
         Exit::Continue
     }
 
-    fn on_request(&mut self, line: Vec<u8>, envelope: Envelope) -> Exit {
-        let method = envelope.method.clone().unwrap_or_default();
-        if method == "initialize" {
-            self.initialize = Some(line.clone());
-        }
-        if method != "tools/call" && !self.decider.watches_method(&method) {
-            self.send_server(line);
-            return Exit::Continue;
-        }
-        let call = Call::decide(&mut self.decider, &envelope);
-        if call.decision.notify_list_changed {
-            let mut line = LIST_CHANGED.to_vec();
-            line.push(b'\n');
-            self.send_client(line);
-        }
-        let key = id_key(&call.id);
-        let mut pending = Pending {
-            plan: if call.filters_list(&self.decider) {
-                ResponsePlan::FilterList
-            } else {
-                ResponsePlan::Pass
-            },
-            call,
-            wait: None,
-            held: None,
-            then: None,
-            progress: CallProgress::default(),
-        };
-        if matches!(self.upstream, UpstreamState::Down) {
-            let reply = connection_closed();
-            self.send_client(reply.line(&pending.call.id));
-            self.log_event(&pending, reply_outcome(&reply));
-            return Exit::Continue;
-        }
-        if pending.call.decision.applied.is_empty() {
-            pending.progress.forwarded();
-            self.send_server(line);
-            self.remember(key, pending);
-            return Exit::Continue;
-        }
-        let composed = pending.call.compose(&self.decider);
-        if composed.request_delay.is_zero() {
-            return self.proceed(key, pending, line, composed);
-        }
-        pending.held = Some(line);
-        pending.wait = Some(self.start_wait(&key, WaitKind::Request, composed.request_delay));
-        pending.then = Some(composed);
-        self.remember(key, pending);
-        Exit::Continue
-    }
-
-    /// Carries out a call's faults once its request delay (if any) has passed.
-    fn proceed(
-        &mut self,
-        key: String,
-        mut pending: Pending,
-        line: Vec<u8>,
-        composed: Composed,
-    ) -> Exit {
-        let Some(terminal) = composed.terminal else {
-            pending.progress.forwarded();
-            if !composed.rewrites.is_empty() || !composed.response_delay.is_zero() {
-                pending.plan = ResponsePlan::Alter {
-                    rewrites: composed.rewrites,
-                    delay: composed.response_delay,
-                };
-            }
-            self.send_server(line);
-            self.remember(key, pending);
-            return Exit::Continue;
-        };
-        match terminal {
-            Action::Reply {
-                after,
-                reply,
-                call_upstream,
-            } => {
-                let after = after + composed.response_delay;
-                if call_upstream {
-                    pending.progress.forwarded();
-                    self.send_server(line);
-                    pending.plan = ResponsePlan::Replace {
-                        reply,
-                        delay: composed.response_delay,
-                    };
-                } else if after.is_zero() {
-                    self.send_client(reply.line(&pending.call.id));
-                    self.log_event(&pending, reply_outcome(&reply));
-                    return Exit::Continue;
-                } else {
-                    pending.plan = ResponsePlan::Replace {
-                        reply,
-                        delay: Duration::ZERO,
-                    };
-                    pending.wait = Some(self.start_wait(&key, WaitKind::Reply, after));
-                }
-            }
-            Action::Hang {
-                forward,
-                max_hold,
-                on_cap,
-            } => {
-                if forward {
-                    pending.progress.forwarded();
-                    self.send_server(line);
-                }
-                pending.plan = ResponsePlan::Swallow;
-                pending.wait = Some(self.start_wait(&key, WaitKind::Hang(on_cap), max_hold));
-            }
-            Action::CrashServer {
-                after,
-                restart_after,
-            } => {
-                pending.progress.forwarded();
-                self.send_server(line);
-                let core_tx = self.core_tx.clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep(after).await;
-                    let _ = core_tx.send(CoreMsg::Crash { restart_after }).await;
-                });
-            }
-            Action::CloseClient => {
-                self.log_event(&pending, Outcome::None);
-                return Exit::Stop;
-            }
-            // Not settling actions ([`Call::compose`] never makes them terminal), and the HTTP front's
-            // (a stdio plan never holds them: [`check_stdio_plan`]).
-            Action::DelayRequest(_)
-            | Action::DelayResponse(_)
-            | Action::Rewrite
-            | Action::Http(_) => {
-                pending.progress.forwarded();
-                self.send_server(line);
-            }
-        }
-        self.remember(key, pending);
-        Exit::Continue
-    }
-
-    fn remember(&mut self, key: String, pending: Pending) {
+    pub(super) fn remember(&mut self, key: String, pending: Pending) {
         let now = Instant::now();
         self.expire_stale(now);
         if let Some((old, mut p)) = self.pending.insert(key, pending, now) {
@@ -449,7 +262,7 @@ impl Core {
         }
     }
 
-    fn start_wait(&mut self, key: &str, kind: WaitKind, delay: Duration) -> Wait {
+    pub(super) fn start_wait(&mut self, key: &str, kind: WaitKind, delay: Duration) -> Wait {
         self.next_wait += 1;
         let id = self.next_wait;
         let token = CancellationToken::new();
@@ -467,7 +280,7 @@ impl Core {
         Wait { id, kind, token }
     }
 
-    fn on_cancel(&mut self, envelope: &Envelope) {
+    pub(super) fn on_cancel(&mut self, envelope: &Envelope) {
         let Some(request_id) = envelope.params.as_ref().and_then(|p| p.get("requestId")) else {
             return;
         };
@@ -483,129 +296,8 @@ impl Core {
         self.finish(key, p, Outcome::None);
     }
 
-    fn on_wait_ended(&mut self, key: &str, wait: u64) -> Exit {
-        let Some(mut p) = self.pending.remove(key) else {
-            return Exit::Continue;
-        };
-        let Some(w) = p.wait.take_if(|w| w.id == wait) else {
-            self.pending.insert(key.to_owned(), p, Instant::now());
-            return Exit::Continue;
-        };
-        match w.kind {
-            WaitKind::Request => {
-                let line = p.held.take().unwrap_or_default();
-                let composed = p.then.take().unwrap_or_default();
-                return self.proceed(key.to_owned(), p, line, composed);
-            }
-            WaitKind::Response => {
-                let line = p.held.take().unwrap_or_default();
-                let outcome = Outcome::of_line(&line);
-                self.send_client(line);
-                self.finish(key.to_owned(), p, outcome);
-            }
-            WaitKind::Reply => {
-                if let ResponsePlan::Replace { reply, .. } = p.plan.clone() {
-                    self.send_client(reply.line(&p.call.id));
-                    self.finish(key.to_owned(), p, reply_outcome(&reply));
-                }
-            }
-            WaitKind::Hang(on_cap) => match on_cap {
-                OnCap::Drop => self.finish(key.to_owned(), p, Outcome::None),
-                OnCap::Error => {
-                    let reply = request_timed_out();
-                    self.send_client(reply.line(&p.call.id));
-                    self.finish(key.to_owned(), p, reply_outcome(&reply));
-                }
-                OnCap::Close => {
-                    self.finish(key.to_owned(), p, Outcome::None);
-                    return Exit::Stop;
-                }
-            },
-        }
-        Exit::Continue
-    }
-
-    fn on_server(&mut self, line: Vec<u8>) {
-        if let UpstreamState::Reinitializing(_) = self.upstream
-            && Envelope::parse(&line)
-                .and_then(|e| e.id)
-                .is_some_and(|id| id.as_str().is_some_and(|s| s.starts_with(REINIT_ID)))
-        {
-            let UpstreamState::Reinitializing(queue) =
-                std::mem::replace(&mut self.upstream, UpstreamState::Up)
-            else {
-                return;
-            };
-            if let Some(initialized) = self.initialized.clone() {
-                self.send_server(initialized);
-            }
-            for queued in queue {
-                self.send_server(queued);
-            }
-            return;
-        }
-        if self.transparent || (self.pending.is_empty() && self.swallow.is_empty()) {
-            self.send_client(line);
-            return;
-        }
-        let Some(envelope) = Envelope::parse(&line).filter(Envelope::is_response) else {
-            self.send_client(line);
-            return;
-        };
-        let key = envelope.id.as_ref().map(id_key).unwrap_or_default();
-        let Some(mut p) = self.pending.remove(&key) else {
-            if let Some(at) = self.swallow.iter().position(|k| *k == key) {
-                self.swallow.remove(at);
-            } else {
-                self.send_client(line);
-            }
-            return;
-        };
-        let upstream = envelope.outcome();
-        p.progress.answered(upstream.clone());
-        match p.plan.clone() {
-            ResponsePlan::Pass => {
-                self.send_client(line);
-                self.finish(key, p, upstream);
-            }
-            ResponsePlan::Alter { rewrites, delay } => {
-                let out = p
-                    .call
-                    .rewrite_response(&self.decider, self.mode, line, &rewrites);
-                if delay.is_zero() {
-                    let outcome = Outcome::of_line(&out);
-                    self.send_client(out);
-                    self.finish(key, p, outcome);
-                } else {
-                    p.held = Some(out);
-                    p.wait = Some(self.start_wait(&key, WaitKind::Response, delay));
-                    self.pending.insert(key, p, Instant::now());
-                }
-            }
-            ResponsePlan::FilterList => {
-                let out = p.call.filter_list(&self.decider, self.mode, line);
-                self.send_client(out);
-                self.finish(key, p, upstream);
-            }
-            ResponsePlan::Swallow => {
-                self.pending.insert(key, p, Instant::now());
-            }
-            ResponsePlan::Replace { reply, delay } => {
-                if p.wait.is_some() {
-                    self.pending.insert(key, p, Instant::now());
-                } else if delay.is_zero() {
-                    self.send_client(reply.line(&p.call.id));
-                    self.finish(key, p, reply_outcome(&reply));
-                } else {
-                    p.wait = Some(self.start_wait(&key, WaitKind::Reply, delay));
-                    self.pending.insert(key, p, Instant::now());
-                }
-            }
-        }
-    }
-
     /// The client got its answer (or none, for good): write the event, remember to swallow a late real one.
-    fn finish(&mut self, key: String, p: Pending, client: Outcome) {
+    pub(super) fn finish(&mut self, key: String, p: Pending, client: Outcome) {
         let swallow_late = p.progress.is_forwarded()
             && p.progress.upstream.is_none()
             && !matches!(p.plan, ResponsePlan::Pass | ResponsePlan::FilterList);
@@ -670,7 +362,7 @@ impl Core {
         }
     }
 
-    fn log_event(&mut self, p: &Pending, client: Outcome) {
+    pub(super) fn log_event(&mut self, p: &Pending, client: Outcome) {
         if !self.recorder.is_active() {
             return;
         }
