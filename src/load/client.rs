@@ -26,7 +26,7 @@ use crate::tls::ClientStream;
 const READ_BUFFER: usize = 16 * 1024;
 
 /// What the server answered once the whole body was read.
-pub(super) struct Answer {
+pub(super) struct Received {
     pub status: u16,
     pub body_bytes: u64,
 }
@@ -106,7 +106,7 @@ struct Failure {
 impl Connection {
     /// Sends the request and reads the whole response. Returns the answer and the connection if it can
     /// carry another request.
-    async fn exchange(mut self, wire: &Wire<'_>) -> Result<(Answer, Option<Self>), Failure> {
+    async fn exchange(mut self, wire: &Wire<'_>) -> Result<(Received, Option<Self>), Failure> {
         let before = |error: ExchangeError| Failure {
             error,
             answered: false,
@@ -125,7 +125,7 @@ impl Connection {
         // Leftover bytes would be a response nobody asked for: do not reuse such a connection.
         let reusable =
             head.keep_alive && framing != BodyFraming::UntilClose && self.buffer.is_empty();
-        let answer = Answer {
+        let answer = Received {
             status: head.status,
             body_bytes,
         };
@@ -205,7 +205,7 @@ pub(super) async fn exchange(
     idle: Option<Connection>,
     connector: &Connector,
     wire: &Wire<'_>,
-) -> (Result<Answer, ExchangeError>, Option<Connection>) {
+) -> (Result<Received, ExchangeError>, Option<Connection>) {
     if let Some(connection) = idle {
         match connection.exchange(wire).await {
             Ok((answer, kept)) => return (Ok(answer), kept),

@@ -15,6 +15,7 @@
 
 mod client;
 mod record;
+pub mod schedule;
 
 use std::{
     net::SocketAddr,
@@ -26,7 +27,6 @@ use std::{
 };
 
 use bytes::Bytes;
-use futures::{StreamExt, stream::FuturesUnordered};
 use http::{
     Method,
     header::{HeaderName, HeaderValue},
@@ -486,90 +486,86 @@ pub async fn run(
 
 /// One virtual client, in one task: it starts requests on its schedule and keeps its idle connections.
 async fn virtual_client(index: u32, shared: Arc<RunState>, stop: CancellationToken) {
-    let stopped = stop.cancelled();
-    tokio::pin!(stopped);
-    let wire = client::Wire {
-        bytes: &shared.target.wire,
-        is_head: shared.target.method == Method::HEAD,
+    let arrivals = match shared.pace {
+        Pace::Open { rps } => schedule::Arrivals::open(
+            shared.start,
+            Duration::from_secs_f64(1.0 / f64::from(rps)),
+            per_client(rps, shared.duration),
+            index,
+            shared.num_clients,
+        ),
+        Pace::Saturate => schedule::Arrivals::Closed {
+            planned: None,
+            until: Some(shared.start + shared.duration),
+        },
     };
-    let connector = &shared.connector;
-    let started = &shared.progress.started;
-    let timeout = shared.timeout;
-    // One request with its deadline; yields its scheduled start, when it ended (taken at once, so
-    // other requests completing at the same moment do not add to it), its result and its connection.
-    let request = |idle: Option<Connection>, scheduled: Instant| {
-        let wire = &wire;
+    let max_in_flight = match shared.pace {
+        Pace::Open { .. } => shared.max_in_flight,
+        Pace::Saturate => 1,
+    };
+    let mut client = VirtualClient {
+        index,
+        shared,
+        idle: Vec::new(),
+    };
+    schedule::run(arrivals, max_in_flight, &mut client, &stop).await;
+}
+
+/// A virtual client's state between requests: its idle kept-alive connections.
+struct VirtualClient {
+    index: u32,
+    shared: Arc<RunState>,
+    idle: Vec<Connection>,
+}
+
+/// One request's end: when it was due, when it ended (taken at once, so other requests completing at the
+/// same moment do not add to it), its result (`None`: timed out) and its connection if it can be reused.
+type RequestEnd = (
+    Instant,
+    Instant,
+    Option<Result<client::Received, client::ExchangeError>>,
+    Option<Connection>,
+);
+
+impl schedule::Work for VirtualClient {
+    type Done = RequestEnd;
+
+    fn start(
+        &mut self,
+        _index: u64,
+        due: Instant,
+    ) -> impl std::future::Future<Output = RequestEnd> + Send + use<> {
+        let shared = self.shared.clone();
+        let idle = self.idle.pop();
         async move {
-            started.fetch_add(1, Ordering::Relaxed);
+            shared.progress.started.fetch_add(1, Ordering::Relaxed);
+            let wire = client::Wire {
+                bytes: &shared.target.wire,
+                is_head: shared.target.method == Method::HEAD,
+            };
             let outcome = tokio::time::timeout_at(
-                scheduled + timeout,
-                client::exchange(idle, connector, wire),
+                due + shared.timeout,
+                client::exchange(idle, &shared.connector, &wire),
             )
             .await;
             let ended = Instant::now();
             match outcome {
-                Ok((result, kept)) => (scheduled, ended, Some(result), kept),
+                Ok((result, kept)) => (due, ended, Some(result), kept),
                 // The connection is dropped with the cut request.
-                Err(_) => (scheduled, ended, None, None),
+                Err(_) => (due, ended, None, None),
             }
         }
-    };
+    }
 
-    match shared.pace {
-        Pace::Open { rps } => {
-            let interval = Duration::from_secs_f64(1.0 / f64::from(rps));
-            // Clients are spread evenly within one interval rather than firing together.
-            let offset = interval.mul_f64(f64::from(index) / f64::from(shared.num_clients));
-            let planned = per_client(rps, shared.duration);
-            let schedule = |k: u64| shared.start + offset + interval.mul_f64(k as f64);
-            let mut idle: Vec<Connection> = Vec::new();
-            let mut in_flight = FuturesUnordered::new();
-            let mut next = 0u64;
-            let tick = tokio::time::sleep_until(schedule(0));
-            tokio::pin!(tick);
-            while next < planned || !in_flight.is_empty() {
-                tokio::select! {
-                    biased;
-                    _ = &mut stopped => break,
-                    Some((scheduled, ended, result, kept)) = in_flight.next() => {
-                        if let Some(connection) = kept {
-                            idle.push(connection);
-                        }
-                        record(index, &shared, scheduled, ended, result);
-                    }
-                    _ = &mut tick, if next < planned => {
-                        // Start every request whose time has come (several, if this task was late).
-                        let now = Instant::now();
-                        while next < planned && schedule(next) <= now {
-                            if in_flight.len() < shared.max_in_flight {
-                                in_flight.push(request(idle.pop(), schedule(next)));
-                            } else {
-                                record_not_started(index, &shared, schedule(next));
-                            }
-                            next += 1;
-                        }
-                        if next < planned {
-                            tick.as_mut().reset(schedule(next));
-                        }
-                    }
-                }
-            }
+    fn done(&mut self, (due, ended, result, kept): RequestEnd) {
+        if let Some(connection) = kept {
+            self.idle.push(connection);
         }
-        Pace::Saturate => {
-            let end = shared.start + shared.duration;
-            let mut idle = None;
-            while Instant::now() < end {
-                let scheduled = Instant::now();
-                tokio::select! {
-                    biased;
-                    _ = &mut stopped => break,
-                    (scheduled, ended, result, kept) = request(idle.take(), scheduled) => {
-                        idle = kept;
-                        record(index, &shared, scheduled, ended, result);
-                    }
-                }
-            }
-        }
+        record(self.index, &self.shared, due, ended, result);
+    }
+
+    fn not_started(&mut self, _index: u64, due: Instant) {
+        record_not_started(self.index, &self.shared, due);
     }
 }
 
@@ -590,7 +586,7 @@ fn record(
     shared: &RunState,
     scheduled: Instant,
     ended: Instant,
-    result: Option<Result<client::Answer, client::ExchangeError>>,
+    result: Option<Result<client::Received, client::ExchangeError>>,
 ) {
     let latency = ended.saturating_duration_since(scheduled);
     let (outcome, body_bytes) = match result {

@@ -1,0 +1,198 @@
+//! The one load scheduler, for every load we generate (HTTP requests in [`super`], MCP tool calls in
+//! [`crate::mcp_load`]). In the open model, work starts when it is due whether or not earlier work has
+//! finished, so a slow target shows up as latency rather than as less work; a start due while the client is
+//! at its in-flight cap is not made and is reported as such. In the closed loop, the next start comes as
+//! soon as a slot is free. Either way the work is told when it was due, and its latency is counted from
+//! there (the definition both reports use: [`crate::report`]).
+
+use std::{future::Future, time::Duration};
+
+use futures::{StreamExt, stream::FuturesUnordered};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// When a client's starts are due.
+#[derive(Debug, Clone, Copy)]
+pub enum Arrivals {
+    /// Open model: `planned` starts, the k-th due at `first + k × interval`.
+    Open {
+        first: Instant,
+        interval: Duration,
+        planned: u64,
+    },
+    /// Closed loop: each start as soon as a slot is free, `planned` in all (unbounded when `None`), none
+    /// after `until`.
+    Closed {
+        planned: Option<u64>,
+        until: Option<Instant>,
+    },
+}
+
+impl Arrivals {
+    /// The open-model starts of client `index` of `clients`, each starting one per `interval` from `start`:
+    /// the clients are spread evenly within one interval, so together they start at a steady rate rather
+    /// than in bursts of `clients`.
+    pub fn open(
+        start: Instant,
+        interval: Duration,
+        planned: u64,
+        index: u32,
+        clients: u32,
+    ) -> Self {
+        let phase = interval.mul_f64(f64::from(index) / f64::from(clients.max(1)));
+        Arrivals::Open {
+            first: start + phase,
+            interval,
+            planned,
+        }
+    }
+}
+
+/// What a client starts on schedule. Its futures borrow nothing from it, so several run at once while it
+/// starts more.
+pub trait Work {
+    type Done;
+    /// Starts work number `index` (0-based), due at `due`.
+    fn start(
+        &mut self,
+        index: u64,
+        due: Instant,
+    ) -> impl Future<Output = Self::Done> + Send + use<Self>;
+    /// A started work's result.
+    fn done(&mut self, done: Self::Done);
+    /// Work number `index`, due at `due`, came while the client was at its in-flight cap: it was not started.
+    fn not_started(&mut self, index: u64, due: Instant);
+}
+
+/// Runs `arrivals` with at most `max_in_flight` works at once, until every started work is done or `stop`
+/// fires (work in flight is then dropped).
+pub async fn run<W: Work>(
+    arrivals: Arrivals,
+    max_in_flight: usize,
+    work: &mut W,
+    stop: &CancellationToken,
+) {
+    let max_in_flight = max_in_flight.max(1);
+    let mut in_flight = FuturesUnordered::new();
+    let mut next = 0u64;
+    match arrivals {
+        Arrivals::Open {
+            first,
+            interval,
+            planned,
+        } => {
+            let due = |k: u64| first + interval.mul_f64(k as f64);
+            let tick = tokio::time::sleep_until(due(0));
+            tokio::pin!(tick);
+            while next < planned || !in_flight.is_empty() {
+                tokio::select! {
+                    biased;
+                    () = stop.cancelled() => return,
+                    Some(done) = in_flight.next() => work.done(done),
+                    () = &mut tick, if next < planned => {
+                        // Start every work whose time has come (several, if this task was late).
+                        let now = Instant::now();
+                        while next < planned && due(next) <= now {
+                            if in_flight.len() < max_in_flight {
+                                in_flight.push(work.start(next, due(next)));
+                            } else {
+                                work.not_started(next, due(next));
+                            }
+                            next += 1;
+                        }
+                        if next < planned {
+                            tick.as_mut().reset(due(next));
+                        }
+                    }
+                }
+            }
+        }
+        Arrivals::Closed { planned, until } => {
+            let more = |next: u64| {
+                planned.is_none_or(|planned| next < planned)
+                    && until.is_none_or(|until| Instant::now() < until)
+            };
+            loop {
+                while in_flight.len() < max_in_flight && more(next) {
+                    in_flight.push(work.start(next, Instant::now()));
+                    next += 1;
+                }
+                if in_flight.is_empty() {
+                    return;
+                }
+                tokio::select! {
+                    biased;
+                    () = stop.cancelled() => return,
+                    Some(done) = in_flight.next() => work.done(done),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records when each work was due and started; each takes `busy` to finish.
+    struct Probe {
+        busy: Duration,
+        started: Vec<(u64, Instant, Instant)>,
+        done: u64,
+        not_started: Vec<u64>,
+    }
+
+    impl Work for Probe {
+        type Done = ();
+        fn start(&mut self, index: u64, due: Instant) -> impl Future<Output = ()> + Send + use<> {
+            self.started.push((index, due, Instant::now()));
+            tokio::time::sleep(self.busy)
+        }
+        fn done(&mut self, (): ()) {
+            self.done += 1;
+        }
+        fn not_started(&mut self, index: u64, _due: Instant) {
+            self.not_started.push(index);
+        }
+    }
+
+    fn probe(busy_ms: u64) -> Probe {
+        Probe {
+            busy: Duration::from_millis(busy_ms),
+            started: Vec::new(),
+            done: 0,
+            not_started: Vec::new(),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn open_starts_on_time_and_counts_what_the_cap_refused() {
+        let start = Instant::now();
+        let mut work = probe(250);
+        let arrivals = Arrivals::open(start, Duration::from_millis(100), 10, 1, 2);
+        run(arrivals, 2, &mut work, &CancellationToken::new()).await;
+        // Each start at its due time, the first half an interval in (client 1 of 2).
+        for (index, due, started) in &work.started {
+            assert_eq!(*due, start + Duration::from_millis(50 + 100 * index));
+            assert_eq!(started, due);
+        }
+        // Two in flight at most, each busy 250 ms: every third due start finds both slots taken.
+        assert_eq!(work.not_started, [2, 5, 8]);
+        assert_eq!(work.done as usize, work.started.len());
+        assert_eq!(work.started.len() + work.not_started.len(), 10);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn closed_keeps_every_slot_busy_and_stops_at_the_plan() {
+        let mut work = probe(10);
+        let arrivals = Arrivals::Closed {
+            planned: Some(7),
+            until: None,
+        };
+        let start = Instant::now();
+        run(arrivals, 3, &mut work, &CancellationToken::new()).await;
+        assert_eq!(work.done, 7);
+        assert!(work.not_started.is_empty());
+        assert_eq!(start.elapsed(), Duration::from_millis(30));
+    }
+}
