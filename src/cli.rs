@@ -10,8 +10,8 @@ use crate::{
     index::{StoreChoice, StoreSettings},
     llm::{self, LlmSettings, Provider},
     mcp::AgentSettings,
-    mcp_http::TransportArgs,
     scenario,
+    serve::{TransportArgs, parse_http_url},
 };
 
 /// Reliability tools for coding assistants, and a fault-injecting TCP proxy.
@@ -295,17 +295,4 @@ fn parse_scenario_duration(raw: &str) -> Result<Duration, String> {
         ));
     }
     Ok(duration)
-}
-
-/// An absolute http(s) URL.
-pub fn parse_http_url(raw: &str) -> Result<Url, String> {
-    let url = Url::parse(raw.trim()).map_err(|e| {
-        format!("'{raw}' is not a valid URL ({e}); expected e.g. http://localhost:11434")
-    })?;
-    match url.scheme() {
-        "http" | "https" => Ok(url),
-        other => Err(format!(
-            "'{raw}' has scheme '{other}'; expected http or https"
-        )),
-    }
 }

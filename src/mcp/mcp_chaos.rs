@@ -56,7 +56,7 @@ HTTP MCP server directly (no plan: it measures the server as it is).",
         let total = spec.planned_calls() * if spec.baseline { 2 } else { 1 };
         let progress = Arc::new(LoadProgress::default());
         let ticker = progress_ticker(&context, progress.clone(), total, "calls");
-        let outcome = mcp_chaos::scenario::run(&spec, &context.ct, progress).await;
+        let outcome = mcp_chaos::run(&spec, &context.ct, progress).await;
         if let Some(ticker) = ticker {
             ticker.abort();
         }

@@ -11,13 +11,10 @@ use serde_json::{Map, Value};
 use super::lenient::{Lenient, Strings};
 use super::scenario_input::{InputError, bad, duration, read, whole, within};
 use crate::{
-    mcp_chaos::{
-        http_client::header_map,
-        scenario::{
-            ChaosSpec, PlanSource, PlannedCall, Schedule, ServerCommand, ServerTarget, ServerUrl,
-        },
-    },
-    mcp_proxy::plan::Plan,
+    mcp_chaos::{ChaosSpec, ServerTarget, ServerUrl},
+    mcp_load::{CallLoad, CallPace, PlannedCall, RetryPolicy},
+    mcp_proxy::{plan::Plan, stdio::ServerCommand},
+    mcp_wire::{endpoint::parse_endpoint, http_session::header_map},
     scenario::Limits,
 };
 
@@ -127,12 +124,10 @@ pub(super) struct McpChaosInput {
 impl McpChaosInput {
     fn validate(self, limits: &Limits) -> Result<ChaosSpec, InputError> {
         let server = self.server.validate()?;
-        let mut plan = plan_source(self.plan)?;
+        let mut plan = plan(self.plan)?;
         match self.seed.0 {
             None => {}
-            Some(s) if s >= 0.0 && s.fract() == 0.0 && s <= u64::MAX as f64 => {
-                plan.plan.seed = s as u64
-            }
+            Some(s) if s >= 0.0 && s.fract() == 0.0 && s <= u64::MAX as f64 => plan.seed = s as u64,
             Some(s) => {
                 return Err(bad(
                     "seed",
@@ -161,14 +156,14 @@ impl McpChaosInput {
                     })
                 })
                 .collect::<Result<Vec<_>, InputError>>()?;
-        let schedule = match (self.duration.0, self.repeat.0) {
+        let pace = match (self.duration.0, self.repeat.0) {
             (Some(_), Some(_)) => {
                 return Err(bad(
                     "repeat",
                     "give either `repeat` or `duration` (with `rate`), not both",
                 ));
             }
-            (Some(text), None) => Schedule::Rate {
+            (Some(text), None) => CallPace::Rate {
                 duration: duration(Some(text), limits)?,
                 rate: within("rps", self.rps.0, 10.0, 0.001, limits.max_total_rps as f64)?,
             },
@@ -176,7 +171,7 @@ impl McpChaosInput {
                 if self.rps.0.is_some() {
                     return Err(bad("rps", "only goes with `duration`"));
                 }
-                Schedule::Repeat(whole("repeat", repeat, 1, 1, MAX_CALLS)?)
+                CallPace::Repeat(whole("repeat", repeat, 1, 1, MAX_CALLS)?)
             }
         };
         let most_clients = match &server {
@@ -184,7 +179,7 @@ impl McpChaosInput {
             ServerTarget::Url(_) => MAX_CLIENTS,
         };
         let num_clients = whole("num_clients", self.num_clients.0, 1, 1, most_clients)? as u32;
-        if let Schedule::Rate { rate, .. } = schedule {
+        if let CallPace::Rate { rate, .. } = pace {
             let total = rate * f64::from(num_clients);
             if total > limits.max_total_rps as f64 {
                 return Err(bad(
@@ -197,9 +192,9 @@ impl McpChaosInput {
                 ));
             }
         }
-        let default_concurrency = match schedule {
-            Schedule::Repeat(_) => 1,
-            Schedule::Rate { .. } => 256,
+        let default_concurrency = match pace {
+            CallPace::Repeat(_) => 1,
+            CallPace::Rate { .. } => 256,
         };
         let concurrency = whole(
             "concurrency",
@@ -212,24 +207,21 @@ impl McpChaosInput {
         let timeout_ms = whole("client.timeout_ms", client.timeout_ms.0, 10_000, 1, 600_000)?;
         let retries = whole("client.retries", client.retries.0, 0, 0, 10)? as u32;
         let backoff_ms = whole("client.backoff_ms", client.backoff_ms.0, 0, 0, 60_000)?;
-        let proxy_exe = std::env::current_exe().map_err(|e| {
-            bad(
-                "server",
-                format!("cannot find the fault executable to run the proxy: {e}"),
-            )
-        })?;
         let spec = ChaosSpec {
             server,
             plan,
-            calls,
-            schedule,
-            num_clients,
-            concurrency,
-            timeout: Duration::from_millis(timeout_ms),
-            retries,
-            backoff: Duration::from_millis(backoff_ms),
+            load: CallLoad {
+                calls,
+                pace,
+                num_clients,
+                concurrency,
+                policy: RetryPolicy {
+                    timeout: Duration::from_millis(timeout_ms),
+                    retries,
+                    backoff: Duration::from_millis(backoff_ms),
+                },
+            },
             baseline: self.baseline.0.unwrap_or(false),
-            proxy_exe,
         };
         if spec.planned_calls() > MAX_CALLS {
             return Err(bad(
@@ -266,7 +258,7 @@ impl ServerInput {
                         ));
                     }
                 }
-                let url = crate::cli::parse_http_url(&url).map_err(|e| bad("server.url", e))?;
+                parse_endpoint(&url).map_err(|e| bad("server.url", e.to_string()))?;
                 let headers = header_map(
                     self.headers
                         .iter()
@@ -286,9 +278,32 @@ impl ServerInput {
         if !self.headers.is_empty() {
             return Err(bad("server.headers", "only goes with `server.url`"));
         }
+        // A NUL byte cannot be passed to a process: say where it is rather than what the OS says.
+        let nul = |field: String, text: &str| {
+            if text.contains('\0') {
+                Err(bad(
+                    field,
+                    "contains a NUL byte (\\u0000), which no program argument can hold",
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        nul("server.command".into(), &command)?;
+        for (i, arg) in self.args.0.iter().enumerate() {
+            nul(format!("server.args[{i}]"), arg)?;
+        }
+        for (name, value) in &self.env {
+            nul(format!("server.env.{name}"), name)?;
+            nul(
+                format!("server.env.{name}"),
+                value.0.as_deref().unwrap_or(""),
+            )?;
+        }
         let cwd = match self.cwd.0 {
             None => None,
             Some(cwd) => {
+                nul("server.cwd".into(), &cwd)?;
                 let path = PathBuf::from(&cwd);
                 if !path.is_absolute() || !path.is_dir() {
                     return Err(bad(
@@ -300,7 +315,7 @@ impl ServerInput {
             }
         };
         Ok(ServerTarget::Command(ServerCommand {
-            command,
+            program: command,
             args: self.args.0,
             env: self
                 .env
@@ -312,19 +327,19 @@ impl ServerInput {
     }
 }
 
-/// The plan as given (an object, or YAML text), loaded as the proxy will load it.
-fn plan_source(plan: Option<Value>) -> Result<PlanSource, InputError> {
-    let (root, text, json) = match plan {
-        None | Some(Value::Null) => (Value::Null, String::new(), true),
+/// The plan as given (an object, or YAML text), loaded as the proxy loads `--plan`.
+fn plan(plan: Option<Value>) -> Result<Plan, InputError> {
+    let (root, text) = match plan {
+        None | Some(Value::Null) => (Value::Null, String::new()),
         Some(Value::String(text)) => {
             let root: Value = serde_yaml_ng::from_str(&text)
                 .map_err(|e| bad("plan", format!("is not valid YAML: {e}")))?;
-            (root, text, false)
+            (root, text)
         }
         Some(root @ (Value::Object(_) | Value::Array(_))) => {
             let text =
                 serde_json::to_string_pretty(&root).map_err(|e| bad("plan", e.to_string()))?;
-            (root, text, true)
+            (root, text)
         }
         Some(other) => {
             return Err(bad(
@@ -333,13 +348,7 @@ fn plan_source(plan: Option<Value>) -> Result<PlanSource, InputError> {
             ));
         }
     };
-    let plan = Plan::from_value(root, &text).map_err(|e| bad("plan", e))?;
-    let text = if text.is_empty() {
-        "{}".to_owned()
-    } else {
-        text
-    };
-    Ok(PlanSource { text, json, plan })
+    Plan::from_value(root, &text).map_err(|e| bad("plan", e))
 }
 
 /// The scenario of a tool call.

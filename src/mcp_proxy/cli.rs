@@ -11,7 +11,9 @@ use super::engine::Observer;
 use super::http::{self, HttpProxyError, HttpProxyOptions};
 use super::plan::{Mode, Plan, PlanError};
 use super::recording::ReportObserver;
-use super::stdio::{self, ClientSide, RelayError, RelayOptions, ServerStderr, ServerTarget};
+use super::stdio::{
+    self, ClientSide, RelayError, RelayOptions, ServerCommand, ServerStderr, ServerTarget,
+};
 use crate::mcp_wire::endpoint::{Endpoint, EndpointError, EndpointOptions};
 
 /// Arguments of `fault mcp-proxy [--plan FILE] [--seed N] [--events FILE] [--report FILE] [--strict]
@@ -169,7 +171,9 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
                 plan,
                 server: match upstream {
                     Some(endpoint) => ServerTarget::Http(Box::new(endpoint)),
-                    None => ServerTarget::Command(command),
+                    None => ServerTarget::Command(
+                        ServerCommand::from_line(&command).ok_or(RelayError::NoCommand)?,
+                    ),
                 },
                 client: ClientSide::ProcessStdio,
                 server_stderr: ServerStderr::Inherit,
@@ -184,7 +188,7 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
     // process group is ended with it), the HTTP front stops, and the report is written.
     let relayed = tokio::select! {
         relayed = relay => relayed,
-        () = crate::mcp_http::terminated() => Ok(()),
+        () = crate::serve::terminated() => Ok(()),
     };
     if let Some(task) = on_signal {
         task.abort();

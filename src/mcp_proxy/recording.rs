@@ -91,6 +91,11 @@ impl ReportObserver {
         }
     }
 
+    /// The records so far, each with its request id, leaving none behind.
+    pub fn take_records(&mut self) -> Vec<CallRecord> {
+        std::mem::take(&mut self.records)
+    }
+
     /// Writes the report to `path`: JSON when it ends in `.json`, else markdown.
     pub fn write(&self, path: &Path) -> std::io::Result<()> {
         let report = self.report();
@@ -162,6 +167,7 @@ impl CallObserver for ReportObserver {
             cancel_after_ms: event.cancel.as_ref().map(|c| c.after_ms),
             logical: None,
             session: 0,
+            request_id: Some(id_key(&event.id)),
         });
     }
 }

@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::{TestServer, arguments::in_range, input_schema, invalid_arguments, read_arguments};
-use crate::mcp::{json_and_structured, output_schema};
+use crate::serve::{json_and_structured, output_schema};
 
 /// Highest `id` of `get_item`, and so of the catalogue.
 pub const MAX_ITEM_ID: i64 = 1_000_000;

@@ -18,7 +18,7 @@ use super::{
     arguments::{ArgumentError, in_range},
     input_schema, invalid_arguments, read_arguments, roll,
 };
-use crate::mcp::{json_and_structured, output_schema, tool_error};
+use crate::serve::{json_and_structured, output_schema, tool_error};
 
 /// The kind of error the `error` tool raises; as a JSON-RPC error each has its own code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]

@@ -28,7 +28,7 @@ use schemars::JsonSchema;
 
 pub use failure::ErrorCategory;
 
-use crate::mcp_http::{Transport, TransportArgs};
+use crate::serve::{Transport, TransportArgs};
 
 use arguments::{ArgumentError, Arguments};
 
@@ -112,7 +112,7 @@ impl ServerHandler for TestServer {
 
 /// Serves the test tools on stdin/stdout until the client closes stdin, or over Streamable HTTP until
 /// SIGINT/SIGTERM.
-pub async fn serve(args: TestServerArgs) -> Result<(), crate::mcp::ServeError> {
+pub async fn serve(args: TestServerArgs) -> Result<(), crate::serve::ServeError> {
     if args.transport.transport == Transport::Stdio
         && args.transport.http_only_flag_given().is_none()
     {
@@ -122,7 +122,7 @@ pub async fn serve(args: TestServerArgs) -> Result<(), crate::mcp::ServeError> {
             "fault mcp-test-server: serving MCP on stdio"
         );
     }
-    crate::mcp::serve_on(
+    crate::serve::serve_on(
         "fault mcp-test-server",
         &args.transport,
         TestServer::new(args.log_calls),
@@ -149,5 +149,5 @@ fn read_arguments<T>(
 /// A refusal of a call's arguments: an `isError` result naming the field (input validation is an execution
 /// error in MCP, not a protocol error).
 fn invalid_arguments(error: ArgumentError) -> CallToolResult {
-    crate::mcp::tool_error(format!("invalid arguments: {error}"))
+    crate::serve::tool_error(format!("invalid arguments: {error}"))
 }

@@ -15,7 +15,7 @@ use super::{
     CANCELLED_CODE, TestServer, arguments::in_range, input_schema, invalid_arguments,
     read_arguments,
 };
-use crate::mcp::{json_and_structured, output_schema};
+use crate::serve::{json_and_structured, output_schema};
 
 pub const MAX_STEPS: i64 = 100;
 pub const MAX_STEP_MS: i64 = 5000;

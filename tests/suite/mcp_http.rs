@@ -87,6 +87,11 @@ impl HttpServer {
         self.command.sandbox().stderr()
     }
 
+    /// The server's process id, while it runs.
+    pub(crate) fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
     /// rmcp's Streamable HTTP client, handshake done.
     async fn client<H: ClientHandler>(&self, handler: H) -> RunningService<rmcp::RoleClient, H> {
         // reqwest is built without a default TLS provider; it wants one even for plain http.

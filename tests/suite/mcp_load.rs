@@ -2,6 +2,8 @@
 //! against `fault mcp-test-server --transport http`, checked against the server's own timings; and the
 //! head-of-line verdict on a server that answers calls concurrently.
 
+use std::time::Duration;
+
 use serde_json::json;
 
 use crate::{
@@ -168,5 +170,58 @@ async fn faults_reach_a_url_server_through_the_http_proxy_for_every_client() {
     assert_eq!(baseline["faults_injected"], 0, "{text}");
     assert_eq!(baseline["outcomes"]["ok"], 12, "{text}");
     assert!(text.contains("called over Streamable HTTP"), "{text}");
+    agent.cancel().await.unwrap();
+}
+
+/// The server stalls (SIGSTOP, then SIGCONT 1 s later) in the middle of a 10 calls/s run with one call in flight
+/// at a time: the calls that came due during the stall could not be sent, and count from when they were due
+/// (with their timeout, as the impact report counts requests that could not start), so the report's largest
+/// latency is at least the stall instead of the stall vanishing from the tail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_stall_is_in_the_latency_from_the_schedule() {
+    use rustix::process::{Pid, Signal, kill_process};
+    let server = HttpServer::start(&["mcp-test-server"], &[], &[]).await;
+    let pid = server
+        .pid()
+        .and_then(|pid| Pid::from_raw(pid as i32))
+        .expect("the server's pid");
+    let agent = common::spawn().await;
+    let stall = Duration::from_secs(1);
+    let stalling = tokio::spawn(async move {
+        // The handshake and the first second of calls go through first.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        kill_process(pid, Signal::STOP).expect("SIGSTOP");
+        tokio::time::sleep(stall).await;
+        kill_process(pid, Signal::CONT).expect("SIGCONT");
+    });
+    let (text, report) = run(
+        &agent,
+        json!({
+            "server": {"url": server.url()},
+            "calls": [{"tool": "echo", "arguments": {"text": "hi"}}],
+            "rps": 10,
+            "duration": "3s",
+            "concurrency": 1,
+            "client": {"timeout_ms": 2000},
+        }),
+    )
+    .await;
+    stalling.await.unwrap();
+    let run = &report["run"];
+    let latency = &run["overall"]["latency"];
+    let max_ms = latency["max_ms"].as_f64().unwrap();
+    assert!(
+        max_ms >= stall.as_millis() as f64,
+        "a {stall:?} stall, yet the largest latency is {max_ms} ms\n{text}"
+    );
+    // Every due call is in the figures: sent or not.
+    assert_eq!(run["overall"]["logical_calls"], 30, "{text}");
+    let not_started = run["not_started"].as_u64().unwrap();
+    assert!(not_started >= 5, "{text}");
+    assert_eq!(
+        run["overall"]["outcomes"]["not_started"].as_u64(),
+        Some(not_started)
+    );
+    assert!(text.contains("| max |"), "{text}");
     agent.cancel().await.unwrap();
 }

@@ -201,7 +201,7 @@ pub async fn start(options: HttpProxyOptions) -> Result<HttpFront, HttpProxyErro
     let task = tokio::spawn({
         let stop = stop.clone();
         async move {
-            crate::mcp_http::accept::serve_connections(
+            crate::serve::accept::serve_connections(
                 "mcp-proxy",
                 listener,
                 move |request| {

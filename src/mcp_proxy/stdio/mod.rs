@@ -18,7 +18,7 @@ use std::time::Instant;
 use tokio::sync::mpsc;
 
 pub use pump::ClientSide;
-pub use server::{ServerStderr, ServerTarget, StderrTail};
+pub use server::{ServerCommand, ServerStderr, ServerTarget, StderrTail};
 
 use self::core::{Core, CoreMsg, Exit};
 use super::decide::Decider;
@@ -68,9 +68,6 @@ pub struct RelayOptions {
 
 /// Runs the relay until either side closes. Returns once the server has been ended.
 pub async fn run(options: RelayOptions) -> Result<(), RelayError> {
-    if matches!(&options.server, ServerTarget::Command(command) if command.is_empty()) {
-        return Err(RelayError::NoCommand);
-    }
     check_stdio_plan(&options.plan)?;
     let decider = Decider::new(&options.plan).map_err(RelayError::Plan)?;
     let events = match &options.events {

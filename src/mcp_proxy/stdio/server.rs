@@ -26,10 +26,40 @@ const STDERR_LINES: usize = 40;
 /// The real server.
 #[derive(Clone)]
 pub enum ServerTarget {
-    /// A command and its arguments, started over stdio.
-    Command(Vec<String>),
+    /// A command, started over stdio.
+    Command(ServerCommand),
     /// A Streamable HTTP endpoint, reached through the bridge.
     Http(Box<Endpoint>),
+}
+
+/// A server's command line and where it runs.
+#[derive(Debug, Clone, Default)]
+pub struct ServerCommand {
+    pub program: String,
+    pub args: Vec<String>,
+    /// Variables added to the environment it inherits.
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<std::path::PathBuf>,
+}
+
+impl ServerCommand {
+    /// `program args…` of a command line; `None` when it is empty.
+    pub fn from_line(line: &[String]) -> Option<Self> {
+        let (program, args) = line.split_first()?;
+        Some(Self {
+            program: program.clone(),
+            args: args.to_vec(),
+            ..Self::default()
+        })
+    }
+
+    /// The command as a line, for messages and reports.
+    pub fn line(&self) -> String {
+        std::iter::once(self.program.as_str())
+            .chain(self.args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
 }
 
 /// Where a child server's stderr goes.
@@ -111,15 +141,15 @@ pub(super) fn start(
 }
 
 fn start_child(
-    command_line: &[String],
+    server: &ServerCommand,
     generation: u64,
     core_tx: &mpsc::Sender<CoreMsg>,
     stderr: &ServerStderr,
 ) -> Result<Server, RelayError> {
-    let (program, args) = command_line.split_first().ok_or(RelayError::NoCommand)?;
-    let mut command = Command::new(program);
+    let mut command = Command::new(&server.program);
     command
-        .args(args)
+        .args(&server.args)
+        .envs(server.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(match stderr {
@@ -128,8 +158,11 @@ fn start_child(
         })
         .process_group(0)
         .kill_on_drop(true);
+    if let Some(cwd) = &server.cwd {
+        command.current_dir(cwd);
+    }
     let mut child = command.spawn().map_err(|source| RelayError::Spawn {
-        command: command_line.join(" "),
+        command: server.line(),
         source,
     })?;
     let group = child

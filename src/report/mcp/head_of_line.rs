@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::latency::{LatencyFigures, latency};
-use super::record::CallRecord;
+use super::record::{CallOutcome, CallRecord};
 use crate::report::round4;
 
 /// A tool is "slower" than T when its p50 exceeds T's by this factor.
@@ -87,9 +87,14 @@ pub fn head_of_line(records: &[CallRecord], p50_by_tool: &HashMap<&str, f64>) ->
             tools: Vec::new(),
         };
     }
+    // Only calls that were sent can wait behind others.
+    let sent: Vec<&CallRecord> = records
+        .iter()
+        .filter(|r| r.outcome != CallOutcome::NotStarted)
+        .collect();
     // (tool, session) → that tool's call intervals on that session.
     let mut spans: BTreeMap<(&str, u32), Vec<(f64, f64)>> = BTreeMap::new();
-    for r in records {
+    for r in &sent {
         spans
             .entry((r.tool.as_str(), r.session))
             .or_default()
@@ -114,7 +119,7 @@ pub fn head_of_line(records: &[CallRecord], p50_by_tool: &HashMap<&str, f64>) ->
             continue;
         }
         let (mut same, mut other, mut clear) = (Vec::new(), Vec::new(), Vec::new());
-        for r in records.iter().filter(|r| r.tool == tool) {
+        for r in sent.iter().copied().filter(|r| r.tool == tool) {
             let mut on_same = false;
             let mut elsewhere = false;
             for ((_, session), spans) in &slower {
@@ -207,7 +212,6 @@ fn verdict(tools: Vec<ToolHeadOfLine>) -> HeadOfLine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::mcp::record::CallOutcome;
 
     fn call(tool: &str, session: u32, start_ms: f64, latency_ms: f64) -> CallRecord {
         CallRecord {
@@ -221,6 +225,7 @@ mod tests {
             cancel_after_ms: None,
             logical: None,
             session,
+            request_id: None,
         }
     }
 

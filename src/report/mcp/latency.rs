@@ -12,6 +12,7 @@ pub struct LatencyFigures {
     pub p50_ms: Option<f64>,
     pub p95_ms: Option<f64>,
     pub p99_ms: Option<f64>,
+    pub max_ms: Option<f64>,
 }
 
 pub fn latency<'a>(records: impl Iterator<Item = &'a CallRecord>) -> LatencyFigures {
@@ -28,5 +29,6 @@ pub fn latency<'a>(records: impl Iterator<Item = &'a CallRecord>) -> LatencyFigu
         p50_ms: at(0.50),
         p95_ms: at(0.95),
         p99_ms: at(0.99),
+        max_ms: Some(ms(h.max())),
     }
 }

@@ -141,23 +141,27 @@ fn latency_cells(l: &LatencyFigures) -> String {
     )
 }
 
+fn latency_cells_with_max(l: &LatencyFigures) -> String {
+    format!("{} | {}", latency_cells(l), opt_ms(l.max_ms))
+}
+
 fn write_run(out: &mut String, run: &ChaosFigures) -> std::fmt::Result {
     let rows = row(&run.tools, &run.overall);
     let seconds = run.duration_ms / 1000.0;
     writeln!(out, "**Run Overview** ({seconds:.2} s):\n")?;
     writeln!(
         out,
-        "| Tool | Calls | Logical calls | Faults injected | OK | isError | Protocol error | Timeout | Malformed | Schema-invalid | A | C | A×C | Success after retries |"
+        "| Tool | Calls | Logical calls | Faults injected | OK | isError | Protocol error | Timeout | Malformed | Schema-invalid | Not started | A | C | A×C | Success after retries |"
     )?;
     writeln!(
         out,
-        "|------|-------|---------------|-----------------|----|---------|----------------|---------|-----------|----------------|---|---|-----|-----------------------|"
+        "|------|-------|---------------|-----------------|----|---------|----------------|---------|-----------|----------------|-------------|---|---|-----|-----------------------|"
     )?;
     for t in &rows {
         let o = &t.outcomes;
         writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.4} | {:.4} | {:.4} | {:.4} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.4} | {:.4} | {:.4} | {:.4} |",
             t.tool,
             t.calls,
             t.logical_calls,
@@ -168,6 +172,7 @@ fn write_run(out: &mut String, run: &ChaosFigures) -> std::fmt::Result {
             o.timeout,
             o.malformed,
             o.schema_invalid,
+            o.not_started,
             t.availability,
             t.correctness,
             t.effective_availability,
@@ -177,24 +182,25 @@ fn write_run(out: &mut String, run: &ChaosFigures) -> std::fmt::Result {
     writeln!(out)?;
     writeln!(
         out,
-        "**Latency** (ms, from each request to its answer or cancel):\n"
+        "**Latency** (ms, from when each call was due to its answer or cancel; a call that could not start \
+         counts its timeout):\n"
     )?;
     writeln!(
         out,
-        "| Tool | All calls | p50 | p95 | p99 | Clean calls | p50 | p95 | p99 | Injected calls | p50 | p95 | p99 |"
+        "| Tool | All calls | p50 | p95 | p99 | max | Clean calls | p50 | p95 | p99 | max | Injected calls | p50 | p95 | p99 | max |"
     )?;
     writeln!(
         out,
-        "|------|-----------|-----|-----|-----|-------------|-----|-----|-----|----------------|-----|-----|-----|"
+        "|------|-----------|-----|-----|-----|-----|-------------|-----|-----|-----|-----|----------------|-----|-----|-----|-----|"
     )?;
     for t in &rows {
         writeln!(
             out,
             "| {} | {} | {} | {} |",
             t.tool,
-            latency_cells(&t.latency),
-            latency_cells(&t.latency_clean),
-            latency_cells(&t.latency_injected)
+            latency_cells_with_max(&t.latency),
+            latency_cells_with_max(&t.latency_clean),
+            latency_cells_with_max(&t.latency_injected)
         )?;
     }
     writeln!(out)?;

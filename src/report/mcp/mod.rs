@@ -75,6 +75,8 @@ pub struct ChaosOutcomes {
     pub malformed: u64,
     /// Results invalid against the tool's `outputSchema`.
     pub schema_invalid: u64,
+    /// Calls due while every in-flight slot of their client was busy: never sent.
+    pub not_started: u64,
 }
 
 /// Latency percentiles of a set of calls (null when there is none).
@@ -249,6 +251,7 @@ fn tool_figures(tool: &str, records: &[&CallRecord]) -> ToolFigures {
             CallOutcome::Timeout => &mut outcomes.timeout,
             CallOutcome::Malformed => &mut outcomes.malformed,
             CallOutcome::SchemaInvalid => &mut outcomes.schema_invalid,
+            CallOutcome::NotStarted => &mut outcomes.not_started,
         };
         *slot += 1;
         if let Some(fault) = &r.fault {
@@ -377,6 +380,7 @@ pub fn figures(mut records: Vec<CallRecord>, duration_ms: f64) -> ChaosFigures {
     infer_logical(&mut records);
     let all: Vec<&CallRecord> = records.iter().collect();
     let overall = tool_figures("(all)", &all);
+    let not_started = overall.outcomes.not_started;
     let mut names: Vec<&str> = records.iter().map(|r| r.tool.as_str()).collect();
     names.sort_unstable();
     names.dedup();
@@ -425,7 +429,7 @@ pub fn figures(mut records: Vec<CallRecord>, duration_ms: f64) -> ChaosFigures {
         per_second,
         sparkline_p50,
         sparkline_p95,
-        not_started: 0,
+        not_started,
         head_of_line,
     }
 }
@@ -471,6 +475,7 @@ mod tests {
                 task: "t".into(),
             }),
             session: 0,
+            request_id: None,
         }
     }
 

@@ -21,6 +21,9 @@ pub enum CallOutcome {
     Malformed,
     /// A result whose payload does not validate against the tool's `outputSchema`.
     SchemaInvalid,
+    /// Due while its client had every in-flight slot busy: never sent. It counts with the client's timeout
+    /// as its latency, as a request that could not start does in the impact report.
+    NotStarted,
 }
 
 impl CallOutcome {
@@ -59,9 +62,9 @@ pub struct CallRecord {
     pub tool: String,
     /// Hash of the arguments (identical calls share it).
     pub args_hash: Option<String>,
-    /// When the call started, from the start of the session.
+    /// When the call was due (a retry: when it was sent), from the start of the run.
     pub start_ms: f64,
-    /// From the request to the answer, or to the client's cancel.
+    /// From when it was due to the answer, or to the client's cancel.
     pub latency_ms: f64,
     /// The fault the proxy injected, by type.
     pub fault: Option<String>,
@@ -73,12 +76,16 @@ pub struct CallRecord {
     pub logical: Option<Logical>,
     /// The client session the call was made on (0 with one client).
     pub session: u32,
+    /// The JSON-RPC request id (its key: `1` and `"1"` differ), when the call was sent.
+    pub request_id: Option<String>,
 }
 
 /// Output schemas by tool, from a `tools/list` result.
 #[derive(Default)]
 pub struct Schemas {
     validators: HashMap<String, jsonschema::Validator>,
+    /// Every tool the listing named, in its order.
+    names: Vec<String>,
 }
 
 impl Schemas {
@@ -92,6 +99,9 @@ impl Schemas {
             let Some(name) = tool.get("name").and_then(Value::as_str) else {
                 continue;
             };
+            if !self.names.iter().any(|n| n == name) {
+                self.names.push(name.to_owned());
+            }
             match tool.get("outputSchema") {
                 Some(schema) => match jsonschema::validator_for(schema) {
                     Ok(validator) => {
@@ -104,6 +114,11 @@ impl Schemas {
                 }
             }
         }
+    }
+
+    /// The tools the listing named.
+    pub fn names(&self) -> &[String] {
+        &self.names
     }
 
     /// How a `tools/call` result of `tool` ends: an error, a valid payload, or an invalid one. The payload
@@ -214,6 +229,7 @@ mod tests {
             cancel_after_ms: None,
             logical: None,
             session: 0,
+            request_id: None,
         }
     }
 

@@ -1,11 +1,6 @@
-//! MCP over Streamable HTTP for any of our rmcp servers (`fault agent tool`, `fault mcp-test-server`).
-//!
-//! rmcp's `StreamableHttpService` speaks the protocol (sessions, SSE and JSON responses, `Host` and `Origin`
-//! checks); this module puts it on hyper behind the endpoint path and the optional bearer token, logs the URL,
-//! and shuts down cleanly on SIGINT/SIGTERM. `options` holds the flags every server command shares.
-
-pub mod accept;
-mod options;
+//! MCP over Streamable HTTP for any of our rmcp servers: rmcp's `StreamableHttpService` speaks the protocol
+//! (sessions, SSE and JSON responses, `Host` and `Origin` checks); this puts it on hyper behind the endpoint
+//! path and the optional bearer token, logs the URL, and shuts down cleanly on SIGINT/SIGTERM.
 
 use std::{convert::Infallible, net::SocketAddr, sync::Arc, time::Duration};
 
@@ -21,7 +16,7 @@ use rmcp::{
 use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
 
-pub use options::{DEFAULT_LISTEN, DEFAULT_PATH, Transport, TransportArgs};
+use super::{TransportArgs, accept};
 
 /// How long open requests and streams get to finish after SIGINT/SIGTERM.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -190,7 +185,7 @@ fn plain(status: StatusCode, text: String) -> HttpResponse {
 }
 
 /// Resolves on SIGTERM or SIGINT (never, when neither can be listened for).
-pub(crate) async fn terminated() {
+pub async fn terminated() {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut term), Ok(mut int)) = (
         signal(SignalKind::terminate()),
