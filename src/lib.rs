@@ -9,6 +9,7 @@ pub mod code;
 pub mod files;
 pub mod http1;
 pub mod index;
+pub mod lenient;
 pub mod llm;
 pub mod load;
 pub mod logging;

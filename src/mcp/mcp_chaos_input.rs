@@ -1,5 +1,5 @@
 //! Input of `fault_run_mcp_chaos_scenario`: a serde struct that is also the tool's JSON Schema, with
-//! lenient field types ([`super::lenient`]); `validate` turns it into a [`ChaosSpec`] or an error naming the
+//! lenient field types ([`crate::lenient`]); `validate` turns it into a [`ChaosSpec`] or an error naming the
 //! field and what it accepts.
 
 use std::{collections::BTreeMap, path::PathBuf, sync::Arc, time::Duration};
@@ -8,8 +8,8 @@ use rmcp::{model::JsonObject, schemars::JsonSchema};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::lenient::{Lenient, Strings};
 use super::scenario_input::{InputError, bad, duration, read, whole, within};
+use crate::lenient::{Lenient, Strings};
 use crate::{
     mcp_chaos::{
         http_client::header_map,

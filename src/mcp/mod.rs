@@ -5,7 +5,6 @@
 mod advice;
 mod code;
 mod index;
-mod lenient;
 mod mcp_chaos;
 mod mcp_chaos_input;
 mod scenario;

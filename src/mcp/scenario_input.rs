@@ -1,5 +1,5 @@
 //! Inputs of the scenario tools: the fields every scenario takes, where a TCP fault acts, and the fault's own
-//! fields, as serde structs with lenient field types ([`super::lenient`]), each checked by its `validate`, so a
+//! fields, as serde structs with lenient field types ([`crate::lenient`]), each checked by its `validate`, so a
 //! bad value is a tool error naming the field and what it accepts. The same structs give the tools' JSON Schema.
 
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
@@ -7,7 +7,7 @@ use std::{collections::BTreeMap, sync::Arc, time::Duration};
 use rmcp::{model::JsonObject, schemars::JsonSchema};
 use serde::{Deserialize, de::DeserializeOwned};
 
-use super::lenient::{Lenient, Scalar, Strings, blank_as_default, blank_as_none};
+use crate::lenient::{Lenient, Scalar, Strings, blank_as_default, blank_as_none};
 use crate::{
     load::{self, Target},
     proxy::{

@@ -4,7 +4,7 @@
 
 use std::{borrow::Cow, str::FromStr};
 
-use rmcp::schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{
     Deserialize, Deserializer,
     de::{
