@@ -13,7 +13,7 @@ use crate::{
     proxy::{
         BandwidthScope, BandwidthSpec, BandwidthUnit, BlackholeSpec, Direction, FaultCommon,
         FaultSpec, HttpErrorSpec, JitterSpec, LatencySpec, PacketLossSpec, ParseError, Side,
-        config::parse_rate,
+        values::parse_rate,
     },
     report::LatencySlo,
     scenario::{self, Limits, ScenarioSpec},

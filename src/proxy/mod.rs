@@ -10,9 +10,11 @@ pub mod cli;
 pub mod config;
 pub mod faults;
 pub mod mapping;
+pub mod placement;
 mod precise;
 mod relay;
 mod splice;
+pub mod values;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -25,12 +27,17 @@ use tokio::net::TcpListener;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
-pub use config::{
-    BandwidthScope, BandwidthSpec, BandwidthUnit, BlackholeSpec, Direction, FaultCommon, FaultSpec,
-    Flow, HttpErrorSpec, JitterSpec, LatencyDistribution, LatencySpec, PacketLossSpec, ParseError,
-    ProxyConfig, SchedTime, Schedule, Side,
-};
+pub use config::ProxyConfig;
+pub use faults::FaultSpec;
+pub use faults::bandwidth::{BandwidthScope, BandwidthSpec, BandwidthUnit};
+pub use faults::blackhole::BlackholeSpec;
+pub use faults::http_error::HttpErrorSpec;
+pub use faults::jitter::JitterSpec;
+pub use faults::latency::{LatencyDistribution, LatencySpec};
+pub use faults::packet_loss::PacketLossSpec;
 pub use mapping::{Mapping, Upstream};
+pub use placement::{Direction, FaultCommon, Flow, SchedTime, Schedule, Side};
+pub use values::ParseError;
 
 use crate::tls;
 use relay::{Counters, ProxyFault, Runtime};

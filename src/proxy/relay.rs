@@ -14,9 +14,9 @@ use tokio::net::TcpStream;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::time::Instant;
 
-use super::config::{FaultSpec, Flow};
-use super::faults::{self, Chunk, Ending, Injector, MessageKey, Stage, Verdict};
+use super::faults::{self, Chunk, Ending, FaultSpec, Injector, MessageKey, Stage, Verdict};
 use super::mapping::Upstream;
+use super::placement::Flow;
 use super::{precise, splice};
 
 /// Read buffer per flow: large, allocated once per connection.

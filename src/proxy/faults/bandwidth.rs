@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use super::{Chunk, Fault, Injector, Stage, Verdict};
-use crate::proxy::cli::parse_probability;
-use crate::proxy::config::{Direction, FaultCommon, ParseError, Schedule, Side};
+use crate::proxy::placement::{Direction, FaultCommon, Schedule, Side};
+use crate::proxy::values::{ParseError, parse_probability};
 
 /// Units of a bandwidth rate: bytes per second, decimal multiples.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

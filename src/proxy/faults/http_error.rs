@@ -16,8 +16,8 @@ use rand::rngs::StdRng;
 
 use super::{Chunk, Ending, Fault, Injector, Stage, Verdict};
 use crate::http1::{self, BodyDecoder, FramingError};
-use crate::proxy::cli::parse_probability;
-use crate::proxy::config::{FaultCommon, ParseError};
+use crate::proxy::placement::{FaultCommon};
+use crate::proxy::values::{ParseError, parse_probability};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct HttpErrorSpec {
@@ -524,7 +524,7 @@ mod tests {
             let mut stage = HttpError::new(&spec(probability), Arc::default());
             let chunk = Chunk {
                 bytes: &upstream,
-                flow: crate::proxy::config::Flow::Response,
+                flow: crate::proxy::placement::Flow::Response,
                 new_message: true,
                 now: tokio::time::Instant::now(),
             };

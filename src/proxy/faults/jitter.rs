@@ -15,8 +15,8 @@ use rand::rngs::StdRng;
 use tokio::time::Instant;
 
 use super::{Chunk, Fault, Injector, Stage, Verdict, in_ms};
-use crate::proxy::cli::{parse_ms, parse_probability};
-use crate::proxy::config::{Direction, FaultCommon, Flow, ParseError, Schedule, Side};
+use crate::proxy::placement::{Direction, FaultCommon, Flow, Schedule, Side};
+use crate::proxy::values::{ParseError, parse_ms, parse_probability};
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct JitterSpec {

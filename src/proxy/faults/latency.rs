@@ -11,8 +11,8 @@ use rand_distr::{Distribution, Normal, Pareto};
 use serde::{Deserialize, Serialize};
 
 use super::{Chunk, Fault, Injector, Stage, Verdict, in_ms, on_selected_flows};
-use crate::proxy::cli::{parse_ms, parse_probability};
-use crate::proxy::config::{Direction, FaultCommon, ParseError, Schedule, Side};
+use crate::proxy::placement::{Direction, FaultCommon, Schedule, Side};
+use crate::proxy::values::{ParseError, parse_ms, parse_probability};
 
 /// Shape of the latency samples.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

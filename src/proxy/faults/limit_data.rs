@@ -6,8 +6,8 @@ use std::sync::Arc;
 use rand::rngs::StdRng;
 
 use super::{Chunk, Ending, Fault, Injector, Stage, Verdict, on_selected_flows};
-use crate::proxy::cli::parse_probability;
-use crate::proxy::config::{Direction, FaultCommon, Schedule, Side};
+use crate::proxy::placement::{Direction, FaultCommon, Schedule, Side};
+use crate::proxy::values::{parse_probability};
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct LimitDataSpec {

@@ -18,7 +18,8 @@ use bytes::Bytes;
 use rand::rngs::StdRng;
 use tokio::time::Instant;
 
-use super::config::{FaultCommon, Flow, ParseError};
+use super::placement::{FaultCommon, Flow};
+use super::values::ParseError;
 
 /// The faults the proxy knows: `Variant => module::{Spec, Flags}`. Adding a fault is its file plus one line.
 macro_rules! registry {

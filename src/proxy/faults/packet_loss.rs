@@ -9,8 +9,8 @@ use rand::RngExt;
 use rand::rngs::StdRng;
 
 use super::{Chunk, Fault, Injector, Stage, Verdict, in_ms, on_selected_flows};
-use crate::proxy::cli::parse_probability;
-use crate::proxy::config::{Direction, FaultCommon, ParseError, Schedule, Side};
+use crate::proxy::placement::{Direction, FaultCommon, Schedule, Side};
+use crate::proxy::values::{ParseError, parse_probability, parse_rate};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct PacketLossSpec {
@@ -84,27 +84,6 @@ impl Injector for PacketLossSpec {
     fn connection(&self, acts_on: [bool; 2]) -> [Option<Box<dyn Stage>>; 2] {
         on_selected_flows(acts_on, || Box::new(PacketLoss::new(self)))
     }
-}
-
-/// A loss rate written as a fraction (0.05) or a percentage (5%).
-pub fn parse_rate(raw: &str) -> Result<f64, ParseError> {
-    let v = raw.trim();
-    let (num, scale) = match v.strip_suffix('%') {
-        Some(p) => (p.trim(), 100.0),
-        None => (v, 1.0),
-    };
-    let x: f64 = num.parse().map_err(|_| {
-        ParseError::new(format!(
-            "rate '{raw}' is not a number; expected e.g. 0.05 or 5%"
-        ))
-    })?;
-    let rate = x / scale;
-    if !(0.0..1.0).contains(&rate) {
-        return Err(ParseError::new(format!(
-            "rate '{raw}' must be in [0, 1) (a fraction) or [0%, 100%)"
-        )));
-    }
-    Ok(rate)
 }
 
 /// `fault run` flags of the packet loss fault.
@@ -262,7 +241,7 @@ mod tests {
         let bytes = [0u8; 10];
         let chunk = Chunk {
             bytes: &bytes,
-            flow: crate::proxy::config::Flow::Response,
+            flow: crate::proxy::placement::Flow::Response,
             new_message: false,
             now: Instant::now(),
         };

@@ -9,8 +9,8 @@ use rand::rngs::StdRng;
 use tokio::time::Instant;
 
 use super::{Chunk, Ending, Fault, Injector, Stage, Verdict, in_ms, on_selected_flows};
-use crate::proxy::cli::{parse_ms, parse_probability};
-use crate::proxy::config::{Direction, FaultCommon, Schedule, Side};
+use crate::proxy::placement::{Direction, FaultCommon, Schedule, Side};
+use crate::proxy::values::{parse_ms, parse_probability};
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ResetSpec {
