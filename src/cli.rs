@@ -7,11 +7,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use url::Url;
 
 use crate::{
+    impact,
     index::{StoreChoice, StoreSettings},
     llm::{self, LlmSettings, Provider},
     mcp::AgentSettings,
     mcp_http::TransportArgs,
-    scenario,
 };
 
 /// Reliability tools for coding assistants, and a fault-injecting TCP proxy.
@@ -191,8 +191,8 @@ pub struct AgentOptions {
 
     /// Cap on an impact scenario's total load, num_clients × rps, in requests per second.
     #[arg(long, env = "FAULT_MAX_SCENARIO_RPS", global = true, value_name = "RPS",
-          default_value_t = scenario::DEFAULT_MAX_SCENARIO_RPS,
-          value_parser = clap::value_parser!(u64).range(1..=scenario::CEILING_SCENARIO_RPS))]
+          default_value_t = impact::DEFAULT_MAX_SCENARIO_RPS,
+          value_parser = clap::value_parser!(u64).range(1..=impact::CEILING_SCENARIO_RPS))]
     pub max_scenario_rps: u64,
 
     /// Cap on an impact or MCP chaos scenario's load duration, e.g. 2m, 30s (at most 1h).
@@ -274,11 +274,11 @@ impl AgentOptions {
                 qdrant_url: self.qdrant_url.clone(),
                 vector_cache_bytes: self.vector_cache_mib * 1024 * 1024,
             },
-            scenario: scenario::Limits {
+            scenario: impact::Limits {
                 max_total_rps: self.max_scenario_rps,
                 max_duration: self.max_scenario_duration,
                 allow_public_proxies: self.allow_public_proxies,
-                ..scenario::Limits::default()
+                ..impact::Limits::default()
             },
         }
     }
@@ -288,10 +288,10 @@ impl AgentOptions {
 fn parse_scenario_duration(raw: &str) -> Result<Duration, String> {
     let duration = humantime::parse_duration(raw.trim())
         .map_err(|e| format!("'{raw}' is not a duration ({e}); use e.g. 30s, 2m, 10m"))?;
-    if duration.is_zero() || duration > scenario::CEILING_SCENARIO_DURATION {
+    if duration.is_zero() || duration > impact::CEILING_SCENARIO_DURATION {
         return Err(format!(
             "'{raw}' is out of range; accepted: more than 0s and at most {}",
-            humantime::format_duration(scenario::CEILING_SCENARIO_DURATION)
+            humantime::format_duration(impact::CEILING_SCENARIO_DURATION)
         ));
     }
     Ok(duration)

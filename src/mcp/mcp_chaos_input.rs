@@ -8,9 +8,10 @@ use rmcp::{model::JsonObject, schemars::JsonSchema};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::scenario_input::{InputError, bad, duration, read, whole, within};
+use super::impact_input::{InputError, bad, duration, read, whole, within};
 use crate::lenient::{Lenient, Strings};
 use crate::{
+    impact::Limits,
     mcp_chaos::{
         http_client::header_map,
         scenario::{
@@ -18,7 +19,6 @@ use crate::{
         },
     },
     mcp_proxy::plan::Plan,
-    scenario::Limits,
 };
 
 /// Logical calls one run may make.

@@ -4,11 +4,11 @@
 
 mod advice;
 mod code;
+mod impact;
+mod impact_input;
 mod index;
 mod mcp_chaos;
 mod mcp_chaos_input;
-mod scenario;
-mod scenario_input;
 
 use std::sync::Arc;
 
@@ -59,7 +59,7 @@ pub struct AgentSettings {
     pub llm: LlmSettings,
     pub store: StoreSettings,
     /// The operator's bounds on impact scenarios: load caps and where proxies may listen.
-    pub scenario: crate::scenario::Limits,
+    pub scenario: crate::impact::Limits,
 }
 
 /// The `fault agent tool` MCP server.
@@ -68,7 +68,7 @@ pub struct FaultServer {
     settings: Arc<AgentSettings>,
     tool_router: ToolRouter<Self>,
     /// One impact scenario at a time: they bind ports and measure latency.
-    scenario_slot: scenario::ScenarioSlot,
+    impact_slot: impact::ImpactSlot,
 }
 
 impl FaultServer {
@@ -78,9 +78,9 @@ impl FaultServer {
             tool_router: Self::code_router()
                 + Self::advice_router()
                 + Self::index_router()
-                + Self::scenario_router()
+                + Self::impact_router()
                 + Self::mcp_chaos_router(),
-            scenario_slot: scenario::ScenarioSlot::default(),
+            impact_slot: impact::ImpactSlot::default(),
         }
     }
 

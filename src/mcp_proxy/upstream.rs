@@ -21,7 +21,7 @@ use hyper_util::{
 };
 
 use crate::proxy::{
-    FaultSpec, ProxyConfig, ProxyHandle,
+    ProxyConfig, ProxyHandle, TcpFault,
     mapping::{Mapping, Upstream as TcpUpstream},
 };
 use crate::tls::ClientStream;
@@ -42,7 +42,7 @@ pub struct UpstreamOptions {
     /// An extra PEM CA trusted for an `https://` upstream (else `$FAULT_PROXY_EXTRA_CA`).
     pub extra_ca: Option<PathBuf>,
     /// TCP faults on the upstream connection.
-    pub faults: Vec<FaultSpec>,
+    pub faults: Vec<TcpFault>,
     /// The seed of the TCP faults' decisions.
     pub seed: u64,
 }

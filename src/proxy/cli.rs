@@ -19,7 +19,7 @@ fn parse_run_duration(raw: &str) -> Result<Duration, String> {
 /// The faults of `fault run` flags written in one value, as other commands take them (e.g. `fault mcp-proxy
 /// --upstream-fault "--with-latency --latency-mean 50"`): `fault run`'s own parser, without its environment
 /// variables (they configure `fault run`, not this value).
-pub fn parse_fault_flags(flags: &str) -> Result<Vec<super::FaultSpec>, String> {
+pub fn parse_fault_flags(flags: &str) -> Result<Vec<super::TcpFault>, String> {
     use clap::{CommandFactory, FromArgMatches};
 
     #[derive(clap::Parser)]
@@ -103,7 +103,7 @@ pub enum RunError {
 }
 
 /// The fault's description with where, how often and when it applies.
-fn describe(spec: &super::FaultSpec) -> String {
+fn describe(spec: &super::TcpFault) -> String {
     let c = spec.common();
     let window = match &c.schedule {
         Some(s) => format!(", schedule {s}"),

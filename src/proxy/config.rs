@@ -3,14 +3,14 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::faults::FaultSpec;
+use super::faults::TcpFault;
 use super::mapping::Mapping;
 
 /// Everything one proxy needs. `Default` gives no mappings, no faults, random seed.
 #[derive(Debug, Clone, Default)]
 pub struct ProxyConfig {
     pub mappings: Vec<Mapping>,
-    pub faults: Vec<FaultSpec>,
+    pub faults: Vec<TcpFault>,
     /// With a seed, every random decision (probability, latency samples, loss) is reproducible.
     pub seed: Option<u64>,
     /// Length of the run; needed by schedules written in percent.

@@ -28,7 +28,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
 pub use config::ProxyConfig;
-pub use faults::FaultSpec;
+pub use faults::TcpFault;
 pub use faults::bandwidth::{BandwidthScope, BandwidthSpec, BandwidthUnit};
 pub use faults::blackhole::BlackholeSpec;
 pub use faults::http_error::HttpErrorSpec;

@@ -14,7 +14,7 @@ use tokio::net::TcpStream;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::time::Instant;
 
-use super::faults::{self, Chunk, Ending, FaultSpec, Injector, MessageKey, Stage, Verdict};
+use super::faults::{self, Chunk, ConnectionEnd, Injector, MessageKey, Stage, TcpFault, Verdict};
 use super::mapping::Upstream;
 use super::placement::Flow;
 use super::{precise, splice};
@@ -34,7 +34,7 @@ pub(crate) struct Counters {
 
 /// A configured fault on a running proxy, ready to build the stages of new connections.
 pub(crate) struct ProxyFault {
-    pub spec: FaultSpec,
+    pub spec: TcpFault,
     pub injector: Arc<dyn Injector>,
     /// The flows its side and direction select, indexed by `Flow::index`.
     pub flows: [bool; 2],
@@ -566,12 +566,12 @@ where
 }
 
 /// Ends the flow's connection as a fault asked; the returned error makes the relay close both flows.
-async fn end_connection<W>(writer: &mut W, how: Ending, kind: &'static str) -> io::Error
+async fn end_connection<W>(writer: &mut W, how: ConnectionEnd, kind: &'static str) -> io::Error
 where
     W: AsyncWrite + Unpin,
 {
     match how {
-        Ending::Close => {
+        ConnectionEnd::Close => {
             let _ = writer.shutdown().await;
             io::Error::new(
                 io::ErrorKind::ConnectionAborted,
@@ -579,6 +579,6 @@ where
             )
         }
         // No FIN first: the sockets are closed with SO_LINGER 0 by `serve`.
-        Ending::Reset => io::Error::other(ResetByFault(kind)),
+        ConnectionEnd::Reset => io::Error::other(ResetByFault(kind)),
     }
 }

@@ -12,8 +12,8 @@ use fault::proxy::faults::limit_data::LimitDataSpec;
 use fault::proxy::faults::reset::ResetSpec;
 use fault::proxy::{
     self, BandwidthScope, BandwidthSpec, BandwidthUnit, BlackholeSpec, Direction, FaultCommon,
-    FaultSpec, JitterSpec, LatencyDistribution, LatencySpec, Mapping, PacketLossSpec, ProxyConfig,
-    Side,
+    JitterSpec, LatencyDistribution, LatencySpec, Mapping, PacketLossSpec, ProxyConfig, Side,
+    TcpFault,
 };
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -140,7 +140,7 @@ impl Client {
     }
 }
 
-fn config(upstream: SocketAddr, faults: Vec<FaultSpec>) -> ProxyConfig {
+fn config(upstream: SocketAddr, faults: Vec<TcpFault>) -> ProxyConfig {
     ProxyConfig {
         mappings: vec![format!("0=127.0.0.1:{}", upstream.port()).parse().unwrap()],
         faults,
@@ -159,8 +159,8 @@ fn mean_sd(xs: &[f64]) -> (f64, f64) {
     (mean, var.sqrt())
 }
 
-fn latency(mean_ms: u64, stddev_ms: u64) -> FaultSpec {
-    FaultSpec::Latency(LatencySpec {
+fn latency(mean_ms: u64, stddev_ms: u64) -> TcpFault {
+    TcpFault::Latency(LatencySpec {
         mean: Duration::from_millis(mean_ms),
         stddev: Duration::from_millis(stddev_ms),
         ..Default::default()
@@ -216,7 +216,7 @@ async fn latency_spread_follows_stddev() {
 /// Sends the same request sequence through a proxy with `fault` and `seed`: 12 requests on one kept-alive
 /// connection, then 8 on a new connection each, 20 ms apart. Returns each request's status and time (from
 /// sending the request to the end of the response).
-async fn request_sequence(fault: FaultSpec, seed: u64) -> Vec<(u16, f64)> {
+async fn request_sequence(fault: TcpFault, seed: u64) -> Vec<(u16, f64)> {
     let up = upstream().await;
     let handle = proxy::start(ProxyConfig {
         seed: Some(seed),
@@ -250,7 +250,7 @@ fn different_delays(a: &[(u16, f64)], b: &[(u16, f64)]) -> Vec<(usize, f64, f64)
 }
 
 /// Each request's least time over two runs of the sequence: scheduling noise on a loaded machine only adds.
-async fn least_of_two(fault: FaultSpec, seed: u64) -> Vec<(u16, f64)> {
+async fn least_of_two(fault: TcpFault, seed: u64) -> Vec<(u16, f64)> {
     let a = request_sequence(fault.clone(), seed).await;
     let b = request_sequence(fault, seed).await;
     a.iter().zip(&b).map(|(x, y)| (x.0, x.1.min(y.1))).collect()
@@ -260,7 +260,7 @@ async fn least_of_two(fault: FaultSpec, seed: u64) -> Vec<(u16, f64)> {
 async fn the_same_seed_and_requests_give_the_same_decisions() {
     // HTTP error at probability 0.5: the same requests fail, another seed fails others.
     let http_error = |_| {
-        FaultSpec::HttpError(fault::proxy::HttpErrorSpec {
+        TcpFault::HttpError(fault::proxy::HttpErrorSpec {
             status_code: 503,
             probability: 0.5,
             ..Default::default()
@@ -279,7 +279,7 @@ async fn the_same_seed_and_requests_give_the_same_decisions() {
     // Latency with a deviation, and jitter: the same delay for each request.
     let faults = [
         latency(40, 15),
-        FaultSpec::Jitter(JitterSpec {
+        TcpFault::Jitter(JitterSpec {
             amplitude: Duration::from_millis(60),
             // Requests 20 ms apart: a spike (or more) before nearly every one.
             frequency: 500.0,
@@ -301,7 +301,7 @@ async fn the_same_seed_and_requests_give_the_same_decisions() {
 #[tokio::test]
 async fn latency_distributions_and_clamps_on_client_side() {
     let up = upstream().await;
-    let spec = FaultSpec::Latency(LatencySpec {
+    let spec = TcpFault::Latency(LatencySpec {
         common: FaultCommon {
             side: Side::Client,
             direction: Direction::Ingress,
@@ -326,7 +326,7 @@ async fn latency_distributions_and_clamps_on_client_side() {
 /// Seconds for two connections at once to fetch 5000 bytes each through a 10 KB/s bandwidth fault.
 async fn two_bodies_through_bandwidth(scope: BandwidthScope) -> f64 {
     let up = upstream().await;
-    let spec = FaultSpec::Bandwidth(BandwidthSpec {
+    let spec = TcpFault::Bandwidth(BandwidthSpec {
         rate: 10,
         unit: BandwidthUnit::KBps,
         scope,
@@ -367,7 +367,7 @@ async fn bandwidth_with_proxy_scope_is_shared_by_connections() {
 #[tokio::test]
 async fn packet_loss_raises_the_tail_and_keeps_bodies_intact() {
     let up = upstream().await;
-    let spec = FaultSpec::PacketLoss(PacketLossSpec {
+    let spec = TcpFault::PacketLoss(PacketLossSpec {
         rate: 0.3,
         rto: Duration::from_millis(40),
         ..Default::default()
@@ -392,7 +392,7 @@ async fn packet_loss_raises_the_tail_and_keeps_bodies_intact() {
 #[tokio::test]
 async fn default_rto_is_200ms() {
     let up = upstream().await;
-    let spec = FaultSpec::PacketLoss(PacketLossSpec {
+    let spec = TcpFault::PacketLoss(PacketLossSpec {
         rate: 0.5,
         burst_length: Some(2.0),
         ..Default::default()
@@ -416,7 +416,7 @@ async fn default_rto_is_200ms() {
 #[tokio::test]
 async fn jitter_raises_spread_and_keeps_order() {
     let up = upstream().await;
-    let spec = FaultSpec::Jitter(JitterSpec {
+    let spec = TcpFault::Jitter(JitterSpec {
         amplitude: Duration::from_millis(40),
         frequency: 30.0,
         ..Default::default()
@@ -440,7 +440,7 @@ async fn jitter_raises_spread_and_keeps_order() {
 #[tokio::test]
 async fn blackhole_makes_the_client_time_out_and_stop_closes_everything() {
     let up = upstream().await;
-    let spec = FaultSpec::Blackhole(BlackholeSpec::default());
+    let spec = TcpFault::Blackhole(BlackholeSpec::default());
     let handle = proxy::start(config(up.addr, vec![spec])).await.unwrap();
     let addr = handle.local_addrs()[0];
     let mut clients = Vec::new();
@@ -474,7 +474,7 @@ async fn blackhole_makes_the_client_time_out_and_stop_closes_everything() {
 #[tokio::test]
 async fn schedule_limits_the_fault_to_its_window() {
     let up = upstream().await;
-    let spec = FaultSpec::Latency(LatencySpec {
+    let spec = TcpFault::Latency(LatencySpec {
         common: FaultCommon {
             schedule: Some("start:30%,duration:30%".parse().unwrap()),
             ..Default::default()
@@ -509,7 +509,7 @@ async fn schedule_limits_the_fault_to_its_window() {
 #[tokio::test]
 async fn probability_zero_never_applies() {
     let up = upstream().await;
-    let spec = FaultSpec::Latency(LatencySpec {
+    let spec = TcpFault::Latency(LatencySpec {
         common: FaultCommon {
             probability: 0.0,
             ..Default::default()
@@ -650,7 +650,7 @@ async fn invalid_values_are_clear_errors() {
         "{err}"
     );
     // A percentage schedule without a run duration is refused at start.
-    let spec = FaultSpec::Latency(LatencySpec {
+    let spec = TcpFault::Latency(LatencySpec {
         common: FaultCommon {
             schedule: Some("start:10%".parse().unwrap()),
             ..Default::default()
@@ -745,8 +745,8 @@ pub(crate) async fn read_until_end(
     (got, end)
 }
 
-fn reset(after_bytes: Option<u64>, after: Option<Duration>) -> FaultSpec {
-    FaultSpec::Reset(ResetSpec {
+fn reset(after_bytes: Option<u64>, after: Option<Duration>) -> TcpFault {
+    TcpFault::Reset(ResetSpec {
         after_bytes,
         after,
         ..Default::default()
@@ -794,7 +794,7 @@ async fn reset_after_n_ms_resets_an_idle_connection_then() {
 #[tokio::test]
 async fn limit_data_gives_exactly_n_bytes_then_a_clean_end_of_stream() {
     let up = upstream().await;
-    let spec = FaultSpec::LimitData(LimitDataSpec {
+    let spec = TcpFault::LimitData(LimitDataSpec {
         bytes: 100,
         ..Default::default()
     });

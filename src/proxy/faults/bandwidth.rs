@@ -14,7 +14,7 @@ use rand::rngs::StdRng;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use super::{Chunk, Fault, Injector, Stage, Verdict};
+use super::{Chunk, TcpFaultSpec, Injector, Stage, Verdict};
 use crate::proxy::placement::{Direction, FaultCommon, Schedule, Side};
 use crate::proxy::values::{ParseError, parse_probability};
 
@@ -112,7 +112,7 @@ impl BandwidthSpec {
     }
 }
 
-impl Fault for BandwidthSpec {
+impl TcpFaultSpec for BandwidthSpec {
     fn kind(&self) -> &'static str {
         "bandwidth"
     }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use rand::rngs::StdRng;
 
-use super::{Chunk, Fault, Injector, Stage, Verdict, on_selected_flows};
+use super::{Chunk, TcpFaultSpec, Injector, Stage, Verdict, on_selected_flows};
 use crate::proxy::placement::{Direction, FaultCommon, Schedule, Side};
 use crate::proxy::values::{parse_probability};
 
@@ -13,7 +13,7 @@ pub struct BlackholeSpec {
     pub common: FaultCommon,
 }
 
-impl Fault for BlackholeSpec {
+impl TcpFaultSpec for BlackholeSpec {
     fn kind(&self) -> &'static str {
         "blackhole"
     }

@@ -14,7 +14,7 @@ use bytes::Bytes;
 use rand::RngExt;
 use rand::rngs::StdRng;
 
-use super::{Chunk, Ending, Fault, Injector, Stage, Verdict};
+use super::{Chunk, ConnectionEnd, TcpFaultSpec, Injector, Stage, Verdict};
 use crate::http1::{self, BodyDecoder, FramingError};
 use crate::proxy::placement::{FaultCommon};
 use crate::proxy::values::{ParseError, parse_probability};
@@ -40,7 +40,7 @@ impl Default for HttpErrorSpec {
     }
 }
 
-impl Fault for HttpErrorSpec {
+impl TcpFaultSpec for HttpErrorSpec {
     fn kind(&self) -> &'static str {
         "http_error"
     }
@@ -297,7 +297,7 @@ impl Stage for HttpError {
             tracing::debug!("http_error: upstream response cannot be framed ({e}); ending the connection");
             return Verdict::ReplaceAndEnd {
                 bytes: Bytes::from(out),
-                how: Ending::Close,
+                how: ConnectionEnd::Close,
             };
         }
         if out.as_slice() == chunk.bytes {
@@ -532,7 +532,7 @@ mod tests {
                 stage.on_chunk(&chunk, &mut rng),
                 Verdict::ReplaceAndEnd {
                     bytes: Bytes::from(kept),
-                    how: Ending::Close
+                    how: ConnectionEnd::Close
                 },
                 "probability {probability}"
             );

@@ -14,7 +14,7 @@ use rand::RngExt;
 use rand::rngs::StdRng;
 use tokio::time::Instant;
 
-use super::{Chunk, Fault, Injector, Stage, Verdict, in_ms};
+use super::{Chunk, TcpFaultSpec, Injector, Stage, Verdict, in_ms};
 use crate::proxy::placement::{Direction, FaultCommon, Flow, Schedule, Side};
 use crate::proxy::values::{ParseError, parse_ms, parse_probability};
 
@@ -27,7 +27,7 @@ pub struct JitterSpec {
     pub frequency: f64,
 }
 
-impl Fault for JitterSpec {
+impl TcpFaultSpec for JitterSpec {
     fn kind(&self) -> &'static str {
         "jitter"
     }

@@ -10,7 +10,7 @@ use rand::rngs::StdRng;
 use rand_distr::{Distribution, Normal, Pareto};
 use serde::{Deserialize, Serialize};
 
-use super::{Chunk, Fault, Injector, Stage, Verdict, in_ms, on_selected_flows};
+use super::{Chunk, TcpFaultSpec, Injector, Stage, Verdict, in_ms, on_selected_flows};
 use crate::proxy::placement::{Direction, FaultCommon, Schedule, Side};
 use crate::proxy::values::{ParseError, parse_ms, parse_probability};
 
@@ -66,7 +66,7 @@ pub struct LatencySpec {
     pub per_read_write: bool,
 }
 
-impl Fault for LatencySpec {
+impl TcpFaultSpec for LatencySpec {
     fn kind(&self) -> &'static str {
         "latency"
     }

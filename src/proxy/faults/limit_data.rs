@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use rand::rngs::StdRng;
 
-use super::{Chunk, Ending, Fault, Injector, Stage, Verdict, on_selected_flows};
+use super::{Chunk, ConnectionEnd, TcpFaultSpec, Injector, Stage, Verdict, on_selected_flows};
 use crate::proxy::placement::{Direction, FaultCommon, Schedule, Side};
 use crate::proxy::values::{parse_probability};
 
@@ -16,7 +16,7 @@ pub struct LimitDataSpec {
     pub bytes: u64,
 }
 
-impl Fault for LimitDataSpec {
+impl TcpFaultSpec for LimitDataSpec {
     fn kind(&self) -> &'static str {
         "limit_data"
     }
@@ -114,7 +114,7 @@ impl Stage for LimitData {
         }
         Verdict::End {
             keep: (self.limit - self.passed) as usize,
-            how: Ending::Close,
+            how: ConnectionEnd::Close,
         }
     }
 }

@@ -28,22 +28,22 @@ macro_rules! registry {
 
         /// One fault of a proxy.
         #[derive(Debug, Clone, PartialEq)]
-        pub enum FaultSpec {
+        pub enum TcpFault {
             $($variant($module::$spec),)*
         }
 
-        impl FaultSpec {
+        impl TcpFault {
             /// The fault behind the variant.
-            pub fn fault(&self) -> &dyn Fault {
+            pub fn fault(&self) -> &dyn TcpFaultSpec {
                 match self {
-                    $(FaultSpec::$variant(spec) => spec,)*
+                    $(TcpFault::$variant(spec) => spec,)*
                 }
             }
         }
 
-        $(impl From<$module::$spec> for FaultSpec {
+        $(impl From<$module::$spec> for TcpFault {
             fn from(spec: $module::$spec) -> Self {
-                FaultSpec::$variant(spec)
+                TcpFault::$variant(spec)
             }
         })*
 
@@ -56,10 +56,10 @@ macro_rules! registry {
 
         impl FaultFlags {
             /// The faults enabled on the command line, in registration order.
-            pub fn specs(&self) -> Vec<FaultSpec> {
+            pub fn specs(&self) -> Vec<TcpFault> {
                 let mut specs = Vec::new();
                 $(if let Some(spec) = self.$module.spec() {
-                    specs.push(FaultSpec::$variant(spec));
+                    specs.push(TcpFault::$variant(spec));
                 })*
                 specs
             }
@@ -79,7 +79,7 @@ registry! {
 }
 
 /// What a fault is, whatever its kind: implemented by each fault's spec.
-pub trait Fault: fmt::Debug + Send + Sync {
+pub trait TcpFaultSpec: fmt::Debug + Send + Sync {
     /// Short name of the fault kind, as used in stats, logs and reports.
     fn kind(&self) -> &'static str;
     fn common(&self) -> &FaultCommon;
@@ -114,7 +114,7 @@ pub fn on_selected_flows(
     acts_on.map(|on| on.then(&mut build))
 }
 
-impl FaultSpec {
+impl TcpFault {
     /// Short name of the fault kind, as used in stats and logs.
     pub fn kind(&self) -> &'static str {
         self.fault().kind()
@@ -167,14 +167,14 @@ pub enum Verdict {
     /// Forward these bytes instead of the chunk (later stages see them).
     Replace(Bytes),
     /// Forward the first `keep` bytes of the chunk, then end the connection (both flows) as `how` says.
-    End { keep: usize, how: Ending },
+    End { keep: usize, how: ConnectionEnd },
     /// Forward these bytes instead of the chunk, then end the connection (both flows) as `how` says.
-    ReplaceAndEnd { bytes: Bytes, how: Ending },
+    ReplaceAndEnd { bytes: Bytes, how: ConnectionEnd },
 }
 
 /// How a fault ends a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ending {
+pub enum ConnectionEnd {
     /// FIN to both peers: they read what was sent, then a clean end of stream.
     Close,
     /// RST to both peers (`SO_LINGER` 0, then close): "connection reset by peer".

@@ -8,7 +8,7 @@ use std::time::Duration;
 use rand::RngExt;
 use rand::rngs::StdRng;
 
-use super::{Chunk, Fault, Injector, Stage, Verdict, in_ms, on_selected_flows};
+use super::{Chunk, TcpFaultSpec, Injector, Stage, Verdict, in_ms, on_selected_flows};
 use crate::proxy::placement::{Direction, FaultCommon, Schedule, Side};
 use crate::proxy::values::{ParseError, parse_probability, parse_rate};
 
@@ -34,7 +34,7 @@ impl Default for PacketLossSpec {
     }
 }
 
-impl Fault for PacketLossSpec {
+impl TcpFaultSpec for PacketLossSpec {
     fn kind(&self) -> &'static str {
         "packet_loss"
     }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use rand::rngs::StdRng;
 use tokio::time::Instant;
 
-use super::{Chunk, Ending, Fault, Injector, Stage, Verdict, in_ms, on_selected_flows};
+use super::{Chunk, ConnectionEnd, TcpFaultSpec, Injector, Stage, Verdict, in_ms, on_selected_flows};
 use crate::proxy::placement::{Direction, FaultCommon, Schedule, Side};
 use crate::proxy::values::{parse_ms, parse_probability};
 
@@ -21,7 +21,7 @@ pub struct ResetSpec {
     pub after: Option<Duration>,
 }
 
-impl Fault for ResetSpec {
+impl TcpFaultSpec for ResetSpec {
     fn kind(&self) -> &'static str {
         "reset"
     }
@@ -131,7 +131,7 @@ impl Stage for Reset {
 
     fn on_timer(&mut self, _now: Instant, _rng: &mut StdRng) -> Verdict {
         self.at = None;
-        Verdict::End { keep: 0, how: Ending::Reset }
+        Verdict::End { keep: 0, how: ConnectionEnd::Reset }
     }
 
     fn on_chunk(&mut self, chunk: &Chunk<'_>, _rng: &mut StdRng) -> Verdict {
@@ -145,7 +145,7 @@ impl Stage for Reset {
         }
         Verdict::End {
             keep: (limit - self.passed) as usize,
-            how: Ending::Reset,
+            how: ConnectionEnd::Reset,
         }
     }
 }

@@ -13,9 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     load::{self, LoadError, LoadPlan, LoadProgress, LoadReport, Pace, Target},
-    proxy::{
-        self, FaultCommon, FaultSpec, Mapping, ProxyConfig, ProxyError, ProxyHandle, Upstream,
-    },
+    proxy::{self, FaultCommon, Mapping, ProxyConfig, ProxyError, ProxyHandle, TcpFault, Upstream},
     report::{self, CallInfo, FaultInfo, LatencySlo, Report, ReportInput, StrategyInfo},
 };
 
@@ -66,7 +64,7 @@ fn describe_placement(common: &FaultCommon) -> String {
 
 /// A validated scenario request.
 #[derive(Debug, Clone)]
-pub struct ScenarioSpec {
+pub struct ImpactSpec {
     pub target: Target,
     pub num_clients: u32,
     pub rps: u32,
@@ -74,13 +72,13 @@ pub struct ScenarioSpec {
     pub timeout: Duration,
     /// Empty: a proxy is put in front of the URL itself.
     pub proxies: Vec<Mapping>,
-    pub fault: FaultSpec,
+    pub fault: TcpFault,
     pub slos: Vec<LatencySlo>,
     pub seed: Option<u64>,
     pub baseline: bool,
 }
 
-impl ScenarioSpec {
+impl ImpactSpec {
     /// Requests over the whole scenario (both runs when there is a baseline).
     pub fn planned_requests(&self) -> u64 {
         let one = self.load_plan(None).planned_requests().unwrap_or(0);
@@ -113,7 +111,7 @@ pub fn parse_mapping(text: &str) -> Result<Mapping, proxy::ParseError> {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum ScenarioError {
+pub enum ImpactError {
     #[error("proxies: {0}")]
     Proxy(#[from] ProxyError),
     #[error("{0}")]
@@ -125,10 +123,10 @@ pub enum ScenarioError {
 /// Runs the scenario: an optional baseline without the fault, then the run with it, then the report.
 /// Proxies are stopped (ports freed) on every path, including cancellation.
 pub async fn run(
-    spec: &ScenarioSpec,
+    spec: &ImpactSpec,
     cancel: &CancellationToken,
     progress: Arc<LoadProgress>,
-) -> Result<Report, ScenarioError> {
+) -> Result<Report, ImpactError> {
     let service = spec.target.resolve(spec.timeout).await?;
     spec.target.check_reachable(service).await?;
 
@@ -187,11 +185,11 @@ struct RunOutcome {
 
 /// One load run through proxies carrying `faults` (none for the baseline).
 async fn run_once(
-    spec: &ScenarioSpec,
-    faults: Vec<FaultSpec>,
+    spec: &ImpactSpec,
+    faults: Vec<TcpFault>,
     cancel: &CancellationToken,
     progress: Arc<LoadProgress>,
-) -> Result<RunOutcome, ScenarioError> {
+) -> Result<RunOutcome, ImpactError> {
     let direct = spec.proxies.is_empty();
     let mappings = if direct {
         vec![Mapping {
@@ -224,7 +222,7 @@ async fn run_once(
     let result = load::run(&plan, cancel, progress).await;
     let outcome = finish(handle, result).await;
     match outcome {
-        Err(ScenarioError::Load(LoadError::Cancelled)) => Err(ScenarioError::Cancelled),
+        Err(ImpactError::Load(LoadError::Cancelled)) => Err(ImpactError::Cancelled),
         other => other,
     }
 }
@@ -232,7 +230,7 @@ async fn run_once(
 async fn finish(
     handle: ProxyHandle,
     result: Result<LoadReport, LoadError>,
-) -> Result<RunOutcome, ScenarioError> {
+) -> Result<RunOutcome, ImpactError> {
     let stats = handle.stats();
     let mappings = handle.mappings().to_vec();
     handle.stop().await;

@@ -1,5 +1,5 @@
 //! MCP tools of the scenario family: `fault_run_*_impact_scenario`. Their inputs, parsed and validated
-//! into a [`ScenarioSpec`], are in [`super::scenario_input`].
+//! into a [`ImpactSpec`], are in [`super::impact_input`].
 
 use std::{sync::Arc, time::Duration};
 
@@ -10,15 +10,15 @@ use rmcp::{
     tool, tool_router,
 };
 
-use super::scenario_input::{
+use super::impact_input::{
     BandwidthInput, BlackholeInput, HttpErrorInput, InputError, JitterInput, LatencyInput,
     PacketLossInput, input_schema, scenario_spec,
 };
 use super::{FaultServer, output_schema, text_and_structured, tool_error};
 use crate::{
+    impact::{self, ImpactSpec},
     load,
     report::Report,
-    scenario::{self, ScenarioSpec},
 };
 
 /// How long a new scenario waits for a cancelled one to finish stopping (its proxies closing).
@@ -27,13 +27,13 @@ const STOPPING_WAIT: Duration = Duration::from_secs(5);
 /// One impact scenario at a time. A second one is refused, unless the running one was cancelled: it is
 /// then only closing connections and freeing ports, and the new one waits for that.
 #[derive(Clone)]
-pub(super) struct ScenarioSlot {
+pub(super) struct ImpactSlot {
     permit: Arc<tokio::sync::Semaphore>,
     /// Cancellation of the scenario that holds the permit (the last one that took it).
     holder: Arc<std::sync::Mutex<Option<tokio_util::sync::CancellationToken>>>,
 }
 
-impl Default for ScenarioSlot {
+impl Default for ImpactSlot {
     fn default() -> Self {
         Self {
             permit: Arc::new(tokio::sync::Semaphore::new(1)),
@@ -42,7 +42,7 @@ impl Default for ScenarioSlot {
     }
 }
 
-impl ScenarioSlot {
+impl ImpactSlot {
     /// The slot for a scenario cancelled by `cancel`, or `None` when another scenario is running.
     async fn take(
         &self,
@@ -71,14 +71,14 @@ impl FaultServer {
     /// Validates, takes the scenario slot, runs, and shapes the report; progress each second if asked.
     async fn run_scenario(
         &self,
-        spec: Result<ScenarioSpec, InputError>,
+        spec: Result<ImpactSpec, InputError>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
         let spec = match spec {
             Ok(spec) => spec,
             Err(e) => return Ok(tool_error(e)),
         };
-        let Some(_slot) = self.scenario_slot.take(&context.ct).await else {
+        let Some(_slot) = self.impact_slot.take(&context.ct).await else {
             return Ok(tool_error(
                 "another impact scenario is running; they run one at a time (they bind ports and measure \
                  latency). Try again when it has finished.",
@@ -91,7 +91,7 @@ impl FaultServer {
             spec.planned_requests(),
             "requests",
         );
-        let outcome = scenario::run(&spec, &context.ct, progress).await;
+        let outcome = impact::run(&spec, &context.ct, progress).await;
         if let Some(ticker) = ticker {
             ticker.abort();
         }
@@ -133,7 +133,7 @@ pub(super) fn progress_ticker(
 
 // Annotations of every scenario tool: they start listeners and send the load you configure (any method and
 // body, so possibly writes) to the target, which may be remote; each call sends new load.
-#[tool_router(router = scenario_router, vis = "pub(super)")]
+#[tool_router(router = impact_router, vis = "pub(super)")]
 impl FaultServer {
     #[tool(
         description = "Evaluate an endpoint's reliability while latency is added on a TCP path. Puts a \

@@ -9,14 +9,14 @@ use serde::{Deserialize, de::DeserializeOwned};
 
 use crate::lenient::{Lenient, Scalar, Strings, blank_as_default, blank_as_none};
 use crate::{
+    impact::{self, ImpactSpec, Limits},
     load::{self, Target},
     proxy::{
         BandwidthScope, BandwidthSpec, BandwidthUnit, BlackholeSpec, Direction, FaultCommon,
-        FaultSpec, HttpErrorSpec, JitterSpec, LatencySpec, PacketLossSpec, ParseError, Side,
+        HttpErrorSpec, JitterSpec, LatencySpec, PacketLossSpec, ParseError, Side, TcpFault,
         values::parse_rate,
     },
     report::LatencySlo,
-    scenario::{self, Limits, ScenarioSpec},
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -172,7 +172,7 @@ struct CommonInput {
 
 impl CommonInput {
     /// The scenario around `fault`.
-    fn validate(self, fault: FaultSpec, limits: &Limits) -> Result<ScenarioSpec, InputError> {
+    fn validate(self, fault: TcpFault, limits: &Limits) -> Result<ImpactSpec, InputError> {
         let url = self
             .url
             .0
@@ -239,7 +239,7 @@ impl CommonInput {
             .map(|(i, text)| {
                 let field = format!("proxies[{i}]");
                 let mapping =
-                    scenario::parse_mapping(text).map_err(|e| bad(&field, e.to_string()))?;
+                    impact::parse_mapping(text).map_err(|e| bad(&field, e.to_string()))?;
                 if !mapping.listen.ip().is_loopback() && !limits.allow_public_proxies {
                     return Err(bad(
                         field,
@@ -268,7 +268,7 @@ impl CommonInput {
                 .map(|(i, row)| row.validate(&format!("slos[{i}]")))
                 .collect::<Result<_, _>>()?,
         };
-        Ok(ScenarioSpec {
+        Ok(ImpactSpec {
             target,
             num_clients,
             rps,
@@ -384,7 +384,7 @@ impl PlacementInput {
 pub(super) trait FaultInput: DeserializeOwned + JsonSchema + 'static {
     /// Default direction of a TCP fault; `None` for a fault that takes no placement.
     const DIRECTION: Option<Direction>;
-    fn validate(self, common: FaultCommon) -> Result<FaultSpec, InputError>;
+    fn validate(self, common: FaultCommon) -> Result<TcpFault, InputError>;
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -401,9 +401,9 @@ pub(super) struct LatencyInput {
 
 impl FaultInput for LatencyInput {
     const DIRECTION: Option<Direction> = Some(Direction::Ingress);
-    fn validate(self, common: FaultCommon) -> Result<FaultSpec, InputError> {
+    fn validate(self, common: FaultCommon) -> Result<TcpFault, InputError> {
         let deviation = within("deviation", self.deviation.0, 0.0, 0.0, 60_000.0)?;
-        Ok(FaultSpec::Latency(LatencySpec {
+        Ok(TcpFault::Latency(LatencySpec {
             common,
             mean: positive_ms(
                 "latency",
@@ -427,7 +427,7 @@ pub(super) struct JitterInput {
 
 impl FaultInput for JitterInput {
     const DIRECTION: Option<Direction> = Some(Direction::Ingress);
-    fn validate(self, common: FaultCommon) -> Result<FaultSpec, InputError> {
+    fn validate(self, common: FaultCommon) -> Result<TcpFault, InputError> {
         let amplitude = positive_ms(
             "amplitude",
             self.amplitude.0,
@@ -440,7 +440,7 @@ impl FaultInput for JitterInput {
             1000.0,
             " (Hz)",
         )?;
-        Ok(FaultSpec::Jitter(JitterSpec {
+        Ok(TcpFault::Jitter(JitterSpec {
             common,
             amplitude,
             frequency,
@@ -458,8 +458,8 @@ pub(super) struct PacketLossInput {
 
 impl FaultInput for PacketLossInput {
     const DIRECTION: Option<Direction> = Some(Direction::Egress);
-    fn validate(self, common: FaultCommon) -> Result<FaultSpec, InputError> {
-        Ok(FaultSpec::PacketLoss(PacketLossSpec {
+    fn validate(self, common: FaultCommon) -> Result<TcpFault, InputError> {
+        Ok(TcpFault::PacketLoss(PacketLossSpec {
             common,
             rate: self.loss_rate.0.map_or(0.05, |r| r.0),
             ..PacketLossSpec::default()
@@ -484,7 +484,7 @@ pub(super) struct BandwidthInput {
 
 impl FaultInput for BandwidthInput {
     const DIRECTION: Option<Direction> = Some(Direction::Ingress);
-    fn validate(self, common: FaultCommon) -> Result<FaultSpec, InputError> {
+    fn validate(self, common: FaultCommon) -> Result<TcpFault, InputError> {
         let rate = self.rate.0.ok_or_else(|| {
             bad(
                 "rate",
@@ -500,7 +500,7 @@ impl FaultInput for BandwidthInput {
             ));
         }
         let unit = self.unit.0.unwrap_or_default();
-        Ok(FaultSpec::Bandwidth(BandwidthSpec {
+        Ok(TcpFault::Bandwidth(BandwidthSpec {
             common,
             rate: rate as u64,
             unit,
@@ -514,8 +514,8 @@ pub(super) struct BlackholeInput {}
 
 impl FaultInput for BlackholeInput {
     const DIRECTION: Option<Direction> = Some(Direction::Egress);
-    fn validate(self, common: FaultCommon) -> Result<FaultSpec, InputError> {
-        Ok(FaultSpec::Blackhole(BlackholeSpec { common }))
+    fn validate(self, common: FaultCommon) -> Result<TcpFault, InputError> {
+        Ok(TcpFault::Blackhole(BlackholeSpec { common }))
     }
 }
 
@@ -534,8 +534,8 @@ pub(super) struct HttpErrorInput {
 
 impl FaultInput for HttpErrorInput {
     const DIRECTION: Option<Direction> = None;
-    fn validate(self, common: FaultCommon) -> Result<FaultSpec, InputError> {
-        Ok(FaultSpec::HttpError(HttpErrorSpec {
+    fn validate(self, common: FaultCommon) -> Result<TcpFault, InputError> {
+        Ok(TcpFault::HttpError(HttpErrorSpec {
             common,
             status_code: whole("status_code", self.status_code.0, 503, 400, 599)? as u16,
             body: self.error_body.unwrap_or_default(),
@@ -566,7 +566,7 @@ pub(super) fn read<T: DeserializeOwned>(args: &JsonObject) -> Result<T, InputErr
 pub(super) fn scenario_spec<F: FaultInput>(
     args: &JsonObject,
     limits: &Limits,
-) -> Result<ScenarioSpec, InputError> {
+) -> Result<ImpactSpec, InputError> {
     let fault: F = read(args)?;
     let common = match F::DIRECTION {
         Some(direction) => read::<PlacementInput>(args)?.validate(direction),
