@@ -36,7 +36,7 @@ pub use faults::jitter::JitterSpec;
 pub use faults::latency::{LatencyDistribution, LatencySpec};
 pub use faults::packet_loss::PacketLossSpec;
 pub use mapping::{Mapping, Upstream};
-pub use placement::{Direction, FaultCommon, Flow, SchedTime, Schedule, Side};
+pub use placement::{Direction, FaultCommon, Flow, SchedTime, Schedule, Side, Window};
 pub use values::ParseError;
 
 use crate::tls;
@@ -139,21 +139,13 @@ pub async fn start(config: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
     }
     let mut faults = Vec::with_capacity(config.faults.len());
     for spec in &config.faults {
-        spec.validate(config.run_duration)?;
+        spec.validate()?;
+        let window = spec.window(config.run_duration)?;
         let common = spec.common();
         let mut flows = [false; 2];
         for flow in common.side.flows(common.direction) {
             flows[flow.index()] = true;
         }
-        let window = match &common.schedule {
-            Some(s) => Some(s.window(config.run_duration).ok_or_else(|| {
-                ParseError::new(format!(
-                    "{} schedule uses percentages, which need a run duration",
-                    spec.kind()
-                ))
-            })?),
-            None => None,
-        };
         faults.push(ProxyFault {
             injector: spec.fault().injector(),
             spec: spec.clone(),

@@ -108,6 +108,9 @@ impl fmt::Display for Direction {
     }
 }
 
+/// An active window `[start, end)` from the proxy's start; no end: until the proxy stops.
+pub type Window = (Duration, Option<Duration>);
+
 /// A point or a length of time in a schedule: a share of the run or an absolute time.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum SchedTime {
@@ -134,19 +137,14 @@ pub struct Schedule {
 }
 
 impl Schedule {
-    /// The active window `[start, end)` from the proxy's start; `None` when a percentage needs a run duration.
-    pub fn window(&self, run: Option<Duration>) -> Option<(Duration, Option<Duration>)> {
+    /// The active window from the proxy's start; `None` when a percentage needs a run duration.
+    pub fn window(&self, run: Option<Duration>) -> Option<Window> {
         let start = self.start.resolve(run)?;
         let end = match self.duration {
             Some(d) => Some(start + d.resolve(run)?),
             None => None,
         };
         Some((start, end))
-    }
-
-    pub(crate) fn needs_run_duration(&self) -> bool {
-        matches!(self.start, SchedTime::Fraction(_))
-            || matches!(self.duration, Some(SchedTime::Fraction(_)))
     }
 }
 

@@ -16,7 +16,7 @@ use tokio::time::Instant;
 
 use super::faults::{self, Chunk, ConnectionEnd, Injector, MessageKey, Stage, TcpFault, Verdict};
 use super::mapping::Upstream;
-use super::placement::Flow;
+use super::placement::{Flow, Window};
 use super::{precise, splice};
 
 /// Read buffer per flow: large, allocated once per connection.
@@ -39,7 +39,7 @@ pub(crate) struct ProxyFault {
     /// The flows its side and direction select, indexed by `Flow::index`.
     pub flows: [bool; 2],
     /// Active window from the proxy's start; `None` = always.
-    pub window: Option<(Duration, Option<Duration>)>,
+    pub window: Option<Window>,
     pub applied: AtomicU64,
 }
 

@@ -18,7 +18,7 @@ use bytes::Bytes;
 use rand::rngs::StdRng;
 use tokio::time::Instant;
 
-use super::placement::{FaultCommon, Flow};
+use super::placement::{FaultCommon, Flow, Window};
 use super::values::ParseError;
 
 /// The faults the proxy knows: `Variant => module::{Spec, Flags}`. Adding a fault is its file plus one line.
@@ -128,25 +128,30 @@ impl TcpFault {
         self.fault().describe()
     }
 
-    /// Checks the values a parser could not (ranges, schedules that need a run duration).
-    pub fn validate(&self, run_duration: Option<Duration>) -> Result<(), ParseError> {
-        let kind = self.kind();
-        let common = self.common();
-        if !(0.0..=1.0).contains(&common.probability) {
+    /// Checks the values a parser could not (ranges, the fault's own rules).
+    pub fn validate(&self) -> Result<(), ParseError> {
+        let probability = self.common().probability;
+        if !(0.0..=1.0).contains(&probability) {
             return Err(ParseError::new(format!(
-                "{kind} probability must be between 0.0 and 1.0; got {}",
-                common.probability
-            )));
-        }
-        if let Some(s) = &common.schedule
-            && s.needs_run_duration()
-            && run_duration.is_none()
-        {
-            return Err(ParseError::new(format!(
-                "{kind} schedule uses percentages, which need a run duration (--duration)"
+                "{} probability must be between 0.0 and 1.0; got {probability}",
+                self.kind()
             )));
         }
         self.fault().validate()
+    }
+
+    /// When the fault is active, from the proxy's start, in a run of `run_duration`: `None` = always; an error
+    /// when its schedule is in percent and the run has no length.
+    pub fn window(&self, run_duration: Option<Duration>) -> Result<Option<Window>, ParseError> {
+        let Some(schedule) = &self.common().schedule else {
+            return Ok(None);
+        };
+        schedule.window(run_duration).map(Some).ok_or_else(|| {
+            ParseError::new(format!(
+                "{} schedule uses percentages, which need a run duration (--duration)",
+                self.kind()
+            ))
+        })
     }
 }
 
