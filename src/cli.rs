@@ -64,20 +64,28 @@ pub struct AgentCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum AgentSubcommand {
-    /// Serve the fault tools over MCP on stdin/stdout (start it from an MCP client such as Cursor or Claude),
-    /// or over Streamable HTTP with --transport http.
-    ///
-    /// Tools: fault_list_function_names, fault_extract_code_block, fault_index_source_code,
-    /// fault_score_performance, fault_score_reliability, fault_suggest_better_function_performance,
-    /// fault_suggest_better_function_reliability, fault_suggest_service_level_objectives_slo,
-    /// fault_make_reliability_and_perf_changes, fault_function_reliability_deep_analysis and the
-    /// fault_run_*_impact_scenario tools. No API key, network or database is needed to start; the
-    /// LLM tools read their key (OPENAI_API_KEY, OPENROUTER_API_KEY, or FAULT_LLM_API_KEY for a custom base
-    /// URL) when they are called.
-    ///
-    /// With `--transport http` the same tools are served over Streamable HTTP (default
-    /// http://127.0.0.1:8000/mcp) for clients configured with a URL.
+    #[command(about = TOOL_ABOUT, long_about = tool_long_about())]
     Tool(ToolArgs),
+}
+
+const TOOL_ABOUT: &str = "Serve the fault tools over MCP on stdin/stdout (start it from an MCP client such as \
+Cursor or Claude), or over Streamable HTTP with --transport http";
+
+/// The long help of `fault agent tool`, naming every tool the server routes. Listing them builds every tool's
+/// schema, milliseconds at each start of any command; only `--help` shows this text, so the list is built then.
+fn tool_long_about() -> String {
+    let asked = std::env::args_os().any(|arg| arg == "--help" || arg == "help");
+    let tools = if asked {
+        crate::mcp::FaultServer::tool_names().join(", ")
+    } else {
+        "every fault tool".to_owned()
+    };
+    format!(
+        "{TOOL_ABOUT}.\n\nTools: {tools}. No API key, network or database is needed to start; the LLM tools read \
+their key (OPENAI_API_KEY, OPENROUTER_API_KEY, or FAULT_LLM_API_KEY for a custom base URL) when they are \
+called.\n\nWith `--transport http` the same tools are served over Streamable HTTP (default \
+http://127.0.0.1:8000/mcp) for clients configured with a URL."
+    )
 }
 
 /// Options of `fault agent tool`.

@@ -88,7 +88,7 @@ impl ImpactSpec {
     /// Whether the proxy in front of an `https://` URL speaks TLS to it, so that the fault sees clear-text HTTP:
     /// in the direct topology, for a fault that reads HTTP. Both runs (baseline too) use the same path.
     fn proxy_originates_tls(&self) -> bool {
-        self.proxies.is_empty() && self.target.is_tls() && self.fault.fault().reads_http()
+        self.proxies.is_empty() && self.target.is_tls() && self.fault.reads_http()
     }
 
     fn load_plan(&self, connect_to: Option<SocketAddr>) -> LoadPlan {

@@ -1,8 +1,12 @@
 //! Lenient readers for tool inputs written from templates (the guide's payloads): a number may come as a
 //! numeric string, null or "" means "use the default", one string may stand for a one-item list. Each is a
 //! newtype with its own JSON Schema, so an input struct is at once its parser and its published contract.
+//!
+//! A struct whose fields hold the values themselves (a TCP fault's spec) reads them with [`scalar`] and
+//! [`Number`] through `deserialize_with`, after [`blanks_left_out`] has dropped the optional fields that hold
+//! null or "", so that serde's default is the one default of a field.
 
-use std::{borrow::Cow, str::FromStr};
+use std::{borrow::Cow, str::FromStr, time::Duration};
 
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{
@@ -12,7 +16,7 @@ use serde::{
         value::{MapAccessDeserializer, SeqAccessDeserializer},
     },
 };
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// What a lenient field holds: parsed from a string with `FromStr`, or from a number or boolean's text.
 pub(crate) trait Scalar: FromStr {
@@ -43,13 +47,14 @@ impl<'de, T: Scalar> Deserialize<'de> for Lenient<T> {
         let Some(value) = Option::<Value>::deserialize(deserializer)? else {
             return Ok(Self(None));
         };
+        if is_blank(&value) {
+            return Ok(Self(None));
+        }
         let text = match &value {
-            Value::Null => return Ok(Self(None)),
-            Value::String(s) if s.trim().is_empty() => return Ok(Self(None)),
             Value::String(s) => s.trim().to_owned(),
             Value::Number(n) => n.to_string(),
             Value::Bool(b) => b.to_string(),
-            Value::Array(_) | Value::Object(_) => String::new(),
+            Value::Null | Value::Array(_) | Value::Object(_) => String::new(),
         };
         match T::from_text(&text) {
             Some(parsed) if !text.is_empty() => Ok(Self(Some(parsed))),
@@ -74,6 +79,163 @@ impl<T: Scalar> JsonSchema for Lenient<T> {
         let mut types = vec!["string"];
         types.extend(T::JSON_TYPES);
         json_schema!({ "type": types })
+    }
+}
+
+/// Whether `value` means "use the default": null, or a string of nothing but white space.
+pub(crate) fn is_blank(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::String(s) => s.trim().is_empty(),
+        _ => false,
+    }
+}
+
+/// `members` without the optional fields (by `schema`, a struct's JSON Schema) that hold null or "", so that
+/// reading the struct gives them their serde default, as to a field left out. A required field stays for its
+/// reader to say what it needs, and so does a field whose schema takes null (its reader reads null itself).
+pub(crate) fn blanks_left_out(
+    members: &Map<String, Value>,
+    schema: &Map<String, Value>,
+) -> Map<String, Value> {
+    let required = |name: &str| {
+        schema
+            .get("required")
+            .and_then(Value::as_array)
+            .is_some_and(|names| names.iter().any(|n| n == name))
+    };
+    let takes_null = |name: &str| {
+        let types = schema
+            .get("properties")
+            .and_then(|properties| properties.get(name))
+            .and_then(|field| field.get("type"));
+        match types {
+            Some(Value::String(one)) => one == "null",
+            Some(Value::Array(many)) => many.iter().any(|t| t == "null"),
+            _ => false,
+        }
+    };
+    members
+        .iter()
+        .filter(|(name, value)| !is_blank(value) || required(name) || takes_null(name))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect()
+}
+
+/// For `#[serde(deserialize_with = "lenient::scalar")]`: a field of a [`Scalar`] type, read as [`Lenient`]
+/// reads it. Null and blank are not values here (see [`blanks_left_out`]).
+pub(crate) fn scalar<'de, D: Deserializer<'de>, T: Scalar>(input: D) -> Result<T, D::Error> {
+    Lenient::<T>::deserialize(input)?
+        .0
+        .ok_or_else(|| D::Error::custom(format!("expected {}, got nothing", T::EXPECTED)))
+}
+
+/// The numbers a field accepts, and the errors that say so, naming what is accepted: `5 is out of range;
+/// accepted: 0 to 1`, `0 is out of range; accepted: more than 0 and at most 60000 (ms)`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Number {
+    min: f64,
+    /// Whether `min` itself is refused ("more than 0").
+    above_min: bool,
+    max: f64,
+    /// Said after `max` when `min` is refused, e.g. " (ms)".
+    unit: &'static str,
+    whole: bool,
+    /// What a required field needs, said when it holds nothing; `None` for an optional field.
+    required: Option<&'static str>,
+}
+
+impl Number {
+    /// From `min` to `max`, both accepted.
+    pub(crate) const fn from_to(min: f64, max: f64) -> Self {
+        Self {
+            min,
+            above_min: false,
+            max,
+            unit: "",
+            whole: false,
+            required: None,
+        }
+    }
+
+    /// More than 0 and at most `max` (in `unit`).
+    pub(crate) const fn above_zero(max: f64, unit: &'static str) -> Self {
+        Self {
+            min: 0.0,
+            above_min: true,
+            unit,
+            ..Self::from_to(0.0, max)
+        }
+    }
+
+    /// Any finite number (the field checks the rest itself).
+    pub(crate) const fn any() -> Self {
+        Self::from_to(f64::MIN, f64::MAX)
+    }
+
+    /// Whole numbers only.
+    pub(crate) const fn whole(self) -> Self {
+        Self {
+            whole: true,
+            ..self
+        }
+    }
+
+    /// A required field: holding nothing, it is refused with "is required: `what`".
+    pub(crate) const fn required(self, what: &'static str) -> Self {
+        Self {
+            required: Some(what),
+            ..self
+        }
+    }
+
+    /// `value` when accepted, else what is wrong with it.
+    pub(crate) fn check(&self, value: f64) -> Result<f64, String> {
+        let above = if self.above_min {
+            value > self.min
+        } else {
+            value >= self.min
+        };
+        // Written so that NaN is out of range too.
+        if !(above && value <= self.max) {
+            let accepted = if self.above_min {
+                format!(
+                    "more than {} and at most {}{}",
+                    self.min, self.max, self.unit
+                )
+            } else {
+                format!("{} to {}", self.min, self.max)
+            };
+            return Err(format!("{value} is out of range; accepted: {accepted}"));
+        }
+        if self.whole && value.fract() != 0.0 {
+            return Err(format!("{value} must be a whole number"));
+        }
+        Ok(value)
+    }
+
+    /// The number `value` holds (absent: `None`), checked; a required field holding none is refused.
+    pub(crate) fn check_given(&self, value: Option<f64>) -> Result<Option<f64>, String> {
+        match (value, self.required) {
+            (Some(value), _) => self.check(value).map(Some),
+            (None, Some(what)) => Err(format!("is required: {what}")),
+            (None, None) => Ok(None),
+        }
+    }
+
+    /// For a `deserialize_with` reader: the number the field holds (see [`Lenient`]), checked.
+    pub(crate) fn read<'de, D: Deserializer<'de>>(&self, input: D) -> Result<f64, D::Error> {
+        let value = Lenient::<f64>::deserialize(input)?.0;
+        self.check_given(value)
+            .map_err(D::Error::custom)?
+            .ok_or_else(|| D::Error::custom(format!("expected {}, got nothing", f64::EXPECTED)))
+    }
+
+    /// [`Number::read`] of a number of milliseconds, as a duration.
+    pub(crate) fn millis<'de, D: Deserializer<'de>>(&self, input: D) -> Result<Duration, D::Error> {
+        let ms = self.read(input)?;
+        Duration::try_from_secs_f64(ms / 1e3)
+            .map_err(|_| D::Error::custom(format!("{ms} is not a number of milliseconds")))
     }
 }
 
@@ -193,4 +355,64 @@ impl Scalar for bool {
 impl Scalar for String {
     const JSON_TYPES: &'static [&'static str] = &["number"];
     const EXPECTED: &'static str = "a string";
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn optional_blanks_are_left_out_required_ones_and_null_takers_stay() {
+        let schema = json!({
+            "required": ["needed"],
+            "properties": {
+                "needed": {"type": ["string", "number"]},
+                "optional": {"type": ["string", "number"]},
+                "text": {"type": ["string", "null"]},
+            }
+        });
+        let members =
+            json!({"needed": "", "optional": " ", "text": null, "other": null, "kept": 0});
+        let left = blanks_left_out(members.as_object().unwrap(), schema.as_object().unwrap());
+        assert_eq!(
+            Value::Object(left),
+            json!({"needed": "", "text": null, "kept": 0})
+        );
+    }
+
+    #[test]
+    fn numbers_name_what_they_accept() {
+        let latency = Number::above_zero(60_000.0, " (ms)").required("ms, e.g. 300");
+        assert_eq!(
+            latency.check(0.0).unwrap_err(),
+            "0 is out of range; accepted: more than 0 and at most 60000 (ms)"
+        );
+        assert!(latency.check(f64::NAN).is_err());
+        assert_eq!(
+            latency.check_given(None).unwrap_err(),
+            "is required: ms, e.g. 300"
+        );
+        let status = Number::from_to(400.0, 599.0).whole();
+        assert_eq!(
+            status.check(200.0).unwrap_err(),
+            "200 is out of range; accepted: 400 to 599"
+        );
+        assert_eq!(
+            status.check(500.5).unwrap_err(),
+            "500.5 must be a whole number"
+        );
+        assert_eq!(status.check_given(None), Ok(None));
+        let read = |value: Value| {
+            Number::from_to(0.0, 1.0)
+                .read(value)
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(read(json!("0.5")), Ok(0.5));
+        assert_eq!(
+            read(json!("NaN")).unwrap_err(),
+            "expected a finite number (or a string holding one), got \"NaN\""
+        );
+    }
 }

@@ -1,23 +1,26 @@
-//! MCP tools of the scenario family: `fault_run_*_impact_scenario`. Their inputs, parsed and validated
-//! into a [`ImpactSpec`], are in [`super::impact_input`].
+//! MCP tools of the impact scenarios: `fault_run_<fault>_impact_scenario`, one per registered TCP fault
+//! ([`crate::proxy::faults`]). Their inputs, parsed and validated into an [`ImpactSpec`], are in
+//! [`super::impact_input`].
 
 use std::{sync::Arc, time::Duration};
 
+use futures::future::BoxFuture;
 use rmcp::{
     RoleServer,
-    model::{CallToolResult, JsonObject, ProgressNotificationParam},
+    handler::server::{
+        router::tool::{ToolRoute, ToolRouter},
+        tool::ToolCallContext,
+    },
+    model::{CallToolResponse, CallToolResult, ProgressNotificationParam, Tool, ToolAnnotations},
     service::RequestContext,
-    tool, tool_router,
 };
 
-use super::impact_input::{
-    BandwidthInput, BlackholeInput, HttpErrorInput, InputError, JitterInput, LatencyInput,
-    PacketLossInput, input_schema, scenario_spec,
-};
+use super::impact_input::{InputError, impact_spec, input_schema};
 use super::{FaultServer, output_schema, text_and_structured, tool_error};
 use crate::{
     impact::{self, ImpactSpec},
     load,
+    proxy::faults::{self, EachFault, TcpFaultSpec},
     report::Report,
 };
 
@@ -69,7 +72,7 @@ impl ImpactSlot {
 
 impl FaultServer {
     /// Validates, takes the scenario slot, runs, and shapes the report; progress each second if asked.
-    async fn run_scenario(
+    async fn run_impact(
         &self,
         spec: Result<ImpactSpec, InputError>,
         context: RequestContext<RoleServer>,
@@ -131,160 +134,62 @@ pub(super) fn progress_ticker(
     }))
 }
 
-// Annotations of every scenario tool: they start listeners and send the load you configure (any method and
-// body, so possibly writes) to the target, which may be remote; each call sends new load.
-#[tool_router(router = impact_router, vis = "pub(super)")]
 impl FaultServer {
-    #[tool(
-        description = "Evaluate an endpoint's reliability while latency is added on a TCP path. Puts a \
-fault-injecting proxy on the path to `url` (or runs the `proxies` you map in front of its upstream), sends \
-open-model load (num_clients × rps requests per second for duration), and returns a markdown report (latency \
-percentiles, errors by outcome, SLO verdicts, per-second sparkline); structuredContent holds every figure. \
-Defaults: side server, direction ingress (responses).",
-        input_schema = input_schema::<LatencyInput>(),
-        output_schema = output_schema::<Report>(),
-        annotations(
-            read_only_hint = false,
-            destructive_hint = true,
-            idempotent_hint = false,
-            open_world_hint = true
-        )
-    )]
-    async fn fault_run_latency_impact_scenario(
-        &self,
-        arguments: JsonObject,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, rmcp::ErrorData> {
-        self.run_scenario(
-            scenario_spec::<LatencyInput>(&arguments, &self.settings.scenario),
-            context,
-        )
-        .await
+    /// One `fault_run_<fault>_impact_scenario` tool per registered TCP fault.
+    pub(super) fn impact_router() -> ToolRouter<Self> {
+        let mut tools = ImpactTools(ToolRouter::new());
+        faults::for_each(&mut tools);
+        tools.0
     }
+}
 
-    #[tool(
-        description = "Evaluate an endpoint's reliability during jitter (random extra delays up to `amplitude` \
-ms, `frequency` spikes per second) on a TCP path. Same topology, load and report as the latency scenario. \
-Defaults: side server, direction ingress.",
-        input_schema = input_schema::<JitterInput>(),
-        output_schema = output_schema::<Report>(),
-        annotations(
-            read_only_hint = false,
-            destructive_hint = true,
-            idempotent_hint = false,
-            open_world_hint = true
-        )
-    )]
-    async fn fault_run_jitter_impact_scenario(
-        &self,
-        arguments: JsonObject,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, rmcp::ErrorData> {
-        self.run_scenario(
-            scenario_spec::<JitterInput>(&arguments, &self.settings.scenario),
-            context,
-        )
-        .await
-    }
+/// The impact-scenario tools, built fault by fault.
+struct ImpactTools(ToolRouter<FaultServer>);
 
-    #[tool(
-        description = "Evaluate an endpoint's reliability during packet loss on a TCP path (lost segments are \
-retransmitted late, as TCP would, so bytes arrive intact but slower). Same topology, load and report as the \
-latency scenario. Defaults: side server, direction egress, loss_rate 0.05.",
-        input_schema = input_schema::<PacketLossInput>(),
-        output_schema = output_schema::<Report>(),
-        annotations(
-            read_only_hint = false,
-            destructive_hint = true,
-            idempotent_hint = false,
-            open_world_hint = true
-        )
-    )]
-    async fn fault_run_packet_loss_impact_scenario(
-        &self,
-        arguments: JsonObject,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, rmcp::ErrorData> {
-        self.run_scenario(
-            scenario_spec::<PacketLossInput>(&arguments, &self.settings.scenario),
-            context,
-        )
-        .await
+impl EachFault for ImpactTools {
+    fn fault<S: TcpFaultSpec>(&mut self) {
+        // They start listeners and send the load you configure (any method and body, so possibly writes) to
+        // the target, which may be remote; each call sends new load.
+        let annotations = ToolAnnotations::new()
+            .read_only(false)
+            .destructive(true)
+            .idempotent(false)
+            .open_world(true);
+        let tool = Tool::new(tool_name::<S>(), S::TOOL_DESCRIPTION, input_schema::<S>())
+            .with_raw_output_schema(output_schema::<Report>())
+            .with_annotations(annotations);
+        self.0.add_route(ToolRoute::new_dyn(tool, call::<S>));
     }
+}
 
-    #[tool(
-        description = "Evaluate an endpoint's reliability when a TCP path's bandwidth is capped to `rate` `unit` \
-(bytes per second; each connection has its own cap by default, `scope` \"proxy\" makes all connections share \
-one). Same topology, load and report as the latency scenario. \
-Defaults: side server, direction ingress (the response flow, where bodies travel), unit bps.",
-        input_schema = input_schema::<BandwidthInput>(),
-        output_schema = output_schema::<Report>(),
-        annotations(
-            read_only_hint = false,
-            destructive_hint = true,
-            idempotent_hint = false,
-            open_world_hint = true
-        )
-    )]
-    async fn fault_run_bandwidth_impact_scenario(
-        &self,
-        arguments: JsonObject,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, rmcp::ErrorData> {
-        self.run_scenario(
-            scenario_spec::<BandwidthInput>(&arguments, &self.settings.scenario),
-            context,
-        )
-        .await
+/// The names of the impact-scenario tools, in registration order.
+pub(super) fn tool_names() -> Vec<String> {
+    struct Names(Vec<String>);
+    impl EachFault for Names {
+        fn fault<S: TcpFaultSpec>(&mut self) {
+            self.0.push(tool_name::<S>());
+        }
     }
+    let mut names = Names(Vec::new());
+    faults::for_each(&mut names);
+    names.0
+}
 
-    #[tool(
-        description = "Evaluate an endpoint's reliability during a blackhole: bytes on a TCP path are swallowed \
-and connections stay open, so callers wait until their timeout. Same topology, load and report as the latency \
-scenario. Defaults: side server, direction egress.",
-        input_schema = input_schema::<BlackholeInput>(),
-        output_schema = output_schema::<Report>(),
-        annotations(
-            read_only_hint = false,
-            destructive_hint = true,
-            idempotent_hint = false,
-            open_world_hint = true
-        )
-    )]
-    async fn fault_run_blackhole_impact_scenario(
-        &self,
-        arguments: JsonObject,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, rmcp::ErrorData> {
-        self.run_scenario(
-            scenario_spec::<BlackholeInput>(&arguments, &self.settings.scenario),
-            context,
-        )
-        .await
-    }
+/// The name of fault `S`'s tool.
+pub(super) fn tool_name<S: TcpFaultSpec>() -> String {
+    format!("fault_run_{}_impact_scenario", S::KIND)
+}
 
-    #[tool(
-        description = "Evaluate an endpoint's reliability when its upstream answers with HTTP errors: the proxy \
-replaces HTTP/1.1 responses with `status_code` and `error_body`, with `probability`, keeping keep-alive framing \
-intact. Acts on the response flow. Same topology, load and report as the latency scenario.",
-        input_schema = input_schema::<HttpErrorInput>(),
-        output_schema = output_schema::<Report>(),
-        annotations(
-            read_only_hint = false,
-            destructive_hint = true,
-            idempotent_hint = false,
-            open_world_hint = true
-        )
-    )]
-    async fn fault_run_http_error_impact_scenario(
-        &self,
-        arguments: JsonObject,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, rmcp::ErrorData> {
-        self.run_scenario(
-            scenario_spec::<HttpErrorInput>(&arguments, &self.settings.scenario),
-            context,
-        )
-        .await
-    }
+fn call<S: TcpFaultSpec>(
+    call: ToolCallContext<'_, FaultServer>,
+) -> BoxFuture<'_, Result<CallToolResponse, rmcp::ErrorData>> {
+    Box::pin(async move {
+        let arguments = call.arguments.unwrap_or_default();
+        let server = call.service;
+        let spec = impact_spec::<S>(&arguments, &server.settings.scenario);
+        server
+            .run_impact(spec, call.request_context)
+            .await
+            .map(CallToolResponse::from)
+    })
 }

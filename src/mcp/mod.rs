@@ -31,20 +31,26 @@ use crate::{
     mcp_http::{Transport, TransportArgs},
 };
 
-const INSTRUCTIONS: &str = "fault gives you reliability tools for the code you write. \
+/// What the server tells a client at `initialize`: its tools by family, the impact-scenario tools as the TCP
+/// fault registry names them.
+fn instructions() -> String {
+    format!(
+        "fault gives you reliability tools for the code you write. \
 Code: fault_list_function_names lists the functions of a file; fault_extract_code_block returns one function \
 (`full` with signature and decorators, `body` without). \
 Index: fault_index_source_code embeds a source tree so the LLM tools get context from it. \
 LLM review: fault_score_performance / fault_score_reliability score a snippet 0..1 with an explanation; \
-fault_suggest_better_function_performance / _reliability return a unified diff; \
+fault_suggest_better_function_performance / fault_suggest_better_function_reliability return a unified diff; \
 fault_suggest_service_level_objectives_slo proposes SLOs; fault_make_reliability_and_perf_changes proposes a \
 whole-file change; fault_function_reliability_deep_analysis reviews one function in depth. \
-Impact scenarios: fault_run_{latency,jitter,packet_loss,bandwidth,blackhole,http_error}_impact_scenario put a \
-fault-injecting proxy on the path to a URL (or on the `proxies` you map), send load, and return a markdown report \
-with latency percentiles and SLO verdicts. \
-MCP chaos: fault_run_mcp_chaos_scenario starts an MCP server behind fault mcp-proxy with a fault plan, drives tool \
-calls with a client policy (timeout, retries, backoff) and reports availability, correctness against outputSchema, \
-latency, recovery and blast radius. Paths must be absolute.";
+Impact scenarios: {} put a fault-injecting proxy on the path to a URL (or on the `proxies` you map), send \
+load, and return a markdown report with latency percentiles and SLO verdicts. \
+MCP chaos: fault_run_mcp_chaos_scenario starts an MCP server behind fault mcp-proxy with a fault plan, drives \
+tool calls with a client policy (timeout, retries, backoff) and reports availability, correctness against \
+outputSchema, latency, recovery and blast radius. Paths must be absolute.",
+        impact::tool_names().join(", ")
+    )
+}
 
 /// Longest snippet the LLM tools take, in characters: one function or excerpt, not a whole tree.
 pub(crate) const MAX_SNIPPET_CHARS: u32 = 200_000;
@@ -75,13 +81,31 @@ impl FaultServer {
     pub fn new(settings: AgentSettings) -> Self {
         Self {
             settings: Arc::new(settings),
-            tool_router: Self::code_router()
-                + Self::advice_router()
-                + Self::index_router()
-                + Self::impact_router()
-                + Self::mcp_chaos_router(),
+            tool_router: Self::families()
+                .into_iter()
+                .fold(ToolRouter::new(), |all, family| all + family),
             impact_slot: impact::ImpactSlot::default(),
         }
+    }
+
+    /// The tools, one router per family.
+    fn families() -> [ToolRouter<Self>; 5] {
+        [
+            Self::code_router(),
+            Self::index_router(),
+            Self::advice_router(),
+            Self::impact_router(),
+            Self::mcp_chaos_router(),
+        ]
+    }
+
+    /// The names of every tool, family by family.
+    pub fn tool_names() -> Vec<String> {
+        Self::families()
+            .iter()
+            .flat_map(ToolRouter::list_all)
+            .map(|tool| tool.name.into_owned())
+            .collect()
     }
 
     pub fn settings(&self) -> &AgentSettings {
@@ -94,7 +118,7 @@ impl ServerHandler for FaultServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("fault", env!("CARGO_PKG_VERSION")))
-            .with_instructions(INSTRUCTIONS)
+            .with_instructions(instructions())
     }
 
     /// Every required field the call lacks is named in one error, before the tool reads its input.

@@ -9,6 +9,7 @@
 pub mod cli;
 pub mod config;
 pub mod faults;
+pub mod flags;
 pub mod mapping;
 pub mod placement;
 mod precise;
@@ -147,7 +148,7 @@ pub async fn start(config: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
             flows[flow.index()] = true;
         }
         faults.push(ProxyFault {
-            injector: spec.fault().injector(),
+            injector: spec.injector(),
             spec: spec.clone(),
             flows,
             window,

@@ -13,20 +13,51 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use rand::RngExt;
 use rand::rngs::StdRng;
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer};
 
-use super::{Chunk, ConnectionEnd, TcpFaultSpec, Injector, Stage, Verdict};
+use super::{Chunk, ConnectionEnd, Injector, Placeable, Stage, TcpFaultSpec, Verdict};
 use crate::http1::{self, BodyDecoder, FramingError};
-use crate::proxy::placement::{FaultCommon};
+use crate::lenient::{Lenient, Number};
+use crate::proxy::flags::OwnFlags;
+use crate::proxy::placement::FaultCommon;
 use crate::proxy::values::{ParseError, parse_probability};
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(default)]
 pub struct HttpErrorSpec {
     /// Side/direction must select the response flow; the relay-level probability stays 1.
+    #[serde(skip)]
     pub common: FaultCommon,
+    /// HTTP status code returned instead of the upstream's response; 400..=599. Default 503.
+    #[serde(deserialize_with = "status_code")]
+    #[schemars(with = "Lenient<f64>")]
     pub status_code: u16,
+    /// Body of the injected response. Default "".
+    #[serde(rename = "error_body", deserialize_with = "text")]
+    #[schemars(with = "Option<String>")]
     pub body: String,
-    /// Share of responses replaced, 0.0..=1.0.
+    /// Share of responses replaced, 0..=1. Default 1.
+    #[serde(deserialize_with = "probability")]
+    #[schemars(with = "Lenient<f64>")]
     pub probability: f64,
+}
+
+fn status_code<'de, D: Deserializer<'de>>(input: D) -> Result<u16, D::Error> {
+    // Whole and within 400..=599: the cast is exact.
+    Number::from_to(400.0, 599.0)
+        .whole()
+        .read(input)
+        .map(|code| code as u16)
+}
+
+/// A string, null standing for "".
+fn text<'de, D: Deserializer<'de>>(input: D) -> Result<String, D::Error> {
+    Option::<String>::deserialize(input).map(Option::unwrap_or_default)
+}
+
+fn probability<'de, D: Deserializer<'de>>(input: D) -> Result<f64, D::Error> {
+    Number::from_to(0.0, 1.0).read(input)
 }
 
 impl Default for HttpErrorSpec {
@@ -41,13 +72,15 @@ impl Default for HttpErrorSpec {
 }
 
 impl TcpFaultSpec for HttpErrorSpec {
-    fn kind(&self) -> &'static str {
-        "http_error"
-    }
-
-    fn common(&self) -> &FaultCommon {
-        &self.common
-    }
+    const KIND: &'static str = "http_error";
+    const TITLE: &'static str = "HTTP error";
+    const TOOL_DESCRIPTION: &'static str = "Evaluate an endpoint's reliability when its upstream answers \
+with HTTP errors: the proxy replaces HTTP/1.1 responses with `status_code` and `error_body`, with \
+`probability`, keeping keep-alive framing intact. Acts on the response flow. Same topology, load and report \
+as the latency scenario.";
+    const PLACEABLE: Option<Placeable> = None;
+    const READS_HTTP: bool = true;
+    type Flags = HttpErrorFlags;
 
     /// Checks what a parser could not: a final error status and a probability.
     fn validate(&self) -> Result<(), ParseError> {
@@ -78,10 +111,6 @@ impl TcpFaultSpec for HttpErrorSpec {
     fn injector(&self) -> Arc<dyn Injector> {
         Arc::new(self.clone())
     }
-
-    fn reads_http(&self) -> bool {
-        true
-    }
 }
 
 impl Injector for HttpErrorSpec {
@@ -103,31 +132,21 @@ impl Injector for HttpErrorSpec {
 #[derive(Debug, Clone, clap::Args)]
 pub struct HttpErrorFlags {
     /// Replace HTTP/1.1 responses with an error response, keeping keep-alive framing intact.
-    #[arg(long, env = "FAULT_WITH_HTTP_ERROR", help_heading = "HTTP error")]
+    #[arg(long, env = "FAULT_WITH_HTTP_ERROR")]
     pub with_http_error: bool,
     /// Status code of the injected response, 400 to 599.
-    #[arg(
-        long,
-        env = "FAULT_HTTP_ERROR_STATUS_CODE",
-        default_value = "503",
-        help_heading = "HTTP error"
-    )]
+    #[arg(long, env = "FAULT_HTTP_ERROR_STATUS_CODE", default_value = "503")]
     pub http_error_status_code: u16,
     /// Body of the injected response.
-    #[arg(
-        long,
-        env = "FAULT_HTTP_ERROR_BODY",
-        default_value = "",
-        help_heading = "HTTP error"
-    )]
+    #[arg(long, env = "FAULT_HTTP_ERROR_BODY", default_value = "")]
     pub http_error_body: String,
     /// Share of responses replaced, 0.0 to 1.0.
-    #[arg(long, env = "FAULT_HTTP_ERROR_PROBABILITY", default_value = "1", value_parser = parse_probability, help_heading = "HTTP error")]
+    #[arg(long, env = "FAULT_HTTP_ERROR_PROBABILITY", default_value = "1", value_parser = parse_probability)]
     pub http_error_probability: f64,
 }
 
-impl HttpErrorFlags {
-    pub fn spec(&self) -> Option<HttpErrorSpec> {
+impl OwnFlags<HttpErrorSpec> for HttpErrorFlags {
+    fn spec(&self) -> Option<HttpErrorSpec> {
         self.with_http_error.then(|| HttpErrorSpec {
             common: FaultCommon::default(),
             status_code: self.http_error_status_code,

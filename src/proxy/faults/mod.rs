@@ -1,8 +1,11 @@
 //! Faults as stages on a flow.
 //!
-//! Each fault is one file here: its spec (fields, defaults, validation), its description, its `fault run`
-//! flags, what it shares across connections and its [`Stage`]. The [`registry!`] list below is the one
-//! place that names them all; configuration, relay, CLI and scenarios dispatch through it.
+//! Each fault is one file here: its spec (fields, the tool's reading of them with their defaults and ranges,
+//! validation), its [`TcpFaultSpec`] facts (name, heading, tool description, whether the user places it),
+//! its own `fault run` flags, what it shares across connections and its [`Stage`]. The [`registry!`] list
+//! below is the one place that names them all; every face is generated from it: [`TcpFault`], the `fault
+//! run` flags (the shared placement ones in [`super::flags`]), one impact-scenario tool per fault and the tool
+//! lists ([`for_each`]).
 //!
 //! A [`Stage`] sees each chunk of one flow (request or response) of one connection, in order, and
 //! answers with a [`Verdict`]: pass it, delay it, drop it (blackhole), replace its bytes, or end the
@@ -16,27 +19,71 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use rand::rngs::StdRng;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
-use super::placement::{FaultCommon, Flow, Window};
+use super::flags::{FaultArgs, OwnFlags};
+use super::placement::{Direction, FaultCommon, Flow, Window};
 use super::values::ParseError;
 
-/// The faults the proxy knows: `Variant => module::{Spec, Flags}`. Adding a fault is its file plus one line.
+/// The faults the proxy knows: `Variant => module::Spec`. Adding a fault is its file plus one line; every
+/// spec has a `pub common: FaultCommon` (where, how often and when it acts), which the faces set.
 macro_rules! registry {
-    ($($variant:ident => $module:ident :: { $spec:ident, $flags:ident }),* $(,)?) => {
+    ($($variant:ident => $module:ident :: $spec:ident),* $(,)?) => {
         $(pub mod $module;)*
 
-        /// One fault of a proxy.
+        /// A configured fault of a proxy.
         #[derive(Debug, Clone, PartialEq)]
         pub enum TcpFault {
             $($variant($module::$spec),)*
         }
 
         impl TcpFault {
-            /// The fault behind the variant.
-            pub fn fault(&self) -> &dyn TcpFaultSpec {
+            /// Short name of the fault kind, as used in stats, logs, reports, flags and tool names.
+            pub fn kind(&self) -> &'static str {
                 match self {
-                    $(TcpFault::$variant(spec) => spec,)*
+                    $(Self::$variant(_) => <$module::$spec as TcpFaultSpec>::KIND,)*
+                }
+            }
+
+            /// Where, how often and when the fault acts.
+            pub fn common(&self) -> &FaultCommon {
+                match self {
+                    $(Self::$variant(spec) => &spec.common,)*
+                }
+            }
+
+            pub fn common_mut(&mut self) -> &mut FaultCommon {
+                match self {
+                    $(Self::$variant(spec) => &mut spec.common,)*
+                }
+            }
+
+            /// One line for `fault run` output and scenario reports, e.g. "Latency: mean 300ms, …".
+            pub fn describe(&self) -> String {
+                match self {
+                    $(Self::$variant(spec) => spec.describe(),)*
+                }
+            }
+
+            /// Readies the fault for one proxy.
+            pub fn injector(&self) -> Arc<dyn Injector> {
+                match self {
+                    $(Self::$variant(spec) => spec.injector(),)*
+                }
+            }
+
+            /// Whether the fault reads HTTP/1 messages (see [`TcpFaultSpec::READS_HTTP`]).
+            pub fn reads_http(&self) -> bool {
+                match self {
+                    $(Self::$variant(_) => <$module::$spec as TcpFaultSpec>::READS_HTTP,)*
+                }
+            }
+
+            fn validate_own(&self) -> Result<(), ParseError> {
+                match self {
+                    $(Self::$variant(spec) => spec.validate(),)*
                 }
             }
         }
@@ -47,42 +94,63 @@ macro_rules! registry {
             }
         })*
 
-        /// The `fault run` flags of every fault.
+        /// The `fault run` flags of every fault, in registration order.
         #[derive(Debug, Clone, clap::Args)]
         pub struct FaultFlags {
             $(#[command(flatten)]
-            pub $module: $module::$flags,)*
+            pub $module: FaultArgs<$module::$spec>,)*
         }
 
         impl FaultFlags {
             /// The faults enabled on the command line, in registration order.
             pub fn specs(&self) -> Vec<TcpFault> {
-                let mut specs = Vec::new();
-                $(if let Some(spec) = self.$module.spec() {
-                    specs.push(TcpFault::$variant(spec));
-                })*
-                specs
+                [$(self.$module.fault()),*].into_iter().flatten().collect()
             }
+        }
+
+        /// Calls `each` with every registered fault's spec type, in registration order: how the faces that list
+        /// every fault (the impact-scenario tools, the tool lists) are built.
+        pub fn for_each(each: &mut impl EachFault) {
+            $(each.fault::<$module::$spec>();)*
         }
     };
 }
 
 registry! {
-    Latency => latency::{LatencySpec, LatencyFlags},
-    Jitter => jitter::{JitterSpec, JitterFlags},
-    PacketLoss => packet_loss::{PacketLossSpec, PacketLossFlags},
-    Bandwidth => bandwidth::{BandwidthSpec, BandwidthFlags},
-    Blackhole => blackhole::{BlackholeSpec, BlackholeFlags},
-    HttpError => http_error::{HttpErrorSpec, HttpErrorFlags},
-    Reset => reset::{ResetSpec, ResetFlags},
-    LimitData => limit_data::{LimitDataSpec, LimitDataFlags},
+    Latency => latency::LatencySpec,
+    Jitter => jitter::JitterSpec,
+    PacketLoss => packet_loss::PacketLossSpec,
+    Bandwidth => bandwidth::BandwidthSpec,
+    Blackhole => blackhole::BlackholeSpec,
+    HttpError => http_error::HttpErrorSpec,
+    Reset => reset::ResetSpec,
+    LimitData => limit_data::LimitDataSpec,
 }
 
-/// What a fault is, whatever its kind: implemented by each fault's spec.
-pub trait TcpFaultSpec: fmt::Debug + Send + Sync {
-    /// Short name of the fault kind, as used in stats, logs and reports.
-    fn kind(&self) -> &'static str;
-    fn common(&self) -> &FaultCommon;
+/// What every TCP fault's spec is: its facts, from which its faces are generated, and its behaviour.
+///
+/// The spec is also its impact-scenario tool's input: its `Deserialize` and `JsonSchema` are the tool's
+/// reading of its fields (names, lenient types, defaults, ranges naming the field) and their documentation;
+/// fields the tool does not take are `#[serde(skip)]`.
+pub trait TcpFaultSpec:
+    fmt::Debug + Clone + Send + Sync + DeserializeOwned + JsonSchema + Into<TcpFault> + 'static
+{
+    /// Name of the fault kind: in stats, logs and reports; `--with-<kind>` and `FAULT_<KIND>_…` (`-` and
+    /// upper case for `_`); its tool `fault_run_<kind>_impact_scenario`.
+    const KIND: &'static str;
+    /// Its heading in `fault run --help`, e.g. "HTTP error".
+    const TITLE: &'static str;
+    /// The description of its impact-scenario tool.
+    const TOOL_DESCRIPTION: &'static str;
+    /// How the user places it, or `None` for a fault that places itself (HTTP error acts on responses and
+    /// draws its own probability).
+    const PLACEABLE: Option<Placeable>;
+    /// Whether it reads HTTP/1 messages, so it needs them in clear text (the proxy, not the client, then
+    /// speaks TLS to an `https://` upstream).
+    const READS_HTTP: bool = false;
+    /// Its own `fault run` flags (`--with-<kind>` and its values).
+    type Flags: OwnFlags<Self>;
+
     /// Checks the fault's own values; messages name the field.
     fn validate(&self) -> Result<(), ParseError> {
         Ok(())
@@ -91,11 +159,31 @@ pub trait TcpFaultSpec: fmt::Debug + Send + Sync {
     fn describe(&self) -> String;
     /// Readies the fault for one proxy; state all its connections share is created here.
     fn injector(&self) -> Arc<dyn Injector>;
-    /// Whether the fault reads HTTP/1 messages, so it needs them in clear text (the proxy, not the client,
-    /// then speaks TLS to an `https://` upstream).
-    fn reads_http(&self) -> bool {
-        false
+}
+
+/// How the user places a fault: side, direction, probability and schedule, on the command line and (side and
+/// direction) in its tool.
+#[derive(Debug, Clone, Copy)]
+pub struct Placeable {
+    /// The direction its tool takes when the call names none (`fault run`'s is ingress for every fault).
+    pub tool_direction: Direction,
+    /// What its `--<kind>-probability` draws, e.g. "Share of messages delayed, 0.0 to 1.0".
+    pub probability_help: &'static str,
+}
+
+impl Placeable {
+    /// A fault whose probability draws messages, with `tool_direction` for its tool.
+    pub const fn messages(tool_direction: Direction) -> Self {
+        Self {
+            tool_direction,
+            probability_help: "Share of messages affected, 0.0 to 1.0",
+        }
     }
+}
+
+/// Something done with every registered fault's spec type (see [`for_each`]).
+pub trait EachFault {
+    fn fault<S: TcpFaultSpec>(&mut self);
 }
 
 /// A fault ready on one proxy: builds the stages of each new connection.
@@ -115,19 +203,6 @@ pub fn on_selected_flows(
 }
 
 impl TcpFault {
-    /// Short name of the fault kind, as used in stats and logs.
-    pub fn kind(&self) -> &'static str {
-        self.fault().kind()
-    }
-
-    pub fn common(&self) -> &FaultCommon {
-        self.fault().common()
-    }
-
-    pub fn describe(&self) -> String {
-        self.fault().describe()
-    }
-
     /// Checks the values a parser could not (ranges, the fault's own rules).
     pub fn validate(&self) -> Result<(), ParseError> {
         let probability = self.common().probability;
@@ -137,7 +212,7 @@ impl TcpFault {
                 self.kind()
             )));
         }
-        self.fault().validate()
+        self.validate_own()
     }
 
     /// When the fault is active, from the proxy's start, in a run of `run_duration`: `None` = always; an error
