@@ -230,6 +230,10 @@ impl TcpFault {
     }
 }
 
+/// Ethernet's MSS for IPv4: the largest chunk a stage that models one TCP segment decides on at once
+/// ([`Stage::max_chunk`]).
+pub const MSS: usize = 1460;
+
 /// A duration in milliseconds for descriptions: "300ms", "0.5ms".
 pub(crate) fn in_ms(d: Duration) -> String {
     format!("{}ms", d.as_secs_f64() * 1e3)

@@ -10,7 +10,9 @@ use rand::rngs::StdRng;
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};
 
-use super::{Chunk, Injector, Placeable, Stage, TcpFaultSpec, Verdict, in_ms, on_selected_flows};
+use super::{
+    Chunk, Injector, MSS, Placeable, Stage, TcpFaultSpec, Verdict, in_ms, on_selected_flows,
+};
 use crate::lenient::{self, Lenient, Scalar};
 use crate::proxy::flags::OwnFlags;
 use crate::proxy::placement::{Direction, FaultCommon};
@@ -141,8 +143,6 @@ impl OwnFlags<PacketLossSpec> for PacketLossFlags {
     }
 }
 
-/// Ethernet MSS for IPv4.
-pub const MSS: usize = 1460;
 /// Retransmissions of one segment before it is taken as delivered (a stack would give up later).
 const MAX_RETRIES: u32 = 6;
 
