@@ -281,3 +281,38 @@ async fn run_closes_connections_cleanly_after_the_data_limit() {
     assert_eq!(got, b"HTTP/1.1 2");
     let _ = child.kill().await;
 }
+
+#[tokio::test]
+async fn run_corrupts_one_bit_of_each_segment() {
+    let port = upstream().await;
+    let mut child = fault()
+        .args(["run", "--proxy", &format!("0=127.0.0.1:{port}")])
+        .args(["--with-corrupt", "--corrupt-rate", "1", "--duration", "3s"])
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr = listen_addr(&mut stderr).await;
+    let described = stderr.next_line().await.unwrap().unwrap_or_default();
+    assert!(
+        described.starts_with("fault: fault Corrupt: 100.0% of chunks"),
+        "{described}"
+    );
+    // The upstream's answer, written at once: one segment, so one bit flipped in it.
+    let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+    let mut s = TcpStream::connect(&addr).await.unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut got = vec![0; answer.len()];
+    tokio::time::timeout(Duration::from_secs(5), s.read_exact(&mut got))
+        .await
+        .expect("the answer within 5 s")
+        .unwrap();
+    let flipped: u32 = answer
+        .iter()
+        .zip(&got)
+        .map(|(a, b)| (a ^ b).count_ones())
+        .sum();
+    assert_eq!(flipped, 1, "{:?}", String::from_utf8_lossy(&got));
+    let _ = child.kill().await;
+}

@@ -8,11 +8,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use fault::proxy::faults::corrupt::CorruptSpec;
 use fault::proxy::faults::limit_data::LimitDataSpec;
 use fault::proxy::faults::reset::ResetSpec;
+use fault::proxy::faults::{Chunk, MSS, MessageKey, Verdict, message_rng};
 use fault::proxy::{
     self, BandwidthScope, BandwidthSpec, BandwidthUnit, BlackholeSpec, Direction, FaultCommon,
-    JitterSpec, LatencyDistribution, LatencySpec, Mapping, PacketLossSpec, ProxyConfig, Side,
+    Flow, JitterSpec, LatencyDistribution, LatencySpec, Mapping, PacketLossSpec, ProxyConfig, Side,
     TcpFault,
 };
 use sha2::{Digest, Sha256};
@@ -808,4 +810,124 @@ async fn limit_data_gives_exactly_n_bytes_then_a_clean_end_of_stream() {
     let mut c = Client::connect(addr).await;
     assert_eq!(c.get("/bytes/10").await.unwrap(), pattern(10));
     proxy.stop().await;
+}
+
+fn corrupt(rate: f64) -> TcpFault {
+    TcpFault::Corrupt(CorruptSpec {
+        rate,
+        ..Default::default()
+    })
+}
+
+/// Where `got` differs from `sent`: (offset, flipped bits), each one bit.
+fn flipped_bits(sent: &[u8], got: &[u8]) -> Vec<(usize, u8)> {
+    assert_eq!(sent.len(), got.len(), "corruption keeps the length");
+    sent.iter()
+        .zip(got)
+        .enumerate()
+        .filter(|(_, (a, b))| a != b)
+        .map(|(i, (a, b))| {
+            assert_eq!(
+                (a ^ b).count_ones(),
+                1,
+                "byte {i}: {a:#010b} became {b:#010b}"
+            );
+            (i, a ^ b)
+        })
+        .collect()
+}
+
+#[test]
+fn corrupt_flips_one_bit_in_its_share_of_segments_and_a_seed_repeats_them() {
+    let segment = pattern(MSS);
+    let segments = 20_000;
+    // (segment, offset, bit) of every flip the response stage makes on `segments` full segments.
+    let flips = |seed: u64| -> Vec<(usize, usize, u8)> {
+        let [None, Some(mut stage)] = corrupt(0.1).injector().connection([false, true]) else {
+            panic!("a stage on the response flow only");
+        };
+        assert_eq!(stage.max_chunk(), Some(MSS));
+        let key = MessageKey {
+            fault: 0,
+            connection: 0,
+            flow: Flow::Response,
+            message: 0,
+        };
+        let mut rng = message_rng(seed, key);
+        let now = tokio::time::Instant::now();
+        (0..segments)
+            .flat_map(|n| {
+                let chunk = Chunk {
+                    bytes: &segment,
+                    flow: Flow::Response,
+                    new_message: n == 0,
+                    now,
+                };
+                match stage.on_chunk(&chunk, &mut rng) {
+                    Verdict::Pass => Vec::new(),
+                    Verdict::Replace(bytes) => {
+                        let flips = flipped_bits(&segment, &bytes);
+                        assert_eq!(flips.len(), 1, "one bit per corrupted segment");
+                        flips.into_iter().map(|(at, bit)| (n, at, bit)).collect()
+                    }
+                    other => panic!("{other:?}"),
+                }
+            })
+            .collect()
+    };
+    let seven = flips(7);
+    // 10% of 20 000 segments, within 4 standard errors (0.21% each).
+    let share = seven.len() as f64 / segments as f64;
+    assert!((share - 0.1).abs() < 0.0085, "{share}");
+    // Offsets and bits spread over the whole segment.
+    let first_half = seven.iter().filter(|(_, at, _)| *at < MSS / 2).count();
+    assert!(
+        (0.45..0.55).contains(&(first_half as f64 / seven.len() as f64)),
+        "{first_half} of {} in the first half",
+        seven.len()
+    );
+    for bit in 0..8 {
+        assert!(seven.iter().any(|(_, _, b)| *b == 1 << bit), "bit {bit}");
+    }
+    assert_eq!(flips(7), seven, "the same seed repeats every flip");
+    assert_ne!(flips(8), seven);
+}
+
+#[tokio::test]
+async fn corrupt_through_the_proxy_flips_one_bit_per_segment_and_nothing_else() {
+    let reply = 200_000;
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(upload_then_download(listener, reply));
+    let expected = [Sha256::digest(b"").to_vec(), pattern(reply)].concat();
+    for rate in [0.0, 1.0] {
+        let handle = proxy::start(config(addr, vec![corrupt(rate)]))
+            .await
+            .unwrap();
+        let mut client = TcpStream::connect(handle.local_addrs()[0]).await.unwrap();
+        client.shutdown().await.unwrap();
+        let mut got = Vec::new();
+        tokio::time::timeout(Duration::from_secs(5), client.read_to_end(&mut got))
+            .await
+            .expect("the reply within 5 s")
+            .unwrap();
+        let flips = flipped_bits(&expected, &got);
+        let applied = handle.stats().faults_applied["corrupt"];
+        if rate == 0.0 {
+            assert!(flips.is_empty());
+        } else {
+            // Every segment is hit, once: at least one flip per 1460 bytes (a read may end a segment early).
+            assert!(
+                flips.len() >= expected.len().div_ceil(MSS),
+                "{} flips",
+                flips.len()
+            );
+        }
+        assert_eq!(
+            applied,
+            flips.len() as u64,
+            "one application per corrupted segment"
+        );
+        handle.stop().await;
+    }
 }

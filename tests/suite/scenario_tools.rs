@@ -1054,3 +1054,39 @@ async fn every_routed_tool_is_named_in_the_instructions_and_the_tool_help() {
     }
     client.cancel().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corrupt_makes_every_call_through_damaged_answers_fail() {
+    let topology = Topology::new().await;
+    let client = common::spawn().await;
+    let (markdown, report) = scenario(
+        &client,
+        "fault_run_corrupt_impact_scenario",
+        topology.args(
+            "/bytes/4000",
+            json!({"rate": "1", "seed": 5, "baseline": true, "duration": "1s", "rps": 4,
+                   "timeout": 2}),
+        ),
+    )
+    .await;
+    // Each of the three segments of every upstream answer has a bit flipped: the demo app finds the body corrupt
+    // (502), or cannot read the answer (502, or a timeout when a length grew).
+    let run = &report["run"];
+    assert_eq!(run["requests"], 4, "{markdown}");
+    assert_eq!(run["errors"], 4, "{markdown}");
+    assert_eq!(report["baseline"]["errors"], 0, "{markdown}");
+    assert_eq!(report["faults"][0]["kind"], "corrupt");
+    assert!(markdown.contains("Corrupt: 100.0% of chunks"), "{markdown}");
+    let refused = common::call(
+        &client,
+        "fault_run_corrupt_impact_scenario",
+        json!({"url": topology.app.url("/api/todos/1"), "rate": 1.5}),
+    )
+    .await
+    .expect("call");
+    assert!(
+        common::text(&refused).starts_with("rate: 1.5 is out of range; accepted: 0 to 1"),
+        "{}",
+        common::text(&refused)
+    );
+}

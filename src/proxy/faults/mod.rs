@@ -125,6 +125,7 @@ registry! {
     HttpError => http_error::HttpErrorSpec,
     Reset => reset::ResetSpec,
     LimitData => limit_data::LimitDataSpec,
+    Corrupt => corrupt::CorruptSpec,
 }
 
 /// What every TCP fault's spec is: its facts, from which its faces are generated, and its behaviour.
