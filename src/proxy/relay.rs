@@ -467,8 +467,9 @@ where
                     now,
                 };
                 let verdict = active.stage.on_chunk(&chunk, &mut active.rng);
-                if verdict != Verdict::Pass {
-                    fault.applied.fetch_add(1, Ordering::Relaxed);
+                let acted = active.stage.acted(&verdict);
+                if acted > 0 {
+                    fault.applied.fetch_add(acted, Ordering::Relaxed);
                 }
                 match verdict {
                     Verdict::Pass => {}
@@ -558,7 +559,9 @@ where
             continue;
         }
         if let Verdict::End { how, .. } = verdict {
-            fault.applied.fetch_add(1, Ordering::Relaxed);
+            fault
+                .applied
+                .fetch_add(active.stage.acted(&verdict), Ordering::Relaxed);
             return Err(end_connection(writer, how, fault.spec.kind()).await);
         }
     }

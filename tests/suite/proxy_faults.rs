@@ -931,3 +931,52 @@ async fn corrupt_through_the_proxy_flips_one_bit_per_segment_and_nothing_else() 
         handle.stop().await;
     }
 }
+
+/// An HTTP/1.1 keep-alive upstream that writes each answer's head and body apart, 5 ms between them, as most
+/// servers do: the proxy reads them as two chunks.
+async fn head_then_body_upstream() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let _ = stream.set_nodelay(true);
+            tokio::spawn(async move {
+                let (r, mut w) = stream.into_split();
+                let mut lines = BufReader::new(r).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    if !line.is_empty() {
+                        continue;
+                    }
+                    let head = w.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n");
+                    if head.await.is_err() {
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    if w.write_all(b"hello").await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test]
+async fn http_error_counts_the_responses_it_replaced_not_their_writes() {
+    let addr = head_then_body_upstream().await;
+    let spec = TcpFault::HttpError(fault::proxy::HttpErrorSpec {
+        status_code: 503,
+        ..Default::default()
+    });
+    let proxy = proxy::start(config(addr, vec![spec])).await.unwrap();
+    let mut client = Client::connect(proxy.local_addrs()[0]).await;
+    for _ in 0..50 {
+        let (status, _) = client.exchange("/").await.unwrap();
+        assert_eq!(status, 503);
+        // The next request after the body, so that the body is a read of its own, as under paced load.
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(proxy.stats().faults_applied["http_error"], 50);
+    proxy.stop().await;
+}

@@ -446,6 +446,9 @@ async fn http_error_replaces_responses_and_keeps_connections_in_sync() {
         "{markdown}"
     );
     assert!(markdown.contains("500×10"));
+    // The fault acted once per response it replaced.
+    assert_eq!(report["proxy"]["fault_applications"], 10, "{markdown}");
+    assert!(markdown.contains("fault acted 10 times"), "{markdown}");
 
     // Half the responses, on kept-alive connections: every answer is a clean 200 or 500.
     let (markdown, report) = scenario(

@@ -196,6 +196,8 @@ pub struct HttpError {
     phase: Phase,
     /// Whether the response being relayed is replaced; drawn when its head starts.
     replacing: Option<bool>,
+    /// Responses replaced since the relay last asked ([`Stage::acted`]).
+    replaced: u64,
     requests: Arc<RequestLog>,
 }
 
@@ -205,6 +207,7 @@ impl HttpError {
             spec: spec.clone(),
             phase: Phase::Head(Vec::new()),
             replacing: None,
+            replaced: 0,
             requests,
         }
     }
@@ -277,6 +280,7 @@ impl HttpError {
                     if replacing {
                         let close = framing == http1::BodyFraming::UntilClose;
                         out.extend_from_slice(&self.synthetic(close, !answers_head));
+                        self.replaced += 1;
                     } else {
                         out.extend_from_slice(head);
                     }
@@ -310,6 +314,11 @@ impl HttpError {
 }
 
 impl Stage for HttpError {
+    /// Responses replaced, not the chunks they came in: a head and its body written apart are one response.
+    fn acted(&mut self, _verdict: &Verdict) -> u64 {
+        std::mem::take(&mut self.replaced)
+    }
+
     fn on_chunk(&mut self, chunk: &Chunk<'_>, rng: &mut StdRng) -> Verdict {
         let mut out = Vec::with_capacity(chunk.bytes.len());
         if let Err(e) = self.process(chunk.bytes, &mut out, rng) {
@@ -442,6 +451,9 @@ mod tests {
             let mut stage = HttpError::new(&spec(1.0), Arc::default());
             let out = run(&mut stage, &[&upstream[..cut], &upstream[cut..]]);
             assert_eq!(out, [REPLACED, REPLACED].concat(), "cut at {cut}");
+            // Two responses, however they were cut.
+            assert_eq!(stage.acted(&Verdict::Pass), 2, "cut at {cut}");
+            assert_eq!(stage.acted(&Verdict::Pass), 0);
         }
     }
 

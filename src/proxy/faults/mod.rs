@@ -295,6 +295,13 @@ pub trait Stage: Send {
     fn max_chunk(&self) -> Option<usize> {
         None
     }
+    /// How many times the fault acted in `verdict`, the verdict this stage just gave, counted in the unit it
+    /// works on (a message delayed, a segment lost, a connection reset): the "fault acted N times" of stats and
+    /// reports. One for each verdict that is not `Pass`, unless the stage's unit is not a chunk (HTTP error
+    /// counts responses, whatever the writes they come in).
+    fn acted(&mut self, verdict: &Verdict) -> u64 {
+        u64::from(*verdict != Verdict::Pass)
+    }
     /// Whether the relay must keep this stage's delays exact (below the timer's 1 ms tick). A stage
     /// whose clock absorbs timer rounding by itself (bandwidth) says no.
     fn exact_delays(&self) -> bool {
