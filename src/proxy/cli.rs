@@ -100,6 +100,8 @@ impl From<RunArgs> for ProxyConfig {
 pub enum RunError {
     #[error(transparent)]
     Proxy(#[from] ProxyError),
+    #[error("--upstream-ca: {0}")]
+    UpstreamCa(#[source] crate::tls::TlsSetupError),
 }
 
 /// The fault's description with where, how often and when it applies.
@@ -139,6 +141,10 @@ fn status_line(s: &ProxyStats) -> String {
 }
 
 pub async fn run(args: RunArgs) -> Result<(), RunError> {
+    // Checked at start even when no upstream is https yet, so that a bad path is not found only later.
+    if let Some(path) = &args.upstream_ca {
+        crate::tls::extra_ca_certificates(path).map_err(RunError::UpstreamCa)?;
+    }
     let config = ProxyConfig::from(&args);
     let faults: Vec<String> = config.faults.iter().map(describe).collect();
     let handle = super::start(config).await?;

@@ -1093,3 +1093,30 @@ async fn corrupt_makes_every_call_through_damaged_answers_fail() {
         common::text(&refused)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_extra_ca_that_is_not_a_file_fails_the_https_scenario_at_once() {
+    let upstream = scenario_support::upstream_tls().await;
+    let client = common::spawn_with(common::ServerSpec {
+        env: [("FAULT_PROXY_EXTRA_CA".to_owned(), "/dev/zero".to_owned())].into(),
+        ..Default::default()
+    })
+    .await;
+    let url = format!("https://127.0.0.1:{}/todos/1", upstream.addr.port());
+    let started = std::time::Instant::now();
+    let result = common::call(
+        &client,
+        "fault_run_latency_impact_scenario",
+        json!({"url": url, "latency": 10, "duration": "1s", "rps": 2}),
+    )
+    .await
+    .expect("call");
+    let text = common::text(&result);
+    assert!(common::is_error(&result), "{text}");
+    assert!(
+        text.contains("/dev/zero") && text.contains("not a regular file"),
+        "{text}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    client.cancel().await.unwrap();
+}

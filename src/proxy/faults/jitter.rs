@@ -20,7 +20,7 @@ use super::{Chunk, Injector, Placeable, Stage, TcpFaultSpec, Verdict, in_ms};
 use crate::lenient::{Lenient, Number};
 use crate::proxy::flags::OwnFlags;
 use crate::proxy::placement::{Direction, FaultCommon, Flow};
-use crate::proxy::values::{ParseError, parse_ms};
+use crate::proxy::values::{ParseError, parse_hz, parse_ms};
 
 #[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
 pub struct JitterSpec {
@@ -110,7 +110,7 @@ pub struct JitterFlags {
     #[arg(long, env = "FAULT_JITTER_AMPLITUDE", default_value = "20", value_parser = parse_ms)]
     pub jitter_amplitude: Duration,
     /// Spikes per second (Hz).
-    #[arg(long, env = "FAULT_JITTER_FREQUENCY", default_value = "5")]
+    #[arg(long, env = "FAULT_JITTER_FREQUENCY", default_value = "5", value_parser = parse_hz)]
     pub jitter_frequency: f64,
 }
 

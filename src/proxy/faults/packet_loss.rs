@@ -16,7 +16,7 @@ use super::{
 use crate::lenient::{self, Lenient, Scalar};
 use crate::proxy::flags::OwnFlags;
 use crate::proxy::placement::{Direction, FaultCommon};
-use crate::proxy::values::{ParseError, parse_rate};
+use crate::proxy::values::{ParseError, parse_rate, parse_segments};
 
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(default)]
@@ -129,7 +129,7 @@ pub struct PacketLossFlags {
     #[arg(long, env = "FAULT_PACKET_LOSS_RATE", default_value = "0.05", value_parser = parse_rate)]
     pub packet_loss_rate: f64,
     /// Mean burst length in segments (Gilbert-Elliott); without it losses are independent.
-    #[arg(long, env = "FAULT_PACKET_LOSS_BURST_LENGTH")]
+    #[arg(long, env = "FAULT_PACKET_LOSS_BURST_LENGTH", value_parser = parse_segments)]
     pub packet_loss_burst_length: Option<f64>,
 }
 
