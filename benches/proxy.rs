@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use fault::proxy::{self, BandwidthSpec, BandwidthUnit, FaultSpec, LatencySpec, ProxyConfig};
+use fault::proxy::{self, BandwidthSpec, BandwidthUnit, LatencySpec, ProxyConfig, TcpFault};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -432,7 +432,7 @@ impl Drop for Namespace {
 async fn start_proxy(
     http: SocketAddr,
     bulk: SocketAddr,
-    faults: Vec<FaultSpec>,
+    faults: Vec<TcpFault>,
 ) -> proxy::ProxyHandle {
     proxy::start(ProxyConfig {
         mappings: vec![
@@ -446,8 +446,8 @@ async fn start_proxy(
     .unwrap()
 }
 
-fn bandwidth(bytes_per_second: u64) -> FaultSpec {
-    FaultSpec::Bandwidth(BandwidthSpec {
+fn bandwidth(bytes_per_second: u64) -> TcpFault {
+    TcpFault::Bandwidth(BandwidthSpec {
         rate: bytes_per_second,
         unit: BandwidthUnit::Bps,
         ..Default::default()
@@ -476,7 +476,7 @@ async fn latency_accuracy(http: SocketAddr, bulk: SocketAddr) {
         let p = start_proxy(
             http,
             bulk,
-            vec![FaultSpec::Latency(LatencySpec {
+            vec![TcpFault::Latency(LatencySpec {
                 mean: Duration::from_millis(ms),
                 ..Default::default()
             })],

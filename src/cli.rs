@@ -7,10 +7,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use url::Url;
 
 use crate::{
+    impact,
     index::{StoreChoice, StoreSettings},
     llm::{self, LlmSettings, Provider},
     mcp::AgentSettings,
-    scenario,
     serve::{TransportArgs, parse_http_url},
 };
 
@@ -64,20 +64,28 @@ pub struct AgentCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum AgentSubcommand {
-    /// Serve the fault tools over MCP on stdin/stdout (start it from an MCP client such as Cursor or Claude),
-    /// or over Streamable HTTP with --transport http.
-    ///
-    /// Tools: fault_list_function_names, fault_extract_code_block, fault_index_source_code,
-    /// fault_score_performance, fault_score_reliability, fault_suggest_better_function_performance,
-    /// fault_suggest_better_function_reliability, fault_suggest_service_level_objectives_slo,
-    /// fault_make_reliability_and_perf_changes, fault_function_reliability_deep_analysis and the
-    /// fault_run_*_impact_scenario tools. No API key, network or database is needed to start; the
-    /// LLM tools read their key (OPENAI_API_KEY, OPENROUTER_API_KEY, or FAULT_LLM_API_KEY for a custom base
-    /// URL) when they are called.
-    ///
-    /// With `--transport http` the same tools are served over Streamable HTTP (default
-    /// http://127.0.0.1:8000/mcp) for clients configured with a URL.
+    #[command(about = TOOL_ABOUT, long_about = tool_long_about())]
     Tool(ToolArgs),
+}
+
+const TOOL_ABOUT: &str = "Serve the fault tools over MCP on stdin/stdout (start it from an MCP client such as \
+Cursor or Claude), or over Streamable HTTP with --transport http";
+
+/// The long help of `fault agent tool`, naming every tool the server routes. Listing them builds every tool's
+/// schema, milliseconds at each start of any command; only `--help` shows this text, so the list is built then.
+fn tool_long_about() -> String {
+    let asked = std::env::args_os().any(|arg| arg == "--help" || arg == "help");
+    let tools = if asked {
+        crate::mcp::FaultServer::tool_names().join(", ")
+    } else {
+        "every fault tool".to_owned()
+    };
+    format!(
+        "{TOOL_ABOUT}.\n\nTools: {tools}. No API key, network or database is needed to start; the LLM tools read \
+their key (OPENAI_API_KEY, OPENROUTER_API_KEY, or FAULT_LLM_API_KEY for a custom base URL) when they are \
+called.\n\nWith `--transport http` the same tools are served over Streamable HTTP (default \
+http://127.0.0.1:8000/mcp) for clients configured with a URL."
+    )
 }
 
 /// Options of `fault agent tool`.
@@ -191,8 +199,8 @@ pub struct AgentOptions {
 
     /// Cap on an impact scenario's total load, num_clients × rps, in requests per second.
     #[arg(long, env = "FAULT_MAX_SCENARIO_RPS", global = true, value_name = "RPS",
-          default_value_t = scenario::DEFAULT_MAX_SCENARIO_RPS,
-          value_parser = clap::value_parser!(u64).range(1..=scenario::CEILING_SCENARIO_RPS))]
+          default_value_t = impact::DEFAULT_MAX_SCENARIO_RPS,
+          value_parser = clap::value_parser!(u64).range(1..=impact::CEILING_SCENARIO_RPS))]
     pub max_scenario_rps: u64,
 
     /// Cap on an impact or MCP chaos scenario's load duration, e.g. 2m, 30s (at most 1h).
@@ -274,11 +282,11 @@ impl AgentOptions {
                 qdrant_url: self.qdrant_url.clone(),
                 vector_cache_bytes: self.vector_cache_mib * 1024 * 1024,
             },
-            scenario: scenario::Limits {
+            scenario: impact::Limits {
                 max_total_rps: self.max_scenario_rps,
                 max_duration: self.max_scenario_duration,
                 allow_public_proxies: self.allow_public_proxies,
-                ..scenario::Limits::default()
+                ..impact::Limits::default()
             },
         }
     }
@@ -288,10 +296,10 @@ impl AgentOptions {
 fn parse_scenario_duration(raw: &str) -> Result<Duration, String> {
     let duration = humantime::parse_duration(raw.trim())
         .map_err(|e| format!("'{raw}' is not a duration ({e}); use e.g. 30s, 2m, 10m"))?;
-    if duration.is_zero() || duration > scenario::CEILING_SCENARIO_DURATION {
+    if duration.is_zero() || duration > impact::CEILING_SCENARIO_DURATION {
         return Err(format!(
             "'{raw}' is out of range; accepted: more than 0s and at most {}",
-            humantime::format_duration(scenario::CEILING_SCENARIO_DURATION)
+            humantime::format_duration(impact::CEILING_SCENARIO_DURATION)
         ));
     }
     Ok(duration)

@@ -30,28 +30,33 @@ pub enum TlsSetupError {
     Config(#[from] rustls::Error),
 }
 
-fn add_pem_file(roots: &mut rustls::RootCertStore, path: &Path) -> Result<(), TlsSetupError> {
-    let certs = CertificateDer::pem_file_iter(path).map_err(|e| TlsSetupError::ExtraCa {
+/// Largest extra CA file read: a whole public bundle is about 220 KB.
+pub const MAX_EXTRA_CA_BYTES: u64 = 4 << 20;
+
+/// The certificates of the PEM file `path`, read through the one reader of user files: anything but a regular
+/// file of at most [`MAX_EXTRA_CA_BYTES`] is refused without blocking (a FIFO) or reading forever (`/dev/zero`).
+pub fn extra_ca_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsSetupError> {
+    let refused = |reason: String| TlsSetupError::ExtraCa {
         path: path.to_path_buf(),
-        reason: e.to_string(),
-    })?;
-    let mut added = 0;
-    for cert in certs {
-        let cert = cert.map_err(|e| TlsSetupError::ExtraCa {
-            path: path.to_path_buf(),
-            reason: e.to_string(),
-        })?;
+        reason,
+    };
+    let pem =
+        crate::files::read_bounded(path, MAX_EXTRA_CA_BYTES).map_err(|e| refused(e.to_string()))?;
+    let certs = CertificateDer::pem_slice_iter(&pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| refused(e.to_string()))?;
+    if certs.is_empty() {
+        return Err(refused("no PEM certificate in it".into()));
+    }
+    Ok(certs)
+}
+
+fn add_pem_file(roots: &mut rustls::RootCertStore, path: &Path) -> Result<(), TlsSetupError> {
+    for cert in extra_ca_certificates(path)? {
         roots.add(cert).map_err(|e| TlsSetupError::ExtraCa {
             path: path.to_path_buf(),
             reason: e.to_string(),
         })?;
-        added += 1;
-    }
-    if added == 0 {
-        return Err(TlsSetupError::ExtraCa {
-            path: path.to_path_buf(),
-            reason: "no PEM certificate in it".into(),
-        });
     }
     Ok(())
 }

@@ -10,8 +10,8 @@ use rmcp::{
     tool, tool_router,
 };
 
+use super::impact::progress_ticker;
 use super::mcp_chaos_input::{chaos_input_schema, chaos_spec};
-use super::scenario::progress_ticker;
 use super::{FaultServer, output_schema, text_and_structured, tool_error};
 use crate::{
     load::LoadProgress,

@@ -1,5 +1,5 @@
 //! Input of `fault_run_mcp_chaos_scenario`: a serde struct that is also the tool's JSON Schema, with
-//! lenient field types ([`super::lenient`]); `validate` turns it into a [`ChaosSpec`] or an error naming the
+//! lenient field types ([`crate::lenient`]); `validate` turns it into a [`ChaosSpec`] or an error naming the
 //! field and what it accepts.
 
 use std::{collections::BTreeMap, path::PathBuf, sync::Arc, time::Duration};
@@ -8,14 +8,14 @@ use rmcp::{model::JsonObject, schemars::JsonSchema};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::lenient::{Lenient, Strings};
-use super::scenario_input::{InputError, bad, duration, read, whole, within};
+use super::impact_input::{InputError, bad, duration, read, whole, within};
+use crate::lenient::{Lenient, Strings};
 use crate::{
+    impact::Limits,
     mcp_chaos::{ChaosSpec, ServerTarget, ServerUrl},
     mcp_load::{CallLoad, CallPace, PlannedCall, RetryPolicy},
     mcp_proxy::{plan::Plan, stdio::ServerCommand},
     mcp_wire::{endpoint::parse_endpoint, http_session::header_map},
-    scenario::Limits,
 };
 
 /// Logical calls one run may make.

@@ -4,12 +4,11 @@
 
 mod advice;
 mod code;
+mod impact;
+mod impact_input;
 mod index;
-mod lenient;
 mod mcp_chaos;
 mod mcp_chaos_input;
-mod scenario;
-mod scenario_input;
 
 use std::sync::Arc;
 
@@ -35,20 +34,26 @@ pub(crate) use crate::serve::{
     json_and_structured, output_schema, text_and_structured, tool_error,
 };
 
-const INSTRUCTIONS: &str = "fault gives you reliability tools for the code you write. \
+/// What the server tells a client at `initialize`: its tools by family, the impact-scenario tools as the TCP
+/// fault registry names them.
+fn instructions() -> String {
+    format!(
+        "fault gives you reliability tools for the code you write. \
 Code: fault_list_function_names lists the functions of a file; fault_extract_code_block returns one function \
 (`full` with signature and decorators, `body` without). \
 Index: fault_index_source_code embeds a source tree so the LLM tools get context from it. \
 LLM review: fault_score_performance / fault_score_reliability score a snippet 0..1 with an explanation; \
-fault_suggest_better_function_performance / _reliability return a unified diff; \
+fault_suggest_better_function_performance / fault_suggest_better_function_reliability return a unified diff; \
 fault_suggest_service_level_objectives_slo proposes SLOs; fault_make_reliability_and_perf_changes proposes a \
 whole-file change; fault_function_reliability_deep_analysis reviews one function in depth. \
-Impact scenarios: fault_run_{latency,jitter,packet_loss,bandwidth,blackhole,http_error}_impact_scenario put a \
-fault-injecting proxy on the path to a URL (or on the `proxies` you map), send load, and return a markdown report \
-with latency percentiles and SLO verdicts. \
-MCP chaos: fault_run_mcp_chaos_scenario starts an MCP server behind fault mcp-proxy with a fault plan, drives tool \
-calls with a client policy (timeout, retries, backoff) and reports availability, correctness against outputSchema, \
-latency, recovery and blast radius. Paths must be absolute.";
+Impact scenarios: {} put a fault-injecting proxy on the path to a URL (or on the `proxies` you map), send \
+load, and return a markdown report with latency percentiles and SLO verdicts. \
+MCP chaos: fault_run_mcp_chaos_scenario starts an MCP server behind fault mcp-proxy with a fault plan, drives \
+tool calls with a client policy (timeout, retries, backoff) and reports availability, correctness against \
+outputSchema, latency, recovery and blast radius. Paths must be absolute.",
+        impact::tool_names().join(", ")
+    )
+}
 
 /// Longest snippet the LLM tools take, in characters: one function or excerpt, not a whole tree.
 pub(crate) const MAX_SNIPPET_CHARS: u32 = 200_000;
@@ -63,7 +68,7 @@ pub struct AgentSettings {
     pub llm: LlmSettings,
     pub store: StoreSettings,
     /// The operator's bounds on impact scenarios: load caps and where proxies may listen.
-    pub scenario: crate::scenario::Limits,
+    pub scenario: crate::impact::Limits,
 }
 
 /// The `fault agent tool` MCP server.
@@ -72,20 +77,38 @@ pub struct FaultServer {
     settings: Arc<AgentSettings>,
     tool_router: ToolRouter<Self>,
     /// One impact scenario at a time: they bind ports and measure latency.
-    scenario_slot: scenario::ScenarioSlot,
+    impact_slot: impact::ImpactSlot,
 }
 
 impl FaultServer {
     pub fn new(settings: AgentSettings) -> Self {
         Self {
             settings: Arc::new(settings),
-            tool_router: Self::code_router()
-                + Self::advice_router()
-                + Self::index_router()
-                + Self::scenario_router()
-                + Self::mcp_chaos_router(),
-            scenario_slot: scenario::ScenarioSlot::default(),
+            tool_router: Self::families()
+                .into_iter()
+                .fold(ToolRouter::new(), |all, family| all + family),
+            impact_slot: impact::ImpactSlot::default(),
         }
+    }
+
+    /// The tools, one router per family.
+    fn families() -> [ToolRouter<Self>; 5] {
+        [
+            Self::code_router(),
+            Self::index_router(),
+            Self::advice_router(),
+            Self::impact_router(),
+            Self::mcp_chaos_router(),
+        ]
+    }
+
+    /// The names of every tool, family by family.
+    pub fn tool_names() -> Vec<String> {
+        Self::families()
+            .iter()
+            .flat_map(ToolRouter::list_all)
+            .map(|tool| tool.name.into_owned())
+            .collect()
     }
 
     pub fn settings(&self) -> &AgentSettings {
@@ -98,7 +121,7 @@ impl ServerHandler for FaultServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("fault", env!("CARGO_PKG_VERSION")))
-            .with_instructions(INSTRUCTIONS)
+            .with_instructions(instructions())
     }
 
     /// Every required field the call lacks is named in one error, before the tool reads its input.

@@ -213,7 +213,7 @@ fn upstream_flag(error: &EndpointError) -> String {
 
 /// The TCP faults of one `--upstream-fault` value.
 #[derive(Debug, Clone)]
-pub struct UpstreamFaults(pub Vec<crate::proxy::FaultSpec>);
+pub struct UpstreamFaults(pub Vec<crate::proxy::TcpFault>);
 
 fn parse_upstream_faults(value: &str) -> Result<UpstreamFaults, String> {
     crate::proxy::cli::parse_fault_flags(value).map(UpstreamFaults)

@@ -22,7 +22,7 @@ use hyper_util::{
 };
 
 use crate::proxy::{
-    FaultSpec, ProxyConfig, ProxyHandle,
+    ProxyConfig, ProxyHandle, TcpFault,
     mapping::{Mapping, Upstream as TcpUpstream},
 };
 use crate::tls::ClientStream;
@@ -44,7 +44,7 @@ pub struct EndpointOptions {
     /// An extra PEM CA trusted for an `https://` endpoint (else `$FAULT_PROXY_EXTRA_CA`).
     pub extra_ca: Option<PathBuf>,
     /// TCP faults on the connection.
-    pub faults: Vec<FaultSpec>,
+    pub faults: Vec<TcpFault>,
     /// The seed of the TCP faults' decisions.
     pub seed: u64,
 }

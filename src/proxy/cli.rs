@@ -16,37 +16,10 @@ fn parse_run_duration(raw: &str) -> Result<Duration, String> {
         .map_err(|e| format!("'{raw}' is not a duration ({e}); expected e.g. 30s, 5m, 1h30m"))
 }
 
-/// A flag in milliseconds (fractions allowed), as a duration.
-pub(crate) fn parse_ms(raw: &str) -> Result<Duration, String> {
-    let v: f64 = raw
-        .trim()
-        .parse()
-        .map_err(|_| format!("'{raw}' is not a number of milliseconds"))?;
-    if v.is_finite() && v >= 0.0 {
-        Ok(Duration::from_secs_f64(v / 1e3))
-    } else {
-        Err(format!(
-            "'{raw}' must be a non-negative number of milliseconds"
-        ))
-    }
-}
-
-pub(crate) fn parse_probability(raw: &str) -> Result<f64, String> {
-    let v: f64 = raw
-        .trim()
-        .parse()
-        .map_err(|_| format!("probability '{raw}' is not a number between 0.0 and 1.0"))?;
-    if (0.0..=1.0).contains(&v) {
-        Ok(v)
-    } else {
-        Err(format!("probability '{raw}' must be between 0.0 and 1.0"))
-    }
-}
-
 /// The faults of `fault run` flags written in one value, as other commands take them (e.g. `fault mcp-proxy
 /// --upstream-fault "--with-latency --latency-mean 50"`): `fault run`'s own parser, without its environment
 /// variables (they configure `fault run`, not this value).
-pub fn parse_fault_flags(flags: &str) -> Result<Vec<super::FaultSpec>, String> {
+pub fn parse_fault_flags(flags: &str) -> Result<Vec<super::TcpFault>, String> {
     use clap::{CommandFactory, FromArgMatches};
 
     #[derive(clap::Parser)]
@@ -127,10 +100,12 @@ impl From<RunArgs> for ProxyConfig {
 pub enum RunError {
     #[error(transparent)]
     Proxy(#[from] ProxyError),
+    #[error("--upstream-ca: {0}")]
+    UpstreamCa(#[source] crate::tls::TlsSetupError),
 }
 
 /// The fault's description with where, how often and when it applies.
-fn describe(spec: &super::FaultSpec) -> String {
+fn describe(spec: &super::TcpFault) -> String {
     let c = spec.common();
     let window = match &c.schedule {
         Some(s) => format!(", schedule {s}"),
@@ -166,6 +141,10 @@ fn status_line(s: &ProxyStats) -> String {
 }
 
 pub async fn run(args: RunArgs) -> Result<(), RunError> {
+    // Checked at start even when no upstream is https yet, so that a bad path is not found only later.
+    if let Some(path) = &args.upstream_ca {
+        crate::tls::extra_ca_certificates(path).map_err(RunError::UpstreamCa)?;
+    }
     let config = ProxyConfig::from(&args);
     let faults: Vec<String> = config.faults.iter().map(describe).collect();
     let handle = super::start(config).await?;

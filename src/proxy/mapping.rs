@@ -4,7 +4,7 @@ use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::str::FromStr;
 
-use super::config::ParseError;
+use super::values::ParseError;
 
 /// Where the proxy forwards a connection.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,10 +9,13 @@
 pub mod cli;
 pub mod config;
 pub mod faults;
+pub mod flags;
 pub mod mapping;
+pub mod placement;
 mod precise;
 mod relay;
 mod splice;
+pub mod values;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -25,12 +28,17 @@ use tokio::net::TcpListener;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
-pub use config::{
-    BandwidthScope, BandwidthSpec, BandwidthUnit, BlackholeSpec, Direction, FaultCommon, FaultSpec,
-    Flow, HttpErrorSpec, JitterSpec, LatencyDistribution, LatencySpec, PacketLossSpec, ParseError,
-    ProxyConfig, SchedTime, Schedule, Side,
-};
+pub use config::ProxyConfig;
+pub use faults::TcpFault;
+pub use faults::bandwidth::{BandwidthScope, BandwidthSpec, BandwidthUnit};
+pub use faults::blackhole::BlackholeSpec;
+pub use faults::http_error::HttpErrorSpec;
+pub use faults::jitter::JitterSpec;
+pub use faults::latency::{LatencyDistribution, LatencySpec};
+pub use faults::packet_loss::PacketLossSpec;
 pub use mapping::{Mapping, Upstream};
+pub use placement::{Direction, FaultCommon, Flow, SchedTime, Schedule, Side, Window};
+pub use values::ParseError;
 
 use crate::tls;
 use relay::{Counters, ProxyFault, Runtime};
@@ -132,23 +140,15 @@ pub async fn start(config: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
     }
     let mut faults = Vec::with_capacity(config.faults.len());
     for spec in &config.faults {
-        spec.validate(config.run_duration)?;
+        spec.validate()?;
+        let window = spec.window(config.run_duration)?;
         let common = spec.common();
         let mut flows = [false; 2];
         for flow in common.side.flows(common.direction) {
             flows[flow.index()] = true;
         }
-        let window = match &common.schedule {
-            Some(s) => Some(s.window(config.run_duration).ok_or_else(|| {
-                ParseError::new(format!(
-                    "{} schedule uses percentages, which need a run duration",
-                    spec.kind()
-                ))
-            })?),
-            None => None,
-        };
         faults.push(ProxyFault {
-            injector: spec.fault().injector(),
+            injector: spec.injector(),
             spec: spec.clone(),
             flows,
             window,

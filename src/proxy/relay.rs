@@ -14,9 +14,9 @@ use tokio::net::TcpStream;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::time::Instant;
 
-use super::config::{FaultSpec, Flow};
-use super::faults::{self, Chunk, Ending, Injector, MessageKey, Stage, Verdict};
+use super::faults::{self, Chunk, ConnectionEnd, Injector, MessageKey, Stage, TcpFault, Verdict};
 use super::mapping::Upstream;
+use super::placement::{Flow, Window};
 use super::{precise, splice};
 
 /// Read buffer per flow: large, allocated once per connection.
@@ -34,12 +34,12 @@ pub(crate) struct Counters {
 
 /// A configured fault on a running proxy, ready to build the stages of new connections.
 pub(crate) struct ProxyFault {
-    pub spec: FaultSpec,
+    pub spec: TcpFault,
     pub injector: Arc<dyn Injector>,
     /// The flows its side and direction select, indexed by `Flow::index`.
     pub flows: [bool; 2],
     /// Active window from the proxy's start; `None` = always.
-    pub window: Option<(Duration, Option<Duration>)>,
+    pub window: Option<Window>,
     pub applied: AtomicU64,
 }
 
@@ -467,8 +467,9 @@ where
                     now,
                 };
                 let verdict = active.stage.on_chunk(&chunk, &mut active.rng);
-                if verdict != Verdict::Pass {
-                    fault.applied.fetch_add(1, Ordering::Relaxed);
+                let acted = active.stage.acted(&verdict);
+                if acted > 0 {
+                    fault.applied.fetch_add(acted, Ordering::Relaxed);
                 }
                 match verdict {
                     Verdict::Pass => {}
@@ -558,7 +559,9 @@ where
             continue;
         }
         if let Verdict::End { how, .. } = verdict {
-            fault.applied.fetch_add(1, Ordering::Relaxed);
+            fault
+                .applied
+                .fetch_add(active.stage.acted(&verdict), Ordering::Relaxed);
             return Err(end_connection(writer, how, fault.spec.kind()).await);
         }
     }
@@ -566,12 +569,12 @@ where
 }
 
 /// Ends the flow's connection as a fault asked; the returned error makes the relay close both flows.
-async fn end_connection<W>(writer: &mut W, how: Ending, kind: &'static str) -> io::Error
+async fn end_connection<W>(writer: &mut W, how: ConnectionEnd, kind: &'static str) -> io::Error
 where
     W: AsyncWrite + Unpin,
 {
     match how {
-        Ending::Close => {
+        ConnectionEnd::Close => {
             let _ = writer.shutdown().await;
             io::Error::new(
                 io::ErrorKind::ConnectionAborted,
@@ -579,6 +582,6 @@ where
             )
         }
         // No FIN first: the sockets are closed with SO_LINGER 0 by `serve`.
-        Ending::Reset => io::Error::other(ResetByFault(kind)),
+        ConnectionEnd::Reset => io::Error::other(ResetByFault(kind)),
     }
 }

@@ -281,3 +281,151 @@ async fn run_closes_connections_cleanly_after_the_data_limit() {
     assert_eq!(got, b"HTTP/1.1 2");
     let _ = child.kill().await;
 }
+
+#[tokio::test]
+async fn run_corrupts_one_bit_of_each_segment() {
+    let port = upstream().await;
+    let mut child = fault()
+        .args(["run", "--proxy", &format!("0=127.0.0.1:{port}")])
+        .args(["--with-corrupt", "--corrupt-rate", "1", "--duration", "3s"])
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr = listen_addr(&mut stderr).await;
+    let described = stderr.next_line().await.unwrap().unwrap_or_default();
+    assert!(
+        described.starts_with("fault: fault Corrupt: 100.0% of chunks"),
+        "{described}"
+    );
+    // The upstream's answer, written at once: one segment, so one bit flipped in it.
+    let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+    let mut s = TcpStream::connect(&addr).await.unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut got = vec![0; answer.len()];
+    tokio::time::timeout(Duration::from_secs(5), s.read_exact(&mut got))
+        .await
+        .expect("the answer within 5 s")
+        .unwrap();
+    let flipped: u32 = answer
+        .iter()
+        .zip(&got)
+        .map(|(a, b)| (a ^ b).count_ones())
+        .sum();
+    assert_eq!(flipped, 1, "{:?}", String::from_utf8_lossy(&got));
+    let _ = child.kill().await;
+}
+
+/// The arguments of `fault run`, as clap knows them.
+fn run_arguments() -> Vec<clap::Arg> {
+    use clap::CommandFactory;
+    let cli = fault::cli::Cli::command();
+    let run = cli.find_subcommand("run").expect("fault run");
+    run.get_arguments().cloned().collect()
+}
+
+/// Runs `fault run` with `args` and a closed upstream; what it printed if it exited within 5 s.
+async fn refused(args: &[String]) -> Result<(String, String), String> {
+    let started = Instant::now();
+    let run = fault()
+        .args(["run", "--proxy", "0=127.0.0.1:9"])
+        .args(args)
+        .output();
+    let out = match tokio::time::timeout(Duration::from_secs(5), run).await {
+        Ok(out) => out.map_err(|e| e.to_string())?,
+        Err(_) => return Err("still running after 5 s".into()),
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    if out.status.success() {
+        return Err(format!("exited successfully: {stderr}"));
+    }
+    if !stdout.is_empty() {
+        return Err(format!("wrote to stdout: {stdout}"));
+    }
+    Ok((stderr, format!("{} ms", started.elapsed().as_millis())))
+}
+
+#[tokio::test]
+async fn every_numeric_flag_refuses_a_negative_nan_or_huge_value_at_once() {
+    use std::any::TypeId;
+    let arguments = run_arguments();
+    let numeric = [
+        TypeId::of::<f64>(),
+        TypeId::of::<u64>(),
+        TypeId::of::<u16>(),
+        TypeId::of::<Duration>(),
+    ];
+    let flags: Vec<String> = arguments
+        .iter()
+        .filter(|arg| {
+            let parsed = arg.get_value_parser().type_id();
+            numeric.iter().any(|id| parsed == *id)
+        })
+        .filter_map(|arg| arg.get_long().map(|long| format!("--{long}")))
+        .collect();
+    assert!(
+        flags.contains(&"--latency-mean".to_owned()) && flags.contains(&"--seed".to_owned()),
+        "{flags:?}"
+    );
+    // Every fault enabled, so that each one's values are checked as well as parsed.
+    let every_fault: Vec<String> = arguments
+        .iter()
+        .filter_map(|arg| arg.get_long())
+        .filter(|long| long.starts_with("with-"))
+        .map(|long| format!("--{long}"))
+        .collect();
+    let mut failures = Vec::new();
+    for flag in &flags {
+        for value in ["-1", "NaN", "1e30"] {
+            let mut args = every_fault.clone();
+            args.push(format!("{flag}={value}"));
+            match refused(&args).await {
+                Ok((stderr, _)) if stderr.contains(flag.as_str()) => {}
+                Ok((stderr, _)) => failures.push(format!("{flag}={value}: {stderr}")),
+                Err(why) => failures.push(format!("{flag}={value}: {why}")),
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} flags tried: {failures:#?}",
+        flags.len()
+    );
+}
+
+#[tokio::test]
+async fn an_upstream_ca_that_is_not_a_bounded_regular_file_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.pem");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    let huge = dir.path().join("huge.pem");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len(20 << 20)
+        .unwrap();
+    let empty = dir.path().join("empty.pem");
+    std::fs::write(&empty, "no certificate here\n").unwrap();
+    let cases = [
+        (dir.path().join("missing.pem"), "not found"),
+        (dir.path().to_path_buf(), "is a directory"),
+        ("/dev/zero".into(), "not a regular file"),
+        (fifo, "not a regular file"),
+        (huge, "limit"),
+        (empty, "no PEM certificate"),
+    ];
+    for (path, problem) in cases {
+        let path = path.to_string_lossy().into_owned();
+        let (stderr, took) = refused(&["--upstream-ca".into(), path.clone()])
+            .await
+            .unwrap_or_else(|why| panic!("{path}: {why}"));
+        for expected in ["--upstream-ca", path.as_str(), problem] {
+            assert!(stderr.contains(expected), "{path} ({took}): {stderr}");
+        }
+    }
+}

@@ -8,12 +8,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use fault::proxy::faults::corrupt::CorruptSpec;
 use fault::proxy::faults::limit_data::LimitDataSpec;
 use fault::proxy::faults::reset::ResetSpec;
+use fault::proxy::faults::{Chunk, MSS, MessageKey, Verdict, message_rng};
 use fault::proxy::{
     self, BandwidthScope, BandwidthSpec, BandwidthUnit, BlackholeSpec, Direction, FaultCommon,
-    FaultSpec, JitterSpec, LatencyDistribution, LatencySpec, Mapping, PacketLossSpec, ProxyConfig,
-    Side,
+    Flow, JitterSpec, LatencyDistribution, LatencySpec, Mapping, PacketLossSpec, ProxyConfig, Side,
+    TcpFault,
 };
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -140,7 +142,7 @@ impl Client {
     }
 }
 
-fn config(upstream: SocketAddr, faults: Vec<FaultSpec>) -> ProxyConfig {
+fn config(upstream: SocketAddr, faults: Vec<TcpFault>) -> ProxyConfig {
     ProxyConfig {
         mappings: vec![format!("0=127.0.0.1:{}", upstream.port()).parse().unwrap()],
         faults,
@@ -159,8 +161,8 @@ fn mean_sd(xs: &[f64]) -> (f64, f64) {
     (mean, var.sqrt())
 }
 
-fn latency(mean_ms: u64, stddev_ms: u64) -> FaultSpec {
-    FaultSpec::Latency(LatencySpec {
+fn latency(mean_ms: u64, stddev_ms: u64) -> TcpFault {
+    TcpFault::Latency(LatencySpec {
         mean: Duration::from_millis(mean_ms),
         stddev: Duration::from_millis(stddev_ms),
         ..Default::default()
@@ -216,7 +218,7 @@ async fn latency_spread_follows_stddev() {
 /// Sends the same request sequence through a proxy with `fault` and `seed`: 12 requests on one kept-alive
 /// connection, then 8 on a new connection each, 20 ms apart. Returns each request's status and time (from
 /// sending the request to the end of the response).
-async fn request_sequence(fault: FaultSpec, seed: u64) -> Vec<(u16, f64)> {
+async fn request_sequence(fault: TcpFault, seed: u64) -> Vec<(u16, f64)> {
     let up = upstream().await;
     let handle = proxy::start(ProxyConfig {
         seed: Some(seed),
@@ -250,7 +252,7 @@ fn different_delays(a: &[(u16, f64)], b: &[(u16, f64)]) -> Vec<(usize, f64, f64)
 }
 
 /// Each request's least time over two runs of the sequence: scheduling noise on a loaded machine only adds.
-async fn least_of_two(fault: FaultSpec, seed: u64) -> Vec<(u16, f64)> {
+async fn least_of_two(fault: TcpFault, seed: u64) -> Vec<(u16, f64)> {
     let a = request_sequence(fault.clone(), seed).await;
     let b = request_sequence(fault, seed).await;
     a.iter().zip(&b).map(|(x, y)| (x.0, x.1.min(y.1))).collect()
@@ -260,7 +262,7 @@ async fn least_of_two(fault: FaultSpec, seed: u64) -> Vec<(u16, f64)> {
 async fn the_same_seed_and_requests_give_the_same_decisions() {
     // HTTP error at probability 0.5: the same requests fail, another seed fails others.
     let http_error = |_| {
-        FaultSpec::HttpError(fault::proxy::HttpErrorSpec {
+        TcpFault::HttpError(fault::proxy::HttpErrorSpec {
             status_code: 503,
             probability: 0.5,
             ..Default::default()
@@ -279,7 +281,7 @@ async fn the_same_seed_and_requests_give_the_same_decisions() {
     // Latency with a deviation, and jitter: the same delay for each request.
     let faults = [
         latency(40, 15),
-        FaultSpec::Jitter(JitterSpec {
+        TcpFault::Jitter(JitterSpec {
             amplitude: Duration::from_millis(60),
             // Requests 20 ms apart: a spike (or more) before nearly every one.
             frequency: 500.0,
@@ -301,7 +303,7 @@ async fn the_same_seed_and_requests_give_the_same_decisions() {
 #[tokio::test]
 async fn latency_distributions_and_clamps_on_client_side() {
     let up = upstream().await;
-    let spec = FaultSpec::Latency(LatencySpec {
+    let spec = TcpFault::Latency(LatencySpec {
         common: FaultCommon {
             side: Side::Client,
             direction: Direction::Ingress,
@@ -326,7 +328,7 @@ async fn latency_distributions_and_clamps_on_client_side() {
 /// Seconds for two connections at once to fetch 5000 bytes each through a 10 KB/s bandwidth fault.
 async fn two_bodies_through_bandwidth(scope: BandwidthScope) -> f64 {
     let up = upstream().await;
-    let spec = FaultSpec::Bandwidth(BandwidthSpec {
+    let spec = TcpFault::Bandwidth(BandwidthSpec {
         rate: 10,
         unit: BandwidthUnit::KBps,
         scope,
@@ -367,7 +369,7 @@ async fn bandwidth_with_proxy_scope_is_shared_by_connections() {
 #[tokio::test]
 async fn packet_loss_raises_the_tail_and_keeps_bodies_intact() {
     let up = upstream().await;
-    let spec = FaultSpec::PacketLoss(PacketLossSpec {
+    let spec = TcpFault::PacketLoss(PacketLossSpec {
         rate: 0.3,
         rto: Duration::from_millis(40),
         ..Default::default()
@@ -392,7 +394,7 @@ async fn packet_loss_raises_the_tail_and_keeps_bodies_intact() {
 #[tokio::test]
 async fn default_rto_is_200ms() {
     let up = upstream().await;
-    let spec = FaultSpec::PacketLoss(PacketLossSpec {
+    let spec = TcpFault::PacketLoss(PacketLossSpec {
         rate: 0.5,
         burst_length: Some(2.0),
         ..Default::default()
@@ -416,7 +418,7 @@ async fn default_rto_is_200ms() {
 #[tokio::test]
 async fn jitter_raises_spread_and_keeps_order() {
     let up = upstream().await;
-    let spec = FaultSpec::Jitter(JitterSpec {
+    let spec = TcpFault::Jitter(JitterSpec {
         amplitude: Duration::from_millis(40),
         frequency: 30.0,
         ..Default::default()
@@ -440,7 +442,7 @@ async fn jitter_raises_spread_and_keeps_order() {
 #[tokio::test]
 async fn blackhole_makes_the_client_time_out_and_stop_closes_everything() {
     let up = upstream().await;
-    let spec = FaultSpec::Blackhole(BlackholeSpec::default());
+    let spec = TcpFault::Blackhole(BlackholeSpec::default());
     let handle = proxy::start(config(up.addr, vec![spec])).await.unwrap();
     let addr = handle.local_addrs()[0];
     let mut clients = Vec::new();
@@ -474,7 +476,7 @@ async fn blackhole_makes_the_client_time_out_and_stop_closes_everything() {
 #[tokio::test]
 async fn schedule_limits_the_fault_to_its_window() {
     let up = upstream().await;
-    let spec = FaultSpec::Latency(LatencySpec {
+    let spec = TcpFault::Latency(LatencySpec {
         common: FaultCommon {
             schedule: Some("start:30%,duration:30%".parse().unwrap()),
             ..Default::default()
@@ -509,7 +511,7 @@ async fn schedule_limits_the_fault_to_its_window() {
 #[tokio::test]
 async fn probability_zero_never_applies() {
     let up = upstream().await;
-    let spec = FaultSpec::Latency(LatencySpec {
+    let spec = TcpFault::Latency(LatencySpec {
         common: FaultCommon {
             probability: 0.0,
             ..Default::default()
@@ -650,7 +652,7 @@ async fn invalid_values_are_clear_errors() {
         "{err}"
     );
     // A percentage schedule without a run duration is refused at start.
-    let spec = FaultSpec::Latency(LatencySpec {
+    let spec = TcpFault::Latency(LatencySpec {
         common: FaultCommon {
             schedule: Some("start:10%".parse().unwrap()),
             ..Default::default()
@@ -745,8 +747,8 @@ pub(crate) async fn read_until_end(
     (got, end)
 }
 
-fn reset(after_bytes: Option<u64>, after: Option<Duration>) -> FaultSpec {
-    FaultSpec::Reset(ResetSpec {
+fn reset(after_bytes: Option<u64>, after: Option<Duration>) -> TcpFault {
+    TcpFault::Reset(ResetSpec {
         after_bytes,
         after,
         ..Default::default()
@@ -794,7 +796,7 @@ async fn reset_after_n_ms_resets_an_idle_connection_then() {
 #[tokio::test]
 async fn limit_data_gives_exactly_n_bytes_then_a_clean_end_of_stream() {
     let up = upstream().await;
-    let spec = FaultSpec::LimitData(LimitDataSpec {
+    let spec = TcpFault::LimitData(LimitDataSpec {
         bytes: 100,
         ..Default::default()
     });
@@ -807,5 +809,174 @@ async fn limit_data_gives_exactly_n_bytes_then_a_clean_end_of_stream() {
     // A response shorter than the limit passes whole, and the connection stays usable.
     let mut c = Client::connect(addr).await;
     assert_eq!(c.get("/bytes/10").await.unwrap(), pattern(10));
+    proxy.stop().await;
+}
+
+fn corrupt(rate: f64) -> TcpFault {
+    TcpFault::Corrupt(CorruptSpec {
+        rate,
+        ..Default::default()
+    })
+}
+
+/// Where `got` differs from `sent`: (offset, flipped bits), each one bit.
+fn flipped_bits(sent: &[u8], got: &[u8]) -> Vec<(usize, u8)> {
+    assert_eq!(sent.len(), got.len(), "corruption keeps the length");
+    sent.iter()
+        .zip(got)
+        .enumerate()
+        .filter(|(_, (a, b))| a != b)
+        .map(|(i, (a, b))| {
+            assert_eq!(
+                (a ^ b).count_ones(),
+                1,
+                "byte {i}: {a:#010b} became {b:#010b}"
+            );
+            (i, a ^ b)
+        })
+        .collect()
+}
+
+#[test]
+fn corrupt_flips_one_bit_in_its_share_of_segments_and_a_seed_repeats_them() {
+    let segment = pattern(MSS);
+    let segments = 20_000;
+    // (segment, offset, bit) of every flip the response stage makes on `segments` full segments.
+    let flips = |seed: u64| -> Vec<(usize, usize, u8)> {
+        let [None, Some(mut stage)] = corrupt(0.1).injector().connection([false, true]) else {
+            panic!("a stage on the response flow only");
+        };
+        assert_eq!(stage.max_chunk(), Some(MSS));
+        let key = MessageKey {
+            fault: 0,
+            connection: 0,
+            flow: Flow::Response,
+            message: 0,
+        };
+        let mut rng = message_rng(seed, key);
+        let now = tokio::time::Instant::now();
+        (0..segments)
+            .flat_map(|n| {
+                let chunk = Chunk {
+                    bytes: &segment,
+                    flow: Flow::Response,
+                    new_message: n == 0,
+                    now,
+                };
+                match stage.on_chunk(&chunk, &mut rng) {
+                    Verdict::Pass => Vec::new(),
+                    Verdict::Replace(bytes) => {
+                        let flips = flipped_bits(&segment, &bytes);
+                        assert_eq!(flips.len(), 1, "one bit per corrupted segment");
+                        flips.into_iter().map(|(at, bit)| (n, at, bit)).collect()
+                    }
+                    other => panic!("{other:?}"),
+                }
+            })
+            .collect()
+    };
+    let seven = flips(7);
+    // 10% of 20 000 segments, within 4 standard errors (0.21% each).
+    let share = seven.len() as f64 / segments as f64;
+    assert!((share - 0.1).abs() < 0.0085, "{share}");
+    // Offsets and bits spread over the whole segment.
+    let first_half = seven.iter().filter(|(_, at, _)| *at < MSS / 2).count();
+    assert!(
+        (0.45..0.55).contains(&(first_half as f64 / seven.len() as f64)),
+        "{first_half} of {} in the first half",
+        seven.len()
+    );
+    for bit in 0..8 {
+        assert!(seven.iter().any(|(_, _, b)| *b == 1 << bit), "bit {bit}");
+    }
+    assert_eq!(flips(7), seven, "the same seed repeats every flip");
+    assert_ne!(flips(8), seven);
+}
+
+#[tokio::test]
+async fn corrupt_through_the_proxy_flips_one_bit_per_segment_and_nothing_else() {
+    let reply = 200_000;
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(upload_then_download(listener, reply));
+    let expected = [Sha256::digest(b"").to_vec(), pattern(reply)].concat();
+    for rate in [0.0, 1.0] {
+        let handle = proxy::start(config(addr, vec![corrupt(rate)]))
+            .await
+            .unwrap();
+        let mut client = TcpStream::connect(handle.local_addrs()[0]).await.unwrap();
+        client.shutdown().await.unwrap();
+        let mut got = Vec::new();
+        tokio::time::timeout(Duration::from_secs(5), client.read_to_end(&mut got))
+            .await
+            .expect("the reply within 5 s")
+            .unwrap();
+        let flips = flipped_bits(&expected, &got);
+        let applied = handle.stats().faults_applied["corrupt"];
+        if rate == 0.0 {
+            assert!(flips.is_empty());
+        } else {
+            // Every segment is hit, once: at least one flip per 1460 bytes (a read may end a segment early).
+            assert!(
+                flips.len() >= expected.len().div_ceil(MSS),
+                "{} flips",
+                flips.len()
+            );
+        }
+        assert_eq!(
+            applied,
+            flips.len() as u64,
+            "one application per corrupted segment"
+        );
+        handle.stop().await;
+    }
+}
+
+/// An HTTP/1.1 keep-alive upstream that writes each answer's head and body apart, 5 ms between them, as most
+/// servers do: the proxy reads them as two chunks.
+async fn head_then_body_upstream() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let _ = stream.set_nodelay(true);
+            tokio::spawn(async move {
+                let (r, mut w) = stream.into_split();
+                let mut lines = BufReader::new(r).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    if !line.is_empty() {
+                        continue;
+                    }
+                    let head = w.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n");
+                    if head.await.is_err() {
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    if w.write_all(b"hello").await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test]
+async fn http_error_counts_the_responses_it_replaced_not_their_writes() {
+    let addr = head_then_body_upstream().await;
+    let spec = TcpFault::HttpError(fault::proxy::HttpErrorSpec {
+        status_code: 503,
+        ..Default::default()
+    });
+    let proxy = proxy::start(config(addr, vec![spec])).await.unwrap();
+    let mut client = Client::connect(proxy.local_addrs()[0]).await;
+    for _ in 0..50 {
+        let (status, _) = client.exchange("/").await.unwrap();
+        assert_eq!(status, 503);
+        // The next request after the body, so that the body is a read of its own, as under paced load.
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(proxy.stats().faults_applied["http_error"], 50);
     proxy.stop().await;
 }

@@ -312,7 +312,8 @@ fn good_value(field: &str, schema: &Value, paths: &Paths, closed_url: &str) -> V
         "duration" => return json!("200ms"),
         "score" => return json!(0.4),
         "target_score" => return json!(0.9),
-        "rate" => return json!(1000),
+        // Bandwidth's (whole bytes per second) and corrupt's (a share) alike.
+        "rate" => return json!(1),
         "latency" | "amplitude" => return json!(10),
         "frequency" => return json!(1),
         _ => {}

@@ -446,6 +446,9 @@ async fn http_error_replaces_responses_and_keeps_connections_in_sync() {
         "{markdown}"
     );
     assert!(markdown.contains("500×10"));
+    // The fault acted once per response it replaced.
+    assert_eq!(report["proxy"]["fault_applications"], 10, "{markdown}");
+    assert!(markdown.contains("fault acted 10 times"), "{markdown}");
 
     // Half the responses, on kept-alive connections: every answer is a clean 200 or 500.
     let (markdown, report) = scenario(
@@ -756,6 +759,16 @@ async fn a_missing_required_field_is_named_like_every_other_field_error() {
             json!({"url": url, "latency": 10, "slos": [{"objective": 99}]}),
             "slos[0].threshold_ms: is required: milliseconds such as 350",
         ),
+        (
+            "fault_run_limit_data_impact_scenario",
+            json!({"url": url, "bytes": " "}),
+            "bytes: is required: bytes of the flow forwarded before the close, e.g. 1024",
+        ),
+        (
+            "fault_run_jitter_impact_scenario",
+            json!({"url": url, "amplitude": "", "frequency": 5}),
+            "amplitude: is required: largest extra delay in ms, e.g. 150",
+        ),
     ];
     for (tool, args, message) in cases {
         let result = common::call(&client, tool, args.clone())
@@ -964,5 +977,146 @@ async fn load_beyond_the_operator_caps_names_the_field_and_the_flag() {
             "{args}: {text}"
         );
     }
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reset_and_limit_data_are_scenario_tools_with_the_full_report() {
+    let upstream = scenario_support::upstream().await;
+    let client = common::spawn().await;
+    for (tool, kind, fault) in [
+        (
+            "fault_run_reset_impact_scenario",
+            "reset",
+            json!({"after_bytes": 10}),
+        ),
+        (
+            "fault_run_limit_data_impact_scenario",
+            "limit_data",
+            json!({"bytes": "10"}),
+        ),
+    ] {
+        let mut args = json!({"url": upstream.url("/todos/1"), "duration": "1s", "rps": 4,
+                              "timeout": 2, "baseline": true});
+        for (k, v) in fault.as_object().unwrap() {
+            args[k] = v.clone();
+        }
+        let (markdown, report) = scenario(&client, tool, args).await;
+        // Every answer is cut after 10 bytes of the response: none arrives whole.
+        let run = &report["run"];
+        assert_eq!(run["requests"], 4, "{tool}\n{markdown}");
+        assert_eq!(run["errors"], 4, "{tool}\n{markdown}");
+        assert_eq!(run["outcomes"]["transport_error"], 4, "{tool}\n{markdown}");
+        assert_eq!(report["baseline"]["errors"], 0, "{tool}\n{markdown}");
+        assert_eq!(report["status"], "Failed");
+        assert_eq!(report["faults"][0]["kind"], kind);
+        assert!(
+            report["proxy"]["fault_applications"].as_u64().unwrap() >= 4,
+            "{tool}\n{markdown}"
+        );
+        assert!(markdown.contains("Impact versus baseline"), "{markdown}");
+    }
+    let refused = common::call(
+        &client,
+        "fault_run_reset_impact_scenario",
+        json!({"url": upstream.url("/todos/1"), "after_ms": -1}),
+    )
+    .await
+    .expect("call");
+    assert!(common::is_error(&refused));
+    assert!(
+        common::text(&refused).starts_with("after_ms: -1 is out of range"),
+        "{}",
+        common::text(&refused)
+    );
+}
+
+#[tokio::test]
+async fn every_routed_tool_is_named_in_the_instructions_and_the_tool_help() {
+    let client = common::spawn().await;
+    let instructions = client
+        .peer_info()
+        .and_then(|info| info.instructions.clone())
+        .expect("instructions at initialize");
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let help = common::fault_command(&["agent", "tool", "--help"])
+        .output()
+        .await
+        .expect("fault agent tool --help");
+    assert!(help.status.success());
+    let help = String::from_utf8_lossy(&help.stdout);
+    for tool in &tools {
+        let name = tool.name.as_ref();
+        assert!(instructions.contains(name), "{name} not in: {instructions}");
+        assert!(help.contains(name), "{name} not in: {help}");
+    }
+    // Every registered TCP fault has its tool, reset and limit_data included.
+    for kind in ["reset", "limit_data"] {
+        let name = format!("fault_run_{kind}_impact_scenario");
+        assert!(tools.iter().any(|tool| tool.name == name), "{name}");
+    }
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corrupt_makes_every_call_through_damaged_answers_fail() {
+    let topology = Topology::new().await;
+    let client = common::spawn().await;
+    let (markdown, report) = scenario(
+        &client,
+        "fault_run_corrupt_impact_scenario",
+        topology.args(
+            "/bytes/4000",
+            json!({"rate": "1", "seed": 5, "baseline": true, "duration": "1s", "rps": 4,
+                   "timeout": 2}),
+        ),
+    )
+    .await;
+    // Each of the three segments of every upstream answer has a bit flipped: the demo app finds the body corrupt
+    // (502), or cannot read the answer (502, or a timeout when a length grew).
+    let run = &report["run"];
+    assert_eq!(run["requests"], 4, "{markdown}");
+    assert_eq!(run["errors"], 4, "{markdown}");
+    assert_eq!(report["baseline"]["errors"], 0, "{markdown}");
+    assert_eq!(report["faults"][0]["kind"], "corrupt");
+    assert!(markdown.contains("Corrupt: 100.0% of chunks"), "{markdown}");
+    let refused = common::call(
+        &client,
+        "fault_run_corrupt_impact_scenario",
+        json!({"url": topology.app.url("/api/todos/1"), "rate": 1.5}),
+    )
+    .await
+    .expect("call");
+    assert!(
+        common::text(&refused).starts_with("rate: 1.5 is out of range; accepted: 0 to 1"),
+        "{}",
+        common::text(&refused)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_extra_ca_that_is_not_a_file_fails_the_https_scenario_at_once() {
+    let upstream = scenario_support::upstream_tls().await;
+    let client = common::spawn_with(common::ServerSpec {
+        env: [("FAULT_PROXY_EXTRA_CA".to_owned(), "/dev/zero".to_owned())].into(),
+        ..Default::default()
+    })
+    .await;
+    let url = format!("https://127.0.0.1:{}/todos/1", upstream.addr.port());
+    let started = std::time::Instant::now();
+    let result = common::call(
+        &client,
+        "fault_run_latency_impact_scenario",
+        json!({"url": url, "latency": 10, "duration": "1s", "rps": 2}),
+    )
+    .await
+    .expect("call");
+    let text = common::text(&result);
+    assert!(common::is_error(&result), "{text}");
+    assert!(
+        text.contains("/dev/zero") && text.contains("not a regular file"),
+        "{text}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
     client.cancel().await.unwrap();
 }

@@ -11,12 +11,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rand::rngs::StdRng;
-use serde::{Deserialize, Serialize};
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer, Serialize};
 use tokio::time::Instant;
 
-use super::{Chunk, Fault, Injector, Stage, Verdict};
-use crate::proxy::cli::parse_probability;
-use crate::proxy::config::{Direction, FaultCommon, ParseError, Schedule, Side};
+use super::{Chunk, Injector, Placeable, Stage, TcpFaultSpec, Verdict};
+use crate::lenient::{self, Lenient, Number, Scalar};
+use crate::proxy::flags::OwnFlags;
+use crate::proxy::placement::{Direction, FaultCommon};
+use crate::proxy::values::ParseError;
 
 /// Units of a bandwidth rate: bytes per second, decimal multiples.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -98,12 +101,47 @@ impl fmt::Display for BandwidthScope {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Default)]
+impl Scalar for BandwidthUnit {
+    const JSON_TYPES: &'static [&'static str] = &[];
+    const EXPECTED: &'static str = "one of bps, kbps, mbps, gbps";
+}
+
+impl Scalar for BandwidthScope {
+    const JSON_TYPES: &'static [&'static str] = &[];
+    const EXPECTED: &'static str = "one of connection, proxy";
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
 pub struct BandwidthSpec {
+    #[serde(skip)]
     pub common: FaultCommon,
+    /// Bandwidth cap in `unit`, a whole number ≥ 1.
+    #[serde(deserialize_with = "rate")]
+    #[schemars(with = "Lenient<f64>")]
     pub rate: u64,
+    /// Unit of `rate`: "bps" (bytes per second), "kbps", "mbps" or "gbps" (thousand, million, billion bytes
+    /// per second). Default "bps".
+    #[serde(default, deserialize_with = "lenient::scalar")]
+    #[schemars(with = "Lenient<BandwidthUnit>")]
     pub unit: BandwidthUnit,
+    /// Which connections share the cap: "connection" (each connection has its own `rate` per direction, as
+    /// on a real path) or "proxy" (all connections through the proxy share one `rate` per direction and queue
+    /// on it). Default "connection".
+    #[serde(default, deserialize_with = "lenient::scalar")]
+    #[schemars(with = "Lenient<BandwidthScope>")]
     pub scope: BandwidthScope,
+}
+
+fn rate<'de, D: Deserializer<'de>>(input: D) -> Result<u64, D::Error> {
+    let rate = Number::any()
+        .required("a bandwidth such as 1024 (with unit \"bps\")")
+        .read(input)?;
+    if rate < 1.0 || rate.fract() != 0.0 || rate > 1e12 {
+        return Err(serde::de::Error::custom(format!(
+            "{rate} is not accepted; use a whole number from 1 to 1000000000000 (in `unit`)"
+        )));
+    }
+    Ok(rate as u64)
 }
 
 impl BandwidthSpec {
@@ -112,14 +150,15 @@ impl BandwidthSpec {
     }
 }
 
-impl Fault for BandwidthSpec {
-    fn kind(&self) -> &'static str {
-        "bandwidth"
-    }
-
-    fn common(&self) -> &FaultCommon {
-        &self.common
-    }
+impl TcpFaultSpec for BandwidthSpec {
+    const KIND: &'static str = "bandwidth";
+    const TITLE: &'static str = "Bandwidth";
+    const TOOL_DESCRIPTION: &'static str = "Evaluate an endpoint's reliability when a TCP path's bandwidth \
+is capped to `rate` `unit` (bytes per second; each connection has its own cap by default, `scope` \"proxy\" \
+makes all connections share one). Same topology, load and report as the latency scenario. Defaults: side \
+server, direction ingress (the response flow, where bodies travel), unit bps.";
+    const PLACEABLE: Option<Placeable> = Some(Placeable::messages(Direction::Ingress));
+    type Flags = BandwidthFlags;
 
     fn validate(&self) -> Result<(), ParseError> {
         if self.bytes_per_second() == 0 {
@@ -177,65 +216,23 @@ impl Injector for Links {
 #[derive(Debug, Clone, clap::Args)]
 pub struct BandwidthFlags {
     /// Limit bandwidth (per connection, or shared: see --bandwidth-scope).
-    #[arg(long, env = "FAULT_WITH_BANDWIDTH", help_heading = "Bandwidth")]
+    #[arg(long, env = "FAULT_WITH_BANDWIDTH")]
     pub with_bandwidth: bool,
     /// Rate, in --bandwidth-unit.
-    #[arg(
-        long,
-        env = "FAULT_BANDWIDTH_RATE",
-        default_value = "1000",
-        help_heading = "Bandwidth"
-    )]
+    #[arg(long, env = "FAULT_BANDWIDTH_RATE", default_value = "1000")]
     pub bandwidth_rate: u64,
     /// Unit: Bps, KBps, MBps, GBps (bytes per second, decimal).
-    #[arg(
-        long,
-        env = "FAULT_BANDWIDTH_UNIT",
-        default_value = "Bps",
-        help_heading = "Bandwidth"
-    )]
+    #[arg(long, env = "FAULT_BANDWIDTH_UNIT", default_value = "Bps")]
     pub bandwidth_unit: BandwidthUnit,
     /// Which connections share a link: connection (each its own, per flow) or proxy (one per flow for all).
-    #[arg(
-        long,
-        env = "FAULT_BANDWIDTH_SCOPE",
-        default_value = "connection",
-        help_heading = "Bandwidth"
-    )]
+    #[arg(long, env = "FAULT_BANDWIDTH_SCOPE", default_value = "connection")]
     pub bandwidth_scope: BandwidthScope,
-    /// Side: client or server.
-    #[arg(
-        long,
-        env = "FAULT_BANDWIDTH_SIDE",
-        default_value = "server",
-        help_heading = "Bandwidth"
-    )]
-    pub bandwidth_side: Side,
-    /// Direction: ingress, egress or both.
-    #[arg(
-        long,
-        env = "FAULT_BANDWIDTH_DIRECTION",
-        default_value = "ingress",
-        help_heading = "Bandwidth"
-    )]
-    pub bandwidth_direction: Direction,
-    /// Share of messages affected, 0.0 to 1.0.
-    #[arg(long, env = "FAULT_BANDWIDTH_PROBABILITY", default_value = "1", value_parser = parse_probability, help_heading = "Bandwidth")]
-    pub bandwidth_probability: f64,
-    /// Active window: "start:10%,duration:50%" or "start:5s,duration:10s".
-    #[arg(long, env = "FAULT_BANDWIDTH_SCHED", help_heading = "Bandwidth")]
-    pub bandwidth_sched: Option<Schedule>,
 }
 
-impl BandwidthFlags {
-    pub fn spec(&self) -> Option<BandwidthSpec> {
+impl OwnFlags<BandwidthSpec> for BandwidthFlags {
+    fn spec(&self) -> Option<BandwidthSpec> {
         self.with_bandwidth.then_some(BandwidthSpec {
-            common: FaultCommon {
-                side: self.bandwidth_side,
-                direction: self.bandwidth_direction,
-                probability: self.bandwidth_probability,
-                schedule: self.bandwidth_sched,
-            },
+            common: FaultCommon::default(),
             rate: self.bandwidth_rate,
             unit: self.bandwidth_unit,
             scope: self.bandwidth_scope,

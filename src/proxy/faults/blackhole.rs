@@ -3,24 +3,28 @@
 use std::sync::Arc;
 
 use rand::rngs::StdRng;
+use schemars::JsonSchema;
+use serde::Deserialize;
 
-use super::{Chunk, Fault, Injector, Stage, Verdict, on_selected_flows};
-use crate::proxy::cli::parse_probability;
-use crate::proxy::config::{Direction, FaultCommon, Schedule, Side};
+use super::{Chunk, Injector, Placeable, Stage, TcpFaultSpec, Verdict, on_selected_flows};
+use crate::proxy::flags::OwnFlags;
+use crate::proxy::placement::{Direction, FaultCommon};
 
-#[derive(Debug, Clone, PartialEq, Default)]
+/// Blackhole: no field of its own.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
 pub struct BlackholeSpec {
+    #[serde(skip)]
     pub common: FaultCommon,
 }
 
-impl Fault for BlackholeSpec {
-    fn kind(&self) -> &'static str {
-        "blackhole"
-    }
-
-    fn common(&self) -> &FaultCommon {
-        &self.common
-    }
+impl TcpFaultSpec for BlackholeSpec {
+    const KIND: &'static str = "blackhole";
+    const TITLE: &'static str = "Blackhole";
+    const TOOL_DESCRIPTION: &'static str = "Evaluate an endpoint's reliability during a blackhole: bytes on \
+a TCP path are swallowed and connections stay open, so callers wait until their timeout. Same topology, load \
+and report as the latency scenario. Defaults: side server, direction egress.";
+    const PLACEABLE: Option<Placeable> = Some(Placeable::messages(Direction::Egress));
+    type Flags = BlackholeFlags;
 
     fn describe(&self) -> String {
         "Blackhole: bytes swallowed, connections left open".to_owned()
@@ -41,42 +45,13 @@ impl Injector for BlackholeSpec {
 #[derive(Debug, Clone, clap::Args)]
 pub struct BlackholeFlags {
     /// Swallow the flow's bytes; peers wait until their own timeout.
-    #[arg(long, env = "FAULT_WITH_BLACKHOLE", help_heading = "Blackhole")]
+    #[arg(long, env = "FAULT_WITH_BLACKHOLE")]
     pub with_blackhole: bool,
-    /// Side: client or server.
-    #[arg(
-        long,
-        env = "FAULT_BLACKHOLE_SIDE",
-        default_value = "server",
-        help_heading = "Blackhole"
-    )]
-    pub blackhole_side: Side,
-    /// Direction: ingress, egress or both.
-    #[arg(
-        long,
-        env = "FAULT_BLACKHOLE_DIRECTION",
-        default_value = "ingress",
-        help_heading = "Blackhole"
-    )]
-    pub blackhole_direction: Direction,
-    /// Share of messages affected, 0.0 to 1.0.
-    #[arg(long, env = "FAULT_BLACKHOLE_PROBABILITY", default_value = "1", value_parser = parse_probability, help_heading = "Blackhole")]
-    pub blackhole_probability: f64,
-    /// Active window: "start:10%,duration:50%" or "start:5s,duration:10s".
-    #[arg(long, env = "FAULT_BLACKHOLE_SCHED", help_heading = "Blackhole")]
-    pub blackhole_sched: Option<Schedule>,
 }
 
-impl BlackholeFlags {
-    pub fn spec(&self) -> Option<BlackholeSpec> {
-        self.with_blackhole.then_some(BlackholeSpec {
-            common: FaultCommon {
-                side: self.blackhole_side,
-                direction: self.blackhole_direction,
-                probability: self.blackhole_probability,
-                schedule: self.blackhole_sched,
-            },
-        })
+impl OwnFlags<BlackholeSpec> for BlackholeFlags {
+    fn spec(&self) -> Option<BlackholeSpec> {
+        self.with_blackhole.then(BlackholeSpec::default)
     }
 }
 

@@ -13,20 +13,51 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use rand::RngExt;
 use rand::rngs::StdRng;
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer};
 
-use super::{Chunk, Ending, Fault, Injector, Stage, Verdict};
+use super::{Chunk, ConnectionEnd, Injector, Placeable, Stage, TcpFaultSpec, Verdict};
 use crate::http1::{self, BodyDecoder, FramingError};
-use crate::proxy::cli::parse_probability;
-use crate::proxy::config::{FaultCommon, ParseError};
+use crate::lenient::{Lenient, Number};
+use crate::proxy::flags::OwnFlags;
+use crate::proxy::placement::FaultCommon;
+use crate::proxy::values::{ParseError, parse_probability};
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(default)]
 pub struct HttpErrorSpec {
     /// Side/direction must select the response flow; the relay-level probability stays 1.
+    #[serde(skip)]
     pub common: FaultCommon,
+    /// HTTP status code returned instead of the upstream's response; 400..=599. Default 503.
+    #[serde(deserialize_with = "status_code")]
+    #[schemars(with = "Lenient<f64>")]
     pub status_code: u16,
+    /// Body of the injected response. Default "".
+    #[serde(rename = "error_body", deserialize_with = "text")]
+    #[schemars(with = "Option<String>")]
     pub body: String,
-    /// Share of responses replaced, 0.0..=1.0.
+    /// Share of responses replaced, 0..=1. Default 1.
+    #[serde(deserialize_with = "probability")]
+    #[schemars(with = "Lenient<f64>")]
     pub probability: f64,
+}
+
+fn status_code<'de, D: Deserializer<'de>>(input: D) -> Result<u16, D::Error> {
+    // Whole and within 400..=599: the cast is exact.
+    Number::from_to(400.0, 599.0)
+        .whole()
+        .read(input)
+        .map(|code| code as u16)
+}
+
+/// A string, null standing for "".
+fn text<'de, D: Deserializer<'de>>(input: D) -> Result<String, D::Error> {
+    Option::<String>::deserialize(input).map(Option::unwrap_or_default)
+}
+
+fn probability<'de, D: Deserializer<'de>>(input: D) -> Result<f64, D::Error> {
+    Number::from_to(0.0, 1.0).read(input)
 }
 
 impl Default for HttpErrorSpec {
@@ -40,14 +71,16 @@ impl Default for HttpErrorSpec {
     }
 }
 
-impl Fault for HttpErrorSpec {
-    fn kind(&self) -> &'static str {
-        "http_error"
-    }
-
-    fn common(&self) -> &FaultCommon {
-        &self.common
-    }
+impl TcpFaultSpec for HttpErrorSpec {
+    const KIND: &'static str = "http_error";
+    const TITLE: &'static str = "HTTP error";
+    const TOOL_DESCRIPTION: &'static str = "Evaluate an endpoint's reliability when its upstream answers \
+with HTTP errors: the proxy replaces HTTP/1.1 responses with `status_code` and `error_body`, with \
+`probability`, keeping keep-alive framing intact. Acts on the response flow. Same topology, load and report \
+as the latency scenario.";
+    const PLACEABLE: Option<Placeable> = None;
+    const READS_HTTP: bool = true;
+    type Flags = HttpErrorFlags;
 
     /// Checks what a parser could not: a final error status and a probability.
     fn validate(&self) -> Result<(), ParseError> {
@@ -78,10 +111,6 @@ impl Fault for HttpErrorSpec {
     fn injector(&self) -> Arc<dyn Injector> {
         Arc::new(self.clone())
     }
-
-    fn reads_http(&self) -> bool {
-        true
-    }
 }
 
 impl Injector for HttpErrorSpec {
@@ -103,31 +132,21 @@ impl Injector for HttpErrorSpec {
 #[derive(Debug, Clone, clap::Args)]
 pub struct HttpErrorFlags {
     /// Replace HTTP/1.1 responses with an error response, keeping keep-alive framing intact.
-    #[arg(long, env = "FAULT_WITH_HTTP_ERROR", help_heading = "HTTP error")]
+    #[arg(long, env = "FAULT_WITH_HTTP_ERROR")]
     pub with_http_error: bool,
     /// Status code of the injected response, 400 to 599.
-    #[arg(
-        long,
-        env = "FAULT_HTTP_ERROR_STATUS_CODE",
-        default_value = "503",
-        help_heading = "HTTP error"
-    )]
+    #[arg(long, env = "FAULT_HTTP_ERROR_STATUS_CODE", default_value = "503")]
     pub http_error_status_code: u16,
     /// Body of the injected response.
-    #[arg(
-        long,
-        env = "FAULT_HTTP_ERROR_BODY",
-        default_value = "",
-        help_heading = "HTTP error"
-    )]
+    #[arg(long, env = "FAULT_HTTP_ERROR_BODY", default_value = "")]
     pub http_error_body: String,
     /// Share of responses replaced, 0.0 to 1.0.
-    #[arg(long, env = "FAULT_HTTP_ERROR_PROBABILITY", default_value = "1", value_parser = parse_probability, help_heading = "HTTP error")]
+    #[arg(long, env = "FAULT_HTTP_ERROR_PROBABILITY", default_value = "1", value_parser = parse_probability)]
     pub http_error_probability: f64,
 }
 
-impl HttpErrorFlags {
-    pub fn spec(&self) -> Option<HttpErrorSpec> {
+impl OwnFlags<HttpErrorSpec> for HttpErrorFlags {
+    fn spec(&self) -> Option<HttpErrorSpec> {
         self.with_http_error.then(|| HttpErrorSpec {
             common: FaultCommon::default(),
             status_code: self.http_error_status_code,
@@ -177,6 +196,8 @@ pub struct HttpError {
     phase: Phase,
     /// Whether the response being relayed is replaced; drawn when its head starts.
     replacing: Option<bool>,
+    /// Responses replaced since the relay last asked ([`Stage::acted`]).
+    replaced: u64,
     requests: Arc<RequestLog>,
 }
 
@@ -186,6 +207,7 @@ impl HttpError {
             spec: spec.clone(),
             phase: Phase::Head(Vec::new()),
             replacing: None,
+            replaced: 0,
             requests,
         }
     }
@@ -258,6 +280,7 @@ impl HttpError {
                     if replacing {
                         let close = framing == http1::BodyFraming::UntilClose;
                         out.extend_from_slice(&self.synthetic(close, !answers_head));
+                        self.replaced += 1;
                     } else {
                         out.extend_from_slice(head);
                     }
@@ -291,13 +314,18 @@ impl HttpError {
 }
 
 impl Stage for HttpError {
+    /// Responses replaced, not the chunks they came in: a head and its body written apart are one response.
+    fn acted(&mut self, _verdict: &Verdict) -> u64 {
+        std::mem::take(&mut self.replaced)
+    }
+
     fn on_chunk(&mut self, chunk: &Chunk<'_>, rng: &mut StdRng) -> Verdict {
         let mut out = Vec::with_capacity(chunk.bytes.len());
         if let Err(e) = self.process(chunk.bytes, &mut out, rng) {
             tracing::debug!("http_error: upstream response cannot be framed ({e}); ending the connection");
             return Verdict::ReplaceAndEnd {
                 bytes: Bytes::from(out),
-                how: Ending::Close,
+                how: ConnectionEnd::Close,
             };
         }
         if out.as_slice() == chunk.bytes {
@@ -423,6 +451,9 @@ mod tests {
             let mut stage = HttpError::new(&spec(1.0), Arc::default());
             let out = run(&mut stage, &[&upstream[..cut], &upstream[cut..]]);
             assert_eq!(out, [REPLACED, REPLACED].concat(), "cut at {cut}");
+            // Two responses, however they were cut.
+            assert_eq!(stage.acted(&Verdict::Pass), 2, "cut at {cut}");
+            assert_eq!(stage.acted(&Verdict::Pass), 0);
         }
     }
 
@@ -524,7 +555,7 @@ mod tests {
             let mut stage = HttpError::new(&spec(probability), Arc::default());
             let chunk = Chunk {
                 bytes: &upstream,
-                flow: crate::proxy::config::Flow::Response,
+                flow: crate::proxy::placement::Flow::Response,
                 new_message: true,
                 now: tokio::time::Instant::now(),
             };
@@ -532,7 +563,7 @@ mod tests {
                 stage.on_chunk(&chunk, &mut rng),
                 Verdict::ReplaceAndEnd {
                     bytes: Bytes::from(kept),
-                    how: Ending::Close
+                    how: ConnectionEnd::Close
                 },
                 "probability {probability}"
             );

@@ -12,29 +12,50 @@ use std::time::Duration;
 
 use rand::RngExt;
 use rand::rngs::StdRng;
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer};
 use tokio::time::Instant;
 
-use super::{Chunk, Fault, Injector, Stage, Verdict, in_ms};
-use crate::proxy::cli::{parse_ms, parse_probability};
-use crate::proxy::config::{Direction, FaultCommon, Flow, ParseError, Schedule, Side};
+use super::{Chunk, Injector, Placeable, Stage, TcpFaultSpec, Verdict, in_ms};
+use crate::lenient::{Lenient, Number};
+use crate::proxy::flags::OwnFlags;
+use crate::proxy::placement::{Direction, FaultCommon, Flow};
+use crate::proxy::values::{ParseError, parse_hz, parse_ms};
 
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
 pub struct JitterSpec {
+    #[serde(skip)]
     pub common: FaultCommon,
-    /// Largest delay one spike adds.
+    /// Largest extra delay, in milliseconds; more than 0 and at most 60000.
+    #[serde(deserialize_with = "amplitude")]
+    #[schemars(with = "Lenient<f64>")]
     pub amplitude: Duration,
-    /// Spikes per second (a Poisson process).
+    /// Delay spikes per second, in Hz; more than 0 and at most 1000.
+    #[serde(deserialize_with = "frequency")]
+    #[schemars(with = "Lenient<f64>")]
     pub frequency: f64,
 }
 
-impl Fault for JitterSpec {
-    fn kind(&self) -> &'static str {
-        "jitter"
-    }
+fn amplitude<'de, D: Deserializer<'de>>(input: D) -> Result<Duration, D::Error> {
+    Number::above_zero(60_000.0, " (ms)")
+        .required("largest extra delay in ms, e.g. 150")
+        .millis(input)
+}
 
-    fn common(&self) -> &FaultCommon {
-        &self.common
-    }
+fn frequency<'de, D: Deserializer<'de>>(input: D) -> Result<f64, D::Error> {
+    Number::above_zero(1000.0, " (Hz)")
+        .required("in Hz, e.g. 5")
+        .read(input)
+}
+
+impl TcpFaultSpec for JitterSpec {
+    const KIND: &'static str = "jitter";
+    const TITLE: &'static str = "Jitter";
+    const TOOL_DESCRIPTION: &'static str = "Evaluate an endpoint's reliability during jitter (random extra \
+delays up to `amplitude` ms, `frequency` spikes per second) on a TCP path. Same topology, load and report as \
+the latency scenario. Defaults: side server, direction ingress.";
+    const PLACEABLE: Option<Placeable> = Some(Placeable::messages(Direction::Ingress));
+    type Flags = JitterFlags;
 
     fn validate(&self) -> Result<(), ParseError> {
         if !(self.frequency.is_finite() && self.frequency > 0.0) {
@@ -83,52 +104,20 @@ impl Injector for SpikeProcesses {
 #[derive(Debug, Clone, clap::Args)]
 pub struct JitterFlags {
     /// Add jitter.
-    #[arg(long, env = "FAULT_WITH_JITTER", help_heading = "Jitter")]
+    #[arg(long, env = "FAULT_WITH_JITTER")]
     pub with_jitter: bool,
     /// Largest delay of one spike, in milliseconds.
-    #[arg(long, env = "FAULT_JITTER_AMPLITUDE", default_value = "20", value_parser = parse_ms, help_heading = "Jitter")]
+    #[arg(long, env = "FAULT_JITTER_AMPLITUDE", default_value = "20", value_parser = parse_ms)]
     pub jitter_amplitude: Duration,
     /// Spikes per second (Hz).
-    #[arg(
-        long,
-        env = "FAULT_JITTER_FREQUENCY",
-        default_value = "5",
-        help_heading = "Jitter"
-    )]
+    #[arg(long, env = "FAULT_JITTER_FREQUENCY", default_value = "5", value_parser = parse_hz)]
     pub jitter_frequency: f64,
-    /// Side: client or server.
-    #[arg(
-        long,
-        env = "FAULT_JITTER_SIDE",
-        default_value = "server",
-        help_heading = "Jitter"
-    )]
-    pub jitter_side: Side,
-    /// Direction: ingress, egress or both.
-    #[arg(
-        long,
-        env = "FAULT_JITTER_DIRECTION",
-        default_value = "ingress",
-        help_heading = "Jitter"
-    )]
-    pub jitter_direction: Direction,
-    /// Share of messages affected, 0.0 to 1.0.
-    #[arg(long, env = "FAULT_JITTER_PROBABILITY", default_value = "1", value_parser = parse_probability, help_heading = "Jitter")]
-    pub jitter_probability: f64,
-    /// Active window: "start:10%,duration:50%" or "start:5s,duration:10s".
-    #[arg(long, env = "FAULT_JITTER_SCHED", help_heading = "Jitter")]
-    pub jitter_sched: Option<Schedule>,
 }
 
-impl JitterFlags {
-    pub fn spec(&self) -> Option<JitterSpec> {
+impl OwnFlags<JitterSpec> for JitterFlags {
+    fn spec(&self) -> Option<JitterSpec> {
         self.with_jitter.then_some(JitterSpec {
-            common: FaultCommon {
-                side: self.jitter_side,
-                direction: self.jitter_direction,
-                probability: self.jitter_probability,
-                schedule: self.jitter_sched,
-            },
+            common: FaultCommon::default(),
             amplitude: self.jitter_amplitude,
             frequency: self.jitter_frequency,
         })

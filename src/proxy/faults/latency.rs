@@ -8,11 +8,14 @@ use std::time::Duration;
 use rand::RngExt;
 use rand::rngs::StdRng;
 use rand_distr::{Distribution, Normal, Pareto};
-use serde::{Deserialize, Serialize};
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer, Serialize};
 
-use super::{Chunk, Fault, Injector, Stage, Verdict, in_ms, on_selected_flows};
-use crate::proxy::cli::{parse_ms, parse_probability};
-use crate::proxy::config::{Direction, FaultCommon, ParseError, Schedule, Side};
+use super::{Chunk, Injector, Placeable, Stage, TcpFaultSpec, Verdict, in_ms, on_selected_flows};
+use crate::lenient::{self, Lenient, Number};
+use crate::proxy::flags::OwnFlags;
+use crate::proxy::placement::{Direction, FaultCommon};
+use crate::proxy::values::{ParseError, parse_ms};
 
 /// Shape of the latency samples.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -54,26 +57,54 @@ impl fmt::Display for LatencyDistribution {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Default)]
+/// Latency: a delay drawn per message (or per read/write) with a mean and a spread.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
 pub struct LatencySpec {
+    #[serde(skip)]
     pub common: FaultCommon,
+    /// Mean latency to add, in milliseconds; more than 0 and at most 60000.
+    #[serde(rename = "latency", deserialize_with = "mean")]
+    #[schemars(with = "Lenient<f64>")]
     pub mean: Duration,
+    /// Standard deviation around the mean, in milliseconds; 0..=60000. Default 0.
+    #[serde(rename = "deviation", default, deserialize_with = "deviation")]
+    #[schemars(with = "Lenient<f64>")]
     pub stddev: Duration,
+    #[serde(skip)]
     pub distribution: LatencyDistribution,
+    #[serde(skip)]
     pub min: Option<Duration>,
+    #[serde(skip)]
     pub max: Option<Duration>,
-    /// Delay every read/write instead of once per message.
+    /// Add the latency to every read/write on the connection instead of once per message. Default false.
+    #[serde(rename = "per_read_write_op", default, deserialize_with = "lenient::scalar")]
+    #[schemars(with = "Lenient<bool>")]
     pub per_read_write: bool,
 }
 
-impl Fault for LatencySpec {
-    fn kind(&self) -> &'static str {
-        "latency"
-    }
+fn mean<'de, D: Deserializer<'de>>(input: D) -> Result<Duration, D::Error> {
+    Number::above_zero(60_000.0, " (ms)")
+        .required("mean latency in milliseconds, e.g. 300")
+        .millis(input)
+}
 
-    fn common(&self) -> &FaultCommon {
-        &self.common
-    }
+fn deviation<'de, D: Deserializer<'de>>(input: D) -> Result<Duration, D::Error> {
+    Number::from_to(0.0, 60_000.0).millis(input)
+}
+
+impl TcpFaultSpec for LatencySpec {
+    const KIND: &'static str = "latency";
+    const TITLE: &'static str = "Latency";
+    const TOOL_DESCRIPTION: &'static str = "Evaluate an endpoint's reliability while latency is added on a \
+TCP path. Puts a fault-injecting proxy on the path to `url` (or runs the `proxies` you map in front of its \
+upstream), sends open-model load (num_clients × rps requests per second for duration), and returns a markdown \
+report (latency percentiles, errors by outcome, SLO verdicts, per-second sparkline); structuredContent holds \
+every figure. Defaults: side server, direction ingress (responses).";
+    const PLACEABLE: Option<Placeable> = Some(Placeable {
+        tool_direction: Direction::Ingress,
+        probability_help: "Share of messages delayed, 0.0 to 1.0",
+    });
+    type Flags = LatencyFlags;
 
     fn validate(&self) -> Result<(), ParseError> {
         if let (Some(min), Some(max)) = (self.min, self.max)
@@ -123,64 +154,32 @@ impl Injector for LatencySpec {
 #[derive(Debug, Clone, clap::Args)]
 pub struct LatencyFlags {
     /// Add latency.
-    #[arg(long, env = "FAULT_WITH_LATENCY", help_heading = "Latency")]
+    #[arg(long, env = "FAULT_WITH_LATENCY")]
     pub with_latency: bool,
     /// Mean latency in milliseconds.
-    #[arg(long, env = "FAULT_LATENCY_MEAN", default_value = "0", value_parser = parse_ms, help_heading = "Latency")]
+    #[arg(long, env = "FAULT_LATENCY_MEAN", default_value = "0", value_parser = parse_ms)]
     pub latency_mean: Duration,
     /// Standard deviation in milliseconds.
-    #[arg(long, env = "FAULT_LATENCY_STDDEV", default_value = "0", value_parser = parse_ms, help_heading = "Latency")]
+    #[arg(long, env = "FAULT_LATENCY_STDDEV", default_value = "0", value_parser = parse_ms)]
     pub latency_stddev: Duration,
     /// Distribution: uniform, normal, pareto, pareto-normal.
-    #[arg(
-        long,
-        env = "FAULT_LATENCY_DISTRIBUTION",
-        default_value = "normal",
-        help_heading = "Latency"
-    )]
+    #[arg(long, env = "FAULT_LATENCY_DISTRIBUTION", default_value = "normal")]
     pub latency_distribution: LatencyDistribution,
     /// Lowest latency in milliseconds (clamp).
-    #[arg(long, env = "FAULT_LATENCY_MIN", value_parser = parse_ms, help_heading = "Latency")]
+    #[arg(long, env = "FAULT_LATENCY_MIN", value_parser = parse_ms)]
     pub latency_min: Option<Duration>,
     /// Highest latency in milliseconds (clamp).
-    #[arg(long, env = "FAULT_LATENCY_MAX", value_parser = parse_ms, help_heading = "Latency")]
+    #[arg(long, env = "FAULT_LATENCY_MAX", value_parser = parse_ms)]
     pub latency_max: Option<Duration>,
-    /// Side: client or server.
-    #[arg(
-        long,
-        env = "FAULT_LATENCY_SIDE",
-        default_value = "server",
-        help_heading = "Latency"
-    )]
-    pub latency_side: Side,
-    /// Direction: ingress, egress or both.
-    #[arg(
-        long,
-        env = "FAULT_LATENCY_DIRECTION",
-        default_value = "ingress",
-        help_heading = "Latency"
-    )]
-    pub latency_direction: Direction,
     /// Delay every read/write instead of once per message.
-    #[arg(long, env = "FAULT_LATENCY_PER_READ_WRITE", help_heading = "Latency")]
+    #[arg(long, env = "FAULT_LATENCY_PER_READ_WRITE")]
     pub latency_per_read_write: bool,
-    /// Share of messages delayed, 0.0 to 1.0.
-    #[arg(long, env = "FAULT_LATENCY_PROBABILITY", default_value = "1", value_parser = parse_probability, help_heading = "Latency")]
-    pub latency_probability: f64,
-    /// Active window: "start:10%,duration:50%" or "start:5s,duration:10s".
-    #[arg(long, env = "FAULT_LATENCY_SCHED", help_heading = "Latency")]
-    pub latency_sched: Option<Schedule>,
 }
 
-impl LatencyFlags {
-    pub fn spec(&self) -> Option<LatencySpec> {
+impl OwnFlags<LatencySpec> for LatencyFlags {
+    fn spec(&self) -> Option<LatencySpec> {
         self.with_latency.then_some(LatencySpec {
-            common: FaultCommon {
-                side: self.latency_side,
-                direction: self.latency_direction,
-                probability: self.latency_probability,
-                schedule: self.latency_sched,
-            },
+            common: FaultCommon::default(),
             mean: self.latency_mean,
             stddev: self.latency_stddev,
             distribution: self.latency_distribution,

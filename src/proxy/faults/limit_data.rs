@@ -4,26 +4,44 @@
 use std::sync::Arc;
 
 use rand::rngs::StdRng;
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer};
 
-use super::{Chunk, Ending, Fault, Injector, Stage, Verdict, on_selected_flows};
-use crate::proxy::cli::parse_probability;
-use crate::proxy::config::{Direction, FaultCommon, Schedule, Side};
+use super::{
+    Chunk, ConnectionEnd, Injector, Placeable, Stage, TcpFaultSpec, Verdict, on_selected_flows,
+};
+use crate::lenient::{Lenient, Number};
+use crate::proxy::flags::OwnFlags;
+use crate::proxy::placement::{Direction, FaultCommon};
 
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
 pub struct LimitDataSpec {
+    #[serde(skip)]
     pub common: FaultCommon,
-    /// Bytes of the flow forwarded before the connection is closed.
+    /// Bytes of the flow forwarded before the connection is closed; a whole number from 0 to 1000000000000.
+    #[serde(deserialize_with = "bytes")]
+    #[schemars(with = "Lenient<f64>")]
     pub bytes: u64,
 }
 
-impl Fault for LimitDataSpec {
-    fn kind(&self) -> &'static str {
-        "limit_data"
-    }
+fn bytes<'de, D: Deserializer<'de>>(input: D) -> Result<u64, D::Error> {
+    // Whole and at most 10^12: the cast is exact.
+    Number::from_to(0.0, 1e12)
+        .whole()
+        .required("bytes of the flow forwarded before the close, e.g. 1024")
+        .read(input)
+        .map(|bytes| bytes as u64)
+}
 
-    fn common(&self) -> &FaultCommon {
-        &self.common
-    }
+impl TcpFaultSpec for LimitDataSpec {
+    const KIND: &'static str = "limit_data";
+    const TITLE: &'static str = "Limit data";
+    const TOOL_DESCRIPTION: &'static str = "Evaluate an endpoint's reliability when connections on a TCP \
+path are closed cleanly (FIN to both peers) once `bytes` bytes of the flow have passed, as a peer or \
+middlebox with a quota would: the caller reads that many bytes, then the end of the stream. Same topology, \
+load and report as the latency scenario. Defaults: side server, direction ingress (responses).";
+    const PLACEABLE: Option<Placeable> = Some(Placeable::messages(Direction::Ingress));
+    type Flags = LimitDataFlags;
 
     fn describe(&self) -> String {
         format!(
@@ -52,49 +70,17 @@ impl Injector for LimitDataSpec {
 #[derive(Debug, Clone, clap::Args)]
 pub struct LimitDataFlags {
     /// Close connections cleanly (FIN) after --limit-data-bytes bytes of the flow.
-    #[arg(long, env = "FAULT_WITH_LIMIT_DATA", help_heading = "Limit data")]
+    #[arg(long, env = "FAULT_WITH_LIMIT_DATA")]
     pub with_limit_data: bool,
     /// Bytes of the flow forwarded before the close.
-    #[arg(
-        long,
-        env = "FAULT_LIMIT_DATA_BYTES",
-        default_value = "0",
-        help_heading = "Limit data"
-    )]
+    #[arg(long, env = "FAULT_LIMIT_DATA_BYTES", default_value = "0")]
     pub limit_data_bytes: u64,
-    /// Side: client or server.
-    #[arg(
-        long,
-        env = "FAULT_LIMIT_DATA_SIDE",
-        default_value = "server",
-        help_heading = "Limit data"
-    )]
-    pub limit_data_side: Side,
-    /// Direction: ingress, egress or both.
-    #[arg(
-        long,
-        env = "FAULT_LIMIT_DATA_DIRECTION",
-        default_value = "ingress",
-        help_heading = "Limit data"
-    )]
-    pub limit_data_direction: Direction,
-    /// Share of messages affected, 0.0 to 1.0.
-    #[arg(long, env = "FAULT_LIMIT_DATA_PROBABILITY", default_value = "1", value_parser = parse_probability, help_heading = "Limit data")]
-    pub limit_data_probability: f64,
-    /// Active window: "start:10%,duration:50%" or "start:5s,duration:10s".
-    #[arg(long, env = "FAULT_LIMIT_DATA_SCHED", help_heading = "Limit data")]
-    pub limit_data_sched: Option<Schedule>,
 }
 
-impl LimitDataFlags {
-    pub fn spec(&self) -> Option<LimitDataSpec> {
+impl OwnFlags<LimitDataSpec> for LimitDataFlags {
+    fn spec(&self) -> Option<LimitDataSpec> {
         self.with_limit_data.then_some(LimitDataSpec {
-            common: FaultCommon {
-                side: self.limit_data_side,
-                direction: self.limit_data_direction,
-                probability: self.limit_data_probability,
-                schedule: self.limit_data_sched,
-            },
+            common: FaultCommon::default(),
             bytes: self.limit_data_bytes,
         })
     }
@@ -114,7 +100,7 @@ impl Stage for LimitData {
         }
         Verdict::End {
             keep: (self.limit - self.passed) as usize,
-            how: Ending::Close,
+            how: ConnectionEnd::Close,
         }
     }
 }

@@ -1,8 +1,11 @@
 //! Faults as stages on a flow.
 //!
-//! Each fault is one file here: its spec (fields, defaults, validation), its description, its `fault run`
-//! flags, what it shares across connections and its [`Stage`]. The [`registry!`] list below is the one
-//! place that names them all; configuration, relay, CLI and scenarios dispatch through it.
+//! Each fault is one file here: its spec (fields, the tool's reading of them with their defaults and ranges,
+//! validation), its [`TcpFaultSpec`] facts (name, heading, tool description, whether the user places it),
+//! its own `fault run` flags, what it shares across connections and its [`Stage`]. The [`registry!`] list
+//! below is the one place that names them all; every face is generated from it: [`TcpFault`], the `fault
+//! run` flags (the shared placement ones in [`super::flags`]), one impact-scenario tool per fault and the tool
+//! lists ([`for_each`]).
 //!
 //! A [`Stage`] sees each chunk of one flow (request or response) of one connection, in order, and
 //! answers with a [`Verdict`]: pass it, delay it, drop it (blackhole), replace its bytes, or end the
@@ -16,72 +19,139 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use rand::rngs::StdRng;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
-use super::config::{FaultCommon, Flow, ParseError};
+use super::flags::{FaultArgs, OwnFlags};
+use super::placement::{Direction, FaultCommon, Flow, Window};
+use super::values::ParseError;
 
-/// The faults the proxy knows: `Variant => module::{Spec, Flags}`. Adding a fault is its file plus one line.
+/// The faults the proxy knows: `Variant => module::Spec`. Adding a fault is its file plus one line; every
+/// spec has a `pub common: FaultCommon` (where, how often and when it acts), which the faces set.
 macro_rules! registry {
-    ($($variant:ident => $module:ident :: { $spec:ident, $flags:ident }),* $(,)?) => {
+    ($($variant:ident => $module:ident :: $spec:ident),* $(,)?) => {
         $(pub mod $module;)*
 
-        /// One fault of a proxy.
+        /// A configured fault of a proxy.
         #[derive(Debug, Clone, PartialEq)]
-        pub enum FaultSpec {
+        pub enum TcpFault {
             $($variant($module::$spec),)*
         }
 
-        impl FaultSpec {
-            /// The fault behind the variant.
-            pub fn fault(&self) -> &dyn Fault {
+        impl TcpFault {
+            /// Short name of the fault kind, as used in stats, logs, reports, flags and tool names.
+            pub fn kind(&self) -> &'static str {
                 match self {
-                    $(FaultSpec::$variant(spec) => spec,)*
+                    $(Self::$variant(_) => <$module::$spec as TcpFaultSpec>::KIND,)*
+                }
+            }
+
+            /// Where, how often and when the fault acts.
+            pub fn common(&self) -> &FaultCommon {
+                match self {
+                    $(Self::$variant(spec) => &spec.common,)*
+                }
+            }
+
+            pub fn common_mut(&mut self) -> &mut FaultCommon {
+                match self {
+                    $(Self::$variant(spec) => &mut spec.common,)*
+                }
+            }
+
+            /// One line for `fault run` output and scenario reports, e.g. "Latency: mean 300ms, …".
+            pub fn describe(&self) -> String {
+                match self {
+                    $(Self::$variant(spec) => spec.describe(),)*
+                }
+            }
+
+            /// Readies the fault for one proxy.
+            pub fn injector(&self) -> Arc<dyn Injector> {
+                match self {
+                    $(Self::$variant(spec) => spec.injector(),)*
+                }
+            }
+
+            /// Whether the fault reads HTTP/1 messages (see [`TcpFaultSpec::READS_HTTP`]).
+            pub fn reads_http(&self) -> bool {
+                match self {
+                    $(Self::$variant(_) => <$module::$spec as TcpFaultSpec>::READS_HTTP,)*
+                }
+            }
+
+            fn validate_own(&self) -> Result<(), ParseError> {
+                match self {
+                    $(Self::$variant(spec) => spec.validate(),)*
                 }
             }
         }
 
-        $(impl From<$module::$spec> for FaultSpec {
+        $(impl From<$module::$spec> for TcpFault {
             fn from(spec: $module::$spec) -> Self {
-                FaultSpec::$variant(spec)
+                TcpFault::$variant(spec)
             }
         })*
 
-        /// The `fault run` flags of every fault.
+        /// The `fault run` flags of every fault, in registration order.
         #[derive(Debug, Clone, clap::Args)]
         pub struct FaultFlags {
             $(#[command(flatten)]
-            pub $module: $module::$flags,)*
+            pub $module: FaultArgs<$module::$spec>,)*
         }
 
         impl FaultFlags {
             /// The faults enabled on the command line, in registration order.
-            pub fn specs(&self) -> Vec<FaultSpec> {
-                let mut specs = Vec::new();
-                $(if let Some(spec) = self.$module.spec() {
-                    specs.push(FaultSpec::$variant(spec));
-                })*
-                specs
+            pub fn specs(&self) -> Vec<TcpFault> {
+                [$(self.$module.fault()),*].into_iter().flatten().collect()
             }
+        }
+
+        /// Calls `each` with every registered fault's spec type, in registration order: how the faces that list
+        /// every fault (the impact-scenario tools, the tool lists) are built.
+        pub fn for_each(each: &mut impl EachFault) {
+            $(each.fault::<$module::$spec>();)*
         }
     };
 }
 
 registry! {
-    Latency => latency::{LatencySpec, LatencyFlags},
-    Jitter => jitter::{JitterSpec, JitterFlags},
-    PacketLoss => packet_loss::{PacketLossSpec, PacketLossFlags},
-    Bandwidth => bandwidth::{BandwidthSpec, BandwidthFlags},
-    Blackhole => blackhole::{BlackholeSpec, BlackholeFlags},
-    HttpError => http_error::{HttpErrorSpec, HttpErrorFlags},
-    Reset => reset::{ResetSpec, ResetFlags},
-    LimitData => limit_data::{LimitDataSpec, LimitDataFlags},
+    Latency => latency::LatencySpec,
+    Jitter => jitter::JitterSpec,
+    PacketLoss => packet_loss::PacketLossSpec,
+    Bandwidth => bandwidth::BandwidthSpec,
+    Blackhole => blackhole::BlackholeSpec,
+    HttpError => http_error::HttpErrorSpec,
+    Reset => reset::ResetSpec,
+    LimitData => limit_data::LimitDataSpec,
+    Corrupt => corrupt::CorruptSpec,
 }
 
-/// What a fault is, whatever its kind: implemented by each fault's spec.
-pub trait Fault: fmt::Debug + Send + Sync {
-    /// Short name of the fault kind, as used in stats, logs and reports.
-    fn kind(&self) -> &'static str;
-    fn common(&self) -> &FaultCommon;
+/// What every TCP fault's spec is: its facts, from which its faces are generated, and its behaviour.
+///
+/// The spec is also its impact-scenario tool's input: its `Deserialize` and `JsonSchema` are the tool's
+/// reading of its fields (names, lenient types, defaults, ranges naming the field) and their documentation;
+/// fields the tool does not take are `#[serde(skip)]`.
+pub trait TcpFaultSpec:
+    fmt::Debug + Clone + Send + Sync + DeserializeOwned + JsonSchema + Into<TcpFault> + 'static
+{
+    /// Name of the fault kind: in stats, logs and reports; `--with-<kind>` and `FAULT_<KIND>_…` (`-` and
+    /// upper case for `_`); its tool `fault_run_<kind>_impact_scenario`.
+    const KIND: &'static str;
+    /// Its heading in `fault run --help`, e.g. "HTTP error".
+    const TITLE: &'static str;
+    /// The description of its impact-scenario tool.
+    const TOOL_DESCRIPTION: &'static str;
+    /// How the user places it, or `None` for a fault that places itself (HTTP error acts on responses and
+    /// draws its own probability).
+    const PLACEABLE: Option<Placeable>;
+    /// Whether it reads HTTP/1 messages, so it needs them in clear text (the proxy, not the client, then
+    /// speaks TLS to an `https://` upstream).
+    const READS_HTTP: bool = false;
+    /// Its own `fault run` flags (`--with-<kind>` and its values).
+    type Flags: OwnFlags<Self>;
+
     /// Checks the fault's own values; messages name the field.
     fn validate(&self) -> Result<(), ParseError> {
         Ok(())
@@ -90,11 +160,31 @@ pub trait Fault: fmt::Debug + Send + Sync {
     fn describe(&self) -> String;
     /// Readies the fault for one proxy; state all its connections share is created here.
     fn injector(&self) -> Arc<dyn Injector>;
-    /// Whether the fault reads HTTP/1 messages, so it needs them in clear text (the proxy, not the client,
-    /// then speaks TLS to an `https://` upstream).
-    fn reads_http(&self) -> bool {
-        false
+}
+
+/// How the user places a fault: side, direction, probability and schedule, on the command line and (side and
+/// direction) in its tool.
+#[derive(Debug, Clone, Copy)]
+pub struct Placeable {
+    /// The direction its tool takes when the call names none (`fault run`'s is ingress for every fault).
+    pub tool_direction: Direction,
+    /// What its `--<kind>-probability` draws, e.g. "Share of messages delayed, 0.0 to 1.0".
+    pub probability_help: &'static str,
+}
+
+impl Placeable {
+    /// A fault whose probability draws messages, with `tool_direction` for its tool.
+    pub const fn messages(tool_direction: Direction) -> Self {
+        Self {
+            tool_direction,
+            probability_help: "Share of messages affected, 0.0 to 1.0",
+        }
     }
+}
+
+/// Something done with every registered fault's spec type (see [`for_each`]).
+pub trait EachFault {
+    fn fault<S: TcpFaultSpec>(&mut self);
 }
 
 /// A fault ready on one proxy: builds the stages of each new connection.
@@ -113,41 +203,37 @@ pub fn on_selected_flows(
     acts_on.map(|on| on.then(&mut build))
 }
 
-impl FaultSpec {
-    /// Short name of the fault kind, as used in stats and logs.
-    pub fn kind(&self) -> &'static str {
-        self.fault().kind()
-    }
-
-    pub fn common(&self) -> &FaultCommon {
-        self.fault().common()
-    }
-
-    pub fn describe(&self) -> String {
-        self.fault().describe()
-    }
-
-    /// Checks the values a parser could not (ranges, schedules that need a run duration).
-    pub fn validate(&self, run_duration: Option<Duration>) -> Result<(), ParseError> {
-        let kind = self.kind();
-        let common = self.common();
-        if !(0.0..=1.0).contains(&common.probability) {
+impl TcpFault {
+    /// Checks the values a parser could not (ranges, the fault's own rules).
+    pub fn validate(&self) -> Result<(), ParseError> {
+        let probability = self.common().probability;
+        if !(0.0..=1.0).contains(&probability) {
             return Err(ParseError::new(format!(
-                "{kind} probability must be between 0.0 and 1.0; got {}",
-                common.probability
+                "{} probability must be between 0.0 and 1.0; got {probability}",
+                self.kind()
             )));
         }
-        if let Some(s) = &common.schedule
-            && s.needs_run_duration()
-            && run_duration.is_none()
-        {
-            return Err(ParseError::new(format!(
-                "{kind} schedule uses percentages, which need a run duration (--duration)"
-            )));
-        }
-        self.fault().validate()
+        self.validate_own()
+    }
+
+    /// When the fault is active, from the proxy's start, in a run of `run_duration`: `None` = always; an error
+    /// when its schedule is in percent and the run has no length.
+    pub fn window(&self, run_duration: Option<Duration>) -> Result<Option<Window>, ParseError> {
+        let Some(schedule) = &self.common().schedule else {
+            return Ok(None);
+        };
+        schedule.window(run_duration).map(Some).ok_or_else(|| {
+            ParseError::new(format!(
+                "{} schedule uses percentages, which need a run duration (--duration)",
+                self.kind()
+            ))
+        })
     }
 }
+
+/// Ethernet's MSS for IPv4: the largest chunk a stage that models one TCP segment decides on at once
+/// ([`Stage::max_chunk`]).
+pub const MSS: usize = 1460;
 
 /// A duration in milliseconds for descriptions: "300ms", "0.5ms".
 pub(crate) fn in_ms(d: Duration) -> String {
@@ -166,14 +252,14 @@ pub enum Verdict {
     /// Forward these bytes instead of the chunk (later stages see them).
     Replace(Bytes),
     /// Forward the first `keep` bytes of the chunk, then end the connection (both flows) as `how` says.
-    End { keep: usize, how: Ending },
+    End { keep: usize, how: ConnectionEnd },
     /// Forward these bytes instead of the chunk, then end the connection (both flows) as `how` says.
-    ReplaceAndEnd { bytes: Bytes, how: Ending },
+    ReplaceAndEnd { bytes: Bytes, how: ConnectionEnd },
 }
 
 /// How a fault ends a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ending {
+pub enum ConnectionEnd {
     /// FIN to both peers: they read what was sent, then a clean end of stream.
     Close,
     /// RST to both peers (`SO_LINGER` 0, then close): "connection reset by peer".
@@ -208,6 +294,13 @@ pub trait Stage: Send {
     /// Largest chunk this stage wants to decide on (e.g. one TCP segment); the relay splits reads.
     fn max_chunk(&self) -> Option<usize> {
         None
+    }
+    /// How many times the fault acted in `verdict`, the verdict this stage just gave, counted in the unit it
+    /// works on (a message delayed, a segment lost, a connection reset): the "fault acted N times" of stats and
+    /// reports. One for each verdict that is not `Pass`, unless the stage's unit is not a chunk (HTTP error
+    /// counts responses, whatever the writes they come in).
+    fn acted(&mut self, verdict: &Verdict) -> u64 {
+        u64::from(*verdict != Verdict::Pass)
     }
     /// Whether the relay must keep this stage's delays exact (below the timer's 1 ms tick). A stage
     /// whose clock absorbs timer rounding by itself (bandwidth) says no.

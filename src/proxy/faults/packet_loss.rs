@@ -7,20 +7,53 @@ use std::time::Duration;
 
 use rand::RngExt;
 use rand::rngs::StdRng;
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer};
 
-use super::{Chunk, Fault, Injector, Stage, Verdict, in_ms, on_selected_flows};
-use crate::proxy::cli::parse_probability;
-use crate::proxy::config::{Direction, FaultCommon, ParseError, Schedule, Side};
+use super::{
+    Chunk, Injector, MSS, Placeable, Stage, TcpFaultSpec, Verdict, in_ms, on_selected_flows,
+};
+use crate::lenient::{self, Lenient, Scalar};
+use crate::proxy::flags::OwnFlags;
+use crate::proxy::placement::{Direction, FaultCommon};
+use crate::proxy::values::{ParseError, parse_rate, parse_segments};
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(default)]
 pub struct PacketLossSpec {
+    #[serde(skip)]
     pub common: FaultCommon,
-    /// Share of segments lost, 0.0..1.0 (default 0.05).
+    /// Share of TCP segments lost (then retransmitted late, as TCP would): a fraction 0..=0.99 or a
+    /// percentage string such as "5%". Default 0.05.
+    #[serde(rename = "loss_rate", deserialize_with = "loss_rate")]
+    #[schemars(with = "Lenient<LossRate>")]
     pub rate: f64,
     /// Mean length of a loss burst in segments (Gilbert-Elliott); `None` = independent losses.
+    #[serde(skip)]
     pub burst_length: Option<f64>,
     /// First retransmission timeout; doubles each time the same segment is lost again.
+    #[serde(skip)]
     pub rto: Duration,
+}
+
+/// A share of segments: a fraction (0.05) or a percentage ("5%").
+#[derive(Debug, Clone, Copy)]
+pub struct LossRate(f64);
+
+impl std::str::FromStr for LossRate {
+    type Err = ParseError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        parse_rate(s).map(LossRate)
+    }
+}
+
+impl Scalar for LossRate {
+    const JSON_TYPES: &'static [&'static str] = &["number"];
+    const EXPECTED: &'static str = "a fraction from 0 to 0.99 or a percentage such as \"5%\"";
+}
+
+fn loss_rate<'de, D: Deserializer<'de>>(input: D) -> Result<f64, D::Error> {
+    lenient::scalar::<D, LossRate>(input).map(|rate| rate.0)
 }
 
 impl Default for PacketLossSpec {
@@ -34,14 +67,14 @@ impl Default for PacketLossSpec {
     }
 }
 
-impl Fault for PacketLossSpec {
-    fn kind(&self) -> &'static str {
-        "packet_loss"
-    }
-
-    fn common(&self) -> &FaultCommon {
-        &self.common
-    }
+impl TcpFaultSpec for PacketLossSpec {
+    const KIND: &'static str = "packet_loss";
+    const TITLE: &'static str = "Packet loss";
+    const TOOL_DESCRIPTION: &'static str = "Evaluate an endpoint's reliability during packet loss on a TCP \
+path (lost segments are retransmitted late, as TCP would, so bytes arrive intact but slower). Same topology, \
+load and report as the latency scenario. Defaults: side server, direction egress, loss_rate 0.05.";
+    const PLACEABLE: Option<Placeable> = Some(Placeable::messages(Direction::Egress));
+    type Flags = PacketLossFlags;
 
     fn validate(&self) -> Result<(), ParseError> {
         if !(0.0..1.0).contains(&self.rate) {
@@ -86,76 +119,23 @@ impl Injector for PacketLossSpec {
     }
 }
 
-/// A loss rate written as a fraction (0.05) or a percentage (5%).
-pub fn parse_rate(raw: &str) -> Result<f64, ParseError> {
-    let v = raw.trim();
-    let (num, scale) = match v.strip_suffix('%') {
-        Some(p) => (p.trim(), 100.0),
-        None => (v, 1.0),
-    };
-    let x: f64 = num.parse().map_err(|_| {
-        ParseError::new(format!(
-            "rate '{raw}' is not a number; expected e.g. 0.05 or 5%"
-        ))
-    })?;
-    let rate = x / scale;
-    if !(0.0..1.0).contains(&rate) {
-        return Err(ParseError::new(format!(
-            "rate '{raw}' must be in [0, 1) (a fraction) or [0%, 100%)"
-        )));
-    }
-    Ok(rate)
-}
-
 /// `fault run` flags of the packet loss fault.
 #[derive(Debug, Clone, clap::Args)]
 pub struct PacketLossFlags {
     /// Lose packets (segments are delivered late by a retransmission timeout).
-    #[arg(long, env = "FAULT_WITH_PACKET_LOSS", help_heading = "Packet loss")]
+    #[arg(long, env = "FAULT_WITH_PACKET_LOSS")]
     pub with_packet_loss: bool,
     /// Share of segments lost: 0.05 or 5%.
-    #[arg(long, env = "FAULT_PACKET_LOSS_RATE", default_value = "0.05", value_parser = parse_rate, help_heading = "Packet loss")]
+    #[arg(long, env = "FAULT_PACKET_LOSS_RATE", default_value = "0.05", value_parser = parse_rate)]
     pub packet_loss_rate: f64,
     /// Mean burst length in segments (Gilbert-Elliott); without it losses are independent.
-    #[arg(
-        long,
-        env = "FAULT_PACKET_LOSS_BURST_LENGTH",
-        help_heading = "Packet loss"
-    )]
+    #[arg(long, env = "FAULT_PACKET_LOSS_BURST_LENGTH", value_parser = parse_segments)]
     pub packet_loss_burst_length: Option<f64>,
-    /// Side: client or server.
-    #[arg(
-        long,
-        env = "FAULT_PACKET_LOSS_SIDE",
-        default_value = "server",
-        help_heading = "Packet loss"
-    )]
-    pub packet_loss_side: Side,
-    /// Direction: ingress, egress or both.
-    #[arg(
-        long,
-        env = "FAULT_PACKET_LOSS_DIRECTION",
-        default_value = "ingress",
-        help_heading = "Packet loss"
-    )]
-    pub packet_loss_direction: Direction,
-    /// Share of messages affected, 0.0 to 1.0.
-    #[arg(long, env = "FAULT_PACKET_LOSS_PROBABILITY", default_value = "1", value_parser = parse_probability, help_heading = "Packet loss")]
-    pub packet_loss_probability: f64,
-    /// Active window: "start:10%,duration:50%" or "start:5s,duration:10s".
-    #[arg(long, env = "FAULT_PACKET_LOSS_SCHED", help_heading = "Packet loss")]
-    pub packet_loss_sched: Option<Schedule>,
 }
 
-impl PacketLossFlags {
-    pub fn spec(&self) -> Option<PacketLossSpec> {
+impl OwnFlags<PacketLossSpec> for PacketLossFlags {
+    fn spec(&self) -> Option<PacketLossSpec> {
         self.with_packet_loss.then(|| PacketLossSpec {
-            common: FaultCommon {
-                side: self.packet_loss_side,
-                direction: self.packet_loss_direction,
-                probability: self.packet_loss_probability,
-                schedule: self.packet_loss_sched,
-            },
             rate: self.packet_loss_rate,
             burst_length: self.packet_loss_burst_length,
             ..Default::default()
@@ -163,8 +143,6 @@ impl PacketLossFlags {
     }
 }
 
-/// Ethernet MSS for IPv4.
-pub const MSS: usize = 1460;
 /// Retransmissions of one segment before it is taken as delivered (a stack would give up later).
 const MAX_RETRIES: u32 = 6;
 
@@ -262,7 +240,7 @@ mod tests {
         let bytes = [0u8; 10];
         let chunk = Chunk {
             bytes: &bytes,
-            flow: crate::proxy::config::Flow::Response,
+            flow: crate::proxy::placement::Flow::Response,
             new_message: false,
             now: Instant::now(),
         };

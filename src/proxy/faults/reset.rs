@@ -6,29 +6,60 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rand::rngs::StdRng;
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer};
 use tokio::time::Instant;
 
-use super::{Chunk, Ending, Fault, Injector, Stage, Verdict, in_ms, on_selected_flows};
-use crate::proxy::cli::{parse_ms, parse_probability};
-use crate::proxy::config::{Direction, FaultCommon, Schedule, Side};
+use super::{
+    Chunk, ConnectionEnd, Injector, Placeable, Stage, TcpFaultSpec, Verdict, in_ms,
+    on_selected_flows,
+};
+use crate::lenient::{Lenient, Number};
+use crate::proxy::flags::OwnFlags;
+use crate::proxy::placement::{Direction, FaultCommon};
+use crate::proxy::values::parse_ms;
 
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
 pub struct ResetSpec {
+    #[serde(skip)]
     pub common: FaultCommon,
-    /// Reset once this many bytes of the flow have been forwarded.
+    /// Reset once this many bytes of the flow have passed; a whole number from 0 to 1000000000000. Default:
+    /// no byte limit.
+    #[serde(default, deserialize_with = "after_bytes")]
+    #[schemars(with = "Lenient<f64>")]
     pub after_bytes: Option<u64>,
-    /// Reset this long after the connection opened.
+    /// Reset this many milliseconds after the connection opened; 0..=3600000. Default: no time limit. Without
+    /// either limit, connections are reset as soon as they open.
+    #[serde(rename = "after_ms", default, deserialize_with = "after_ms")]
+    #[schemars(with = "Lenient<f64>")]
     pub after: Option<Duration>,
 }
 
-impl Fault for ResetSpec {
-    fn kind(&self) -> &'static str {
-        "reset"
-    }
+fn after_bytes<'de, D: Deserializer<'de>>(input: D) -> Result<Option<u64>, D::Error> {
+    // Whole and at most 10^12: the cast is exact.
+    Number::from_to(0.0, 1e12)
+        .whole()
+        .read(input)
+        .map(|bytes| Some(bytes as u64))
+}
 
-    fn common(&self) -> &FaultCommon {
-        &self.common
-    }
+fn after_ms<'de, D: Deserializer<'de>>(input: D) -> Result<Option<Duration>, D::Error> {
+    Number::from_to(0.0, 3_600_000.0).millis(input).map(Some)
+}
+
+impl TcpFaultSpec for ResetSpec {
+    const KIND: &'static str = "reset";
+    const TITLE: &'static str = "Reset";
+    const TOOL_DESCRIPTION: &'static str = "Evaluate an endpoint's reliability when connections on a TCP \
+path are reset (RST to both peers, \"connection reset by peer\"): once `after_bytes` bytes of the flow have \
+passed or `after_ms` milliseconds after a connection opened, whichever comes first, or as soon as it opens \
+without either. Same topology, load and report as the latency scenario. Defaults: side server, direction \
+ingress (responses).";
+    const PLACEABLE: Option<Placeable> = Some(Placeable {
+        tool_direction: Direction::Ingress,
+        probability_help: "Share of connections reset (drawn per message), 0.0 to 1.0",
+    });
+    type Flags = ResetFlags;
 
     fn describe(&self) -> String {
         let when = match (self.after_bytes, self.after) {
@@ -70,47 +101,20 @@ impl Injector for ResetSpec {
 #[derive(Debug, Clone, clap::Args)]
 pub struct ResetFlags {
     /// Reset connections (RST): after --reset-after-bytes, after --reset-after-ms, or at once.
-    #[arg(long, env = "FAULT_WITH_RESET", help_heading = "Reset")]
+    #[arg(long, env = "FAULT_WITH_RESET")]
     pub with_reset: bool,
     /// Reset once this many bytes of the flow have passed.
-    #[arg(long, env = "FAULT_RESET_AFTER_BYTES", help_heading = "Reset")]
+    #[arg(long, env = "FAULT_RESET_AFTER_BYTES")]
     pub reset_after_bytes: Option<u64>,
     /// Reset this many milliseconds after the connection opened.
-    #[arg(long, env = "FAULT_RESET_AFTER_MS", value_parser = parse_ms, help_heading = "Reset")]
+    #[arg(long, env = "FAULT_RESET_AFTER_MS", value_parser = parse_ms)]
     pub reset_after_ms: Option<Duration>,
-    /// Side: client or server.
-    #[arg(
-        long,
-        env = "FAULT_RESET_SIDE",
-        default_value = "server",
-        help_heading = "Reset"
-    )]
-    pub reset_side: Side,
-    /// Direction: ingress, egress or both.
-    #[arg(
-        long,
-        env = "FAULT_RESET_DIRECTION",
-        default_value = "ingress",
-        help_heading = "Reset"
-    )]
-    pub reset_direction: Direction,
-    /// Share of connections reset (drawn per message), 0.0 to 1.0.
-    #[arg(long, env = "FAULT_RESET_PROBABILITY", default_value = "1", value_parser = parse_probability, help_heading = "Reset")]
-    pub reset_probability: f64,
-    /// Active window: "start:10%,duration:50%" or "start:5s,duration:10s".
-    #[arg(long, env = "FAULT_RESET_SCHED", help_heading = "Reset")]
-    pub reset_sched: Option<Schedule>,
 }
 
-impl ResetFlags {
-    pub fn spec(&self) -> Option<ResetSpec> {
+impl OwnFlags<ResetSpec> for ResetFlags {
+    fn spec(&self) -> Option<ResetSpec> {
         self.with_reset.then_some(ResetSpec {
-            common: FaultCommon {
-                side: self.reset_side,
-                direction: self.reset_direction,
-                probability: self.reset_probability,
-                schedule: self.reset_sched,
-            },
+            common: FaultCommon::default(),
             after_bytes: self.reset_after_bytes,
             after: self.reset_after_ms,
         })
@@ -131,7 +135,7 @@ impl Stage for Reset {
 
     fn on_timer(&mut self, _now: Instant, _rng: &mut StdRng) -> Verdict {
         self.at = None;
-        Verdict::End { keep: 0, how: Ending::Reset }
+        Verdict::End { keep: 0, how: ConnectionEnd::Reset }
     }
 
     fn on_chunk(&mut self, chunk: &Chunk<'_>, _rng: &mut StdRng) -> Verdict {
@@ -145,7 +149,7 @@ impl Stage for Reset {
         }
         Verdict::End {
             keep: (limit - self.passed) as usize,
-            how: Ending::Reset,
+            how: ConnectionEnd::Reset,
         }
     }
 }

@@ -13,9 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     load::{self, LoadError, LoadPlan, LoadProgress, LoadReport, Pace, Target},
-    proxy::{
-        self, FaultCommon, FaultSpec, Mapping, ProxyConfig, ProxyError, ProxyHandle, Upstream,
-    },
+    proxy::{self, FaultCommon, Mapping, ProxyConfig, ProxyError, ProxyHandle, TcpFault, Upstream},
     report::impact::{
         self as report, CallInfo, FaultInfo, LatencySlo, Report, ReportInput, StrategyInfo,
     },
@@ -68,7 +66,7 @@ fn describe_placement(common: &FaultCommon) -> String {
 
 /// A validated scenario request.
 #[derive(Debug, Clone)]
-pub struct ScenarioSpec {
+pub struct ImpactSpec {
     pub target: Target,
     pub num_clients: u32,
     pub rps: u32,
@@ -76,13 +74,13 @@ pub struct ScenarioSpec {
     pub timeout: Duration,
     /// Empty: a proxy is put in front of the URL itself.
     pub proxies: Vec<Mapping>,
-    pub fault: FaultSpec,
+    pub fault: TcpFault,
     pub slos: Vec<LatencySlo>,
     pub seed: Option<u64>,
     pub baseline: bool,
 }
 
-impl ScenarioSpec {
+impl ImpactSpec {
     /// Requests over the whole scenario (both runs when there is a baseline).
     pub fn planned_requests(&self) -> u64 {
         let one = self.load_plan(None).planned_requests().unwrap_or(0);
@@ -92,7 +90,7 @@ impl ScenarioSpec {
     /// Whether the proxy in front of an `https://` URL speaks TLS to it, so that the fault sees clear-text HTTP:
     /// in the direct topology, for a fault that reads HTTP. Both runs (baseline too) use the same path.
     fn proxy_originates_tls(&self) -> bool {
-        self.proxies.is_empty() && self.target.is_tls() && self.fault.fault().reads_http()
+        self.proxies.is_empty() && self.target.is_tls() && self.fault.reads_http()
     }
 
     fn load_plan(&self, connect_to: Option<SocketAddr>) -> LoadPlan {
@@ -115,7 +113,7 @@ pub fn parse_mapping(text: &str) -> Result<Mapping, proxy::ParseError> {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum ScenarioError {
+pub enum ImpactError {
     #[error("proxies: {0}")]
     Proxy(#[from] ProxyError),
     #[error("{0}")]
@@ -127,10 +125,10 @@ pub enum ScenarioError {
 /// Runs the scenario: an optional baseline without the fault, then the run with it, then the report.
 /// Proxies are stopped (ports freed) on every path, including cancellation.
 pub async fn run(
-    spec: &ScenarioSpec,
+    spec: &ImpactSpec,
     cancel: &CancellationToken,
     progress: Arc<LoadProgress>,
-) -> Result<Report, ScenarioError> {
+) -> Result<Report, ImpactError> {
     let service = spec.target.resolve(spec.timeout).await?;
     spec.target.check_reachable(service).await?;
 
@@ -189,11 +187,11 @@ struct RunOutcome {
 
 /// One load run through proxies carrying `faults` (none for the baseline).
 async fn run_once(
-    spec: &ScenarioSpec,
-    faults: Vec<FaultSpec>,
+    spec: &ImpactSpec,
+    faults: Vec<TcpFault>,
     cancel: &CancellationToken,
     progress: Arc<LoadProgress>,
-) -> Result<RunOutcome, ScenarioError> {
+) -> Result<RunOutcome, ImpactError> {
     let direct = spec.proxies.is_empty();
     let mappings = if direct {
         vec![Mapping {
@@ -226,7 +224,7 @@ async fn run_once(
     let result = load::run(&plan, cancel, progress).await;
     let outcome = finish(handle, result).await;
     match outcome {
-        Err(ScenarioError::Load(LoadError::Cancelled)) => Err(ScenarioError::Cancelled),
+        Err(ImpactError::Load(LoadError::Cancelled)) => Err(ImpactError::Cancelled),
         other => other,
     }
 }
@@ -234,7 +232,7 @@ async fn run_once(
 async fn finish(
     handle: ProxyHandle,
     result: Result<LoadReport, LoadError>,
-) -> Result<RunOutcome, ScenarioError> {
+) -> Result<RunOutcome, ImpactError> {
     let stats = handle.stats();
     let mappings = handle.mappings().to_vec();
     handle.stop().await;

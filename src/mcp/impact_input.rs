@@ -1,22 +1,19 @@
-//! Inputs of the scenario tools: the fields every scenario takes, where a TCP fault acts, and the fault's own
-//! fields, as serde structs with lenient field types ([`super::lenient`]), each checked by its `validate`, so a
-//! bad value is a tool error naming the field and what it accepts. The same structs give the tools' JSON Schema.
+//! Inputs of the impact-scenario tools: the fields every scenario takes, where a TCP fault acts, and the
+//! fault's own fields, which are its spec ([`TcpFaultSpec`]). Serde structs with lenient field types
+//! ([`crate::lenient`]), so a bad value is a tool error naming the field and what it accepts; the same structs
+//! give the tools' JSON Schema.
 
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
-use rmcp::{model::JsonObject, schemars::JsonSchema};
+use rmcp::{handler::server::common::schema_for_type, model::JsonObject, schemars::JsonSchema};
 use serde::{Deserialize, de::DeserializeOwned};
 
-use super::lenient::{Lenient, Scalar, Strings, blank_as_default, blank_as_none};
 use crate::{
+    impact::{self, ImpactSpec, Limits},
+    lenient::{self, Lenient, Number, Scalar, Strings, blank_as_default, blank_as_none},
     load::{self, Target},
-    proxy::{
-        BandwidthScope, BandwidthSpec, BandwidthUnit, BlackholeSpec, Direction, FaultCommon,
-        FaultSpec, HttpErrorSpec, JitterSpec, LatencySpec, PacketLossSpec, ParseError, Side,
-        config::parse_rate,
-    },
+    proxy::{Direction, FaultCommon, Side, TcpFault, faults::TcpFaultSpec},
     report::impact::LatencySlo,
-    scenario::{self, Limits, ScenarioSpec},
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -33,6 +30,19 @@ pub(super) fn bad(field: impl Into<String>, message: impl Into<String>) -> Input
     }
 }
 
+/// `value` of `field` when `accepted` takes it (`default` when absent).
+fn checked(
+    field: &str,
+    value: Option<f64>,
+    default: f64,
+    accepted: Number,
+) -> Result<f64, InputError> {
+    accepted
+        .check_given(value)
+        .map_err(|message| bad(field, message))
+        .map(|value| value.unwrap_or(default))
+}
+
 /// `value` of `field` when within `min..=max` (`default` when absent).
 pub(super) fn within(
     field: &str,
@@ -41,14 +51,7 @@ pub(super) fn within(
     min: f64,
     max: f64,
 ) -> Result<f64, InputError> {
-    let value = value.unwrap_or(default);
-    if !(min..=max).contains(&value) {
-        return Err(bad(
-            field,
-            format!("{value} is out of range; accepted: {min} to {max}"),
-        ));
-    }
-    Ok(value)
+    checked(field, value, default, Number::from_to(min, max))
 }
 
 /// A whole number of `field` within `min..=max` (`default` when absent).
@@ -59,36 +62,9 @@ pub(super) fn whole(
     min: u64,
     max: u64,
 ) -> Result<u64, InputError> {
-    let value = within(field, value, default as f64, min as f64, max as f64)?;
-    if value.fract() != 0.0 {
-        return Err(bad(field, format!("{value} must be a whole number")));
-    }
-    Ok(value as u64)
-}
-
-/// A required `field`, more than 0 and at most `max` (in `unit`); `what` explains a missing value.
-fn positive(
-    field: &str,
-    value: Option<f64>,
-    what: &str,
-    max: f64,
-    unit: &str,
-) -> Result<f64, InputError> {
-    let value = value.ok_or_else(|| bad(field, format!("is required: {what}")))?;
-    // Written so that NaN is out of range too.
-    if !(value > 0.0 && value <= max) {
-        return Err(bad(
-            field,
-            format!("{value} is out of range; accepted: more than 0 and at most {max}{unit}"),
-        ));
-    }
-    Ok(value)
-}
-
-/// Milliseconds of `field`, more than 0 and at most a minute; `what` explains a missing value.
-fn positive_ms(field: &str, value: Option<f64>, what: &str) -> Result<Duration, InputError> {
-    let ms = positive(field, value, what, 60_000.0, " (ms)")?;
-    Ok(Duration::from_secs_f64(ms / 1000.0))
+    let accepted = Number::from_to(min as f64, max as f64).whole();
+    // Whole and within `min..=max`: the cast is exact.
+    checked(field, value, default as f64, accepted).map(|value| value as u64)
 }
 
 /// One SLO row: `objective`% of requests must succeed within `threshold_ms`.
@@ -102,22 +78,20 @@ struct SloInput {
 
 impl SloInput {
     fn validate(self, field: &str) -> Result<LatencySlo, InputError> {
-        let objective = format!("{field}.objective");
-        let threshold_ms = format!("{field}.threshold_ms");
+        let objective = Number::above_zero(100.0, " (percent)").required("a percent such as 99");
+        let threshold = Number::above_zero(3_600_000.0, "").required("milliseconds such as 350");
         Ok(LatencySlo {
-            objective: positive(
-                &objective,
+            objective: checked(
+                &format!("{field}.objective"),
                 self.objective.0,
-                "a percent such as 99",
-                100.0,
-                " (percent)",
+                0.0,
+                objective,
             )?,
-            threshold_ms: positive(
-                &threshold_ms,
+            threshold_ms: checked(
+                &format!("{field}.threshold_ms"),
                 self.threshold_ms.0,
-                "milliseconds such as 350",
-                3_600_000.0,
-                "",
+                0.0,
+                threshold,
             )?,
         })
     }
@@ -172,7 +146,7 @@ struct CommonInput {
 
 impl CommonInput {
     /// The scenario around `fault`.
-    fn validate(self, fault: FaultSpec, limits: &Limits) -> Result<ScenarioSpec, InputError> {
+    fn validate(self, fault: TcpFault, limits: &Limits) -> Result<ImpactSpec, InputError> {
         let url = self
             .url
             .0
@@ -239,7 +213,7 @@ impl CommonInput {
             .map(|(i, text)| {
                 let field = format!("proxies[{i}]");
                 let mapping =
-                    scenario::parse_mapping(text).map_err(|e| bad(&field, e.to_string()))?;
+                    impact::parse_mapping(text).map_err(|e| bad(&field, e.to_string()))?;
                 if !mapping.listen.ip().is_loopback() && !limits.allow_public_proxies {
                     return Err(bad(
                         field,
@@ -268,7 +242,7 @@ impl CommonInput {
                 .map(|(i, row)| row.validate(&format!("slos[{i}]")))
                 .collect::<Result<_, _>>()?,
         };
-        Ok(ScenarioSpec {
+        Ok(ImpactSpec {
             target,
             num_clients,
             rps,
@@ -331,32 +305,6 @@ impl Scalar for Side {
     const EXPECTED: &'static str = "one of server, client";
 }
 
-impl Scalar for BandwidthUnit {
-    const JSON_TYPES: &'static [&'static str] = &[];
-    const EXPECTED: &'static str = "one of bps, kbps, mbps, gbps";
-}
-
-impl Scalar for BandwidthScope {
-    const JSON_TYPES: &'static [&'static str] = &[];
-    const EXPECTED: &'static str = "one of connection, proxy";
-}
-
-/// A share of segments: a fraction (0.05) or a percentage ("5%").
-#[derive(Debug, Clone, Copy)]
-struct LossRate(f64);
-
-impl std::str::FromStr for LossRate {
-    type Err = ParseError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        parse_rate(s).map(LossRate)
-    }
-}
-
-impl Scalar for LossRate {
-    const JSON_TYPES: &'static [&'static str] = &["number"];
-    const EXPECTED: &'static str = "a fraction from 0 to 0.99 or a percentage such as \"5%\"";
-}
-
 /// Where a TCP fault acts: side "server" is the proxy's upstream end, "client" the end facing the caller;
 /// direction "ingress" is bytes arriving at that end, "egress" bytes leaving it. server+ingress and
 /// client+egress act on responses, server+egress and client+ingress on requests.
@@ -380,170 +328,6 @@ impl PlacementInput {
     }
 }
 
-/// The fault's own input of a scenario tool.
-pub(super) trait FaultInput: DeserializeOwned + JsonSchema + 'static {
-    /// Default direction of a TCP fault; `None` for a fault that takes no placement.
-    const DIRECTION: Option<Direction>;
-    fn validate(self, common: FaultCommon) -> Result<FaultSpec, InputError>;
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-pub(super) struct LatencyInput {
-    /// Mean latency to add, in milliseconds; more than 0 and at most 60000.
-    latency: Lenient<f64>,
-    /// Standard deviation around the mean, in milliseconds; 0..=60000. Default 0.
-    #[serde(default)]
-    deviation: Lenient<f64>,
-    /// Add the latency to every read/write on the connection instead of once per message. Default false.
-    #[serde(default)]
-    per_read_write_op: Lenient<bool>,
-}
-
-impl FaultInput for LatencyInput {
-    const DIRECTION: Option<Direction> = Some(Direction::Ingress);
-    fn validate(self, common: FaultCommon) -> Result<FaultSpec, InputError> {
-        let deviation = within("deviation", self.deviation.0, 0.0, 0.0, 60_000.0)?;
-        Ok(FaultSpec::Latency(LatencySpec {
-            common,
-            mean: positive_ms(
-                "latency",
-                self.latency.0,
-                "mean latency in milliseconds, e.g. 300",
-            )?,
-            stddev: Duration::from_secs_f64(deviation / 1000.0),
-            per_read_write: self.per_read_write_op.0.unwrap_or(false),
-            ..LatencySpec::default()
-        }))
-    }
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-pub(super) struct JitterInput {
-    /// Largest extra delay, in milliseconds; more than 0 and at most 60000.
-    amplitude: Lenient<f64>,
-    /// Delay spikes per second, in Hz; more than 0 and at most 1000.
-    frequency: Lenient<f64>,
-}
-
-impl FaultInput for JitterInput {
-    const DIRECTION: Option<Direction> = Some(Direction::Ingress);
-    fn validate(self, common: FaultCommon) -> Result<FaultSpec, InputError> {
-        let amplitude = positive_ms(
-            "amplitude",
-            self.amplitude.0,
-            "largest extra delay in ms, e.g. 150",
-        )?;
-        let frequency = positive(
-            "frequency",
-            self.frequency.0,
-            "in Hz, e.g. 5",
-            1000.0,
-            " (Hz)",
-        )?;
-        Ok(FaultSpec::Jitter(JitterSpec {
-            common,
-            amplitude,
-            frequency,
-        }))
-    }
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-pub(super) struct PacketLossInput {
-    /// Share of TCP segments lost (then retransmitted late, as TCP would): a fraction 0..=0.99 or a
-    /// percentage string such as "5%". Default 0.05.
-    #[serde(default)]
-    loss_rate: Lenient<LossRate>,
-}
-
-impl FaultInput for PacketLossInput {
-    const DIRECTION: Option<Direction> = Some(Direction::Egress);
-    fn validate(self, common: FaultCommon) -> Result<FaultSpec, InputError> {
-        Ok(FaultSpec::PacketLoss(PacketLossSpec {
-            common,
-            rate: self.loss_rate.0.map_or(0.05, |r| r.0),
-            ..PacketLossSpec::default()
-        }))
-    }
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-pub(super) struct BandwidthInput {
-    /// Bandwidth cap in `unit`, a whole number ≥ 1.
-    rate: Lenient<f64>,
-    /// Unit of `rate`: "bps" (bytes per second), "kbps", "mbps" or "gbps" (thousand, million, billion bytes
-    /// per second). Default "bps".
-    #[serde(default)]
-    unit: Lenient<BandwidthUnit>,
-    /// Which connections share the cap: "connection" (each connection has its own `rate` per direction, as
-    /// on a real path) or "proxy" (all connections through the proxy share one `rate` per direction and queue
-    /// on it). Default "connection".
-    #[serde(default)]
-    scope: Lenient<BandwidthScope>,
-}
-
-impl FaultInput for BandwidthInput {
-    const DIRECTION: Option<Direction> = Some(Direction::Ingress);
-    fn validate(self, common: FaultCommon) -> Result<FaultSpec, InputError> {
-        let rate = self.rate.0.ok_or_else(|| {
-            bad(
-                "rate",
-                "is required: a bandwidth such as 1024 (with unit \"bps\")",
-            )
-        })?;
-        if rate < 1.0 || rate.fract() != 0.0 || rate > 1e12 {
-            return Err(bad(
-                "rate",
-                format!(
-                    "{rate} is not accepted; use a whole number from 1 to 1000000000000 (in `unit`)"
-                ),
-            ));
-        }
-        let unit = self.unit.0.unwrap_or_default();
-        Ok(FaultSpec::Bandwidth(BandwidthSpec {
-            common,
-            rate: rate as u64,
-            unit,
-            scope: self.scope.0.unwrap_or_default(),
-        }))
-    }
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-pub(super) struct BlackholeInput {}
-
-impl FaultInput for BlackholeInput {
-    const DIRECTION: Option<Direction> = Some(Direction::Egress);
-    fn validate(self, common: FaultCommon) -> Result<FaultSpec, InputError> {
-        Ok(FaultSpec::Blackhole(BlackholeSpec { common }))
-    }
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-pub(super) struct HttpErrorInput {
-    /// HTTP status code returned instead of the upstream's response; 400..=599. Default 503.
-    #[serde(default)]
-    status_code: Lenient<f64>,
-    /// Body of the injected response. Default "".
-    #[serde(default)]
-    error_body: Option<String>,
-    /// Share of responses replaced, 0..=1. Default 1.
-    #[serde(default)]
-    probability: Lenient<f64>,
-}
-
-impl FaultInput for HttpErrorInput {
-    const DIRECTION: Option<Direction> = None;
-    fn validate(self, common: FaultCommon) -> Result<FaultSpec, InputError> {
-        Ok(FaultSpec::HttpError(HttpErrorSpec {
-            common,
-            status_code: whole("status_code", self.status_code.0, 503, 400, 599)? as u16,
-            body: self.error_body.unwrap_or_default(),
-            probability: within("probability", self.probability.0, 1.0, 0.0, 1.0)?,
-        }))
-    }
-}
-
 /// `T` read from the tool's arguments; a value of the wrong shape is an error naming its field.
 pub(super) fn read<T: DeserializeOwned>(args: &JsonObject) -> Result<T, InputError> {
     let value = serde_json::Value::Object(args.clone());
@@ -562,25 +346,34 @@ pub(super) fn read<T: DeserializeOwned>(args: &JsonObject) -> Result<T, InputErr
     })
 }
 
-/// The scenario of a `F` tool call: the fault's fields first, then where it acts, then the common fields.
-pub(super) fn scenario_spec<F: FaultInput>(
+/// The scenario of a call of fault `S`'s tool: the fault's fields first, then where it acts, then the common
+/// fields.
+pub(super) fn impact_spec<S: TcpFaultSpec>(
     args: &JsonObject,
     limits: &Limits,
-) -> Result<ScenarioSpec, InputError> {
-    let fault: F = read(args)?;
-    let common = match F::DIRECTION {
-        Some(direction) => read::<PlacementInput>(args)?.validate(direction),
-        None => FaultCommon::default(),
-    };
-    let fault = fault.validate(common)?;
+) -> Result<ImpactSpec, InputError> {
+    let spec: S = read(&lenient::blanks_left_out(args, &schema_for_type::<S>()))?;
+    let mut fault: TcpFault = spec.into();
+    if let Some(placeable) = S::PLACEABLE {
+        *fault.common_mut() = read::<PlacementInput>(args)?.validate(placeable.tool_direction);
+    }
     read::<CommonInput>(args)?.validate(fault, limits)
 }
 
-/// The tool's input schema: the properties of the common, placement and fault inputs together.
-pub(super) fn input_schema<F: FaultInput>() -> Arc<JsonObject> {
-    use rmcp::handler::server::common::schema_for_type;
-    let mut parts = vec![schema_for_type::<CommonInput>(), schema_for_type::<F>()];
-    if F::DIRECTION.is_some() {
+/// The input schema of fault `S`'s tool: the properties of the common, placement and fault inputs together.
+pub(super) fn input_schema<S: TcpFaultSpec>() -> Arc<JsonObject> {
+    let mut fault = (*schema_for_type::<S>()).clone();
+    // Each field's description states its default in the tool's units; schemars would print the Rust value
+    // (a duration as seconds and nanoseconds).
+    if let Some(serde_json::Value::Object(properties)) = fault.get_mut("properties") {
+        for field in properties.values_mut() {
+            if let serde_json::Value::Object(field) = field {
+                field.remove("default");
+            }
+        }
+    }
+    let mut parts = vec![schema_for_type::<CommonInput>(), Arc::new(fault)];
+    if S::PLACEABLE.is_some() {
         parts.push(schema_for_type::<PlacementInput>());
     }
     let mut merged = (*parts[0]).clone();

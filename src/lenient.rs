@@ -1,0 +1,418 @@
+//! Lenient readers for tool inputs written from templates (the guide's payloads): a number may come as a
+//! numeric string, null or "" means "use the default", one string may stand for a one-item list. Each is a
+//! newtype with its own JSON Schema, so an input struct is at once its parser and its published contract.
+//!
+//! A struct whose fields hold the values themselves (a TCP fault's spec) reads them with [`scalar`] and
+//! [`Number`] through `deserialize_with`, after [`blanks_left_out`] has dropped the optional fields that hold
+//! null or "", so that serde's default is the one default of a field.
+
+use std::{borrow::Cow, str::FromStr, time::Duration};
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::{
+    Deserialize, Deserializer,
+    de::{
+        Error, MapAccess, SeqAccess, Unexpected, Visitor,
+        value::{MapAccessDeserializer, SeqAccessDeserializer},
+    },
+};
+use serde_json::{Map, Value};
+
+/// What a lenient field holds: parsed from a string with `FromStr`, or from a number or boolean's text.
+pub(crate) trait Scalar: FromStr {
+    /// JSON types accepted besides a string, e.g. `["number"]`.
+    const JSON_TYPES: &'static [&'static str];
+    /// What the field accepts, for errors: "a number (or a string holding one)".
+    const EXPECTED: &'static str;
+    /// The value `text` (trimmed, not empty) holds.
+    fn from_text(text: &str) -> Option<Self> {
+        text.parse().ok()
+    }
+}
+
+/// A scalar field; `None` when absent, null or blank ("use the default"). A required field is one without
+/// `#[serde(default)]`: its schema lists it as required, and its `validate` says what is missing, naming it.
+#[derive(Debug, Clone)]
+pub(crate) struct Lenient<T>(pub Option<T>);
+
+impl<T> Default for Lenient<T> {
+    fn default() -> Self {
+        Self(None)
+    }
+}
+
+impl<'de, T: Scalar> Deserialize<'de> for Lenient<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // Through `Option`, so that serde reads a missing field as `None` rather than failing the whole input.
+        let Some(value) = Option::<Value>::deserialize(deserializer)? else {
+            return Ok(Self(None));
+        };
+        if is_blank(&value) {
+            return Ok(Self(None));
+        }
+        let text = match &value {
+            Value::String(s) => s.trim().to_owned(),
+            Value::Number(n) => n.to_string(),
+            Value::Bool(b) => b.to_string(),
+            Value::Null | Value::Array(_) | Value::Object(_) => String::new(),
+        };
+        match T::from_text(&text) {
+            Some(parsed) if !text.is_empty() => Ok(Self(Some(parsed))),
+            _ => Err(D::Error::custom(format!(
+                "expected {}, got {value}",
+                T::EXPECTED
+            ))),
+        }
+    }
+}
+
+impl<T: Scalar> JsonSchema for Lenient<T> {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        Cow::Borrowed("Lenient")
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        let mut types = vec!["string"];
+        types.extend(T::JSON_TYPES);
+        json_schema!({ "type": types })
+    }
+}
+
+/// Whether `value` means "use the default": null, or a string of nothing but white space.
+pub(crate) fn is_blank(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::String(s) => s.trim().is_empty(),
+        _ => false,
+    }
+}
+
+/// `members` without the optional fields (by `schema`, a struct's JSON Schema) that hold null or "", so that
+/// reading the struct gives them their serde default, as to a field left out. A required field stays for its
+/// reader to say what it needs, and so does a field whose schema takes null (its reader reads null itself).
+pub(crate) fn blanks_left_out(
+    members: &Map<String, Value>,
+    schema: &Map<String, Value>,
+) -> Map<String, Value> {
+    let required = |name: &str| {
+        schema
+            .get("required")
+            .and_then(Value::as_array)
+            .is_some_and(|names| names.iter().any(|n| n == name))
+    };
+    let takes_null = |name: &str| {
+        let types = schema
+            .get("properties")
+            .and_then(|properties| properties.get(name))
+            .and_then(|field| field.get("type"));
+        match types {
+            Some(Value::String(one)) => one == "null",
+            Some(Value::Array(many)) => many.iter().any(|t| t == "null"),
+            _ => false,
+        }
+    };
+    members
+        .iter()
+        .filter(|(name, value)| !is_blank(value) || required(name) || takes_null(name))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect()
+}
+
+/// For `#[serde(deserialize_with = "lenient::scalar")]`: a field of a [`Scalar`] type, read as [`Lenient`]
+/// reads it. Null and blank are not values here (see [`blanks_left_out`]).
+pub(crate) fn scalar<'de, D: Deserializer<'de>, T: Scalar>(input: D) -> Result<T, D::Error> {
+    Lenient::<T>::deserialize(input)?
+        .0
+        .ok_or_else(|| D::Error::custom(format!("expected {}, got nothing", T::EXPECTED)))
+}
+
+/// The numbers a field accepts, and the errors that say so, naming what is accepted: `5 is out of range;
+/// accepted: 0 to 1`, `0 is out of range; accepted: more than 0 and at most 60000 (ms)`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Number {
+    min: f64,
+    /// Whether `min` itself is refused ("more than 0").
+    above_min: bool,
+    max: f64,
+    /// Said after `max` when `min` is refused, e.g. " (ms)".
+    unit: &'static str,
+    whole: bool,
+    /// What a required field needs, said when it holds nothing; `None` for an optional field.
+    required: Option<&'static str>,
+}
+
+impl Number {
+    /// From `min` to `max`, both accepted.
+    pub(crate) const fn from_to(min: f64, max: f64) -> Self {
+        Self {
+            min,
+            above_min: false,
+            max,
+            unit: "",
+            whole: false,
+            required: None,
+        }
+    }
+
+    /// More than 0 and at most `max` (in `unit`).
+    pub(crate) const fn above_zero(max: f64, unit: &'static str) -> Self {
+        Self {
+            min: 0.0,
+            above_min: true,
+            unit,
+            ..Self::from_to(0.0, max)
+        }
+    }
+
+    /// Any finite number (the field checks the rest itself).
+    pub(crate) const fn any() -> Self {
+        Self::from_to(f64::MIN, f64::MAX)
+    }
+
+    /// Whole numbers only.
+    pub(crate) const fn whole(self) -> Self {
+        Self {
+            whole: true,
+            ..self
+        }
+    }
+
+    /// A required field: holding nothing, it is refused with "is required: `what`".
+    pub(crate) const fn required(self, what: &'static str) -> Self {
+        Self {
+            required: Some(what),
+            ..self
+        }
+    }
+
+    /// `value` when accepted, else what is wrong with it.
+    pub(crate) fn check(&self, value: f64) -> Result<f64, String> {
+        let above = if self.above_min {
+            value > self.min
+        } else {
+            value >= self.min
+        };
+        // Written so that NaN is out of range too.
+        if !(above && value <= self.max) {
+            let accepted = if self.above_min {
+                format!(
+                    "more than {} and at most {}{}",
+                    self.min, self.max, self.unit
+                )
+            } else {
+                format!("{} to {}", self.min, self.max)
+            };
+            return Err(format!("{value} is out of range; accepted: {accepted}"));
+        }
+        if self.whole && value.fract() != 0.0 {
+            return Err(format!("{value} must be a whole number"));
+        }
+        Ok(value)
+    }
+
+    /// The number `value` holds (absent: `None`), checked; a required field holding none is refused.
+    pub(crate) fn check_given(&self, value: Option<f64>) -> Result<Option<f64>, String> {
+        match (value, self.required) {
+            (Some(value), _) => self.check(value).map(Some),
+            (None, Some(what)) => Err(format!("is required: {what}")),
+            (None, None) => Ok(None),
+        }
+    }
+
+    /// For a `deserialize_with` reader: the number the field holds (see [`Lenient`]), checked.
+    pub(crate) fn read<'de, D: Deserializer<'de>>(&self, input: D) -> Result<f64, D::Error> {
+        let value = Lenient::<f64>::deserialize(input)?.0;
+        self.check_given(value)
+            .map_err(D::Error::custom)?
+            .ok_or_else(|| D::Error::custom(format!("expected {}, got nothing", f64::EXPECTED)))
+    }
+
+    /// [`Number::read`] of a number of milliseconds, as a duration.
+    pub(crate) fn millis<'de, D: Deserializer<'de>>(&self, input: D) -> Result<Duration, D::Error> {
+        let ms = self.read(input)?;
+        Duration::try_from_secs_f64(ms / 1e3)
+            .map_err(|_| D::Error::custom(format!("{ms} is not a number of milliseconds")))
+    }
+}
+
+/// A list of strings, or one string standing for a one-item list; blank items are dropped.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Strings(pub Vec<String>);
+
+impl<'de> Deserialize<'de> for Strings {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let items = match Value::deserialize(deserializer)? {
+            Value::Null => Vec::new(),
+            Value::Array(items) => items,
+            one => vec![one],
+        };
+        let mut strings = Vec::with_capacity(items.len());
+        for (i, item) in items.into_iter().enumerate() {
+            match item {
+                Value::String(s) if s.trim().is_empty() => {}
+                Value::String(s) => strings.push(s.trim().to_owned()),
+                other => {
+                    return Err(D::Error::custom(format!(
+                        "item {i}: expected a string, got {other}"
+                    )));
+                }
+            }
+        }
+        Ok(Self(strings))
+    }
+}
+
+impl JsonSchema for Strings {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        Cow::Borrowed("Strings")
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "type": ["array", "string"], "items": { "type": "string" } })
+    }
+}
+
+/// For `#[serde(default, deserialize_with = "blank_as_none")]`: null or a blank string is `None` ("use the
+/// default"), anything else is read as `T`, its errors keeping their field path. The schema stays `T`'s.
+pub(crate) fn blank_as_none<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    deserializer.deserialize_any(BlankOr(std::marker::PhantomData))
+}
+
+/// [`blank_as_none`] for a field whose default is `T::default()`.
+pub(crate) fn blank_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    blank_as_none(deserializer).map(Option::unwrap_or_default)
+}
+
+struct BlankOr<T>(std::marker::PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for BlankOr<T> {
+    type Value = Option<T>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a list, an object, or \"\" for the default")
+    }
+
+    fn visit_unit<E: Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_none<E: Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_str<E: Error>(self, text: &str) -> Result<Self::Value, E> {
+        if text.trim().is_empty() {
+            return Ok(None);
+        }
+        Err(E::invalid_value(Unexpected::Str(text), &self))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        T::deserialize(SeqAccessDeserializer::new(seq)).map(Some)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        T::deserialize(MapAccessDeserializer::new(map)).map(Some)
+    }
+}
+
+impl Scalar for f64 {
+    const JSON_TYPES: &'static [&'static str] = &["number"];
+    const EXPECTED: &'static str = "a finite number (or a string holding one)";
+    /// JSON has no NaN or infinity: the strings "NaN" and "inf" that Rust would parse are refused here, so that
+    /// no field check has to think of them.
+    fn from_text(text: &str) -> Option<Self> {
+        text.parse().ok().filter(|value: &f64| value.is_finite())
+    }
+}
+
+impl Scalar for bool {
+    const JSON_TYPES: &'static [&'static str] = &["boolean"];
+    const EXPECTED: &'static str = "true or false";
+    fn from_text(text: &str) -> Option<Self> {
+        [true, false]
+            .into_iter()
+            .find(|b| text.eq_ignore_ascii_case(&b.to_string()))
+    }
+}
+
+impl Scalar for String {
+    const JSON_TYPES: &'static [&'static str] = &["number"];
+    const EXPECTED: &'static str = "a string";
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn optional_blanks_are_left_out_required_ones_and_null_takers_stay() {
+        let schema = json!({
+            "required": ["needed"],
+            "properties": {
+                "needed": {"type": ["string", "number"]},
+                "optional": {"type": ["string", "number"]},
+                "text": {"type": ["string", "null"]},
+            }
+        });
+        let members =
+            json!({"needed": "", "optional": " ", "text": null, "other": null, "kept": 0});
+        let left = blanks_left_out(members.as_object().unwrap(), schema.as_object().unwrap());
+        assert_eq!(
+            Value::Object(left),
+            json!({"needed": "", "text": null, "kept": 0})
+        );
+    }
+
+    #[test]
+    fn numbers_name_what_they_accept() {
+        let latency = Number::above_zero(60_000.0, " (ms)").required("ms, e.g. 300");
+        assert_eq!(
+            latency.check(0.0).unwrap_err(),
+            "0 is out of range; accepted: more than 0 and at most 60000 (ms)"
+        );
+        assert!(latency.check(f64::NAN).is_err());
+        assert_eq!(
+            latency.check_given(None).unwrap_err(),
+            "is required: ms, e.g. 300"
+        );
+        let status = Number::from_to(400.0, 599.0).whole();
+        assert_eq!(
+            status.check(200.0).unwrap_err(),
+            "200 is out of range; accepted: 400 to 599"
+        );
+        assert_eq!(
+            status.check(500.5).unwrap_err(),
+            "500.5 must be a whole number"
+        );
+        assert_eq!(status.check_given(None), Ok(None));
+        let read = |value: Value| {
+            Number::from_to(0.0, 1.0)
+                .read(value)
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(read(json!("0.5")), Ok(0.5));
+        assert_eq!(
+            read(json!("NaN")).unwrap_err(),
+            "expected a finite number (or a string holding one), got \"NaN\""
+        );
+    }
+}

@@ -1,0 +1,198 @@
+//! MCP tools of the impact scenarios: `fault_run_<fault>_impact_scenario`, one per registered TCP fault
+//! ([`crate::proxy::faults`]). Their inputs, parsed and validated into an [`ImpactSpec`], are in
+//! [`super::impact_input`].
+
+use std::{sync::Arc, time::Duration};
+
+use futures::future::BoxFuture;
+use rmcp::{
+    RoleServer,
+    handler::server::{
+        router::tool::{ToolRoute, ToolRouter},
+        tool::ToolCallContext,
+    },
+    model::{CallToolResponse, CallToolResult, ProgressNotificationParam, Tool, ToolAnnotations},
+    service::RequestContext,
+};
+
+use super::impact_input::{InputError, impact_spec, input_schema};
+use super::{FaultServer, output_schema, text_and_structured, tool_error};
+use crate::{
+    impact::{self, ImpactSpec},
+    load,
+    proxy::faults::{self, EachFault, TcpFaultSpec},
+    report::impact::Report,
+};
+
+/// How long a new scenario waits for a cancelled one to finish stopping (its proxies closing).
+const STOPPING_WAIT: Duration = Duration::from_secs(5);
+
+/// One impact scenario at a time. A second one is refused, unless the running one was cancelled: it is
+/// then only closing connections and freeing ports, and the new one waits for that.
+#[derive(Clone)]
+pub(super) struct ImpactSlot {
+    permit: Arc<tokio::sync::Semaphore>,
+    /// Cancellation of the scenario that holds the permit (the last one that took it).
+    holder: Arc<std::sync::Mutex<Option<tokio_util::sync::CancellationToken>>>,
+}
+
+impl Default for ImpactSlot {
+    fn default() -> Self {
+        Self {
+            permit: Arc::new(tokio::sync::Semaphore::new(1)),
+            holder: Arc::default(),
+        }
+    }
+}
+
+impl ImpactSlot {
+    /// The slot for a scenario cancelled by `cancel`, or `None` when another scenario is running.
+    async fn take(
+        &self,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let holder = || self.holder.lock().unwrap_or_else(|p| p.into_inner());
+        let permit = match self.permit.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => {
+                let stopping = holder().as_ref().is_some_and(|c| c.is_cancelled());
+                if !stopping {
+                    return None;
+                }
+                tokio::time::timeout(STOPPING_WAIT, self.permit.clone().acquire_owned())
+                    .await
+                    .ok()?
+                    .ok()?
+            }
+        };
+        *holder() = Some(cancel.clone());
+        Some(permit)
+    }
+}
+
+impl FaultServer {
+    /// Validates, takes the scenario slot, runs, and shapes the report; progress each second if asked.
+    async fn run_impact(
+        &self,
+        spec: Result<ImpactSpec, InputError>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, rmcp::ErrorData> {
+        let spec = match spec {
+            Ok(spec) => spec,
+            Err(e) => return Ok(tool_error(e)),
+        };
+        let Some(_slot) = self.impact_slot.take(&context.ct).await else {
+            return Ok(tool_error(
+                "another impact scenario is running; they run one at a time (they bind ports and measure \
+                 latency). Try again when it has finished.",
+            ));
+        };
+        let progress = Arc::new(load::LoadProgress::default());
+        let ticker = progress_ticker(
+            &context,
+            progress.clone(),
+            spec.planned_requests(),
+            "requests",
+        );
+        let outcome = impact::run(&spec, &context.ct, progress).await;
+        if let Some(ticker) = ticker {
+            ticker.abort();
+        }
+        match outcome {
+            Ok(report) => Ok(text_and_structured(
+                crate::report::impact::render(&report),
+                &report,
+            )),
+            Err(e) => Ok(tool_error(e)),
+        }
+    }
+}
+
+/// Sends `notifications/progress` each second while a run goes on, when the client asked for progress:
+/// `completed` of `total` `unit` done, and how many failed.
+pub(super) fn progress_ticker(
+    context: &RequestContext<RoleServer>,
+    progress: Arc<load::LoadProgress>,
+    total: u64,
+    unit: &'static str,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let token = context.meta.get_progress_token()?;
+    let peer = context.peer.clone();
+    Some(tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            let done = progress
+                .completed
+                .load(std::sync::atomic::Ordering::Relaxed);
+            let errors = progress.errors.load(std::sync::atomic::Ordering::Relaxed);
+            let note = ProgressNotificationParam::new(token.clone(), done as f64)
+                .with_total(total as f64)
+                .with_message(format!("{done} of {total} {unit} done, {errors} errors"));
+            if peer.notify_progress(note).await.is_err() {
+                break;
+            }
+        }
+    }))
+}
+
+impl FaultServer {
+    /// One `fault_run_<fault>_impact_scenario` tool per registered TCP fault.
+    pub(super) fn impact_router() -> ToolRouter<Self> {
+        let mut tools = ImpactTools(ToolRouter::new());
+        faults::for_each(&mut tools);
+        tools.0
+    }
+}
+
+/// The impact-scenario tools, built fault by fault.
+struct ImpactTools(ToolRouter<FaultServer>);
+
+impl EachFault for ImpactTools {
+    fn fault<S: TcpFaultSpec>(&mut self) {
+        // They start listeners and send the load you configure (any method and body, so possibly writes) to
+        // the target, which may be remote; each call sends new load.
+        let annotations = ToolAnnotations::new()
+            .read_only(false)
+            .destructive(true)
+            .idempotent(false)
+            .open_world(true);
+        let tool = Tool::new(tool_name::<S>(), S::TOOL_DESCRIPTION, input_schema::<S>())
+            .with_raw_output_schema(output_schema::<Report>())
+            .with_annotations(annotations);
+        self.0.add_route(ToolRoute::new_dyn(tool, call::<S>));
+    }
+}
+
+/// The names of the impact-scenario tools, in registration order.
+pub(super) fn tool_names() -> Vec<String> {
+    struct Names(Vec<String>);
+    impl EachFault for Names {
+        fn fault<S: TcpFaultSpec>(&mut self) {
+            self.0.push(tool_name::<S>());
+        }
+    }
+    let mut names = Names(Vec::new());
+    faults::for_each(&mut names);
+    names.0
+}
+
+/// The name of fault `S`'s tool.
+pub(super) fn tool_name<S: TcpFaultSpec>() -> String {
+    format!("fault_run_{}_impact_scenario", S::KIND)
+}
+
+fn call<S: TcpFaultSpec>(
+    call: ToolCallContext<'_, FaultServer>,
+) -> BoxFuture<'_, Result<CallToolResponse, rmcp::ErrorData>> {
+    Box::pin(async move {
+        let arguments = call.arguments.unwrap_or_default();
+        let server = call.service;
+        let spec = impact_spec::<S>(&arguments, &server.settings.scenario);
+        server
+            .run_impact(spec, call.request_context)
+            .await
+            .map(CallToolResponse::from)
+    })
+}

@@ -1,0 +1,112 @@
+//! Corrupt: as netem's corrupt, each chunk of the flow (at most one TCP segment) is corrupted with probability
+//! `rate`: one bit at a random offset is flipped. The draws come from the stage's keyed generator, so a seed
+//! repeats them for the same chunks.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use rand::RngExt;
+use rand::rngs::StdRng;
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer};
+
+use super::{Chunk, Injector, MSS, Placeable, Stage, TcpFaultSpec, Verdict, on_selected_flows};
+use crate::lenient::{Lenient, Number};
+use crate::proxy::flags::OwnFlags;
+use crate::proxy::placement::{Direction, FaultCommon};
+use crate::proxy::values::{ParseError, parse_probability};
+
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
+pub struct CorruptSpec {
+    #[serde(skip)]
+    pub common: FaultCommon,
+    /// Share of chunks of the flow (each at most one TCP segment, 1460 bytes) with one bit flipped; 0..=1.
+    #[serde(deserialize_with = "rate")]
+    #[schemars(with = "Lenient<f64>")]
+    pub rate: f64,
+}
+
+fn rate<'de, D: Deserializer<'de>>(input: D) -> Result<f64, D::Error> {
+    Number::from_to(0.0, 1.0)
+        .required("a share of chunks such as 0.05")
+        .read(input)
+}
+
+impl TcpFaultSpec for CorruptSpec {
+    const KIND: &'static str = "corrupt";
+    const TITLE: &'static str = "Corrupt";
+    const TOOL_DESCRIPTION: &'static str = "Evaluate an endpoint's reliability when bytes on a TCP path are \
+corrupted, as netem's corrupt does: with probability `rate`, a chunk of the flow (at most one TCP segment) gets \
+one bit flipped at a random offset. Same topology, load and report as the latency scenario. Defaults: side \
+server, direction ingress (responses).";
+    const PLACEABLE: Option<Placeable> = Some(Placeable::messages(Direction::Ingress));
+    type Flags = CorruptFlags;
+
+    fn validate(&self) -> Result<(), ParseError> {
+        if !(0.0..=1.0).contains(&self.rate) {
+            return Err(ParseError::new(format!(
+                "corrupt rate must be between 0.0 and 1.0; got {}",
+                self.rate
+            )));
+        }
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "Corrupt: {:.1}% of chunks (at most {MSS} bytes each) with one bit flipped",
+            self.rate * 100.0
+        )
+    }
+
+    fn injector(&self) -> Arc<dyn Injector> {
+        Arc::new(self.clone())
+    }
+}
+
+impl Injector for CorruptSpec {
+    fn connection(&self, acts_on: [bool; 2]) -> [Option<Box<dyn Stage>>; 2] {
+        on_selected_flows(acts_on, || Box::new(Corrupt { rate: self.rate }))
+    }
+}
+
+/// `fault run` flags of the corrupt fault.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CorruptFlags {
+    /// Corrupt bytes: flip one random bit in a share of the flow's segments.
+    #[arg(long, env = "FAULT_WITH_CORRUPT")]
+    pub with_corrupt: bool,
+    /// Share of segments (at most 1460 bytes each) with one bit flipped, 0.0 to 1.0.
+    #[arg(long, env = "FAULT_CORRUPT_RATE", default_value = "0.01", value_parser = parse_probability)]
+    pub corrupt_rate: f64,
+}
+
+impl OwnFlags<CorruptSpec> for CorruptFlags {
+    fn spec(&self) -> Option<CorruptSpec> {
+        self.with_corrupt.then(|| CorruptSpec {
+            common: FaultCommon::default(),
+            rate: self.corrupt_rate,
+        })
+    }
+}
+
+pub struct Corrupt {
+    rate: f64,
+}
+
+impl Stage for Corrupt {
+    fn max_chunk(&self) -> Option<usize> {
+        Some(MSS)
+    }
+
+    fn on_chunk(&mut self, chunk: &Chunk<'_>, rng: &mut StdRng) -> Verdict {
+        if chunk.bytes.is_empty() || rng.random::<f64>() >= self.rate {
+            return Verdict::Pass;
+        }
+        let offset = rng.random_range(0..chunk.bytes.len());
+        let bit = rng.random_range(0..8u32);
+        let mut bytes = chunk.bytes.to_vec();
+        bytes[offset] ^= 1 << bit;
+        Verdict::Replace(Bytes::from(bytes))
+    }
+}
