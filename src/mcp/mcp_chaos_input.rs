@@ -333,7 +333,7 @@ fn plan_source(plan: Option<Value>) -> Result<PlanSource, InputError> {
             ));
         }
     };
-    let plan = Plan::from_value(root, &text).map_err(|e| bad("plan", e))?;
+    let plan = Plan::from_value(root, &text).map_err(|e| bad("plan", e.to_string()))?;
     let text = if text.is_empty() {
         "{}".to_owned()
     } else {

@@ -14,7 +14,7 @@ use super::record::{CallOutcome, CallRecord, Schemas};
 use super::report::{self, ChaosReport, PlannedFaultInfo};
 use crate::mcp_proxy::{
     events::{CallEvent, CallObserver},
-    faults::Fault,
+    faults::McpFaultSpec,
     jsonrpc::{Envelope, Outcome, id_key},
     plan::Plan,
 };

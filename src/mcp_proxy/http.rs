@@ -119,7 +119,7 @@ fn cancel_key(session: Option<&str>, id: &Value) -> String {
 /// Runs the proxy until the task is dropped.
 pub async fn run(options: HttpProxyOptions) -> Result<(), HttpProxyError> {
     let upstream = options.upstream;
-    let decider = Decider::new(&options.plan).map_err(HttpProxyError::Plan)?;
+    let decider = Decider::new(&options.plan).map_err(|e| HttpProxyError::Plan(e.to_string()))?;
     let events = match &options.events {
         Some(path) => Some(
             EventLog::create(path).map_err(|source| HttpProxyError::Events {
@@ -131,7 +131,7 @@ pub async fn run(options: HttpProxyOptions) -> Result<(), HttpProxyError> {
     };
     let recorder = Recorder::new(events, options.observer);
     let transparent = decider.is_empty() && !recorder.is_active();
-    let notifies = decider.has_drop_tool();
+    let notifies = decider.hides_tools();
     let listener =
         TcpListener::bind(options.listen)
             .await
@@ -720,7 +720,7 @@ impl Exchange {
         self.upstream = Some(Outcome::of_line(&message));
         let out = match &self.call {
             Some(call)
-                if !composed.passes_response() || self.proxy.engine().decider.has_drop_tool() =>
+                if !composed.passes_response() || self.proxy.engine().decider.hides_tools() =>
             {
                 let engine = self.proxy.engine();
                 let mut out = call.rewrite_response(

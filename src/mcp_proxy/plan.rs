@@ -4,13 +4,16 @@
 //! `hangMs`, `retryAfterSeconds`, `missingFields`, `target` + `config` + `duration_ms`) and SmartAI's
 //! (`tool:` glob, `server:`). Unknown keys are an error naming the key and its line.
 
-use std::path::{Path, PathBuf};
+use std::{
+    fmt,
+    path::{Path, PathBuf},
+};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::faults::{self, Fault, FaultSpec};
-use super::trigger::{TRIGGER_KEYS, Trigger};
+use super::faults::{self, FaultError, McpFault, McpFaultSpec, PeerEntry, Registered};
+use super::trigger::{TRIGGER_KEYS, Trigger, TriggerError};
 
 /// What the proxy does when it fails itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -42,7 +45,7 @@ pub struct PlannedFault {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     #[serde(flatten)]
-    pub spec: FaultSpec,
+    pub spec: McpFault,
     #[serde(flatten)]
     pub trigger: Trigger,
 }
@@ -71,8 +74,134 @@ pub enum PlanError {
         format: &'static str,
         message: String,
     },
-    #[error("plan {path}: {message}")]
-    Invalid { path: PathBuf, message: String },
+    #[error("plan {path}: {error}")]
+    Invalid { path: PathBuf, error: InvalidPlan },
+}
+
+/// `line N: ` before a message, when the line is known.
+struct Line(Option<usize>);
+
+impl fmt::Display for Line {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(line) => write!(f, "line {line}: "),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A plan's content refused: the message names the fault, the key and its line.
+#[derive(Debug, thiserror::Error)]
+pub enum InvalidPlan {
+    #[error("a plan is a mapping with `faults`, or a list of faults")]
+    NotAPlan,
+    #[error("{}unknown key `{key}` (known: {})", Line(*line), TOP_KEYS.join(", "))]
+    UnknownKey { key: String, line: Option<usize> },
+    #[error("{}{message}", Line(*line))]
+    BadValue {
+        message: &'static str,
+        line: Option<usize>,
+    },
+    #[error("{}{key}.command must be a list of strings", Line(*line))]
+    BadCommandList { key: String, line: Option<usize> },
+    #[error(
+        "{}{key} must hold `command` (a string or list); only stdio servers are supported",
+        Line(*line)
+    )]
+    NoCommand { key: String, line: Option<usize> },
+    #[error("faults[{index}] must be a mapping with a `type`")]
+    NotAMapping { index: usize },
+    #[error("faults[{index}]: {error}")]
+    Fault {
+        index: usize,
+        error: FaultEntryError,
+    },
+}
+
+/// One fault of a plan refused.
+#[derive(Debug, thiserror::Error)]
+pub enum FaultEntryError {
+    #[error("missing `type` (or mcptest's `kind`)")]
+    MissingType,
+    #[error("{}`type` must be a string", Line(*line))]
+    TypeNotAString { line: Option<usize> },
+    #[error("{}`{written}`: the part after `:` must be a whole number", Line(*line))]
+    BadSuffix {
+        written: String,
+        line: Option<usize>,
+    },
+    #[error("{}unknown fault type `{written}` (known: {})", Line(*line), known_types())]
+    UnknownType {
+        written: String,
+        line: Option<usize>,
+    },
+    #[error(
+        "{}unknown key `{written}` for {fault} (it takes: {}; and the trigger keys: {})",
+        Line(*line),
+        list_or_nothing(takes),
+        TRIGGER_KEYS.join(", ")
+    )]
+    UnknownKey {
+        written: String,
+        fault: &'static str,
+        takes: &'static [String],
+        line: Option<usize>,
+    },
+    #[error("{fault}: trigger: {message}")]
+    TriggerValue {
+        fault: &'static str,
+        message: String,
+    },
+    #[error("{fault}: {error}")]
+    Trigger {
+        fault: &'static str,
+        error: TriggerError,
+    },
+    #[error("{fault}: {message}")]
+    SpecValue {
+        fault: &'static str,
+        message: String,
+    },
+    #[error("{fault}: {error}")]
+    Spec {
+        fault: &'static str,
+        error: FaultError,
+    },
+}
+
+/// A fault nested in another (`recover_after`'s `then`) refused.
+#[derive(Debug, thiserror::Error)]
+pub enum NestedFaultError {
+    #[error("then: `none` is not a fault")]
+    None,
+    #[error("then: unknown key `{written}` for {fault} (it takes: {})", takes.join(", "))]
+    UnknownKey {
+        written: String,
+        fault: &'static str,
+        takes: &'static [String],
+    },
+    #[error("{0}")]
+    Entry(FaultEntryError),
+    #[error("{0}")]
+    Value(serde_json::Error),
+    #[error("{0}")]
+    Spec(FaultError),
+}
+
+fn known_types() -> String {
+    faults::REGISTRY
+        .iter()
+        .map(|r| r.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn list_or_nothing(keys: &[String]) -> String {
+    if keys.is_empty() {
+        "nothing".to_owned()
+    } else {
+        keys.join(", ")
+    }
 }
 
 const TOP_KEYS: &[&str] = &[
@@ -102,15 +231,19 @@ impl Plan {
                 message: e.to_string(),
             })?
         };
-        Plan::from_value(root, &text).map_err(|message| PlanError::Invalid {
+        Plan::from_value(root, &text).map_err(|error| PlanError::Invalid {
             path: path.to_owned(),
-            message,
+            error,
         })
     }
 
     /// Normalises a parsed plan; `source` is the file's text, to give line numbers.
-    pub fn from_value(root: Value, source: &str) -> Result<Plan, String> {
+    pub fn from_value(root: Value, source: &str) -> Result<Plan, InvalidPlan> {
         let mut plan = Plan::default();
+        let bad = |key: &str, message: &'static str| InvalidPlan::BadValue {
+            message,
+            line: key_line(source, key),
+        };
         let items = match root {
             Value::Null => Vec::new(),
             Value::Array(items) => items,
@@ -120,19 +253,17 @@ impl Plan {
                     match key.as_str() {
                         "version" => {}
                         "seed" => {
-                            plan.seed = value.as_u64().ok_or_else(|| {
-                                at(source, "seed", "seed must be a non-negative integer")
-                            })?
+                            plan.seed = value
+                                .as_u64()
+                                .ok_or_else(|| bad("seed", "seed must be a non-negative integer"))?
                         }
                         "mode" => {
-                            plan.mode = serde_json::from_value(value).map_err(|_| {
-                                at(source, "mode", "mode must be fail_safe or strict")
-                            })?
+                            plan.mode = serde_json::from_value(value)
+                                .map_err(|_| bad("mode", "mode must be fail_safe or strict"))?
                         }
                         "policy" => {
                             plan.policy = serde_json::from_value(value).map_err(|_| {
-                                at(
-                                    source,
+                                bad(
                                     "policy",
                                     "policy must be `first` (the first fault that fires on a call applies) \
                                      or `all` (every fault that fires applies, in plan order)",
@@ -144,28 +275,27 @@ impl Plan {
                             items = match value {
                                 Value::Array(items) => items,
                                 Value::Null => Vec::new(),
-                                _ => return Err(at(source, "faults", "faults must be a list")),
+                                _ => return Err(bad("faults", "faults must be a list")),
                             }
                         }
                         other => {
-                            return Err(at(
-                                source,
-                                other,
-                                &format!("unknown key `{other}` (known: {})", TOP_KEYS.join(", ")),
-                            ));
+                            return Err(InvalidPlan::UnknownKey {
+                                key: other.to_owned(),
+                                line: key_line(source, other),
+                            });
                         }
                     }
                 }
                 items
             }
-            _ => return Err("a plan is a mapping with `faults`, or a list of faults".into()),
+            _ => return Err(InvalidPlan::NotAPlan),
         };
         for (index, item) in items.into_iter().enumerate() {
             let Value::Object(map) = item else {
-                return Err(format!("faults[{index}] must be a mapping with a `type`"));
+                return Err(InvalidPlan::NotAMapping { index });
             };
             if let Some(fault) =
-                planned_fault(map, source).map_err(|e| format!("faults[{index}]: {e}"))?
+                planned_fault(map, source).map_err(|error| InvalidPlan::Fault { index, error })?
             {
                 plan.faults.push(fault);
             }
@@ -180,7 +310,7 @@ impl Plan {
 }
 
 /// The server command of an `upstream:`/`server:` entry: a string (split on spaces) or a list.
-fn command_of(key: &str, value: &Value, source: &str) -> Result<Vec<String>, String> {
+fn command_of(key: &str, value: &Value, source: &str) -> Result<Vec<String>, InvalidPlan> {
     let command = value.get("command").unwrap_or(value);
     match command {
         Value::String(s) => Ok(s.split_whitespace().map(str::to_owned).collect()),
@@ -188,20 +318,14 @@ fn command_of(key: &str, value: &Value, source: &str) -> Result<Vec<String>, Str
             .iter()
             .map(|p| p.as_str().map(str::to_owned))
             .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| {
-                at(
-                    source,
-                    key,
-                    &format!("{key}.command must be a list of strings"),
-                )
+            .ok_or_else(|| InvalidPlan::BadCommandList {
+                key: key.to_owned(),
+                line: key_line(source, key),
             }),
-        _ => Err(at(
-            source,
-            key,
-            &format!(
-                "{key} must hold `command` (a string or list); only stdio servers are supported"
-            ),
-        )),
+        _ => Err(InvalidPlan::NoCommand {
+            key: key.to_owned(),
+            line: key_line(source, key),
+        }),
     }
 }
 
@@ -221,33 +345,15 @@ fn snake(key: &str) -> String {
     out
 }
 
-/// A fault entry with its keys normalised: `(canonical type, keys → (value, key as written))`.
+/// A fault entry read: its registered type and its keys in our spelling.
 struct Entry {
-    canonical: &'static str,
-    keys: Vec<(String, Value, String)>,
+    fault: &'static Registered,
+    keys: PeerEntry,
 }
 
-impl Entry {
-    fn take(&mut self, key: &str) -> Option<Value> {
-        let position = self.keys.iter().position(|(k, _, _)| k == key)?;
-        Some(self.keys.remove(position).1)
-    }
-
-    fn set(&mut self, key: &str, value: Value) {
-        self.take(key);
-        self.keys.push((key.to_owned(), value, key.to_owned()));
-    }
-
-    /// Renames `from` to `to` (a peer's spelling to ours), keeping the key as written for messages.
-    fn alias(&mut self, from: &str, to: &str) {
-        if let Some(entry) = self.keys.iter_mut().find(|(k, _, _)| k == from) {
-            entry.0 = to.to_owned();
-        }
-    }
-}
-
-/// Normalises one fault mapping's peer spellings; `Ok(None)` for mcptest's `kind: none`.
-fn normalise(map: Map<String, Value>, source: &str) -> Result<Option<Entry>, String> {
+/// Reads one fault mapping in whichever peer spelling it is written; `Ok(None)` for mcptest's `kind: none`.
+/// The walk is generic; what a fault's peers call its keys is the fault's own [`McpMcpFault::read_peer`].
+fn normalise(map: Map<String, Value>, source: &str) -> Result<Option<Entry>, FaultEntryError> {
     // mcp-chaos-monkey's inject request: {target, config: {type, ...}, duration_ms}
     let mut flat: Vec<(String, Value, String)> = Vec::new();
     for (written, value) in map {
@@ -259,159 +365,115 @@ fn normalise(map: Map<String, Value>, source: &str) -> Result<Option<Entry>, Str
             flat.push((snake(&written), value, written));
         }
     }
-    let kind = flat
+    let (_, kind, kind_written) = flat
         .iter()
         .position(|(k, _, _)| k == "type" || k == "kind")
         .map(|i| flat.remove(i))
-        .ok_or("missing `type` (or mcptest's `kind`)")?;
-    let Value::String(type_written) = kind.1 else {
-        return Err(at(source, &kind.2, "`type` must be a string"));
+        .ok_or(FaultEntryError::MissingType)?;
+    let Value::String(type_written) = kind else {
+        return Err(FaultEntryError::TypeNotAString {
+            line: key_line(source, &kind_written),
+        });
     };
     if type_written == "none" {
         return Ok(None);
     }
     // mcptest's `slow:<ms>` and `recover-after:<n>`
-    let (type_name, inline) = match type_written.split_once(':') {
+    let (type_name, suffix) = match type_written.split_once(':') {
         Some((name, number)) => {
-            let number: u64 = number.trim().parse().map_err(|_| {
-                at(
-                    source,
-                    &type_written,
-                    &format!("`{type_written}`: the part after `:` must be a whole number"),
-                )
-            })?;
+            let number: u64 = number
+                .trim()
+                .parse()
+                .map_err(|_| FaultEntryError::BadSuffix {
+                    written: type_written.clone(),
+                    line: key_line(source, &type_written),
+                })?;
             (name.trim().to_owned(), Some(number))
         }
         None => (type_written.clone(), None),
     };
-    let canonical = faults::canonical_type(&type_name).ok_or_else(|| {
-        let known: Vec<&str> = faults::REGISTRY.iter().map(|(n, _, _)| *n).collect();
-        at(
-            source,
-            &type_written,
-            &format!(
-                "unknown fault type `{type_written}` (known: {})",
-                known.join(", ")
-            ),
-        )
+    let fault = faults::registered(&type_name).ok_or_else(|| FaultEntryError::UnknownType {
+        written: type_written.clone(),
+        line: key_line(source, &type_written),
     })?;
-    let mut entry = Entry {
-        canonical,
-        keys: flat,
-    };
-    // schema_drift's own `target: list | result` (what it drifts), not a tool name
-    let drift_target = canonical == "schema_drift"
-        && entry
-            .keys
-            .iter()
-            .any(|(k, v, _)| k == "target" && matches!(v.as_str(), Some("list" | "result")));
+    let mut keys = PeerEntry::new(type_name, suffix, flat);
+    (fault.read_peer)(&mut keys);
     // targets: mcptest {tool, server}, mcp-chaos-monkey "name", SmartAI `tool:`
     for key in ["target", "tool"] {
-        if key == "target" && drift_target {
+        if keys.is_claimed(key) {
             continue;
         }
-        if let Some(value) = entry.take(key) {
+        if let Some(value) = keys.take(key) {
             let tool = match value {
                 Value::Object(mut target) => target.remove("tool"),
                 other => Some(other),
             };
             match tool {
-                Some(Value::String(name)) => entry.set("tools", Value::from(vec![name])),
-                Some(list @ Value::Array(_)) => entry.set("tools", list),
+                Some(Value::String(name)) => keys.set("tools", Value::from(vec![name])),
+                Some(list @ Value::Array(_)) => keys.set("tools", list),
                 _ => {}
             }
         }
     }
-    if let Some(duration) = entry.take("duration_ms") {
-        entry.set("window", serde_json::json!({ "duration_ms": duration }));
+    if let Some(duration) = keys.take("duration_ms") {
+        keys.set("window", serde_json::json!({ "duration_ms": duration }));
     }
-    match canonical {
-        "latency" => {
-            entry.alias("added_ms", "ms");
-            entry.alias("delay_ms", "ms");
-            if let Some(ms) = inline {
-                entry.set("ms", ms.into());
-            }
-        }
-        "hang" if entry.keys.iter().all(|(k, _, _)| k != "label") => {
-            entry.set("label", type_name.clone().into());
-        }
-        "timeout" => entry.alias("hang_ms", "after_ms"),
-        "error" => {
-            if let Some(as_tool) = entry.take("as_tool") {
-                let reply_as = if as_tool.as_bool() == Some(true) {
-                    "tool"
-                } else {
-                    "protocol"
-                };
-                entry.set("as", reply_as.into());
-            }
-            if let Some(status) = entry
-                .keys
-                .iter()
-                .find(|(k, _, _)| k == "status_code")
-                .map(|e| e.1.clone())
-                && entry.keys.iter().all(|(k, _, _)| k != "message")
-            {
-                entry.set("message", format!("HTTP {status}").into());
-            }
-        }
-        "flaky" => {
-            entry.alias("fail_rate", "probability");
-            entry.alias("rate", "probability");
-            if type_name == "error_injection" && entry.keys.iter().all(|(k, _, _)| k != "message") {
-                entry.set("message", "injected error".into());
-            }
-        }
-        "recover_after" => {
-            if let Some(n) = inline {
-                entry.set("failures", n.into());
-            }
-        }
-        "rate_limit" => entry.alias("retry_after", "retry_after_seconds"),
-        "malformed" => {
-            entry.take("corrupt_response");
-        }
-        "schema_drift" => entry.alias("missing_fields", "drop_fields"),
-        _ => {}
-    }
-    Ok(Some(entry))
+    Ok(Some(Entry { fault, keys }))
 }
 
 /// Builds one planned fault, checking every key.
-fn planned_fault(map: Map<String, Value>, source: &str) -> Result<Option<PlannedFault>, String> {
-    let Some(mut entry) = normalise(map, source)? else {
+fn planned_fault(
+    map: Map<String, Value>,
+    source: &str,
+) -> Result<Option<PlannedFault>, FaultEntryError> {
+    let Some(Entry { fault, keys }) = normalise(map, source)? else {
         return Ok(None);
     };
-    let canonical = entry.canonical;
-    let own = faults::keys_of(canonical);
+    let own = fault.keys();
     let (mut trigger, mut spec, mut name) = (Map::new(), Map::new(), None);
-    for (key, value, written) in std::mem::take(&mut entry.keys) {
+    for (key, value, written) in keys.into_keys() {
         if key == "name" {
             name = value.as_str().map(str::to_owned);
         } else if key == "server" {
             // mcptest's target server: this proxy fronts one server.
-        } else if TRIGGER_KEYS.contains(&key.as_str()) {
+        } else if TRIGGER_KEYS.contains(&key) {
             trigger.insert(key, value);
-        } else if own.contains(&key.as_str()) {
+        } else if own.contains(&key) {
             spec.insert(key, value);
         } else {
-            return Err(unknown_key(source, &written, canonical, own));
+            return Err(FaultEntryError::UnknownKey {
+                line: key_line(source, &written),
+                written,
+                fault: fault.name,
+                takes: own,
+            });
         }
     }
-    let mut trigger: Trigger = serde_json::from_value(Value::Object(trigger))
-        .map_err(|e| format!("{canonical}: trigger: {e}"))?;
-    trigger
-        .validate()
-        .map_err(|e| format!("{canonical}: {e}"))?;
-    trigger.compile().map_err(|e| format!("{canonical}: {e}"))?;
-    let spec = FaultSpec::from_map(canonical, spec).map_err(|e| format!("{canonical}: {e}"))?;
-    spec.validate().map_err(|e| format!("{canonical}: {e}"))?;
-    if matches!(spec, FaultSpec::DropTool(_)) && trigger.tools.is_empty() {
-        return Err("drop_tool: tools must name the tools to drop".into());
-    }
-    if spec.drifts_list() && trigger.methods == ["tools/call"] {
-        // Interface drift acts on the listing; `tools` then picks the listed tools to drift.
+    let name_of = fault.name;
+    let mut trigger: Trigger = serde_json::from_value(Value::Object(trigger)).map_err(|e| {
+        FaultEntryError::TriggerValue {
+            fault: name_of,
+            message: e.to_string(),
+        }
+    })?;
+    let trigger_error = |error| FaultEntryError::Trigger {
+        fault: name_of,
+        error,
+    };
+    trigger.validate().map_err(trigger_error)?;
+    trigger.compile().map_err(trigger_error)?;
+    let spec = fault.build(spec).map_err(|e| FaultEntryError::SpecValue {
+        fault: name_of,
+        message: e.to_string(),
+    })?;
+    let spec_error = |error| FaultEntryError::Spec {
+        fault: name_of,
+        error,
+    };
+    spec.validate().map_err(spec_error)?;
+    spec.check_trigger(&trigger).map_err(spec_error)?;
+    if spec.acts_on_listing() && trigger.has_default_methods() {
+        // A fault on the listing picks its tools inside it; its calls are `tools/list`.
         trigger.methods = vec!["tools/list".into()];
     }
     Ok(Some(PlannedFault {
@@ -422,51 +484,28 @@ fn planned_fault(map: Map<String, Value>, source: &str) -> Result<Option<Planned
 }
 
 /// A fault nested in another (recover_after's `then`): its own keys only, no trigger.
-pub fn nested_fault(map: Map<String, Value>) -> Result<FaultSpec, String> {
-    let Some(mut entry) = normalise(map, "")? else {
-        return Err("then: `none` is not a fault".into());
-    };
-    let own = faults::keys_of(entry.canonical);
+pub fn nested_fault(map: Map<String, Value>) -> Result<McpFault, NestedFaultError> {
+    let Entry { fault, keys } = normalise(map, "")
+        .map_err(NestedFaultError::Entry)?
+        .ok_or(NestedFaultError::None)?;
+    let own = fault.keys();
     let mut spec = Map::new();
-    for (key, value, written) in std::mem::take(&mut entry.keys) {
-        if !own.contains(&key.as_str()) {
-            return Err(format!(
-                "then: unknown key `{written}` for {} (it takes: {})",
-                entry.canonical,
-                own.join(", ")
-            ));
+    for (key, value, written) in keys.into_keys() {
+        if !own.contains(&key) {
+            return Err(NestedFaultError::UnknownKey {
+                written,
+                fault: fault.name,
+                takes: own,
+            });
         }
         spec.insert(key, value);
     }
-    let spec = FaultSpec::from_map(entry.canonical, spec)?;
-    spec.validate()?;
+    let spec = fault.build(spec).map_err(NestedFaultError::Value)?;
+    spec.validate().map_err(NestedFaultError::Spec)?;
     Ok(spec)
 }
 
-fn unknown_key(source: &str, written: &str, canonical: &str, own: &[&str]) -> String {
-    at(
-        source,
-        written,
-        &format!(
-            "unknown key `{written}` for {canonical} (it takes: {}; and the trigger keys: {})",
-            if own.is_empty() {
-                "nothing".to_owned()
-            } else {
-                own.join(", ")
-            },
-            TRIGGER_KEYS.join(", ")
-        ),
-    )
-}
-
-/// `message`, with the line where `key` is first written in `source` (a mapping key in YAML or JSON).
-fn at(source: &str, key: &str, message: &str) -> String {
-    match key_line(source, key) {
-        Some(line) => format!("line {line}: {message}"),
-        None => message.to_owned(),
-    }
-}
-
+/// The line where `key` is first written in `source` (a mapping key in YAML or JSON).
 fn key_line(source: &str, key: &str) -> Option<usize> {
     if key.is_empty() {
         return None;
@@ -493,7 +532,7 @@ mod tests {
     use super::*;
 
     fn yaml(text: &str) -> Result<Plan, String> {
-        Plan::from_value(serde_yaml_ng::from_str(text).unwrap(), text)
+        Plan::from_value(serde_yaml_ng::from_str(text).unwrap(), text).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -516,14 +555,14 @@ mod tests {
         .unwrap();
         assert_eq!(plan.faults.len(), 5);
         assert_eq!(plan.faults[0].trigger.tools, vec!["search".to_string()]);
-        assert!(matches!(&plan.faults[0].spec, FaultSpec::Latency(l) if l.ms == 300));
-        assert!(matches!(&plan.faults[1].spec, FaultSpec::RecoverAfter(r) if r.failures == 2));
+        assert!(matches!(&plan.faults[0].spec, McpFault::Latency(l) if l.ms == 300));
+        assert!(matches!(&plan.faults[1].spec, McpFault::RecoverAfter(r) if r.failures == 2));
         assert!(
-            matches!(&plan.faults[2].spec, FaultSpec::RateLimit(r) if r.retry_after_seconds == 7)
+            matches!(&plan.faults[2].spec, McpFault::RateLimit(r) if r.retry_after_seconds == 7)
         );
         assert_eq!(plan.faults[3].trigger.probability, 0.5);
         assert!(
-            matches!(&plan.faults[4].spec, FaultSpec::Latency(l) if l.ms == 250 && l.jitter_ms == 10)
+            matches!(&plan.faults[4].spec, McpFault::Latency(l) if l.ms == 250 && l.jitter_ms == 10)
         );
     }
 

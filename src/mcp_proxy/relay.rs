@@ -26,7 +26,7 @@ use super::engine::{
     request_timed_out,
 };
 use super::events::{CancelRecord, EventLog};
-use super::faults::{Action, Fault, OnCap};
+use super::faults::{Action, McpFaultSpec, OnCap};
 use super::jsonrpc::{Envelope, Outcome, Reply, id_key};
 use super::plan::{Mode, Plan};
 
@@ -186,7 +186,7 @@ pub async fn run(options: RelayOptions) -> Result<(), RelayError> {
         return Err(RelayError::NoCommand);
     }
     check_stdio_plan(&options.plan)?;
-    let decider = Decider::new(&options.plan).map_err(RelayError::Plan)?;
+    let decider = Decider::new(&options.plan).map_err(|e| RelayError::Plan(e.to_string()))?;
     let events = match &options.events {
         Some(path) => Some(EventLog::create(path).map_err(|source| RelayError::Events {
             path: path.display().to_string(),

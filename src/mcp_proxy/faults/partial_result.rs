@@ -1,16 +1,19 @@
 //! `partial_result`: silent truncation. Keeps `keep_ratio` of the content blocks, of the array items in
 //! `structuredContent` (and in JSON text), or of a plain text's characters. Not marked partial unless `mark`.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Action, CallContext, Fault, check_probability, edit_payloads, result_mut};
+use super::{
+    Action, CallContext, FaultError, McpFaultSpec, check_probability, edit_payloads, result_mut,
+};
 
 fn half() -> f64 {
     0.5
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PartialResult {
     #[serde(default = "half")]
     pub keep_ratio: f64,
@@ -19,7 +22,6 @@ pub struct PartialResult {
 }
 
 impl PartialResult {
-    pub const KEYS: &[&str] = &["keep_ratio", "mark"];
 
     fn keep(&self, len: usize) -> usize {
         ((len as f64) * self.keep_ratio).floor() as usize
@@ -40,8 +42,8 @@ impl PartialResult {
     }
 }
 
-impl Fault for PartialResult {
-    fn validate(&self) -> Result<(), String> {
+impl McpFaultSpec for PartialResult {
+    fn validate(&self) -> Result<(), FaultError> {
         check_probability("keep_ratio", self.keep_ratio)
     }
 

@@ -1,17 +1,14 @@
 //! `registry_inconsistency`: the tool stays in `tools/list` but calling it answers
 //! -32602 "Unknown tool: <name>".
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, Fault};
+use super::{Action, CallContext, McpFaultSpec};
 use crate::mcp_proxy::jsonrpc::Reply;
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RegistryInconsistency {}
-
-impl RegistryInconsistency {
-    pub const KEYS: &[&str] = &[];
-}
 
 /// The answer to a call of a tool the server does not know, as in the MCP specification's example.
 pub fn unknown_tool(tool: &str) -> Action {
@@ -26,7 +23,7 @@ pub fn unknown_tool(tool: &str) -> Action {
     }
 }
 
-impl Fault for RegistryInconsistency {
+impl McpFaultSpec for RegistryInconsistency {
     fn describe(&self) -> String {
         "keep the tool listed, answer calls -32602 \"Unknown tool: <name>\"".into()
     }

@@ -2,15 +2,18 @@
 //! starts at a tick with probability `episode_rate` and lasts `episode_len` ticks. A tick is a call ordinal
 //! (`clock: calls`: each tool's n-th call shares tick n) or `tick_ms` of wall-clock time (`clock: ms`).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, Failure, Fault, check_probability};
+use super::{
+    Action, CallContext, Failure, FaultError, FaultMemory, McpFaultSpec, check_probability,
+};
 use crate::mcp_proxy::roll::call_roll;
 
 pub const DEFAULT_CODE: i64 = -32000;
 pub const DEFAULT_MESSAGE: &str = "injected error";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Clock {
     #[default]
@@ -30,7 +33,7 @@ fn second() -> u64 {
     1000
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ServerDegradation {
     #[serde(default = "episode_rate")]
     pub episode_rate: f64,
@@ -45,19 +48,9 @@ pub struct ServerDegradation {
 }
 
 impl ServerDegradation {
-    pub const KEYS: &[&str] = &[
-        "episode_rate",
-        "episode_len",
-        "clock",
-        "tick_ms",
-        "as",
-        "code",
-        "message",
-        "category",
-    ];
 
     /// The tick of a call made `elapsed_ms` after start with this ordinal.
-    pub fn tick(&self, ordinal: u64, elapsed_ms: u64) -> u64 {
+    fn tick(&self, ordinal: u64, elapsed_ms: u64) -> u64 {
         match self.clock {
             Clock::Calls => ordinal,
             Clock::Ms => elapsed_ms / self.tick_ms.max(1),
@@ -65,23 +58,38 @@ impl ServerDegradation {
     }
 
     /// Whether `tick` falls in an episode; the same for every tool of the group.
-    pub fn degraded(&self, seed: u64, fault_index: usize, tick: u64) -> bool {
+    fn degraded(&self, seed: u64, fault_index: usize, tick: u64) -> bool {
         let first = tick.saturating_sub(self.episode_len.saturating_sub(1));
         (first..=tick)
             .any(|start| call_roll(seed, fault_index, "", start, "episode") < self.episode_rate)
     }
 }
 
-impl Fault for ServerDegradation {
-    fn validate(&self) -> Result<(), String> {
+impl McpFaultSpec for ServerDegradation {
+    fn validate(&self) -> Result<(), FaultError> {
         check_probability("episode_rate", self.episode_rate)?;
         if self.episode_len == 0 {
-            return Err("episode_len must be at least 1".into());
+            return Err(FaultError::Rule {
+                field: "episode_len",
+                rule: "be at least 1",
+            });
         }
         if self.tick_ms == 0 {
-            return Err("tick_ms must be at least 1".into());
+            return Err(FaultError::Rule {
+                field: "tick_ms",
+                rule: "be at least 1",
+            });
         }
         Ok(())
+    }
+
+    /// The call's tick falls in an episode.
+    fn fires(&self, call: &CallContext<'_>, _memory: &mut FaultMemory) -> bool {
+        self.degraded(
+            call.seed,
+            call.fault_index,
+            self.tick(call.ordinal, call.elapsed_ms),
+        )
     }
 
     fn describe(&self) -> String {
