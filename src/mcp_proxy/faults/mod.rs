@@ -402,6 +402,7 @@ registry! {
     session_expiry::SessionExpiry,
     stream_cut::StreamCut,
     protocol_version_rejection::ProtocolVersionRejection,
+    oversized_result::OversizedResult,
 }
 
 /// The registered type that `name` (a type name or an alias) names.
