@@ -17,7 +17,7 @@ use crate::{
             ChaosSpec, PlanSource, PlannedCall, Schedule, ServerCommand, ServerTarget, ServerUrl,
         },
     },
-    mcp_proxy::plan::Plan,
+    mcp_proxy::plan::{self, Plan},
     scenario::Limits,
 };
 
@@ -317,8 +317,8 @@ fn plan_source(plan: Option<Value>) -> Result<PlanSource, InputError> {
     let (root, text, json) = match plan {
         None | Some(Value::Null) => (Value::Null, String::new(), true),
         Some(Value::String(text)) => {
-            let root: Value = serde_yaml_ng::from_str(&text)
-                .map_err(|e| bad("plan", format!("is not valid YAML: {e}")))?;
+            let root = plan::read_value(&text, plan::Syntax::Yaml)
+                .map_err(|e| bad("plan", e.to_string()))?;
             (root, text, false)
         }
         Some(root @ (Value::Object(_) | Value::Array(_))) => {

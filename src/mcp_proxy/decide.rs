@@ -186,6 +186,9 @@ impl Decider {
                 fired,
             });
             if !fired {
+                if self.policy == Policy::FirstMatch {
+                    break;
+                }
                 continue;
             }
             if decision.fired.is_none() {
@@ -202,7 +205,7 @@ impl Decider {
                 }
                 self.hiding[index] = true;
             }
-            if self.policy == Policy::First || fault.spec.action(&call).ends_chain() {
+            if self.policy != Policy::All || fault.spec.action(&call).ends_chain() {
                 break;
             }
         }

@@ -7,7 +7,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Action, CallContext, Failure, FaultError, FaultMemory, McpFaultSpec, check_probability,
+    Action, CallContext, Failure, FaultError, FaultMemory, Format, McpFaultSpec, PeerEntry,
+    PeerValueError, check_probability,
 };
 use crate::mcp_proxy::roll::call_roll;
 
@@ -53,6 +54,14 @@ impl BurstError {
 }
 
 impl McpFaultSpec for BurstError {
+    /// mcp-chaos's `burst_len` may be a decimal (rounded).
+    fn read_peer(entry: &mut PeerEntry) -> Result<(), PeerValueError> {
+        if entry.format == Format::McpChaos {
+            entry.round("burst_len");
+        }
+        Ok(())
+    }
+
     fn validate(&self) -> Result<(), FaultError> {
         check_probability("rate", self.rate)?;
         if self.rate >= 1.0 {

@@ -4,7 +4,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, CallUpstream, Failure, McpFaultSpec, PeerEntry};
+use super::{
+    Action, CallContext, CallUpstream, Failure, Format, McpFaultSpec, PeerEntry, PeerValueError,
+};
 use crate::mcp_proxy::jsonrpc::Reply;
 
 pub const DEFAULT_CODE: i64 = -32603;
@@ -22,8 +24,12 @@ pub struct Error {
 }
 
 impl McpFaultSpec for Error {
-    /// plexara's `as_tool: true`; mcp-chaos-monkey's `statusCode` without a `message` says the status.
-    fn read_peer(entry: &mut PeerEntry) {
+    /// plexara's `as_tool: true`; mcp-chaos-monkey's `statusCode` without a `message` says the status;
+    /// SmartAI's `error` answers "Internal error: service unavailable".
+    fn read_peer(entry: &mut PeerEntry) -> Result<(), PeerValueError> {
+        if entry.format == Format::SmartAi {
+            entry.set_default("message", "Internal error: service unavailable".into());
+        }
         if let Some(as_tool) = entry.take("as_tool") {
             let reply_as = if as_tool.as_bool() == Some(true) {
                 "tool"
@@ -35,6 +41,7 @@ impl McpFaultSpec for Error {
         if let Some(status) = entry.get("status_code").cloned() {
             entry.set_default("message", format!("HTTP {status}").into());
         }
+        Ok(())
     }
 
     fn describe(&self) -> String {

@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Action, CallContext, Failure, McpFaultSpec, PeerEntry};
+use super::{Action, CallContext, Failure, Format, McpFaultSpec, PeerEntry, PeerValueError};
 
 pub const DEFAULT_CODE: i64 = -32000;
 
@@ -21,14 +21,18 @@ impl McpFaultSpec for Flaky {
         &["error_injection"]
     }
 
-    /// plexara's `fail_rate` and mcp-chaos's `rate` are the trigger's probability; mcp-chaos's
-    /// `error_injection` answers "injected error".
-    fn read_peer(entry: &mut PeerEntry) {
+    /// plexara's `fail_rate` and mcp-chaos's `rate` (0.02 when absent) are the trigger's probability;
+    /// mcp-chaos's `error_injection` answers "injected error".
+    fn read_peer(entry: &mut PeerEntry) -> Result<(), PeerValueError> {
         entry.rename("fail_rate", "probability");
         entry.rename("rate", "probability");
+        if entry.format == Format::McpChaos {
+            entry.set_default("probability", 0.02.into());
+        }
         if entry.type_name == "error_injection" {
             entry.set_default("message", "injected error".into());
         }
+        Ok(())
     }
 
     /// plexara's `call_id` argument, when the call carries one.

@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, FaultError, McpFaultSpec, OnCap, PeerEntry, ms};
+use super::{Action, CallContext, FaultError, McpFaultSpec, OnCap, PeerEntry, PeerValueError, ms};
 
 fn yes() -> bool {
     true
@@ -44,9 +44,10 @@ impl McpFaultSpec for Hang {
     }
 
     /// mcptest's `hang` and `wedged` are one fault; the name written is kept as the label.
-    fn read_peer(entry: &mut PeerEntry) {
+    fn read_peer(entry: &mut PeerEntry) -> Result<(), PeerValueError> {
         let label = entry.type_name.clone();
         entry.set_default("label", label.into());
+        Ok(())
     }
 
     fn validate(&self) -> Result<(), FaultError> {

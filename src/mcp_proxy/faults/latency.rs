@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, FaultError, McpFaultSpec, PeerEntry, ms};
+use super::{Action, CallContext, FaultError, Format, McpFaultSpec, PeerEntry, PeerValueError, ms};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -48,11 +48,27 @@ impl McpFaultSpec for Latency {
         &["slow", "delay"]
     }
 
-    /// mcp-chaos's `added_ms`, mcptest's and mcp-chaos-monkey's `delay_ms` (`delayMs`), mcptest's `slow:<ms>`.
-    fn read_peer(entry: &mut PeerEntry) {
+    /// mcp-chaos's `added_ms` (250 when absent; decimals rounded), mcptest's `slow:<ms>` and `delay_ms`;
+    /// mcp-chaos-monkey's `delayMs` and SmartAI's `slow` + `delay_ms` (2000 when absent) are waits before the
+    /// request is forwarded.
+    fn read_peer(entry: &mut PeerEntry) -> Result<(), PeerValueError> {
         entry.rename("added_ms", "ms");
         entry.rename("delay_ms", "ms");
         entry.set_from_suffix("ms");
+        match entry.format {
+            Format::McpChaos => {
+                entry.set_default("ms", 250.into());
+                entry.round("ms");
+                entry.round("jitter_ms");
+            }
+            Format::SmartAi => {
+                entry.set_default("ms", 2000.into());
+                entry.set_default("phase", "request".into());
+            }
+            Format::ChaosMonkey => entry.set_default("phase", "request".into()),
+            Format::Own | Format::McpTest => {}
+        }
+        Ok(())
     }
 
     fn validate(&self) -> Result<(), FaultError> {

@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, FaultError, McpFaultSpec, PeerEntry, RewriteError};
+use super::{Action, CallContext, FaultError, McpFaultSpec, PeerEntry, PeerValueError, RewriteError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -35,13 +35,16 @@ pub struct Malformed {
 }
 
 impl McpFaultSpec for Malformed {
-    fn aliases() -> &'static [&'static str] {
-        &["corrupt"]
-    }
-
-    /// mcp-chaos-monkey's `corruptResponse`.
-    fn read_peer(entry: &mut PeerEntry) {
+    /// mcp-chaos-monkey's `corruptResponse` says whether the response is corrupted: a boolean, and `false`
+    /// never corrupts (the fault stays in the plan, firing on no call).
+    fn read_peer(entry: &mut PeerEntry) -> Result<(), PeerValueError> {
+        match entry.get("corrupt_response") {
+            None | Some(serde_json::Value::Bool(true)) => {}
+            Some(serde_json::Value::Bool(false)) => entry.set("probability", 0.0.into()),
+            Some(_) => return Err(entry.refuse("corrupt_response", "be a boolean (true or false)")),
+        }
         entry.take("corrupt_response");
+        Ok(())
     }
 
     fn validate(&self) -> Result<(), FaultError> {

@@ -15,7 +15,7 @@ use super::trigger::{Matcher, Trigger};
 
 mod peer;
 
-pub use peer::PeerEntry;
+pub use peer::{Format, PeerEntry, PeerValueError};
 
 /// What the proxy knows about the call a fault acts on.
 #[derive(Debug, Clone)]
@@ -232,12 +232,13 @@ pub trait McpFaultSpec {
         &[]
     }
 
-    /// Reads the peer tools' spellings of this fault's keys into ours (`added_ms` → `ms`, ...), before the
-    /// plan loader checks the keys against the spec's.
-    fn read_peer(_entry: &mut PeerEntry)
+    /// Reads what the entry's keys mean in its format into our keys (`added_ms` → `ms`, a peer's defaults,
+    /// ...), before the plan loader checks the keys against the spec's; refuses what the peer refuses.
+    fn read_peer(_entry: &mut PeerEntry) -> Result<(), PeerValueError>
     where
         Self: Sized,
     {
+        Ok(())
     }
 
     /// Checks the spec's values; the error names the field.
@@ -305,7 +306,7 @@ pub struct Registered {
     /// The type name (the fault's module).
     pub name: &'static str,
     pub aliases: fn() -> &'static [&'static str],
-    pub read_peer: fn(&mut PeerEntry),
+    pub read_peer: fn(&mut PeerEntry) -> Result<(), PeerValueError>,
     schema: fn() -> schemars::Schema,
     build: fn(Map<String, Value>) -> Result<McpFault, serde_json::Error>,
 }
@@ -443,6 +444,17 @@ impl McpFaultSpec for McpFault {
     }
     fn rewrite_line(&self, line: &[u8], call: &CallContext<'_>) -> Result<Vec<u8>, RewriteError> {
         self.inner().rewrite_line(line, call)
+    }
+}
+
+/// For a peer whose fault with no (or empty) `tools` acts on no tool, where ours acts on every tool: a fault
+/// that fires on no call.
+pub(crate) fn no_tools_no_fault(entry: &mut PeerEntry) {
+    if entry
+        .get("tools")
+        .is_none_or(|tools| tools.as_array().is_some_and(Vec::is_empty))
+    {
+        entry.set("probability", 0.0.into());
     }
 }
 

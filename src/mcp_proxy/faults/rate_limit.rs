@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, McpFaultSpec, PeerEntry, ReplyAs};
+use super::{Action, CallContext, McpFaultSpec, PeerEntry, PeerValueError, ReplyAs};
 use crate::mcp_proxy::jsonrpc::Reply;
 
 fn five() -> u64 {
@@ -33,8 +33,9 @@ impl McpFaultSpec for RateLimit {
     }
 
     /// mcp-chaos-monkey's `retryAfterSeconds` is ours; `retry_after` is read as it.
-    fn read_peer(entry: &mut PeerEntry) {
+    fn read_peer(entry: &mut PeerEntry) -> Result<(), PeerValueError> {
         entry.rename("retry_after", "retry_after_seconds");
+        Ok(())
     }
 
     fn describe(&self) -> String {

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Action, CallContext, FaultError, FaultMemory, Hang, McpFault, McpFaultSpec, PeerEntry, RewriteError,
+    Action, CallContext, FaultError, FaultMemory, Hang, McpFault, McpFaultSpec, PeerEntry, PeerValueError, RewriteError,
 };
 
 fn one() -> u64 {
@@ -57,8 +57,9 @@ impl McpFaultSpec for RecoverAfter {
     }
 
     /// mcptest's `recover-after:<n>`.
-    fn read_peer(entry: &mut PeerEntry) {
+    fn read_peer(entry: &mut PeerEntry) -> Result<(), PeerValueError> {
         entry.set_from_suffix("failures");
+        Ok(())
     }
 
     fn validate(&self) -> Result<(), FaultError> {

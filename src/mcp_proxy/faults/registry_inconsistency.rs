@@ -4,7 +4,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, McpFaultSpec};
+use super::{
+    Action, CallContext, Format, McpFaultSpec, PeerEntry, PeerValueError, no_tools_no_fault,
+};
 use crate::mcp_proxy::jsonrpc::Reply;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -24,6 +26,14 @@ pub fn unknown_tool(tool: &str) -> Action {
 }
 
 impl McpFaultSpec for RegistryInconsistency {
+    /// In mcp-chaos, no `tools` means no tool is inconsistent.
+    fn read_peer(entry: &mut PeerEntry) -> Result<(), PeerValueError> {
+        if entry.format == Format::McpChaos {
+            no_tools_no_fault(entry);
+        }
+        Ok(())
+    }
+
     fn describe(&self) -> String {
         "keep the tool listed, answer calls -32602 \"Unknown tool: <name>\"".into()
     }

@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{Action, CallContext, FaultError, McpFaultSpec, PeerEntry, edit_payloads};
+use super::{Action, CallContext, FaultError, McpFaultSpec, PeerEntry, PeerValueError, edit_payloads};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -255,7 +255,7 @@ impl McpFaultSpec for SchemaDrift {
 
     /// mcp-chaos-monkey's `missingFields`. A `target` that names what drifts (`list`, `result`) is ours, not
     /// a peer's target tool.
-    fn read_peer(entry: &mut PeerEntry) {
+    fn read_peer(entry: &mut PeerEntry) -> Result<(), PeerValueError> {
         entry.rename("missing_fields", "drop_fields");
         if entry
             .get("target")
@@ -263,6 +263,7 @@ impl McpFaultSpec for SchemaDrift {
         {
             entry.claim("target");
         }
+        Ok(())
     }
 
     fn validate(&self) -> Result<(), FaultError> {

@@ -6,7 +6,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Action, CallContext, Failure, FaultError, FaultMemory, McpFaultSpec, check_probability,
+    Action, CallContext, Failure, FaultError, FaultMemory, Format, McpFaultSpec, PeerEntry,
+    PeerValueError, check_probability, no_tools_no_fault,
 };
 use crate::mcp_proxy::roll::call_roll;
 
@@ -66,6 +67,32 @@ impl ServerDegradation {
 }
 
 impl McpFaultSpec for ServerDegradation {
+    /// mcp-chaos's `episode_rate` is the long-run share of degraded ticks (its chain's entry probability is
+    /// derived from it): here it becomes the probability an episode starts at a tick that gives that share,
+    /// 1 - (1 - rate)^(1 / episode_len). Its `episode_len` may be a decimal (rounded); without `tools` it
+    /// degrades no tool.
+    fn read_peer(entry: &mut PeerEntry) -> Result<(), PeerValueError> {
+        if entry.format != Format::McpChaos {
+            return Ok(());
+        }
+        no_tools_no_fault(entry);
+        entry.round("episode_len");
+        let share = entry
+            .get("episode_rate")
+            .map_or(Some(episode_rate()), serde_json::Value::as_f64);
+        let len = entry
+            .get("episode_len")
+            .map_or(Some(twenty()), serde_json::Value::as_u64);
+        if let (Some(share), Some(len)) = (share, len)
+            && (0.0..=1.0).contains(&share)
+            && len > 0
+        {
+            let start = 1.0 - (1.0 - share).powf(1.0 / len as f64);
+            entry.set("episode_rate", start.into());
+        }
+        Ok(())
+    }
+
     fn validate(&self) -> Result<(), FaultError> {
         check_probability("episode_rate", self.episode_rate)?;
         if self.episode_len == 0 {

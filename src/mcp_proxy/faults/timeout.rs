@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, McpFaultSpec, PeerEntry, ReplyAs, ms};
+use super::{Action, CallContext, McpFaultSpec, PeerEntry, PeerValueError, ReplyAs, ms};
 use crate::mcp_proxy::jsonrpc::Reply;
 
 fn code() -> i64 {
@@ -28,8 +28,9 @@ pub struct Timeout {
 
 impl McpFaultSpec for Timeout {
     /// mcp-chaos-monkey's `hangMs`: the wait before the timeout error.
-    fn read_peer(entry: &mut PeerEntry) {
+    fn read_peer(entry: &mut PeerEntry) -> Result<(), PeerValueError> {
         entry.rename("hang_ms", "after_ms");
+        Ok(())
     }
 
     fn describe(&self) -> String {
