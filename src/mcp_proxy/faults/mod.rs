@@ -404,6 +404,7 @@ registry! {
     stream_cut::StreamCut,
     protocol_version_rejection::ProtocolVersionRejection,
     oversized_result::OversizedResult,
+    inject::Inject,
 }
 
 /// The registered type that `name` (a type name or an alias) names.
