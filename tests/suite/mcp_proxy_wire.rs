@@ -344,3 +344,26 @@ async fn a_plan_that_is_not_a_bounded_file_is_refused_at_once() {
         eprintln!("{plan}: refused in {:?}", started.elapsed());
     }
 }
+
+/// The chaos scenario tool reads a YAML plan as `--plan` does: a `.nan` is named with its fault, key and line.
+#[tokio::test]
+async fn the_chaos_tool_names_a_plans_nan_too() {
+    let client = common::spawn().await;
+    let result = common::call(
+        &client,
+        "fault_run_mcp_chaos_scenario",
+        json!({
+            "server": {"command": common::fault_bin(), "args": ["mcp-test-server"]},
+            "calls": [{"tool": "echo"}],
+            "plan": "faults:\n  - type: error\n    probability: .nan\n",
+        }),
+    )
+    .await
+    .unwrap();
+    assert!(common::is_error(&result));
+    assert_eq!(
+        common::text(&result),
+        "plan: faults[0]: line 3: error: probability must be a number, got .nan"
+    );
+    client.cancel().await.unwrap();
+}
