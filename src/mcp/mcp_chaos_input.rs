@@ -14,7 +14,10 @@ use crate::{
     impact::Limits,
     mcp_chaos::{ChaosSpec, ServerTarget, ServerUrl},
     mcp_load::{CallLoad, CallPace, PlannedCall, RetryPolicy},
-    mcp_proxy::{plan::Plan, stdio::ServerCommand},
+    mcp_proxy::{
+        plan::{self, Plan},
+        stdio::ServerCommand,
+    },
     mcp_wire::{endpoint::parse_endpoint, http_session::header_map},
 };
 
@@ -332,8 +335,8 @@ fn plan(plan: Option<Value>) -> Result<Plan, InputError> {
     let (root, text) = match plan {
         None | Some(Value::Null) => (Value::Null, String::new()),
         Some(Value::String(text)) => {
-            let root: Value = serde_yaml_ng::from_str(&text)
-                .map_err(|e| bad("plan", format!("is not valid YAML: {e}")))?;
+            let root = plan::read_value(&text, plan::Syntax::Yaml)
+                .map_err(|e| bad("plan", e.to_string()))?;
             (root, text)
         }
         Some(root @ (Value::Object(_) | Value::Array(_))) => {
@@ -348,7 +351,7 @@ fn plan(plan: Option<Value>) -> Result<Plan, InputError> {
             ));
         }
     };
-    Plan::from_value(root, &text).map_err(|e| bad("plan", e))
+    Plan::from_value(root, &text).map_err(|e| bad("plan", e.to_string()))
 }
 
 /// The scenario of a tool call.

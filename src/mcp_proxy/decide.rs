@@ -7,11 +7,12 @@
 use std::{collections::HashMap, time::Instant};
 
 use serde::Serialize;
+use serde_json::Value;
 
-use super::faults::{CallContext, Fault, FaultSpec};
+use super::faults::{CallContext, FaultMemory, McpFaultSpec};
 use super::plan::{Plan, PlannedFault, Policy};
 use super::roll::call_roll;
-use super::trigger::Matcher;
+use super::trigger::{Matcher, TriggerError};
 
 /// One fault's decision about one call, as recorded in events.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -27,23 +28,34 @@ pub struct DecisionRecord {
 #[derive(Debug, Clone, Default)]
 pub struct Decision {
     pub ordinal: u64,
-    /// The key the rolls were keyed by: the tool, or the call's `arguments.call_id` for `flaky`.
+    /// Milliseconds from the proxy's start to the decision.
+    pub elapsed_ms: u64,
+    /// The key the rolls were keyed by: the tool, or a key the call gave (see [`McpFaultSpec::roll_key`]).
     pub roll_key: String,
     pub records: Vec<DecisionRecord>,
     /// The first fault applied.
     pub fired: Option<usize>,
     /// Every fault applied, in plan order (one at most under `policy: first`).
     pub applied: Vec<usize>,
-    /// A `drop_tool` fault just took effect and asks for `notifications/tools/list_changed`.
+    /// A fault that hides tools just took effect and asks for `notifications/tools/list_changed`.
     pub notify_list_changed: bool,
 }
 
 /// What the decider remembers about one (method, tool): its last ordinal and, per fault, how many of its
-/// calls the fault was applied to.
+/// calls the fault was applied to and what the fault's own firing rule keeps.
 #[derive(Debug, Default)]
 struct TargetState {
     ordinal: u64,
     injected: Vec<u64>,
+    memory: Vec<FaultMemory>,
+}
+
+/// A plan the decider cannot run.
+#[derive(Debug, thiserror::Error)]
+#[error("faults[{fault}]: {error}")]
+pub struct DeciderError {
+    pub fault: usize,
+    pub error: TriggerError,
 }
 
 pub struct Decider {
@@ -51,42 +63,34 @@ pub struct Decider {
     policy: Policy,
     faults: Vec<(PlannedFault, Matcher)>,
     targets: HashMap<(String, String), TargetState>,
-    /// burst_error chains: (fault, tool) → (last ordinal stepped, failing).
-    bursts: HashMap<(usize, String), (u64, bool)>,
-    /// drop_tool faults in effect.
-    dropping: Vec<bool>,
+    /// Per fault, whether the tools it hides are gone from listings.
+    hiding: Vec<bool>,
     start: Instant,
 }
 
 impl Decider {
-    pub fn new(plan: &Plan) -> Result<Self, String> {
+    pub fn new(plan: &Plan) -> Result<Self, DeciderError> {
         let faults = plan
             .faults
             .iter()
             .enumerate()
-            .map(|(i, f)| {
+            .map(|(fault, f)| {
                 f.trigger
                     .compile()
                     .map(|m| (f.clone(), m))
-                    .map_err(|e| format!("faults[{i}]: {e}"))
+                    .map_err(|error| DeciderError { fault, error })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let dropping = faults
+        let hiding = faults
             .iter()
-            .map(|(f, _)| {
-                matches!(f.spec, FaultSpec::DropTool(_))
-                    && f.trigger.after_calls.is_none()
-                    && f.trigger.on_call.is_none()
-                    && f.trigger.window.is_none()
-            })
+            .map(|(f, _)| f.spec.hides_tools().is_some() && f.trigger.starts_at_once())
             .collect();
         Ok(Self {
             seed: plan.seed,
             policy: plan.policy,
             faults,
             targets: HashMap::new(),
-            bursts: HashMap::new(),
-            dropping,
+            hiding,
             start: Instant::now(),
         })
     }
@@ -99,11 +103,9 @@ impl Decider {
         self.faults.get(index).map(|(f, _)| f)
     }
 
-    /// Whether fault `index`'s `tools` select `tool` (for faults that act on the tools of a listing).
-    pub fn selects_tool(&self, index: usize, tool: &str) -> bool {
-        self.faults
-            .get(index)
-            .is_some_and(|(_, m)| m.matches_tool(tool))
+    /// Fault `index`'s compiled trigger.
+    pub fn matcher(&self, index: usize) -> Option<&Matcher> {
+        self.faults.get(index).map(|(_, m)| m)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -113,75 +115,80 @@ impl Decider {
     /// Whether some fault could act on `method` (beyond `tools/call`, which is always tracked).
     pub fn watches_method(&self, method: &str) -> bool {
         self.faults.iter().any(|(_, m)| m.matches_method(method))
-            || (method == "tools/list" && self.has_drop_tool())
+            || (method == "tools/list" && self.hides_tools())
     }
 
-    pub fn has_drop_tool(&self) -> bool {
+    /// Whether some fault hides tools from `tools/list` results.
+    pub fn hides_tools(&self) -> bool {
         self.faults
             .iter()
-            .any(|(f, _)| matches!(f.spec, FaultSpec::DropTool(_)))
+            .any(|(f, _)| f.spec.hides_tools().is_some())
     }
 
-    /// Whether `tool` is currently removed from `tools/list` by a `drop_tool` fault.
-    pub fn dropped(&self, tool: &str) -> bool {
+    /// Whether `tool` is currently hidden from `tools/list` results.
+    pub fn hidden(&self, tool: &str) -> bool {
         self.faults
             .iter()
-            .zip(&self.dropping)
+            .zip(&self.hiding)
             .any(|((_, m), on)| *on && m.matches_tool(tool))
     }
 
-    /// Decides about the next call of `method` on `target` (a tool name for `tools/call`).
-    pub fn decide(&mut self, method: &str, target: &str, call_id: Option<&str>) -> Decision {
+    /// Decides about the next call of `method` on `target` (a tool name for `tools/call`) with `arguments`.
+    pub fn decide(&mut self, method: &str, target: &str, arguments: Option<&Value>) -> Decision {
         let faults = self.faults.len();
-        let state = self
-            .targets
-            .entry((method.to_owned(), target.to_owned()))
-            .or_insert_with(|| TargetState {
-                ordinal: 0,
-                injected: vec![0; faults],
-            });
+        let key = (method.to_owned(), target.to_owned());
+        let mut state = self.targets.remove(&key).unwrap_or_else(|| TargetState {
+            ordinal: 0,
+            injected: vec![0; faults],
+            memory: vec![FaultMemory::default(); faults],
+        });
         state.ordinal += 1;
         let ordinal = state.ordinal;
-        let injected = state.injected.clone();
         let elapsed_ms = self.start.elapsed().as_millis() as u64;
         let mut decision = Decision {
             ordinal,
+            elapsed_ms,
             roll_key: target.to_owned(),
             ..Default::default()
         };
-        for (index, injected) in injected.into_iter().enumerate() {
-            let (fault, matcher) = &self.faults[index];
-            // A listing's drift picks its tools inside the listing, not by the call's target.
-            let tool_matches = fault.spec.drifts_list() || matcher.matches_tool(target);
+        for (index, (fault, matcher)) in self.faults.iter().enumerate() {
+            // A fault on the listing picks its tools inside the listing, not by the call's target.
+            let tool_matches = fault.spec.acts_on_listing() || matcher.matches_tool(target);
             if !matcher.matches_method(method)
                 || !tool_matches
-                || !fault.trigger.eligible(ordinal, elapsed_ms, injected)
+                || !fault
+                    .trigger
+                    .eligible(ordinal, elapsed_ms, state.injected[index])
             {
                 continue;
             }
-            let (key, key_ordinal) = match (&fault.spec, call_id) {
-                (FaultSpec::Flaky(_), Some(id)) => (id, 0),
-                _ => (target, ordinal),
+            let caller_key = fault.spec.roll_key(arguments);
+            let (key, key_ordinal) = match &caller_key {
+                Some(key) => (key.as_str(), 0),
+                None => (target, ordinal),
             };
             let roll = call_roll(self.seed, index, key, key_ordinal, "");
-            let spec = fault.spec.clone();
-            let probability = fault.trigger.probability;
-            let fired = roll < probability
-                && match &spec {
-                    FaultSpec::RecoverAfter(r) => r.failing(ordinal),
-                    FaultSpec::BurstError(b) => self.burst_failing(index, b, target, ordinal),
-                    FaultSpec::ServerDegradation(d) => {
-                        d.degraded(self.seed, index, d.tick(ordinal, elapsed_ms))
-                    }
-                    _ => true,
-                };
+            let call = CallContext {
+                seed: self.seed,
+                fault_index: index,
+                tool: target,
+                ordinal,
+                elapsed_ms,
+                roll,
+                tools: Some(matcher),
+            };
+            let fired = roll < fault.trigger.probability
+                && fault.spec.fires(&call, &mut state.memory[index]);
             decision.records.push(DecisionRecord {
                 fault: index,
-                fault_type: spec.type_name(),
+                fault_type: fault.spec.type_name(),
                 roll,
                 fired,
             });
             if !fired {
+                if self.policy == Policy::FirstMatch {
+                    break;
+                }
                 continue;
             }
             if decision.fired.is_none() {
@@ -191,51 +198,19 @@ impl Decider {
                 }
             }
             decision.applied.push(index);
-            if let Some(state) = self
-                .targets
-                .get_mut(&(method.to_owned(), target.to_owned()))
-            {
-                state.injected[index] += 1;
+            state.injected[index] += 1;
+            if let Some(hiding) = fault.spec.hides_tools() {
+                if hiding.notify && !self.hiding[index] {
+                    decision.notify_list_changed = true;
+                }
+                self.hiding[index] = true;
             }
-            if matches!(spec, FaultSpec::DropTool(ref d) if d.notify) && !self.dropping[index] {
-                decision.notify_list_changed = true;
-            }
-            if matches!(spec, FaultSpec::DropTool(_)) {
-                self.dropping[index] = true;
-            }
-            let call = CallContext {
-                seed: self.seed,
-                fault_index: index,
-                tool: target,
-                ordinal,
-                roll,
-            };
-            if self.policy == Policy::First || spec.action(&call).ends_chain() {
+            if self.policy != Policy::All || fault.spec.action(&call).ends_chain() {
                 break;
             }
         }
+        self.targets.insert(key, state);
         decision
-    }
-
-    /// The burst chain's state at `ordinal`, stepped from the last known state (or from the start).
-    fn burst_failing(
-        &mut self,
-        index: usize,
-        burst: &super::faults::BurstError,
-        tool: &str,
-        ordinal: u64,
-    ) -> bool {
-        let key = (index, tool.to_owned());
-        let (mut at, mut failing) = match self.bursts.get(&key) {
-            Some(&(at, failing)) if at <= ordinal => (at, failing),
-            _ => (0, false),
-        };
-        while at < ordinal {
-            at += 1;
-            failing = burst.step(failing, call_roll(self.seed, index, tool, at, "burst"));
-        }
-        self.bursts.insert(key, (at, failing));
-        failing
     }
 }
 

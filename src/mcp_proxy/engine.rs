@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::decide::{Decider, Decision};
 use super::events::{CallEvent, CallObserver, CancelRecord, EventLog, FiredFault};
-use super::faults::{Action, CallContext, DropTool, Fault, FaultSpec};
+use super::faults::{Action, CallContext, McpFaultSpec, hide_listed_tools};
 use super::plan::Mode;
 use super::roll::fnv_hex;
 use crate::mcp_wire::jsonrpc::{Envelope, Outcome, Reply};
@@ -154,10 +154,7 @@ impl Call {
         let tool = envelope.target();
         let arguments = envelope.params.as_ref().and_then(|p| p.get("arguments"));
         let args_hash = arguments.map(|a| fnv_hex(a.to_string().as_bytes()));
-        let call_id = arguments
-            .and_then(|a| a.get("call_id"))
-            .map(|c| c.as_str().map_or_else(|| c.to_string(), str::to_owned));
-        let decision = decider.decide(&method, &tool, call_id.as_deref());
+        let decision = decider.decide(&method, &tool, arguments);
         Call {
             id: envelope.id.clone().unwrap_or(Value::Null),
             method,
@@ -169,23 +166,25 @@ impl Call {
         }
     }
 
-    /// Whether the call's response goes through `drop_tool`'s filter.
+    /// Whether the call's response is a listing some fault hides tools from.
     pub fn filters_list(&self, decider: &Decider) -> bool {
-        self.method == "tools/list" && decider.has_drop_tool()
+        self.method == "tools/list" && decider.hides_tools()
     }
 
-    pub fn context<'a>(&'a self, decider: &Decider, index: usize) -> CallContext<'a> {
+    pub fn context<'a>(&'a self, decider: &'a Decider, index: usize) -> CallContext<'a> {
         CallContext {
             seed: decider.seed(),
             fault_index: index,
             tool: &self.tool,
             ordinal: self.decision.ordinal,
+            elapsed_ms: self.decision.elapsed_ms,
             roll: self
                 .decision
                 .records
                 .iter()
                 .find(|r| r.fault == index)
                 .map_or(0.0, |r| r.roll),
+            tools: decider.matcher(index),
         }
     }
 
@@ -209,11 +208,11 @@ impl Call {
         composed
     }
 
-    /// A `tools/list` response without the tools `drop_tool` faults removed.
+    /// A `tools/list` response without the tools the faults hide.
     pub fn filter_list(&self, decider: &Decider, mode: Mode, line: Vec<u8>) -> Vec<u8> {
         match serde_json::from_slice::<Value>(&line) {
             Ok(mut value) => {
-                DropTool::filter_list(&mut value, |tool| decider.dropped(tool));
+                hide_listed_tools(&mut value, |tool| decider.hidden(tool));
                 let mut out = value.to_string().into_bytes();
                 out.push(b'\n');
                 out
@@ -222,7 +221,7 @@ impl Call {
         }
     }
 
-    /// The server's response with the faults' rewrites applied in order (and, for a listing, the dropped
+    /// The server's response with the faults' rewrites applied in order (and, for a listing, the hidden
     /// tools removed first).
     pub fn rewrite_response(
         &self,
@@ -240,25 +239,9 @@ impl Call {
             let Some(fault) = decider.fault(index) else {
                 continue;
             };
-            let call = self.context(decider, index);
-            let rewritten = match &fault.spec {
-                FaultSpec::SchemaDrift(drift) if fault.spec.drifts_list() => {
-                    serde_json::from_slice::<Value>(&out)
-                        .map_err(|e| format!("response is not JSON: {e}"))
-                        .map(|mut value| {
-                            drift.rewrite_list(&mut value, &call, |tool| {
-                                decider.selects_tool(index, tool)
-                            });
-                            let mut bytes = value.to_string().into_bytes();
-                            bytes.push(b'\n');
-                            bytes
-                        })
-                }
-                spec => spec.rewrite_line(&out, &call),
-            };
-            match rewritten {
+            match fault.spec.rewrite_line(&out, &self.context(decider, index)) {
                 Ok(next) => out = next,
-                Err(e) => return self.internal_error(mode, &out, &e),
+                Err(e) => return self.internal_error(mode, &out, &e.to_string()),
             }
         }
         out
@@ -327,7 +310,7 @@ impl Call {
     }
 }
 
-/// What a `drop_tool` fault tells the client when it takes effect.
+/// What a fault that hides tools tells the client when it takes effect.
 pub const LIST_CHANGED: &[u8] =
     b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}";
 

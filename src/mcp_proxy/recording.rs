@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::{
     events::{CallEvent, CallObserver},
-    faults::Fault,
+    faults::McpFaultSpec,
     plan::Plan,
 };
 use crate::mcp_wire::jsonrpc::{Envelope, Outcome, id_key};

@@ -1,6 +1,9 @@
 //! When a fault applies: the trigger fields every fault takes.
 
+use std::sync::LazyLock;
+
 use globset::{Glob, GlobSet, GlobSetBuilder};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 fn tools_call() -> Vec<String> {
@@ -20,7 +23,7 @@ fn is_one(p: &f64) -> bool {
 }
 
 /// A time window relative to the proxy's start.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Window {
     #[serde(default)]
@@ -29,7 +32,7 @@ pub struct Window {
     pub duration_ms: Option<u64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Trigger {
     /// Tool names or globs (`search_*`); empty matches every tool.
@@ -75,44 +78,79 @@ impl Default for Trigger {
     }
 }
 
-pub const TRIGGER_KEYS: &[&str] = &[
-    "tools",
-    "methods",
-    "probability",
-    "first_n",
-    "after_calls",
-    "on_call",
-    "max_injections",
-    "window",
-];
+/// The keys a trigger takes, every fault alike: its fields, from its schema.
+pub static TRIGGER_KEYS: LazyLock<Vec<String>> = LazyLock::new(|| {
+    schemars::schema_for!(Trigger)
+        .get("properties")
+        .and_then(serde_json::Value::as_object)
+        .map(|properties| properties.keys().cloned().collect())
+        .unwrap_or_default()
+});
+
+/// A trigger refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TriggerError {
+    #[error("probability must be between 0 and 1, got {0}")]
+    Probability(f64),
+    #[error("methods must name at least one method")]
+    NoMethod,
+    #[error("{field}: bad pattern `{pattern}`: {message}")]
+    Pattern {
+        field: &'static str,
+        pattern: String,
+        message: String,
+    },
+    #[error("{field}: {message}")]
+    PatternSet {
+        field: &'static str,
+        message: String,
+    },
+}
 
 impl Trigger {
-    pub fn validate(&self) -> Result<(), String> {
-        crate::mcp_proxy::faults::check_probability("probability", self.probability)?;
+    pub fn validate(&self) -> Result<(), TriggerError> {
+        if !(0.0..=1.0).contains(&self.probability) {
+            return Err(TriggerError::Probability(self.probability));
+        }
         if self.methods.is_empty() {
-            return Err("methods must name at least one method".into());
+            return Err(TriggerError::NoMethod);
         }
         Ok(())
     }
 
+    /// Whether the fault may act before any call: no `after_calls`, `on_call` or `window` holds it back.
+    pub fn starts_at_once(&self) -> bool {
+        self.after_calls.is_none() && self.on_call.is_none() && self.window.is_none()
+    }
+
+    /// Whether `methods` is the default, `[tools/call]`.
+    pub fn has_default_methods(&self) -> bool {
+        is_tools_call(&self.methods)
+    }
+
     /// The trigger with its globs compiled.
-    pub fn compile(&self) -> Result<Matcher, String> {
-        let set = |field: &str, patterns: &[String]| -> Result<Option<GlobSet>, String> {
-            if patterns.is_empty() {
-                return Ok(None);
-            }
-            let mut builder = GlobSetBuilder::new();
-            for pattern in patterns {
-                builder.add(
-                    Glob::new(pattern)
-                        .map_err(|e| format!("{field}: bad pattern `{pattern}`: {e}"))?,
-                );
-            }
-            builder
-                .build()
-                .map(Some)
-                .map_err(|e| format!("{field}: {e}"))
-        };
+    pub fn compile(&self) -> Result<Matcher, TriggerError> {
+        let set =
+            |field: &'static str, patterns: &[String]| -> Result<Option<GlobSet>, TriggerError> {
+                if patterns.is_empty() {
+                    return Ok(None);
+                }
+                let mut builder = GlobSetBuilder::new();
+                for pattern in patterns {
+                    builder.add(Glob::new(pattern).map_err(|e| TriggerError::Pattern {
+                        field,
+                        pattern: pattern.clone(),
+                        message: e.to_string(),
+                    })?);
+                }
+                builder
+                    .build()
+                    .map(Some)
+                    .map_err(|e| TriggerError::PatternSet {
+                        field,
+                        message: e.to_string(),
+                    })
+            };
         Ok(Matcher {
             tools: set("tools", &self.tools)?,
             methods: set("methods", &self.methods)?,

@@ -283,3 +283,87 @@ async fn the_peer_plan_formats_load() {
         }
     }
 }
+
+/// `--plan` naming something that is not a plan of bounded size is refused at once, before any server is
+/// started, naming the path and the problem, with nothing on stdout: /dev/zero, a FIFO, a directory, a file
+/// over the size cap, and 256 KiB of malformed YAML nesting `x: [` (which a YAML parser takes minutes on).
+#[tokio::test]
+async fn a_plan_that_is_not_a_bounded_file_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("plan.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo");
+    let large = dir.path().join("large.yaml");
+    std::fs::write(&large, "x: [".repeat(2_500_000)).unwrap();
+    let deep = dir.path().join("deep.yaml");
+    std::fs::write(&deep, "x: [".repeat(65_000)).unwrap();
+    let nan = dir.path().join("nan.yaml");
+    std::fs::write(&nan, "faults:\n  - type: error\n    probability: .nan\n").unwrap();
+    let path = |p: &std::path::Path| p.to_str().unwrap().to_owned();
+    for (plan, problem) in [
+        ("/dev/zero".to_owned(), "is not a regular file"),
+        (path(&fifo), "is not a regular file"),
+        (path(dir.path()), "is a directory"),
+        (path(&large), "over the 262144 byte limit"),
+        (path(&deep), "nests deeper than 32 levels (line 1)"),
+        (
+            path(&nan),
+            "faults[0]: line 3: error: probability must be a number, got .nan",
+        ),
+    ] {
+        let started = std::time::Instant::now();
+        let mut command = common::fault_command(&[
+            "mcp-proxy",
+            "--plan",
+            &plan,
+            "--",
+            common::fault_bin(),
+            "mcp-test-server",
+        ]);
+        let out = tokio::time::timeout(
+            Duration::from_secs(5),
+            command
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .output(),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{plan}: no answer within 5 s"))
+        .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{plan}");
+        assert!(out.stdout.is_empty(), "{plan}: stdout {:?}", out.stdout);
+        assert!(
+            stderr.contains(&plan) && stderr.contains(problem),
+            "{plan}: {stderr}"
+        );
+        eprintln!("{plan}: refused in {:?}", started.elapsed());
+    }
+}
+
+/// The chaos scenario tool reads a YAML plan as `--plan` does: a `.nan` is named with its fault, key and line.
+#[tokio::test]
+async fn the_chaos_tool_names_a_plans_nan_too() {
+    let client = common::spawn().await;
+    let result = common::call(
+        &client,
+        "fault_run_mcp_chaos_scenario",
+        json!({
+            "server": {"command": common::fault_bin(), "args": ["mcp-test-server"]},
+            "calls": [{"tool": "echo"}],
+            "plan": "faults:\n  - type: error\n    probability: .nan\n",
+        }),
+    )
+    .await
+    .unwrap();
+    assert!(common::is_error(&result));
+    assert_eq!(
+        common::text(&result),
+        "plan: faults[0]: line 3: error: probability must be a number, got .nan"
+    );
+    client.cancel().await.unwrap();
+}

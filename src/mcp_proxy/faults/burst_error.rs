@@ -3,9 +3,14 @@
 //! long-run failure share at `rate`. Each step's roll is keyed by (seed, fault, tool, ordinal), so the
 //! bursts are the same on every run whatever the arrival order.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, Failure, Fault, check_probability};
+use super::{
+    Action, CallContext, Failure, FaultError, FaultMemory, Format, McpFaultSpec, PeerEntry,
+    PeerValueError, check_probability,
+};
+use crate::mcp_proxy::roll::call_roll;
 
 pub const DEFAULT_CODE: i64 = -32000;
 pub const DEFAULT_MESSAGE: &str = "injected error";
@@ -18,7 +23,7 @@ fn eight() -> u64 {
     8
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct BurstError {
     #[serde(default = "rate")]
     pub rate: f64,
@@ -29,7 +34,6 @@ pub struct BurstError {
 }
 
 impl BurstError {
-    pub const KEYS: &[&str] = &["rate", "burst_len", "as", "code", "message", "category"];
 
     fn exit_probability(&self) -> f64 {
         1.0 / self.burst_len as f64
@@ -40,7 +44,7 @@ impl BurstError {
     }
 
     /// The chain's next state from `failing`, given this step's roll.
-    pub fn step(&self, failing: bool, roll: f64) -> bool {
+    fn step(&self, failing: bool, roll: f64) -> bool {
         if failing {
             roll >= self.exit_probability()
         } else {
@@ -49,16 +53,49 @@ impl BurstError {
     }
 }
 
-impl Fault for BurstError {
-    fn validate(&self) -> Result<(), String> {
-        check_probability("rate", self.rate)?;
-        if self.rate >= 1.0 {
-            return Err("rate must be below 1".into());
-        }
-        if self.burst_len == 0 {
-            return Err("burst_len must be at least 1".into());
+impl McpFaultSpec for BurstError {
+    /// mcp-chaos's `burst_len` may be a decimal (rounded).
+    fn read_peer(entry: &mut PeerEntry) -> Result<(), PeerValueError> {
+        if entry.format == Format::McpChaos {
+            entry.round("burst_len");
         }
         Ok(())
+    }
+
+    fn validate(&self) -> Result<(), FaultError> {
+        check_probability("rate", self.rate)?;
+        if self.rate >= 1.0 {
+            return Err(FaultError::Rule {
+                field: "rate",
+                rule: "be below 1",
+            });
+        }
+        if self.burst_len == 0 {
+            return Err(FaultError::Rule {
+                field: "burst_len",
+                rule: "be at least 1",
+            });
+        }
+        Ok(())
+    }
+
+    /// The chain's state at the call's ordinal, stepped on from where `memory` left it (or from the start).
+    fn fires(&self, call: &CallContext<'_>, memory: &mut FaultMemory) -> bool {
+        let (mut at, mut failing) = if memory.ordinal <= call.ordinal {
+            (memory.ordinal, memory.on)
+        } else {
+            (0, false)
+        };
+        while at < call.ordinal {
+            at += 1;
+            let roll = call_roll(call.seed, call.fault_index, call.tool, at, "burst");
+            failing = self.step(failing, roll);
+        }
+        *memory = FaultMemory {
+            ordinal: at,
+            on: failing,
+        };
+        failing
     }
 
     fn describe(&self) -> String {

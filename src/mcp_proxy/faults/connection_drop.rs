@@ -3,11 +3,12 @@
 //! ends); with it, calls in flight fail with -32000 "Connection closed" and the server is started again and
 //! re-initialised with the client's own `initialize`.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, Fault, ms};
+use super::{Action, CallContext, McpFaultSpec, ms};
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ConnectionDrop {
     #[serde(default)]
     pub after_ms: u64,
@@ -15,11 +16,11 @@ pub struct ConnectionDrop {
     pub restart_after_ms: Option<u64>,
 }
 
-impl ConnectionDrop {
-    pub const KEYS: &[&str] = &["after_ms", "restart_after_ms"];
-}
+impl McpFaultSpec for ConnectionDrop {
+    fn aliases() -> &'static [&'static str] {
+        &["connection-drop"]
+    }
 
-impl Fault for ConnectionDrop {
     fn describe(&self) -> String {
         match self.restart_after_ms {
             Some(restart) => format!(

@@ -2,12 +2,13 @@
 //! "Connection closed" without forwarding; `mode: close` closes our stdout. Limit it with the trigger's
 //! `window`, `first_n` or `max_injections`.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, Fault};
+use super::{Action, CallContext, McpFaultSpec};
 use crate::mcp_wire::jsonrpc::Reply;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
     #[default]
@@ -23,7 +24,7 @@ fn message() -> String {
     "Connection closed".into()
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ConnectionRefused {
     #[serde(default)]
     pub mode: Mode,
@@ -33,11 +34,11 @@ pub struct ConnectionRefused {
     pub message: String,
 }
 
-impl ConnectionRefused {
-    pub const KEYS: &[&str] = &["mode", "code", "message"];
-}
+impl McpFaultSpec for ConnectionRefused {
+    fn aliases() -> &'static [&'static str] {
+        &["connection-refused"]
+    }
 
-impl Fault for ConnectionRefused {
     fn describe(&self) -> String {
         match self.mode {
             Mode::Error => format!(

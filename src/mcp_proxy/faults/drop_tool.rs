@@ -2,40 +2,41 @@
 //! -32602 "Unknown tool: <name>". With `after_calls` the tool disappears only once that many calls passed;
 //! `notify` then sends `notifications/tools/list_changed` to the client.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-use super::{Action, CallContext, Fault, registry_inconsistency::unknown_tool};
+use super::{
+    Action, CallContext, FaultError, Hiding, McpFaultSpec, registry_inconsistency::unknown_tool,
+};
+use crate::mcp_proxy::trigger::Trigger;
 
 fn yes() -> bool {
     true
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DropTool {
     #[serde(default = "yes")]
     pub notify: bool,
 }
 
-impl DropTool {
-    pub const KEYS: &[&str] = &["notify"];
-
-    /// Removes the tools `dropped` says are gone from a `tools/list` response.
-    pub fn filter_list(response: &mut Value, dropped: impl Fn(&str) -> bool) {
-        if let Some(Value::Array(tools)) =
-            super::result_mut(response).and_then(|r| r.get_mut("tools"))
-        {
-            tools.retain(|tool| {
-                !tool
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .is_some_and(&dropped)
+impl McpFaultSpec for DropTool {
+    fn check_trigger(&self, trigger: &Trigger) -> Result<(), FaultError> {
+        if trigger.tools.is_empty() {
+            return Err(FaultError::Rule {
+                field: "tools",
+                rule: "name the tools to drop",
             });
         }
+        Ok(())
     }
-}
 
-impl Fault for DropTool {
+    fn hides_tools(&self) -> Option<Hiding> {
+        Some(Hiding {
+            notify: self.notify,
+        })
+    }
+
     fn describe(&self) -> String {
         format!(
             "remove the tools from tools/list and answer their calls as unknown{}",

@@ -1,21 +1,18 @@
 //! `empty`: the tool result is `{"content":[],"isError":false}`, with no `structuredContent`.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, Fault, Upstream};
+use super::{Action, CallContext, McpFaultSpec, CallUpstream};
 use crate::mcp_wire::jsonrpc::Reply;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Empty {
     #[serde(default)]
-    pub upstream: Upstream,
+    pub upstream: CallUpstream,
 }
 
-impl Empty {
-    pub const KEYS: &[&str] = &["upstream"];
-}
-
-impl Fault for Empty {
+impl McpFaultSpec for Empty {
     fn describe(&self) -> String {
         format!("answer an empty result (upstream {:?})", self.upstream)
     }
@@ -24,7 +21,7 @@ impl Fault for Empty {
         Action::Reply {
             after: std::time::Duration::ZERO,
             reply: Reply::Result(serde_json::json!({ "content": [], "isError": false })),
-            call_upstream: self.upstream == Upstream::Call,
+            call_upstream: self.upstream == CallUpstream::Call,
         }
     }
 }

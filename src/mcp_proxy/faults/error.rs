@@ -1,37 +1,49 @@
 //! `error`: answer with a failure instead of (or after) the real call: a JSON-RPC error (-32603 by default,
 //! `data.category` when given), or an `isError` tool result.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, Failure, Fault, Upstream};
+use super::{
+    Action, CallContext, CallUpstream, Failure, Format, McpFaultSpec, PeerEntry, PeerValueError,
+};
 use crate::mcp_wire::jsonrpc::Reply;
 
 pub const DEFAULT_CODE: i64 = -32603;
 pub const DEFAULT_MESSAGE: &str = "Internal error: injected fault";
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Error {
     #[serde(flatten)]
     pub failure: Failure,
     #[serde(default)]
-    pub upstream: Upstream,
+    pub upstream: CallUpstream,
     /// An HTTP status (mcp-chaos-monkey's `statusCode`), carried in `data.status_code` on stdio.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_code: Option<u16>,
 }
 
-impl Error {
-    pub const KEYS: &[&str] = &[
-        "as",
-        "code",
-        "message",
-        "category",
-        "upstream",
-        "status_code",
-    ];
-}
+impl McpFaultSpec for Error {
+    /// plexara's `as_tool: true`; mcp-chaos-monkey's `statusCode` without a `message` says the status;
+    /// SmartAI's `error` answers "Internal error: service unavailable".
+    fn read_peer(entry: &mut PeerEntry) -> Result<(), PeerValueError> {
+        if entry.format == Format::SmartAi {
+            entry.set_default("message", "Internal error: service unavailable".into());
+        }
+        if let Some(as_tool) = entry.take("as_tool") {
+            let reply_as = if as_tool.as_bool() == Some(true) {
+                "tool"
+            } else {
+                "protocol"
+            };
+            entry.set("as", reply_as.into());
+        }
+        if let Some(status) = entry.get("status_code").cloned() {
+            entry.set_default("message", format!("HTTP {status}").into());
+        }
+        Ok(())
+    }
 
-impl Fault for Error {
     fn describe(&self) -> String {
         format!(
             "answer {} \"{}\" as {:?} (upstream {:?})",
@@ -52,7 +64,7 @@ impl Fault for Error {
         Action::Reply {
             after: std::time::Duration::ZERO,
             reply,
-            call_upstream: self.upstream == Upstream::Call,
+            call_upstream: self.upstream == CallUpstream::Call,
         }
     }
 }

@@ -2,23 +2,45 @@
 //! (the plan's `fail_rate` or `rate`); the roll is the call's keyed roll, or the roll of `arguments.call_id`
 //! when the call carries one, so the same inputs fail on every machine.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-use super::{Action, CallContext, Failure, Fault};
+use super::{Action, CallContext, Failure, Format, McpFaultSpec, PeerEntry, PeerValueError};
 
 pub const DEFAULT_CODE: i64 = -32000;
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Flaky {
     #[serde(flatten)]
     pub failure: Failure,
 }
 
-impl Flaky {
-    pub const KEYS: &[&str] = &["as", "code", "message", "category"];
-}
+impl McpFaultSpec for Flaky {
+    fn aliases() -> &'static [&'static str] {
+        &["error_injection"]
+    }
 
-impl Fault for Flaky {
+    /// plexara's `fail_rate` and mcp-chaos's `rate` (0.02 when absent) are the trigger's probability;
+    /// mcp-chaos's `error_injection` answers "injected error".
+    fn read_peer(entry: &mut PeerEntry) -> Result<(), PeerValueError> {
+        entry.rename("fail_rate", "probability");
+        entry.rename("rate", "probability");
+        if entry.format == Format::McpChaos {
+            entry.set_default("probability", 0.02.into());
+        }
+        if entry.type_name == "error_injection" {
+            entry.set_default("message", "injected error".into());
+        }
+        Ok(())
+    }
+
+    /// plexara's `call_id` argument, when the call carries one.
+    fn roll_key(&self, arguments: Option<&Value>) -> Option<String> {
+        let id = arguments?.get("call_id")?;
+        Some(id.as_str().map_or_else(|| id.to_string(), str::to_owned))
+    }
+
     fn describe(&self) -> String {
         "fail the calls whose seeded roll is below the rate".into()
     }

@@ -1,8 +1,9 @@
 //! `hang` (alias `wedged`): the client never gets an answer, until it cancels or the hold cap is reached.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, Fault, OnCap, ms};
+use super::{Action, CallContext, FaultError, McpFaultSpec, OnCap, PeerEntry, PeerValueError, ms};
 
 fn yes() -> bool {
     true
@@ -12,7 +13,7 @@ fn ten_minutes() -> u64 {
     600_000
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Hang {
     /// Still deliver the request, so side effects happen; the real answer is swallowed.
     #[serde(default = "yes")]
@@ -37,14 +38,24 @@ impl Default for Hang {
     }
 }
 
-impl Hang {
-    pub const KEYS: &[&str] = &["forward", "max_hold_ms", "on_cap", "label"];
-}
+impl McpFaultSpec for Hang {
+    fn aliases() -> &'static [&'static str] {
+        &["wedged"]
+    }
 
-impl Fault for Hang {
-    fn validate(&self) -> Result<(), String> {
+    /// mcptest's `hang` and `wedged` are one fault; the name written is kept as the label.
+    fn read_peer(entry: &mut PeerEntry) -> Result<(), PeerValueError> {
+        let label = entry.type_name.clone();
+        entry.set_default("label", label.into());
+        Ok(())
+    }
+
+    fn validate(&self) -> Result<(), FaultError> {
         if self.max_hold_ms == 0 {
-            return Err("max_hold_ms must be above 0".into());
+            return Err(FaultError::Rule {
+                field: "max_hold_ms",
+                rule: "be above 0",
+            });
         }
         Ok(())
     }

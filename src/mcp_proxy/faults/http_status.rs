@@ -1,15 +1,16 @@
 //! `http_status` (Streamable HTTP only): answer an HTTP status instead of the call's answer, e.g. 429 with
 //! `Retry-After` or 503, as a gateway or an overloaded server does.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, Fault, HttpAction};
+use super::{Action, CallContext, FaultError, HttpAction, McpFaultSpec};
 
 fn service_unavailable() -> u16 {
     503
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct HttpStatus {
     #[serde(default = "service_unavailable")]
     pub status: u16,
@@ -21,19 +22,20 @@ pub struct HttpStatus {
     pub body: Option<String>,
 }
 
-impl HttpStatus {
-    pub const KEYS: &[&str] = &["status", "retry_after_seconds", "body"];
-}
+impl McpFaultSpec for HttpStatus {
+    fn aliases() -> &'static [&'static str] {
+        &["http-status"]
+    }
 
-impl Fault for HttpStatus {
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), FaultError> {
         if (400..=599).contains(&self.status) {
             Ok(())
         } else {
-            Err(format!(
-                "status must be an HTTP error status (400-599), got {}",
-                self.status
-            ))
+            Err(FaultError::Value {
+                field: "status",
+                rule: "be an HTTP error status (400-599)",
+                got: self.status.to_string(),
+            })
         }
     }
 

@@ -1,10 +1,11 @@
 //! `latency`: hold one call's request or response for `ms` plus a seeded jitter; other calls keep flowing.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, Fault, ms};
+use super::{Action, CallContext, FaultError, Format, McpFaultSpec, PeerEntry, PeerValueError, ms};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
     /// Forward at once, hold the server's response.
@@ -14,7 +15,7 @@ pub enum Phase {
     Request,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Latency {
     /// Added delay in milliseconds.
     pub ms: u64,
@@ -29,7 +30,6 @@ pub struct Latency {
 }
 
 impl Latency {
-    pub const KEYS: &[&str] = &["ms", "jitter_ms", "phase", "cap_ms"];
 
     /// The delay of one call.
     pub fn delay_ms(&self, call: &CallContext<'_>) -> u64 {
@@ -43,13 +43,41 @@ impl Latency {
     }
 }
 
-impl Fault for Latency {
-    fn validate(&self) -> Result<(), String> {
+impl McpFaultSpec for Latency {
+    fn aliases() -> &'static [&'static str] {
+        &["slow", "delay"]
+    }
+
+    /// mcp-chaos's `added_ms` (250 when absent; decimals rounded), mcptest's `slow:<ms>` and `delay_ms`;
+    /// mcp-chaos-monkey's `delayMs` and SmartAI's `slow` + `delay_ms` (2000 when absent) are waits before the
+    /// request is forwarded.
+    fn read_peer(entry: &mut PeerEntry) -> Result<(), PeerValueError> {
+        entry.rename("added_ms", "ms");
+        entry.rename("delay_ms", "ms");
+        entry.set_from_suffix("ms");
+        match entry.format {
+            Format::McpChaos => {
+                entry.set_default("ms", 250.into());
+                entry.round("ms");
+                entry.round("jitter_ms");
+            }
+            Format::SmartAi => {
+                entry.set_default("ms", 2000.into());
+                entry.set_default("phase", "request".into());
+            }
+            Format::ChaosMonkey => entry.set_default("phase", "request".into()),
+            Format::Own | Format::McpTest => {}
+        }
+        Ok(())
+    }
+
+    fn validate(&self) -> Result<(), FaultError> {
         if self.ms > 3_600_000 {
-            return Err(format!(
-                "ms must be at most 3600000 (one hour), got {}",
-                self.ms
-            ));
+            return Err(FaultError::Value {
+                field: "ms",
+                rule: "be at most 3600000 (one hour)",
+                got: self.ms.to_string(),
+            });
         }
         Ok(())
     }

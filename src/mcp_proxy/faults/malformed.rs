@@ -1,11 +1,12 @@
 //! `malformed`: the response line is broken but the newline framing is kept: replaced by garbage bytes,
 //! cut short (`truncate_json`), or valid JSON with a bad envelope (no `jsonrpc`, or a wrong `id`).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, Fault};
+use super::{Action, CallContext, FaultError, McpFaultSpec, PeerEntry, PeerValueError, RewriteError};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Variant {
     /// The whole line becomes `bytes`.
@@ -21,7 +22,7 @@ fn corrupted() -> String {
     "<<<CORRUPTED_RESPONSE>>>{{{{not json".into()
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Malformed {
     #[serde(default)]
     pub variant: Variant,
@@ -33,14 +34,25 @@ pub struct Malformed {
     pub wrong_id: bool,
 }
 
-impl Malformed {
-    pub const KEYS: &[&str] = &["variant", "bytes", "at", "wrong_id"];
-}
+impl McpFaultSpec for Malformed {
+    /// mcp-chaos-monkey's `corruptResponse` says whether the response is corrupted: a boolean, and `false`
+    /// never corrupts (the fault stays in the plan, firing on no call).
+    fn read_peer(entry: &mut PeerEntry) -> Result<(), PeerValueError> {
+        match entry.get("corrupt_response") {
+            None | Some(serde_json::Value::Bool(true)) => {}
+            Some(serde_json::Value::Bool(false)) => entry.set("probability", 0.0.into()),
+            Some(_) => return Err(entry.refuse("corrupt_response", "be a boolean (true or false)")),
+        }
+        entry.take("corrupt_response");
+        Ok(())
+    }
 
-impl Fault for Malformed {
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), FaultError> {
         if self.bytes.contains('\n') {
-            return Err("bytes must not contain a newline (stdio framing)".into());
+            return Err(FaultError::Rule {
+                field: "bytes",
+                rule: "not contain a newline (stdio framing)",
+            });
         }
         Ok(())
     }
@@ -57,7 +69,7 @@ impl Fault for Malformed {
         Action::Rewrite
     }
 
-    fn rewrite_line(&self, line: &[u8], _call: &CallContext<'_>) -> Result<Vec<u8>, String> {
+    fn rewrite_line(&self, line: &[u8], _call: &CallContext<'_>) -> Result<Vec<u8>, RewriteError> {
         let body = line.strip_suffix(b"\n").unwrap_or(line);
         let body = body.strip_suffix(b"\r").unwrap_or(body);
         let mut out = match self.variant {
@@ -70,8 +82,8 @@ impl Fault for Malformed {
                 body[..at].to_vec()
             }
             Variant::BadEnvelope => {
-                let mut value: serde_json::Value = serde_json::from_slice(body)
-                    .map_err(|e| format!("response is not JSON: {e}"))?;
+                let mut value: serde_json::Value =
+                    serde_json::from_slice(body).map_err(RewriteError::NotJson)?;
                 if let Some(object) = value.as_object_mut() {
                     if self.wrong_id {
                         object.insert("id".into(), "fault-wrong-id".into());
@@ -79,7 +91,7 @@ impl Fault for Malformed {
                         object.remove("jsonrpc");
                     }
                 }
-                serde_json::to_vec(&value).map_err(|e| e.to_string())?
+                serde_json::to_vec(&value).map_err(RewriteError::Encode)?
             }
         };
         out.push(b'\n');

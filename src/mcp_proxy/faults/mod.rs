@@ -1,59 +1,23 @@
-//! The message faults, one file each. A file owns its spec (serde, with defaults), its validation (messages
-//! name the field), its one-line description and its behaviour on the wire. [`REGISTRY`] is the one list of
-//! type names (with the peer tools' aliases) that the plan loader knows.
+//! The message faults, one file each. A file owns its spec (serde and JSON Schema, with defaults: the schema's
+//! properties are the keys a plan may give it), its validation (messages name the field), its peer tools'
+//! spellings, when it fires, its one-line description and its behaviour on the wire. The decider and the
+//! engine reach a fault only through [`McpFaultSpec`]; [`REGISTRY`] is the one list of fault types, one line
+//! per fault.
 
-use std::time::Duration;
+use std::{collections::HashMap, sync::LazyLock, time::Duration};
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::trigger::{Matcher, Trigger};
 use crate::mcp_wire::jsonrpc::Reply;
 
-mod burst_error;
-mod connection_drop;
-mod connection_refused;
-mod drop_tool;
-mod empty;
-mod error;
-mod flaky;
-mod hang;
-mod http_status;
-mod latency;
-mod malformed;
-mod partial_result;
-mod protocol_version_rejection;
-mod rate_limit;
-mod recover_after;
-mod registry_inconsistency;
-mod schema_drift;
-mod server_degradation;
-mod session_expiry;
-mod stream_cut;
-mod timeout;
+mod peer;
 
-pub use burst_error::BurstError;
-pub use connection_drop::ConnectionDrop;
-pub use connection_refused::ConnectionRefused;
-pub use drop_tool::DropTool;
-pub use empty::Empty;
-pub use error::Error;
-pub use flaky::Flaky;
-pub use hang::Hang;
-pub use http_status::HttpStatus;
-pub use latency::Latency;
-pub use malformed::Malformed;
-pub use partial_result::PartialResult;
-pub use protocol_version_rejection::ProtocolVersionRejection;
-pub use rate_limit::RateLimit;
-pub use recover_after::RecoverAfter;
-pub use registry_inconsistency::RegistryInconsistency;
-pub use schema_drift::{DriftTarget, SchemaDrift};
-pub use server_degradation::ServerDegradation;
-pub use session_expiry::SessionExpiry;
-pub use stream_cut::StreamCut;
-pub use timeout::Timeout;
+pub use peer::{Format, PeerEntry, PeerValueError};
 
-/// What the relay knows about the call a fault acts on.
+/// What the proxy knows about the call a fault acts on.
 #[derive(Debug, Clone)]
 pub struct CallContext<'a> {
     pub seed: u64,
@@ -62,14 +26,24 @@ pub struct CallContext<'a> {
     pub tool: &'a str,
     /// 1-based count of calls to this tool since the proxy started.
     pub ordinal: u64,
+    /// Milliseconds from the proxy's start to the call's decision.
+    pub elapsed_ms: u64,
     /// The decision's roll (see [`super::roll`]).
     pub roll: f64,
+    /// The fault's trigger, for a fault that picks the tools of a listing ([`McpFaultSpec::acts_on_listing`]);
+    /// `None` picks them all.
+    pub tools: Option<&'a Matcher>,
 }
 
 impl CallContext<'_> {
     /// A further roll for the same call, independent of the decision's (e.g. jitter).
     pub fn roll_for(&self, salt: &str) -> f64 {
         super::roll::call_roll(self.seed, self.fault_index, self.tool, self.ordinal, salt)
+    }
+
+    /// Whether the fault's trigger picks the listed tool `name`.
+    pub fn selects_tool(&self, name: &str) -> bool {
+        self.tools.is_none_or(|m| m.matches_tool(name))
     }
 }
 
@@ -93,7 +67,7 @@ pub enum Action {
         max_hold: Duration,
         on_cap: OnCap,
     },
-    /// Forward the request and rewrite its response with [`FaultSpec::rewrite`].
+    /// Forward the request and rewrite its response with [`McpFaultSpec::rewrite`].
     Rewrite,
     /// Forward the request, then kill the server after `after`; restart it after `restart_after` if given.
     CrashServer {
@@ -133,7 +107,7 @@ impl Action {
 }
 
 /// What a hang does once its hold cap is reached.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OnCap {
     /// Keep silent for good: the client never gets an answer.
@@ -146,7 +120,7 @@ pub enum OnCap {
 }
 
 /// How a synthesised failure reaches the client.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ReplyAs {
     /// A JSON-RPC error object.
@@ -158,7 +132,7 @@ pub enum ReplyAs {
 
 /// A failure payload shared by the faults that fail a call (error, flaky, burst_error, server_degradation).
 /// `code` and `message` default per fault type.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Failure {
     #[serde(rename = "as", default)]
     pub reply_as: ReplyAs,
@@ -171,8 +145,6 @@ pub struct Failure {
 }
 
 impl Failure {
-    pub const KEYS: &[&str] = &["as", "code", "message", "category"];
-
     /// The reply, with `code` and `message` defaulting to the fault type's.
     pub fn reply(&self, default_code: i64, default_message: &str) -> Reply {
         let message = self
@@ -195,9 +167,9 @@ impl Failure {
 }
 
 /// Whether the real server is called when a fault answers in its place.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum Upstream {
+pub enum CallUpstream {
     /// The request never reaches the server.
     #[default]
     Skip,
@@ -205,128 +177,265 @@ pub enum Upstream {
     Call,
 }
 
-/// Behaviour every fault file implements.
-pub trait Fault {
-    /// Checks the spec's values; the message names the field.
-    fn validate(&self) -> Result<(), String> {
+/// A fault's spec refused; the message names the field.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FaultError {
+    #[error("{field} must {rule}")]
+    Rule {
+        field: &'static str,
+        rule: &'static str,
+    },
+    #[error("{field} must {rule}, got {got}")]
+    Value {
+        field: &'static str,
+        rule: &'static str,
+        got: String,
+    },
+    #[error("rename maps `{0}` to itself")]
+    RenameToItself(String),
+    #[error("then: {0}")]
+    Then(Box<FaultError>),
+}
+
+/// A fault's rewrite of a response that could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum RewriteError {
+    #[error("response is not JSON: {0}")]
+    NotJson(serde_json::Error),
+    #[error("{0}")]
+    Encode(serde_json::Error),
+}
+
+/// What the decider keeps for one fault and one tool between that tool's calls, for the fault's own firing
+/// rule (e.g. a chain stepped once per call): `on` as of the tool's call `ordinal`. It starts at the default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FaultMemory {
+    pub ordinal: u64,
+    pub on: bool,
+}
+
+/// How a fault that hides tools changes `tools/list` once it has fired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hiding {
+    /// Whether the client is told with `notifications/tools/list_changed`.
+    pub notify: bool,
+}
+
+/// Behaviour every fault file implements. The defaults are those of a fault that acts on the call it fires
+/// on, keyed by the tool and its ordinal, and fires whenever its trigger and roll say so.
+pub trait McpFaultSpec {
+    /// The fault's other type names in the peer tools' plans (mcptest's `wedged` for `hang`, ...).
+    fn aliases() -> &'static [&'static str]
+    where
+        Self: Sized,
+    {
+        &[]
+    }
+
+    /// Reads what the entry's keys mean in its format into our keys (`added_ms` → `ms`, a peer's defaults,
+    /// ...), before the plan loader checks the keys against the spec's; refuses what the peer refuses.
+    fn read_peer(_entry: &mut PeerEntry) -> Result<(), PeerValueError>
+    where
+        Self: Sized,
+    {
         Ok(())
     }
-    /// One line saying what the fault does on the wire.
-    fn describe(&self) -> String;
-    /// What to do with a call this fault fired on.
-    fn action(&self, call: &CallContext<'_>) -> Action;
+
+    /// Checks the spec's values; the error names the field.
+    fn validate(&self) -> Result<(), FaultError> {
+        Ok(())
+    }
+
+    /// Checks the trigger the fault is planned with.
+    fn check_trigger(&self, _trigger: &Trigger) -> Result<(), FaultError> {
+        Ok(())
+    }
+
     /// Whether the fault acts only on Streamable HTTP exchanges (a plan error in stdio mode).
     fn http_only(&self) -> bool {
         false
     }
+
+    /// A key given by the caller that the fault's roll is keyed on instead of (tool, ordinal): the roll is then
+    /// that of (key, 0), the same for the same key on every machine.
+    fn roll_key(&self, _arguments: Option<&Value>) -> Option<String> {
+        None
+    }
+
+    /// Whether the fault fires on a call its trigger selected and its roll passed; `memory` is what the
+    /// decider kept for this fault and this tool.
+    fn fires(&self, _call: &CallContext<'_>, _memory: &mut FaultMemory) -> bool {
+        true
+    }
+
+    /// Whether the fault acts on `tools/list` results, its trigger's `tools` picking tools inside the listing
+    /// rather than the call (its `methods` then default to `[tools/list]`).
+    fn acts_on_listing(&self) -> bool {
+        false
+    }
+
+    /// Whether the trigger's tools leave `tools/list` results once the fault has fired (from the start when
+    /// nothing in the trigger holds it back).
+    fn hides_tools(&self) -> Option<Hiding> {
+        None
+    }
+
+    /// One line saying what the fault does on the wire.
+    fn describe(&self) -> String;
+
+    /// What to do with a call this fault fired on.
+    fn action(&self, call: &CallContext<'_>) -> Action;
+
     /// Rewrites the response of a call whose action was [`Action::Rewrite`].
     fn rewrite(&self, response: &mut Value, _call: &CallContext<'_>) {
         let _ = response;
     }
+
     /// Rewrites the raw response line (faults that break JSON itself); the default goes through [`Self::rewrite`].
-    fn rewrite_line(&self, line: &[u8], call: &CallContext<'_>) -> Result<Vec<u8>, String> {
-        let mut value: Value =
-            serde_json::from_slice(line).map_err(|e| format!("response is not JSON: {e}"))?;
+    fn rewrite_line(&self, line: &[u8], call: &CallContext<'_>) -> Result<Vec<u8>, RewriteError> {
+        let mut value: Value = serde_json::from_slice(line).map_err(RewriteError::NotJson)?;
         self.rewrite(&mut value, call);
-        let mut out = serde_json::to_vec(&value).map_err(|e| e.to_string())?;
+        let mut out = serde_json::to_vec(&value).map_err(RewriteError::Encode)?;
         out.push(b'\n');
         Ok(out)
     }
 }
 
+/// A fault type of the registry.
+pub struct Registered {
+    /// The type name (the fault's module).
+    pub name: &'static str,
+    pub aliases: fn() -> &'static [&'static str],
+    pub read_peer: fn(&mut PeerEntry) -> Result<(), PeerValueError>,
+    schema: fn() -> schemars::Schema,
+    build: fn(Map<String, Value>) -> Result<McpFault, serde_json::Error>,
+}
+
+impl Registered {
+    /// Whether `name` is this type's name or one of its aliases.
+    pub fn is_named(&self, name: &str) -> bool {
+        self.name == name || (self.aliases)().contains(&name)
+    }
+
+    /// The keys the fault's spec takes: its schema's properties (flattened ones included).
+    pub fn keys(&self) -> &'static [String] {
+        static KEYS: LazyLock<HashMap<&'static str, Vec<String>>> = LazyLock::new(|| {
+            REGISTRY
+                .iter()
+                .map(|r| (r.name, property_names(&(r.schema)())))
+                .collect()
+        });
+        KEYS.get(self.name).map_or(&[], Vec::as_slice)
+    }
+
+    /// The spec from its own keys.
+    pub fn build(&self, map: Map<String, Value>) -> Result<McpFault, serde_json::Error> {
+        (self.build)(map)
+    }
+}
+
+/// The property names of a schema, in order.
+pub(crate) fn property_names(schema: &schemars::Schema) -> Vec<String> {
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|properties| properties.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
 macro_rules! registry {
-    ($( $variant:ident : $ty:ty = $name:literal $(| $alias:literal)* ),+ $(,)?) => {
+    ($( $module:ident :: $fault:ident ),+ $(,)?) => {
+        $(
+            mod $module;
+            pub use $module::$fault;
+        )+
+
         /// One fault of a plan, by type.
         #[derive(Debug, Clone, PartialEq, Serialize)]
         #[serde(tag = "type", rename_all = "snake_case")]
-        pub enum FaultSpec {
-            $( $variant($ty), )+
+        pub enum McpFault {
+            $( $fault($fault), )+
         }
 
-        /// Every fault type: its name, the peer tools' aliases, and the keys its spec takes.
-        pub const REGISTRY: &[(&str, &[&str], fn() -> &'static [&'static str])] = &[
-            $( ($name, &[$($alias),*], || <$ty>::KEYS), )+
+        /// Every fault type, in the order the plan loader lists them.
+        pub const REGISTRY: &[Registered] = &[
+            $( Registered {
+                name: stringify!($module),
+                aliases: <$fault as McpFaultSpec>::aliases,
+                read_peer: <$fault as McpFaultSpec>::read_peer,
+                schema: || schemars::schema_for!($fault),
+                build: |map| serde_json::from_value::<$fault>(Value::Object(map)).map(McpFault::$fault),
+            }, )+
         ];
 
-        impl FaultSpec {
-            /// Builds the spec of type `name` (canonical) from its own keys.
-            pub fn from_map(name: &str, map: Map<String, Value>) -> Result<Self, String> {
-                match name {
-                    $( $name => serde_json::from_value::<$ty>(Value::Object(map))
-                        .map(FaultSpec::$variant)
-                        .map_err(|e| e.to_string()), )+
-                    other => Err(format!("unknown fault type `{other}`")),
-                }
-            }
-
-            /// Whether this is a `schema_drift` of `tools/list` (`target: list`), which picks its tools
-            /// inside the listing.
-            pub fn drifts_list(&self) -> bool {
-                matches!(self, FaultSpec::SchemaDrift(d) if d.target == schema_drift::DriftTarget::List)
-            }
-
-            /// The canonical type name.
+        impl McpFault {
+            /// The type name.
             pub fn type_name(&self) -> &'static str {
-                match self { $( FaultSpec::$variant(_) => $name, )+ }
+                match self { $( McpFault::$fault(_) => stringify!($module), )+ }
             }
 
-            fn inner(&self) -> &dyn Fault {
-                match self { $( FaultSpec::$variant(f) => f, )+ }
+            fn inner(&self) -> &dyn McpFaultSpec {
+                match self { $( McpFault::$fault(f) => f, )+ }
             }
         }
     };
 }
 
 registry! {
-    Latency: Latency = "latency" | "slow" | "delay",
-    Hang: Hang = "hang" | "wedged",
-    Timeout: Timeout = "timeout",
-    Error: Error = "error",
-    Flaky: Flaky = "flaky" | "error_injection",
-    RecoverAfter: RecoverAfter = "recover_after" | "recover-after",
-    RateLimit: RateLimit = "rate_limit" | "rate-limit",
-    Malformed: Malformed = "malformed" | "corrupt",
-    ConnectionDrop: ConnectionDrop = "connection_drop" | "connection-drop",
-    ConnectionRefused: ConnectionRefused = "connection_refused" | "connection-refused",
-    SchemaDrift: SchemaDrift = "schema_drift" | "schema_mismatch" | "schema-mismatch",
-    PartialResult: PartialResult = "partial_result",
-    Empty: Empty = "empty",
-    RegistryInconsistency: RegistryInconsistency = "registry_inconsistency",
-    DropTool: DropTool = "drop_tool",
-    BurstError: BurstError = "burst_error",
-    ServerDegradation: ServerDegradation = "server_degradation",
-    HttpStatus: HttpStatus = "http_status" | "http-status",
-    SessionExpiry: SessionExpiry = "session_expiry" | "session_expired",
-    StreamCut: StreamCut = "stream_cut" | "stream-cut",
-    ProtocolVersionRejection: ProtocolVersionRejection = "protocol_version_rejection" | "bad_protocol_version",
+    latency::Latency,
+    hang::Hang,
+    timeout::Timeout,
+    error::Error,
+    flaky::Flaky,
+    recover_after::RecoverAfter,
+    rate_limit::RateLimit,
+    malformed::Malformed,
+    connection_drop::ConnectionDrop,
+    connection_refused::ConnectionRefused,
+    schema_drift::SchemaDrift,
+    partial_result::PartialResult,
+    empty::Empty,
+    registry_inconsistency::RegistryInconsistency,
+    drop_tool::DropTool,
+    burst_error::BurstError,
+    server_degradation::ServerDegradation,
+    http_status::HttpStatus,
+    session_expiry::SessionExpiry,
+    stream_cut::StreamCut,
+    protocol_version_rejection::ProtocolVersionRejection,
+    oversized_result::OversizedResult,
+    inject::Inject,
 }
 
-/// The canonical name of a type name or alias.
-pub fn canonical_type(name: &str) -> Option<&'static str> {
-    REGISTRY
-        .iter()
-        .find(|(canonical, aliases, _)| *canonical == name || aliases.contains(&name))
-        .map(|(canonical, _, _)| *canonical)
+/// The registered type that `name` (a type name or an alias) names.
+pub fn registered(name: &str) -> Option<&'static Registered> {
+    REGISTRY.iter().find(|r| r.is_named(name))
 }
 
-/// The keys a fault type's own spec takes.
-pub fn keys_of(canonical: &str) -> &'static [&'static str] {
-    REGISTRY
-        .iter()
-        .find(|(name, _, _)| *name == canonical)
-        .map(|(_, _, keys)| keys())
-        .unwrap_or(&[])
-}
-
-impl Fault for FaultSpec {
-    fn validate(&self) -> Result<(), String> {
+impl McpFaultSpec for McpFault {
+    fn validate(&self) -> Result<(), FaultError> {
         self.inner().validate()
     }
-    fn describe(&self) -> String {
-        self.inner().describe()
+    fn check_trigger(&self, trigger: &Trigger) -> Result<(), FaultError> {
+        self.inner().check_trigger(trigger)
     }
     fn http_only(&self) -> bool {
         self.inner().http_only()
+    }
+    fn roll_key(&self, arguments: Option<&Value>) -> Option<String> {
+        self.inner().roll_key(arguments)
+    }
+    fn fires(&self, call: &CallContext<'_>, memory: &mut FaultMemory) -> bool {
+        self.inner().fires(call, memory)
+    }
+    fn acts_on_listing(&self) -> bool {
+        self.inner().acts_on_listing()
+    }
+    fn hides_tools(&self) -> Option<Hiding> {
+        self.inner().hides_tools()
+    }
+    fn describe(&self) -> String {
+        self.inner().describe()
     }
     fn action(&self, call: &CallContext<'_>) -> Action {
         self.inner().action(call)
@@ -334,8 +443,19 @@ impl Fault for FaultSpec {
     fn rewrite(&self, response: &mut Value, call: &CallContext<'_>) {
         self.inner().rewrite(response, call)
     }
-    fn rewrite_line(&self, line: &[u8], call: &CallContext<'_>) -> Result<Vec<u8>, String> {
+    fn rewrite_line(&self, line: &[u8], call: &CallContext<'_>) -> Result<Vec<u8>, RewriteError> {
         self.inner().rewrite_line(line, call)
+    }
+}
+
+/// For a peer whose fault with no (or empty) `tools` acts on no tool, where ours acts on every tool: a fault
+/// that fires on no call.
+pub(crate) fn no_tools_no_fault(entry: &mut PeerEntry) {
+    if entry
+        .get("tools")
+        .is_none_or(|tools| tools.as_array().is_some_and(Vec::is_empty))
+    {
+        entry.set("probability", 0.0.into());
     }
 }
 
@@ -345,11 +465,15 @@ pub(crate) fn ms(ms: u64) -> Duration {
 }
 
 /// Checks that `value` of `field` is a probability.
-pub(crate) fn check_probability(field: &str, value: f64) -> Result<(), String> {
+pub(crate) fn check_probability(field: &'static str, value: f64) -> Result<(), FaultError> {
     if (0.0..=1.0).contains(&value) {
         Ok(())
     } else {
-        Err(format!("{field} must be between 0 and 1, got {value}"))
+        Err(FaultError::Value {
+            field,
+            rule: "be between 0 and 1",
+            got: value.to_string(),
+        })
     }
 }
 
@@ -380,6 +504,114 @@ pub(crate) fn edit_payloads(response: &mut Value, mut edit: impl FnMut(&mut Valu
             {
                 edit(&mut parsed);
                 *text = parsed.to_string();
+            }
+        }
+    }
+}
+
+/// Removes from a `tools/list` response the tools `hidden` says are gone.
+pub(crate) fn hide_listed_tools(response: &mut Value, hidden: impl Fn(&str) -> bool) {
+    if let Some(Value::Array(tools)) = result_mut(response).and_then(|r| r.get_mut("tools")) {
+        tools.retain(|tool| {
+            !tool
+                .get("name")
+                .and_then(Value::as_str)
+                .is_some_and(&hidden)
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp_proxy::plan::Plan;
+    use crate::mcp_proxy::trigger::TRIGGER_KEYS;
+
+    /// A value no field of a fault takes: serde must refuse it for every key the fault accepts.
+    fn junk() -> Value {
+        serde_json::json!([[[]]])
+    }
+
+    #[test]
+    fn every_accepted_key_is_a_field_serde_reads() {
+        for fault in REGISTRY {
+            assert!(!fault.keys().is_empty() || fault.build(Map::new()).is_ok());
+            for key in fault.keys() {
+                let map = Map::from_iter([(key.clone(), junk())]);
+                let error = fault.build(map).map(|_| ()).unwrap_err().to_string();
+                assert!(
+                    !error.starts_with("missing field"),
+                    "{}: serde ignored `{key}`: {error}",
+                    fault.name
+                );
+            }
+        }
+        for key in TRIGGER_KEYS.iter() {
+            let map = Map::from_iter([(key.clone(), junk())]);
+            assert!(serde_json::from_value::<Trigger>(Value::Object(map)).is_err());
+        }
+    }
+
+    /// A sample value of a required property, by its schema type.
+    fn sample(schema: &Value) -> Value {
+        match schema.get("type").and_then(Value::as_str) {
+            Some("integer" | "number") => 1.into(),
+            Some("boolean") => true.into(),
+            Some("array") => Value::Array(Vec::new()),
+            _ => "x".into(),
+        }
+    }
+
+    #[test]
+    fn every_fault_prints_as_keys_it_accepts_and_loads_back() {
+        for fault in REGISTRY {
+            let schema = (fault.schema)().to_value();
+            let mut entry = Map::from_iter([
+                ("type".to_owned(), Value::from(fault.name)),
+                ("tools".to_owned(), serde_json::json!(["t"])),
+            ]);
+            for required in schema
+                .get("required")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+            {
+                entry.insert(required.to_owned(), sample(&schema["properties"][required]));
+            }
+            let root = serde_json::json!({ "faults": [entry] });
+            let plan = Plan::from_value(root, "").unwrap();
+            assert_eq!(plan.faults[0].spec.type_name(), fault.name);
+            let printed: Value = serde_yaml_ng::from_str(&plan.to_yaml()).unwrap();
+            for key in printed["faults"][0].as_object().unwrap().keys() {
+                assert!(
+                    ["type", "name"].contains(&key.as_str())
+                        || fault.keys().contains(key)
+                        || TRIGGER_KEYS.contains(key),
+                    "{}: prints `{key}`, which it does not accept",
+                    fault.name
+                );
+            }
+            assert_eq!(printed["faults"][0]["type"], fault.name);
+            // Printed and loaded again, it stays put (a nested default may gain its label on the first trip).
+            let again = Plan::from_value(printed, "").unwrap();
+            let printed: Value = serde_yaml_ng::from_str(&again.to_yaml()).unwrap();
+            assert_eq!(
+                Plan::from_value(printed, "").unwrap(),
+                again,
+                "{}",
+                fault.name
+            );
+        }
+    }
+
+    #[test]
+    fn type_names_and_aliases_name_one_fault_each() {
+        let mut seen = std::collections::HashSet::new();
+        for fault in REGISTRY {
+            for name in std::iter::once(fault.name).chain((fault.aliases)().iter().copied()) {
+                assert!(seen.insert(name), "`{name}` names two faults");
+                assert_eq!(registered(name).map(|r| r.name), Some(fault.name));
             }
         }
     }

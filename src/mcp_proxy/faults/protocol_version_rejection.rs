@@ -1,21 +1,22 @@
 //! `protocol_version_rejection` (Streamable HTTP only): answer 400 with a JSON-RPC error, as a server does
 //! to an `MCP-Protocol-Version` it does not support.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, Fault, HttpAction};
+use super::{Action, CallContext, McpFaultSpec, HttpAction};
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ProtocolVersionRejection {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }
 
-impl ProtocolVersionRejection {
-    pub const KEYS: &[&str] = &["message"];
-}
+impl McpFaultSpec for ProtocolVersionRejection {
+    fn aliases() -> &'static [&'static str] {
+        &["bad_protocol_version"]
+    }
 
-impl Fault for ProtocolVersionRejection {
     fn describe(&self) -> String {
         "answer HTTP 400: unsupported MCP-Protocol-Version".into()
     }

@@ -1,9 +1,10 @@
 //! `rate_limit`: answer "Rate limit exceeded, retry after Ns" (-32000) with `data.retryAfterSeconds`, or as
 //! an `isError` tool result.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, Fault, ReplyAs};
+use super::{Action, CallContext, McpFaultSpec, PeerEntry, PeerValueError, ReplyAs};
 use crate::mcp_wire::jsonrpc::Reply;
 
 fn five() -> u64 {
@@ -14,7 +15,7 @@ fn code() -> i64 {
     -32000
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RateLimit {
     #[serde(default = "five")]
     pub retry_after_seconds: u64,
@@ -26,11 +27,17 @@ pub struct RateLimit {
     pub reply_as: ReplyAs,
 }
 
-impl RateLimit {
-    pub const KEYS: &[&str] = &["retry_after_seconds", "code", "message", "as"];
-}
+impl McpFaultSpec for RateLimit {
+    fn aliases() -> &'static [&'static str] {
+        &["rate-limit"]
+    }
 
-impl Fault for RateLimit {
+    /// mcp-chaos-monkey's `retryAfterSeconds` is ours; `retry_after` is read as it.
+    fn read_peer(entry: &mut PeerEntry) -> Result<(), PeerValueError> {
+        entry.rename("retry_after", "retry_after_seconds");
+        Ok(())
+    }
+
     fn describe(&self) -> String {
         format!(
             "answer {} rate limited, retry after {} s",

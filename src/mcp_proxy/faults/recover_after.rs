@@ -1,22 +1,29 @@
 //! `recover_after`: the first `failures` calls of each tool get the `then` fault (a hang by default), later
 //! calls pass through.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, Fault, FaultSpec, Hang};
+use super::{
+    Action, CallContext, FaultError, FaultMemory, Hang, McpFault, McpFaultSpec, PeerEntry, PeerValueError, RewriteError,
+};
 
 fn one() -> u64 {
     1
 }
 
-fn hang() -> Box<FaultSpec> {
-    Box::new(FaultSpec::Hang(Hang::default()))
+fn hang() -> Box<McpFault> {
+    Box::new(McpFault::Hang(Hang::default()))
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// Read through [`Raw`]; the schema, and so the keys a plan may give, is that of the plan form.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct RecoverAfter {
+    #[serde(default = "one")]
     pub failures: u64,
-    pub then: Box<FaultSpec>,
+    /// A nested fault (`{type: error, ...}`); a hang by default.
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
+    pub then: Box<McpFault>,
 }
 
 /// The plan form: `then` is a nested fault (`{type: error, ...}`), built by the plan loader.
@@ -44,21 +51,32 @@ impl<'de> Deserialize<'de> for RecoverAfter {
     }
 }
 
-impl RecoverAfter {
-    pub const KEYS: &[&str] = &["failures", "then"];
-
-    /// Whether the call of this ordinal still fails.
-    pub fn failing(&self, ordinal: u64) -> bool {
-        ordinal <= self.failures
+impl McpFaultSpec for RecoverAfter {
+    fn aliases() -> &'static [&'static str] {
+        &["recover-after"]
     }
-}
 
-impl Fault for RecoverAfter {
-    fn validate(&self) -> Result<(), String> {
-        if matches!(*self.then, FaultSpec::RecoverAfter(_)) {
-            return Err("then must not be another recover_after".into());
+    /// mcptest's `recover-after:<n>`.
+    fn read_peer(entry: &mut PeerEntry) -> Result<(), PeerValueError> {
+        entry.set_from_suffix("failures");
+        Ok(())
+    }
+
+    fn validate(&self) -> Result<(), FaultError> {
+        if matches!(*self.then, McpFault::RecoverAfter(_)) {
+            return Err(FaultError::Rule {
+                field: "then",
+                rule: "not be another recover_after",
+            });
         }
-        self.then.validate().map_err(|e| format!("then: {e}"))
+        self.then
+            .validate()
+            .map_err(|e| FaultError::Then(Box::new(e)))
+    }
+
+    /// The calls of each tool up to `failures` fail.
+    fn fires(&self, call: &CallContext<'_>, _memory: &mut FaultMemory) -> bool {
+        call.ordinal <= self.failures
     }
 
     fn describe(&self) -> String {
@@ -77,7 +95,7 @@ impl Fault for RecoverAfter {
         self.then.rewrite(response, call)
     }
 
-    fn rewrite_line(&self, line: &[u8], call: &CallContext<'_>) -> Result<Vec<u8>, String> {
+    fn rewrite_line(&self, line: &[u8], call: &CallContext<'_>) -> Result<Vec<u8>, RewriteError> {
         self.then.rewrite_line(line, call)
     }
 }

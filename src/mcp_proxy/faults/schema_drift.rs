@@ -6,12 +6,13 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{Action, CallContext, Fault, edit_payloads};
+use super::{Action, CallContext, FaultError, McpFaultSpec, PeerEntry, PeerValueError, edit_payloads};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum JsonType {
     String,
@@ -23,7 +24,7 @@ pub enum JsonType {
 }
 
 /// What a schema drift changes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DriftTarget {
     /// The tool call's result.
@@ -37,7 +38,7 @@ fn is_result(target: &DriftTarget) -> bool {
     *target == DriftTarget::Result
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SchemaDrift {
     #[serde(default, skip_serializing_if = "is_result")]
     pub target: DriftTarget,
@@ -55,14 +56,6 @@ pub struct SchemaDrift {
 }
 
 impl SchemaDrift {
-    pub const KEYS: &[&str] = &[
-        "target",
-        "drop_fields",
-        "rename",
-        "retype",
-        "nullify",
-        "wrap",
-    ];
 
     fn has_operations(&self) -> bool {
         !(self.drop_fields.is_empty()
@@ -255,12 +248,34 @@ fn retype(value: Value, json_type: JsonType) -> Value {
     }
 }
 
-impl Fault for SchemaDrift {
-    fn validate(&self) -> Result<(), String> {
-        if let Some((from, _)) = self.rename.iter().find(|(from, to)| from == to) {
-            return Err(format!("rename maps `{from}` to itself"));
+impl McpFaultSpec for SchemaDrift {
+    fn aliases() -> &'static [&'static str] {
+        &["schema_mismatch", "schema-mismatch"]
+    }
+
+    /// mcp-chaos-monkey's `missingFields`. A `target` that names what drifts (`list`, `result`) is ours, not
+    /// a peer's target tool.
+    fn read_peer(entry: &mut PeerEntry) -> Result<(), PeerValueError> {
+        entry.rename("missing_fields", "drop_fields");
+        if entry
+            .get("target")
+            .is_some_and(|t| DriftTarget::deserialize(t).is_ok())
+        {
+            entry.claim("target");
         }
         Ok(())
+    }
+
+    fn validate(&self) -> Result<(), FaultError> {
+        if let Some((from, _)) = self.rename.iter().find(|(from, to)| from == to) {
+            return Err(FaultError::RenameToItself(from.clone()));
+        }
+        Ok(())
+    }
+
+    /// With `target: list`, the trigger's `tools` pick the tools of the listing whose schemas drift.
+    fn acts_on_listing(&self) -> bool {
+        self.target == DriftTarget::List
     }
 
     fn describe(&self) -> String {
@@ -291,8 +306,7 @@ impl Fault for SchemaDrift {
 
     fn rewrite(&self, response: &mut Value, call: &CallContext<'_>) {
         if self.target == DriftTarget::List {
-            // The relay passes the trigger's tool selection through `rewrite_list`; alone, drift them all.
-            self.rewrite_list(response, call, |_| true);
+            self.rewrite_list(response, call, |tool| call.selects_tool(tool));
             return;
         }
         let keys: Vec<String> = response
@@ -333,7 +347,9 @@ mod tests {
             fault_index: 0,
             tool: "get_item",
             ordinal: 1,
+            elapsed_ms: 0,
             roll: 0.1,
+            tools: None,
         }
     }
 

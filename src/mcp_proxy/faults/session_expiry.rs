@@ -2,18 +2,19 @@
 //! every later request with that session id, as a server does once it has ended the session; the client
 //! must then initialize a new session. A request without a session id passes.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, Fault, HttpAction};
+use super::{Action, CallContext, McpFaultSpec, HttpAction};
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SessionExpiry {}
 
-impl SessionExpiry {
-    pub const KEYS: &[&str] = &[];
-}
+impl McpFaultSpec for SessionExpiry {
+    fn aliases() -> &'static [&'static str] {
+        &["session_expired"]
+    }
 
-impl Fault for SessionExpiry {
     fn describe(&self) -> String {
         "answer HTTP 404 on the session (expired), so the client re-initializes".into()
     }

@@ -1,25 +1,26 @@
 //! `stream_cut` (Streamable HTTP only): forward the call, then close its SSE response after `after_events`
 //! events, before the answer (a JSON response is cut before its body).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, Fault, HttpAction};
+use super::{Action, CallContext, McpFaultSpec, HttpAction};
 
 fn one() -> u64 {
     1
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StreamCut {
     #[serde(default = "one")]
     pub after_events: u64,
 }
 
-impl StreamCut {
-    pub const KEYS: &[&str] = &["after_events"];
-}
+impl McpFaultSpec for StreamCut {
+    fn aliases() -> &'static [&'static str] {
+        &["stream-cut"]
+    }
 
-impl Fault for StreamCut {
     fn describe(&self) -> String {
         format!(
             "close the SSE response after {} event(s)",

@@ -1,8 +1,9 @@
 //! `timeout`: wait `after_ms`, then answer with a timeout error (-32001 "Request timed out", or a tool error).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, Fault, ReplyAs, ms};
+use super::{Action, CallContext, McpFaultSpec, PeerEntry, PeerValueError, ReplyAs, ms};
 use crate::mcp_wire::jsonrpc::Reply;
 
 fn code() -> i64 {
@@ -13,7 +14,7 @@ fn message() -> String {
     "Request timed out".into()
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Timeout {
     #[serde(default)]
     pub after_ms: u64,
@@ -25,11 +26,13 @@ pub struct Timeout {
     pub reply_as: ReplyAs,
 }
 
-impl Timeout {
-    pub const KEYS: &[&str] = &["after_ms", "code", "message", "as"];
-}
+impl McpFaultSpec for Timeout {
+    /// mcp-chaos-monkey's `hangMs`: the wait before the timeout error.
+    fn read_peer(entry: &mut PeerEntry) -> Result<(), PeerValueError> {
+        entry.rename("hang_ms", "after_ms");
+        Ok(())
+    }
 
-impl Fault for Timeout {
     fn describe(&self) -> String {
         format!(
             "after {} ms answer {} \"{}\"",

@@ -322,7 +322,7 @@ impl Exchange {
         self.progress.answered(Outcome::of_line(&message));
         let out = match &self.call {
             Some(call)
-                if !composed.passes_response() || self.proxy.engine().decider.has_drop_tool() =>
+                if !composed.passes_response() || self.proxy.engine().decider.hides_tools() =>
             {
                 let engine = self.proxy.engine();
                 let mut out = call.rewrite_response(

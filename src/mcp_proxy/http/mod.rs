@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 use self::exchange::Exchange;
 use self::get_stream::{ChannelBody, GetStream};
 use self::headers::{bad_gateway, end_to_end, status_response};
-use super::decide::Decider;
+use super::decide::{Decider, DeciderError};
 use super::engine::{Call, CallEnd, LIST_CHANGED, Observer, Recorder};
 use super::events::EventLog;
 use super::plan::{Mode, Plan};
@@ -55,8 +55,8 @@ pub enum HttpProxyError {
         path: String,
         source: std::io::Error,
     },
-    #[error("{0}")]
-    Plan(String),
+    #[error(transparent)]
+    Plan(#[from] DeciderError),
 }
 
 pub struct HttpProxyOptions {
@@ -152,7 +152,7 @@ pub async fn run(options: HttpProxyOptions) -> Result<(), HttpProxyError> {
 /// Binds the front and serves it in a task of its own.
 pub async fn start(options: HttpProxyOptions) -> Result<HttpFront, HttpProxyError> {
     let upstream = options.upstream;
-    let decider = Decider::new(&options.plan).map_err(HttpProxyError::Plan)?;
+    let decider = Decider::new(&options.plan)?;
     let events = match &options.events {
         Some(path) => Some(
             EventLog::create(path).map_err(|source| HttpProxyError::Events {
@@ -164,7 +164,7 @@ pub async fn start(options: HttpProxyOptions) -> Result<HttpFront, HttpProxyErro
     };
     let recorder = Recorder::new(events, options.observer);
     let transparent = decider.is_empty() && !recorder.is_active();
-    let notifies = decider.has_drop_tool();
+    let notifies = decider.hides_tools();
     let listener =
         TcpListener::bind(options.listen)
             .await

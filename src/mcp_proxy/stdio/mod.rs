@@ -21,10 +21,10 @@ pub use pump::ClientSide;
 pub use server::{ServerCommand, ServerStderr, ServerTarget, StderrTail};
 
 use self::core::{Core, CoreMsg, Exit};
-use super::decide::Decider;
+use super::decide::{Decider, DeciderError};
 use super::engine::{Observer, Recorder};
 use super::events::EventLog;
-use super::faults::Fault;
+use super::faults::McpFaultSpec;
 use super::plan::Plan;
 use crate::mcp_wire::lines::LineError;
 
@@ -49,6 +49,8 @@ pub enum RelayError {
     },
     #[error("{0}")]
     Plan(String),
+    #[error(transparent)]
+    Decider(#[from] DeciderError),
     #[error("the server sent {0}; the session was ended")]
     ServerMessage(LineError),
     #[error("the client sent {0}; the session was ended")]
@@ -69,7 +71,7 @@ pub struct RelayOptions {
 /// Runs the relay until either side closes. Returns once the server has been ended.
 pub async fn run(options: RelayOptions) -> Result<(), RelayError> {
     check_stdio_plan(&options.plan)?;
-    let decider = Decider::new(&options.plan).map_err(RelayError::Plan)?;
+    let decider = Decider::new(&options.plan)?;
     let events = match &options.events {
         Some(path) => Some(EventLog::create(path).map_err(|source| RelayError::Events {
             path: path.display().to_string(),
