@@ -9,7 +9,6 @@
 pub mod cli;
 pub mod config;
 pub mod faults;
-pub mod flags;
 pub mod mapping;
 pub mod placement;
 mod precise;

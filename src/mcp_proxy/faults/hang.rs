@@ -9,8 +9,10 @@ fn yes() -> bool {
     true
 }
 
+const TEN_MINUTES_MS: u64 = 600_000;
+
 fn ten_minutes() -> u64 {
-    600_000
+    TEN_MINUTES_MS
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -27,14 +29,19 @@ pub struct Hang {
     pub label: Option<String>,
 }
 
+impl Hang {
+    /// A hang that forwards the call and holds it for ten minutes.
+    pub const DEFAULT: Hang = Hang {
+        forward: true,
+        max_hold_ms: TEN_MINUTES_MS,
+        on_cap: OnCap::Drop,
+        label: None,
+    };
+}
+
 impl Default for Hang {
     fn default() -> Self {
-        Self {
-            forward: true,
-            max_hold_ms: ten_minutes(),
-            on_cap: OnCap::Drop,
-            label: None,
-        }
+        Self::DEFAULT
     }
 }
 

@@ -280,6 +280,11 @@ pub trait McpFaultSpec {
         None
     }
 
+    /// A fault the spec holds, as the plan wrote it until the plan loader builds it (recover_after's `then`).
+    fn nested_mut(&mut self) -> Option<&mut NestedFault> {
+        None
+    }
+
     /// One line saying what the fault does on the wire.
     fn describe(&self) -> String;
 
@@ -377,6 +382,10 @@ macro_rules! registry {
             fn inner(&self) -> &dyn McpFaultSpec {
                 match self { $( McpFault::$fault(f) => f, )+ }
             }
+
+            fn inner_mut(&mut self) -> &mut dyn McpFaultSpec {
+                match self { $( McpFault::$fault(f) => f, )+ }
+            }
         }
     };
 }
@@ -413,6 +422,9 @@ pub fn registered(name: &str) -> Option<&'static Registered> {
 }
 
 impl McpFaultSpec for McpFault {
+    fn nested_mut(&mut self) -> Option<&mut NestedFault> {
+        self.inner_mut().nested_mut()
+    }
     fn validate(&self) -> Result<(), FaultError> {
         self.inner().validate()
     }
@@ -445,6 +457,44 @@ impl McpFaultSpec for McpFault {
     }
     fn rewrite_line(&self, line: &[u8], call: &CallContext<'_>) -> Result<Vec<u8>, RewriteError> {
         self.inner().rewrite_line(line, call)
+    }
+}
+
+/// A fault inside another's spec: as the plan wrote it, until the plan loader builds it with the peer
+/// spellings and key checks that live in the loader (so no fault reaches up into it).
+#[derive(Debug, Clone, PartialEq)]
+pub enum NestedFault {
+    Written(Map<String, Value>),
+    Built(Box<McpFault>),
+}
+
+impl NestedFault {
+    /// The built fault (the plan loader builds every nested fault before the plan is used).
+    pub fn built(&self) -> Option<&McpFault> {
+        match self {
+            NestedFault::Built(fault) => Some(fault),
+            NestedFault::Written(_) => None,
+        }
+    }
+
+    /// Builds a written fault with `build`.
+    pub fn build<E>(
+        &mut self,
+        build: impl FnOnce(Map<String, Value>) -> Result<McpFault, E>,
+    ) -> Result<(), E> {
+        if let NestedFault::Written(map) = self {
+            *self = NestedFault::Built(Box::new(build(std::mem::take(map))?));
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for NestedFault {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            NestedFault::Written(map) => map.serialize(serializer),
+            NestedFault::Built(fault) => fault.serialize(serializer),
+        }
     }
 }
 

@@ -5,28 +5,28 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Action, CallContext, FaultError, FaultMemory, Hang, McpFault, McpFaultSpec, PeerEntry, PeerValueError, RewriteError,
+    Action, CallContext, FaultError, FaultMemory, Hang, McpFault, McpFaultSpec, NestedFault, PeerEntry,
+    PeerValueError, RewriteError,
 };
 
 fn one() -> u64 {
     1
 }
 
-fn hang() -> Box<McpFault> {
-    Box::new(McpFault::Hang(Hang::default()))
-}
+/// The `then` of a plan that gives none, and the stand-in of one not built yet.
+static HANG: McpFault = McpFault::Hang(Hang::DEFAULT);
 
 /// Read through [`Raw`]; the schema, and so the keys a plan may give, is that of the plan form.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct RecoverAfter {
     #[serde(default = "one")]
     pub failures: u64,
-    /// A nested fault (`{type: error, ...}`); a hang by default.
+    /// A nested fault (`{type: error, ...}`), built by the plan loader; a hang by default.
     #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
-    pub then: Box<McpFault>,
+    pub then: NestedFault,
 }
 
-/// The plan form: `then` is a nested fault (`{type: error, ...}`), built by the plan loader.
+/// The plan form: `then` is a nested fault as written.
 #[derive(Deserialize)]
 struct Raw {
     #[serde(default = "one")]
@@ -38,16 +38,19 @@ struct Raw {
 impl<'de> Deserialize<'de> for RecoverAfter {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let raw = Raw::deserialize(deserializer)?;
-        let then = match raw.then {
-            None => hang(),
-            Some(map) => Box::new(
-                crate::mcp_proxy::plan::nested_fault(map).map_err(serde::de::Error::custom)?,
-            ),
-        };
         Ok(Self {
             failures: raw.failures,
-            then,
+            then: match raw.then {
+                None => NestedFault::Built(Box::new(HANG.clone())),
+                Some(map) => NestedFault::Written(map),
+            },
         })
+    }
+}
+
+impl RecoverAfter {
+    fn then(&self) -> &McpFault {
+        self.then.built().unwrap_or(&HANG)
     }
 }
 
@@ -62,14 +65,18 @@ impl McpFaultSpec for RecoverAfter {
         Ok(())
     }
 
+    fn nested_mut(&mut self) -> Option<&mut NestedFault> {
+        Some(&mut self.then)
+    }
+
     fn validate(&self) -> Result<(), FaultError> {
-        if matches!(*self.then, McpFault::RecoverAfter(_)) {
+        if matches!(self.then(), McpFault::RecoverAfter(_)) {
             return Err(FaultError::Rule {
                 field: "then",
                 rule: "not be another recover_after",
             });
         }
-        self.then
+        self.then()
             .validate()
             .map_err(|e| FaultError::Then(Box::new(e)))
     }
@@ -83,19 +90,19 @@ impl McpFaultSpec for RecoverAfter {
         format!(
             "the first {} calls of each tool: {}; then pass",
             self.failures,
-            self.then.describe()
+            self.then().describe()
         )
     }
 
     fn action(&self, call: &CallContext<'_>) -> Action {
-        self.then.action(call)
+        self.then().action(call)
     }
 
     fn rewrite(&self, response: &mut serde_json::Value, call: &CallContext<'_>) {
-        self.then.rewrite(response, call)
+        self.then().rewrite(response, call)
     }
 
     fn rewrite_line(&self, line: &[u8], call: &CallContext<'_>) -> Result<Vec<u8>, RewriteError> {
-        self.then.rewrite_line(line, call)
+        self.then().rewrite_line(line, call)
     }
 }

@@ -10,7 +10,6 @@
 mod exchange;
 mod get_stream;
 mod headers;
-mod sse_rewrite;
 
 use std::{
     collections::{HashMap, HashSet, VecDeque},

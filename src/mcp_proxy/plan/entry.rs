@@ -161,7 +161,7 @@ pub(super) fn planned_fault(
         name_of,
         spec,
         source,
-        |map| fault.build(map),
+        |map| build_with_nested(fault, map),
         |message| FaultEntryError::SpecValue {
             fault: name_of,
             message,
@@ -218,6 +218,18 @@ fn build<T>(
     Err(located.unwrap_or_else(|| unlocated(error.to_string())))
 }
 
+/// The spec of `fault` from its own keys, its nested fault (if any) built too.
+fn build_with_nested(
+    fault: &Registered,
+    map: Map<String, Value>,
+) -> Result<McpFault, serde_json::Error> {
+    let mut spec = fault.build(map)?;
+    if let Some(nested) = spec.nested_mut() {
+        nested.build(|map| nested_fault(map).map_err(serde::de::Error::custom))?;
+    }
+    Ok(spec)
+}
+
 /// A fault nested in another (recover_after's `then`): its own keys only, no trigger.
 pub fn nested_fault(map: Map<String, Value>) -> Result<McpFault, NestedFaultError> {
     let format = format::entry_format(&map);
@@ -236,7 +248,7 @@ pub fn nested_fault(map: Map<String, Value>) -> Result<McpFault, NestedFaultErro
         }
         spec.insert(key, value);
     }
-    let spec = fault.build(spec).map_err(NestedFaultError::Value)?;
+    let spec = build_with_nested(fault, spec).map_err(NestedFaultError::Value)?;
     spec.validate().map_err(NestedFaultError::Spec)?;
     Ok(spec)
 }

@@ -4,10 +4,9 @@
 //!
 //! - [`pump`]: the client's side; [`server`]: the server's side (child process in its own process group, or
 //!   the bridge), generations across restarts;
-//! - [`core`]: the actor that routes lines, [`calls`]: how it carries out each call's faults;
-//!   [`in_flight`]: its bounded table of pending calls.
+//! - [`core`]: the actor that routes lines and carries out each call's faults; [`in_flight`]: its bounded
+//!   table of pending calls.
 
-mod calls;
 mod core;
 mod in_flight;
 mod pump;

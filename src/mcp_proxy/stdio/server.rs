@@ -17,7 +17,6 @@ use tokio::{
 };
 
 use super::RelayError;
-use super::core::CoreMsg;
 use crate::mcp_wire::{endpoint::Endpoint, http_session::HttpSession, lines};
 
 /// Lines of a server's stderr kept by [`ServerStderr::Keep`].
@@ -91,6 +90,19 @@ impl StderrTail {
     }
 }
 
+/// What the server side tells whoever listens (the core): a line of the server of `generation`, or the end
+/// of its side (`error` when its side broke, e.g. a message over the bound).
+pub(super) enum ServerEvent {
+    Line {
+        generation: u64,
+        line: Vec<u8>,
+    },
+    Eof {
+        generation: u64,
+        error: Option<lines::LineError>,
+    },
+}
+
 /// A running server and the sender of the lines it reads.
 pub(super) struct Server {
     pub(super) side: ServerSide,
@@ -128,10 +140,10 @@ impl ServerProcess {
 }
 
 /// Starts the server of `target` as generation `generation`, its lines going to `core_tx`.
-pub(super) fn start(
+pub(super) fn start<T: From<ServerEvent> + Send + 'static>(
     target: &ServerTarget,
     generation: u64,
-    core_tx: &mpsc::Sender<CoreMsg>,
+    core_tx: &mpsc::Sender<T>,
     stderr: &ServerStderr,
 ) -> Result<Server, RelayError> {
     match target {
@@ -140,10 +152,10 @@ pub(super) fn start(
     }
 }
 
-fn start_child(
+fn start_child<T: From<ServerEvent> + Send + 'static>(
     server: &ServerCommand,
     generation: u64,
-    core_tx: &mpsc::Sender<CoreMsg>,
+    core_tx: &mpsc::Sender<T>,
     stderr: &ServerStderr,
 ) -> Result<Server, RelayError> {
     let mut command = Command::new(&server.program);
@@ -177,7 +189,9 @@ fn start_child(
                 match lines::read_line(&mut reader, &mut line).await {
                     Ok(false) => break None,
                     Ok(true) => {
-                        let sent = core_tx.send(CoreMsg::Server { generation, line }).await;
+                        let sent = core_tx
+                            .send(ServerEvent::Line { generation, line }.into())
+                            .await;
                         if sent.is_err() {
                             return;
                         }
@@ -186,7 +200,9 @@ fn start_child(
                     Err(e) => break Some(e),
                 }
             };
-            let _ = core_tx.send(CoreMsg::ServerEof { generation, error }).await;
+            let _ = core_tx
+                .send(ServerEvent::Eof { generation, error }.into())
+                .await;
         });
     }
     if let (Some(err), ServerStderr::Keep(tail)) = (child.stderr.take(), stderr) {
@@ -215,14 +231,18 @@ fn start_child(
     })
 }
 
-fn start_bridge(endpoint: &Endpoint, generation: u64, core_tx: &mpsc::Sender<CoreMsg>) -> Server {
+fn start_bridge<T: From<ServerEvent> + Send + 'static>(
+    endpoint: &Endpoint,
+    generation: u64,
+    core_tx: &mpsc::Sender<T>,
+) -> Server {
     let session = HttpSession::new(endpoint.clone(), Default::default());
     let (to_server, mut lines, task) = super::super::bridge::spawn(session);
     let core_tx = core_tx.clone();
     let reader = tokio::spawn(async move {
         while let Some(line) = lines.recv().await {
             if core_tx
-                .send(CoreMsg::Server { generation, line })
+                .send(ServerEvent::Line { generation, line }.into())
                 .await
                 .is_err()
             {
@@ -230,10 +250,13 @@ fn start_bridge(endpoint: &Endpoint, generation: u64, core_tx: &mpsc::Sender<Cor
             }
         }
         let _ = core_tx
-            .send(CoreMsg::ServerEof {
-                generation,
-                error: None,
-            })
+            .send(
+                ServerEvent::Eof {
+                    generation,
+                    error: None,
+                }
+                .into(),
+            )
             .await;
     });
     Server {

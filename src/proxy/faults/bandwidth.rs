@@ -17,7 +17,7 @@ use tokio::time::Instant;
 
 use super::{Chunk, Injector, Placeable, Stage, TcpFaultSpec, Verdict};
 use crate::lenient::{self, Lenient, Number, Scalar};
-use crate::proxy::flags::OwnFlags;
+use super::flags::OwnFlags;
 use crate::proxy::placement::{Direction, FaultCommon};
 use crate::proxy::values::ParseError;
 

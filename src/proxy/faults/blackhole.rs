@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{Chunk, Injector, Placeable, Stage, TcpFaultSpec, Verdict, on_selected_flows};
-use crate::proxy::flags::OwnFlags;
+use super::flags::OwnFlags;
 use crate::proxy::placement::{Direction, FaultCommon};
 
 /// Blackhole: no field of its own.

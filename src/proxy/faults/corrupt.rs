@@ -12,7 +12,7 @@ use serde::{Deserialize, Deserializer};
 
 use super::{Chunk, Injector, MSS, Placeable, Stage, TcpFaultSpec, Verdict, on_selected_flows};
 use crate::lenient::{Lenient, Number};
-use crate::proxy::flags::OwnFlags;
+use super::flags::OwnFlags;
 use crate::proxy::placement::{Direction, FaultCommon};
 use crate::proxy::values::{ParseError, parse_probability};
 

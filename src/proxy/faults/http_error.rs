@@ -19,7 +19,7 @@ use serde::{Deserialize, Deserializer};
 use super::{Chunk, ConnectionEnd, Injector, Placeable, Stage, TcpFaultSpec, Verdict};
 use crate::http1::{self, BodyDecoder, FramingError};
 use crate::lenient::{Lenient, Number};
-use crate::proxy::flags::OwnFlags;
+use super::flags::OwnFlags;
 use crate::proxy::placement::FaultCommon;
 use crate::proxy::values::{ParseError, parse_probability};
 

@@ -18,7 +18,7 @@ use tokio::time::Instant;
 
 use super::{Chunk, Injector, Placeable, Stage, TcpFaultSpec, Verdict, in_ms};
 use crate::lenient::{Lenient, Number};
-use crate::proxy::flags::OwnFlags;
+use super::flags::OwnFlags;
 use crate::proxy::placement::{Direction, FaultCommon, Flow};
 use crate::proxy::values::{ParseError, parse_hz, parse_ms};
 

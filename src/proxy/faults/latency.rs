@@ -13,7 +13,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use super::{Chunk, Injector, Placeable, Stage, TcpFaultSpec, Verdict, in_ms, on_selected_flows};
 use crate::lenient::{self, Lenient, Number};
-use crate::proxy::flags::OwnFlags;
+use super::flags::OwnFlags;
 use crate::proxy::placement::{Direction, FaultCommon};
 use crate::proxy::values::{ParseError, parse_ms};
 

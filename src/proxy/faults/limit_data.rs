@@ -11,7 +11,7 @@ use super::{
     Chunk, ConnectionEnd, Injector, Placeable, Stage, TcpFaultSpec, Verdict, on_selected_flows,
 };
 use crate::lenient::{Lenient, Number};
-use crate::proxy::flags::OwnFlags;
+use super::flags::OwnFlags;
 use crate::proxy::placement::{Direction, FaultCommon};
 
 #[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]

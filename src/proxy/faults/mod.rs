@@ -23,9 +23,11 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
-use super::flags::{FaultArgs, OwnFlags};
+pub mod flags;
+
 use super::placement::{Direction, FaultCommon, Flow, Window};
 use super::values::ParseError;
+use flags::{FaultArgs, OwnFlags};
 
 /// The faults the proxy knows: `Variant => module::Spec`. Adding a fault is its file plus one line; every
 /// spec has a `pub common: FaultCommon` (where, how often and when it acts), which the faces set.

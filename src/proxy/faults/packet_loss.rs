@@ -14,7 +14,7 @@ use super::{
     Chunk, Injector, MSS, Placeable, Stage, TcpFaultSpec, Verdict, in_ms, on_selected_flows,
 };
 use crate::lenient::{self, Lenient, Scalar};
-use crate::proxy::flags::OwnFlags;
+use super::flags::OwnFlags;
 use crate::proxy::placement::{Direction, FaultCommon};
 use crate::proxy::values::{ParseError, parse_rate, parse_segments};
 

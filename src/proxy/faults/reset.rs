@@ -15,7 +15,7 @@ use super::{
     on_selected_flows,
 };
 use crate::lenient::{Lenient, Number};
-use crate::proxy::flags::OwnFlags;
+use super::flags::OwnFlags;
 use crate::proxy::placement::{Direction, FaultCommon};
 use crate::proxy::values::parse_ms;
 

@@ -1,6 +1,8 @@
 //! One tracked call's exchange over HTTP: the call's faults carried out on the request and on the server's
-//! answer (a JSON body here, an SSE stream through [`super::sse_rewrite`]), and its event written once the
-//! client got what it gets.
+//! answer (a JSON body here, an SSE stream through [`sse_rewrite`]), and its event written once the client got
+//! what it gets.
+
+mod sse_rewrite;
 
 use std::{
     convert::Infallible,
@@ -15,9 +17,9 @@ use hyper::body::Incoming;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use self::sse_rewrite::SseRewrite;
 use super::get_stream::ChannelBody;
 use super::headers::{bad_gateway, end_to_end, http_outcome, status_response};
-use super::sse_rewrite::SseRewrite;
 use super::{
     BoxError, CancelSignal, Dropped, MAX_BODY, MAX_EXPIRED_SESSIONS, Proxy, ProxyBody,
     SESSION_HEADER, cancel_key,

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use super::core::{Core, CoreMsg, Exit, REINIT_ID, UpstreamState};
+use super::{Core, CoreMsg, Exit, REINIT_ID, UpstreamState};
 use crate::mcp_proxy::engine::{
     Call, CallProgress, Composed, LIST_CHANGED, connection_closed, reply_outcome, request_timed_out,
 };

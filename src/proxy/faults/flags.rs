@@ -7,9 +7,9 @@ use std::fmt;
 
 use clap::{Arg, ArgAction, ArgMatches, Command, value_parser};
 
-use super::faults::{TcpFault, TcpFaultSpec};
-use super::placement::{Direction, FaultCommon, Schedule, Side};
-use super::values::parse_probability;
+use super::{TcpFault, TcpFaultSpec};
+use crate::proxy::placement::{Direction, FaultCommon, Schedule, Side};
+use crate::proxy::values::parse_probability;
 
 /// The flags a fault has of its own in `fault run` (`--with-<kind>` and its values), without the shared ones
 /// [`FaultArgs`] adds. Their heading is the fault's ([`TcpFaultSpec::TITLE`]).

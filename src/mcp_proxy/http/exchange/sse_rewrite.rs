@@ -6,8 +6,8 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use tokio::sync::mpsc;
 
-use super::exchange::{Cut, Exchange};
-use super::{BoxError, Dropped};
+use super::super::{BoxError, Dropped};
+use super::{Cut, Exchange};
 use crate::mcp_proxy::engine::{Composed, LIST_CHANGED};
 use crate::mcp_wire::jsonrpc::Outcome;
 use crate::mcp_wire::sse;

@@ -12,9 +12,11 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::calls::{Pending, ResponsePlan, Wait, WaitKind};
+mod calls;
+
+use self::calls::{Pending, ResponsePlan, Wait, WaitKind};
 use super::in_flight::InFlight;
-use super::server::{self, ServerSide, ServerStderr, ServerTarget};
+use super::server::{self, ServerEvent, ServerSide, ServerStderr, ServerTarget};
 use super::{RelayError, RelayOptions};
 use crate::mcp_proxy::decide::Decider;
 use crate::mcp_proxy::engine::{Recorder, connection_closed, reply_outcome};
@@ -41,15 +43,7 @@ pub(super) enum CoreMsg {
     ClientEof {
         error: Option<LineError>,
     },
-    Server {
-        generation: u64,
-        line: Vec<u8>,
-    },
-    /// The server of `generation` closed its side; `error` when its side broke.
-    ServerEof {
-        generation: u64,
-        error: Option<LineError>,
-    },
+    Server(ServerEvent),
     WaitEnded {
         key: String,
         wait: u64,
@@ -67,6 +61,12 @@ pub(super) enum UpstreamState {
     Down,
 }
 
+impl From<ServerEvent> for CoreMsg {
+    fn from(event: ServerEvent) -> Self {
+        CoreMsg::Server(event)
+    }
+}
+
 /// What ends the relay.
 pub(super) enum Exit {
     Continue,
@@ -75,24 +75,24 @@ pub(super) enum Exit {
 
 /// The one task that owns every table of the relay.
 pub(super) struct Core {
-    pub(super) target: ServerTarget,
-    pub(super) server_stderr: ServerStderr,
-    pub(super) mode: Mode,
-    pub(super) decider: Decider,
-    pub(super) recorder: Recorder,
-    pub(super) pending: InFlight<Pending>,
-    pub(super) swallow: VecDeque<String>,
-    pub(super) server: Option<ServerSide>,
-    pub(super) generation: u64,
-    pub(super) upstream: UpstreamState,
-    pub(super) to_server: Option<mpsc::UnboundedSender<Vec<u8>>>,
-    pub(super) to_client: mpsc::UnboundedSender<Vec<u8>>,
-    pub(super) core_tx: mpsc::Sender<CoreMsg>,
-    pub(super) initialize: Option<Vec<u8>>,
-    pub(super) initialized: Option<Vec<u8>>,
-    pub(super) next_wait: u64,
+    target: ServerTarget,
+    server_stderr: ServerStderr,
+    mode: Mode,
+    decider: Decider,
+    recorder: Recorder,
+    pending: InFlight<Pending>,
+    swallow: VecDeque<String>,
+    server: Option<ServerSide>,
+    generation: u64,
+    upstream: UpstreamState,
+    to_server: Option<mpsc::UnboundedSender<Vec<u8>>>,
+    to_client: mpsc::UnboundedSender<Vec<u8>>,
+    core_tx: mpsc::Sender<CoreMsg>,
+    initialize: Option<Vec<u8>>,
+    initialized: Option<Vec<u8>>,
+    next_wait: u64,
     /// No faults and no events: forward without parsing.
-    pub(super) transparent: bool,
+    transparent: bool,
     pub(super) client_closed_at: Option<Instant>,
     /// Why the relay ends in error, when a side broke.
     pub(super) failure: Option<RelayError>,
@@ -167,12 +167,12 @@ impl Core {
         }
     }
 
-    pub(super) fn send_client(&self, line: Vec<u8>) {
+    fn send_client(&self, line: Vec<u8>) {
         self.recorder.client_line(&line);
         let _ = self.to_client.send(line);
     }
 
-    pub(super) fn send_server(&mut self, line: Vec<u8>) {
+    fn send_server(&mut self, line: Vec<u8>) {
         match &mut self.upstream {
             UpstreamState::Up => {
                 if let Some(tx) = &self.to_server {
@@ -195,11 +195,14 @@ impl Core {
                 self.to_server = None;
                 self.client_closed_at = Some(Instant::now());
             }
-            CoreMsg::Server { generation, line } if generation == self.generation => {
+            CoreMsg::Server(ServerEvent::Line { generation, line })
+                if generation == self.generation =>
+            {
                 self.on_server(line)
             }
-            CoreMsg::Server { .. } => {}
-            CoreMsg::ServerEof { generation, error } if generation == self.generation => {
+            CoreMsg::Server(ServerEvent::Eof { generation, error })
+                if generation == self.generation =>
+            {
                 if let Some(error) = error {
                     tracing::error!("mcp-proxy: the server's messages cannot be relayed: {error}");
                     self.failure = Some(RelayError::ServerMessage(error));
@@ -208,7 +211,8 @@ impl Core {
                     return Exit::Stop;
                 }
             }
-            CoreMsg::ServerEof { .. } => {}
+            // A line or the end of a server that was restarted since.
+            CoreMsg::Server(_) => {}
             CoreMsg::WaitEnded { key, wait } => return self.on_wait_ended(&key, wait),
             CoreMsg::Crash { restart_after } => return self.crash(restart_after).await,
             CoreMsg::Restart => self.restart(),
@@ -237,7 +241,7 @@ impl Core {
         Exit::Continue
     }
 
-    pub(super) fn remember(&mut self, key: String, pending: Pending) {
+    fn remember(&mut self, key: String, pending: Pending) {
         let now = Instant::now();
         self.expire_stale(now);
         if let Some((old, mut p)) = self.pending.insert(key, pending, now) {
@@ -262,7 +266,7 @@ impl Core {
         }
     }
 
-    pub(super) fn start_wait(&mut self, key: &str, kind: WaitKind, delay: Duration) -> Wait {
+    fn start_wait(&mut self, key: &str, kind: WaitKind, delay: Duration) -> Wait {
         self.next_wait += 1;
         let id = self.next_wait;
         let token = CancellationToken::new();
@@ -280,7 +284,7 @@ impl Core {
         Wait { id, kind, token }
     }
 
-    pub(super) fn on_cancel(&mut self, envelope: &Envelope) {
+    fn on_cancel(&mut self, envelope: &Envelope) {
         let Some(request_id) = envelope.params.as_ref().and_then(|p| p.get("requestId")) else {
             return;
         };
@@ -297,7 +301,7 @@ impl Core {
     }
 
     /// The client got its answer (or none, for good): write the event, remember to swallow a late real one.
-    pub(super) fn finish(&mut self, key: String, p: Pending, client: Outcome) {
+    fn finish(&mut self, key: String, p: Pending, client: Outcome) {
         let swallow_late = p.progress.is_forwarded()
             && p.progress.upstream.is_none()
             && !matches!(p.plan, ResponsePlan::Pass | ResponsePlan::FilterList);
@@ -362,7 +366,7 @@ impl Core {
         }
     }
 
-    pub(super) fn log_event(&mut self, p: &Pending, client: Outcome) {
+    fn log_event(&mut self, p: &Pending, client: Outcome) {
         if !self.recorder.is_active() {
             return;
         }
