@@ -98,7 +98,7 @@ pub(super) struct Wire<'a> {
 
 /// A failure, and whether the server answered anything before it (then a retry would repeat a request the
 /// server may have acted on).
-struct Failure {
+struct ExchangeFailure {
     error: ExchangeError,
     answered: bool,
 }
@@ -106,8 +106,11 @@ struct Failure {
 impl Connection {
     /// Sends the request and reads the whole response. Returns the answer and the connection if it can
     /// carry another request.
-    async fn exchange(mut self, wire: &Wire<'_>) -> Result<(Received, Option<Self>), Failure> {
-        let before = |error: ExchangeError| Failure {
+    async fn exchange(
+        mut self,
+        wire: &Wire<'_>,
+    ) -> Result<(Received, Option<Self>), ExchangeFailure> {
+        let before = |error: ExchangeError| ExchangeFailure {
             error,
             answered: false,
         };
@@ -118,10 +121,13 @@ impl Connection {
         self.stream.flush().await.map_err(|e| before(e.into()))?;
         let head = self.read_head().await?;
         let framing = head.body(wire.is_head);
-        let body_bytes = self.read_body(framing).await.map_err(|error| Failure {
-            error,
-            answered: true,
-        })?;
+        let body_bytes = self
+            .read_body(framing)
+            .await
+            .map_err(|error| ExchangeFailure {
+                error,
+                answered: true,
+            })?;
         // Leftover bytes would be a response nobody asked for: do not reuse such a connection.
         let reusable =
             head.keep_alive && framing != BodyFraming::UntilClose && self.buffer.is_empty();
@@ -141,7 +147,7 @@ impl Connection {
     }
 
     /// Reads the final response head (skipping interim 1xx responses).
-    async fn read_head(&mut self) -> Result<http1::ResponseHead, Failure> {
+    async fn read_head(&mut self) -> Result<http1::ResponseHead, ExchangeFailure> {
         let mut answered = false;
         loop {
             match http1::parse_response_head(&self.buffer) {
@@ -155,19 +161,19 @@ impl Connection {
                     return Ok(head);
                 }
                 Ok(None) => {
-                    let more = self.fill().await.map_err(|e| Failure {
+                    let more = self.fill().await.map_err(|e| ExchangeFailure {
                         error: e.into(),
                         answered: answered || !self.buffer.is_empty(),
                     })?;
                     if !more {
-                        return Err(Failure {
+                        return Err(ExchangeFailure {
                             error: ExchangeError::Closed,
                             answered: answered || !self.buffer.is_empty(),
                         });
                     }
                 }
                 Err(e) => {
-                    return Err(Failure {
+                    return Err(ExchangeFailure {
                         error: e.into(),
                         answered: true,
                     });
@@ -210,10 +216,10 @@ pub(super) async fn exchange(
         match connection.exchange(wire).await {
             Ok((answer, kept)) => return (Ok(answer), kept),
             // Nothing came back on a reused connection: it was closed under us; retry fresh.
-            Err(Failure {
+            Err(ExchangeFailure {
                 answered: false, ..
             }) => {}
-            Err(Failure { error, .. }) => return (Err(error), None),
+            Err(ExchangeFailure { error, .. }) => return (Err(error), None),
         }
     }
     let connection = match connector.open().await {
@@ -222,6 +228,6 @@ pub(super) async fn exchange(
     };
     match connection.exchange(wire).await {
         Ok((answer, kept)) => (Ok(answer), kept),
-        Err(Failure { error, .. }) => (Err(error), None),
+        Err(ExchangeFailure { error, .. }) => (Err(error), None),
     }
 }

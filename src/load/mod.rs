@@ -10,12 +10,13 @@
 //! Each client has at most [`LoadPlan::max_in_flight`] requests in flight (default
 //! [`DEFAULT_MAX_IN_FLIGHT`], lowered so that all clients together stay within the process's open-file limit):
 //! a request whose start time comes while its client is at the cap is not sent and counts as its own outcome
-//! ([`Outcome::NotStarted`]), with its timeout as latency. Name resolution and TLS
+//! ([`RequestOutcome::NotStarted`]), with its timeout as latency. Name resolution and TLS
 //! handshakes run under the request timeout, so a run never outlives `duration + timeout + GRACE`.
 
 mod client;
 mod record;
 pub mod schedule;
+mod target;
 
 use std::{
     net::SocketAddr,
@@ -26,17 +27,13 @@ use std::{
     time::Duration,
 };
 
-use bytes::Bytes;
-use http::{
-    Method,
-    header::{HeaderName, HeaderValue},
-};
+use http::Method;
 use tokio::{task::JoinSet, time::Instant};
 use tokio_util::sync::CancellationToken;
-use url::Url;
 
 pub(crate) use record::histogram;
-pub use record::{Outcome, Samples, SecondSamples};
+pub use record::{RequestOutcome, Samples, SecondSamples};
+pub use target::Target;
 
 use client::{Connection, Connector};
 
@@ -75,174 +72,6 @@ pub enum LoadError {
     Tls(String),
     #[error("the load run was cancelled")]
     Cancelled,
-}
-
-/// The request every virtual client sends.
-#[derive(Debug, Clone)]
-pub struct Target {
-    pub url: Url,
-    pub method: Method,
-    pub headers: Vec<(HeaderName, HeaderValue)>,
-    pub body: Bytes,
-    host: String,
-    port: u16,
-    /// The request as sent on the wire, serialized once.
-    wire: Bytes,
-}
-
-impl Target {
-    /// Validates the user's request description.
-    pub fn parse(
-        url: &str,
-        method: &str,
-        headers: &[(String, String)],
-        body: &str,
-    ) -> Result<Self, LoadError> {
-        let parsed = Url::parse(url).map_err(|e| LoadError::Url {
-            url: url.to_owned(),
-            reason: e.to_string(),
-        })?;
-        if parsed.scheme() != "http" && parsed.scheme() != "https" {
-            return Err(LoadError::Scheme(parsed.scheme().to_owned()));
-        }
-        let host = parsed
-            .host_str()
-            .filter(|h| !h.is_empty())
-            .ok_or_else(|| LoadError::Url {
-                url: url.to_owned(),
-                reason: "no host".into(),
-            })?
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_owned();
-        let port = parsed.port_or_known_default().unwrap_or(80);
-        let method_text = if method.trim().is_empty() {
-            "GET".to_owned()
-        } else {
-            method.trim().to_ascii_uppercase()
-        };
-        let method = Method::from_bytes(method_text.as_bytes())
-            .map_err(|_| LoadError::Method(method.to_owned()))?;
-        let headers = headers
-            .iter()
-            .map(|(name, value)| {
-                let header = |reason: String| LoadError::Header {
-                    name: name.clone(),
-                    reason,
-                };
-                Ok((
-                    HeaderName::from_bytes(name.as_bytes()).map_err(|e| header(e.to_string()))?,
-                    HeaderValue::from_str(value).map_err(|e| header(e.to_string()))?,
-                ))
-            })
-            .collect::<Result<Vec<_>, LoadError>>()?;
-        let mut path_and_query = parsed.path().to_owned();
-        if let Some(query) = parsed.query() {
-            path_and_query.push('?');
-            path_and_query.push_str(query);
-        }
-        let authority = match parsed.port() {
-            Some(p) => format!("{}:{p}", parsed.host_str().unwrap_or_default()),
-            None => parsed.host_str().unwrap_or_default().to_owned(),
-        };
-        let host_header = HeaderValue::from_str(&authority).map_err(|e| LoadError::Url {
-            url: url.to_owned(),
-            reason: e.to_string(),
-        })?;
-        let body = Bytes::from(body.to_owned());
-        let wire = serialize_request(&method, &path_and_query, &host_header, &headers, &body);
-        Ok(Self {
-            url: parsed,
-            method,
-            headers,
-            body,
-            host,
-            port,
-            wire,
-        })
-    }
-
-    pub fn host(&self) -> &str {
-        &self.host
-    }
-
-    pub fn port(&self) -> u16 {
-        self.port
-    }
-
-    pub fn is_tls(&self) -> bool {
-        self.url.scheme() == "https"
-    }
-
-    /// The first address of the URL's host, if the resolver answers within `within`.
-    pub async fn resolve(&self, within: Duration) -> Result<SocketAddr, LoadError> {
-        let resolve_error = |reason: String| LoadError::Resolve {
-            host: self.host.clone(),
-            reason,
-        };
-        tokio::time::timeout(
-            within,
-            tokio::net::lookup_host((self.host.as_str(), self.port)),
-        )
-        .await
-        .map_err(|_| resolve_error(format!("no answer within {within:?}")))?
-        .map_err(|e| resolve_error(e.to_string()))?
-        .next()
-        .ok_or_else(|| resolve_error("no address".into()))
-    }
-
-    /// A quick TCP connect to `addr`, so an unreachable service is reported before the run starts.
-    pub async fn check_reachable(&self, addr: SocketAddr) -> Result<(), LoadError> {
-        let unreachable = |reason: String| LoadError::Unreachable {
-            url: crate::logging::redacted(&self.url),
-            addr,
-            reason,
-        };
-        match tokio::time::timeout(Duration::from_secs(3), tokio::net::TcpStream::connect(addr))
-            .await
-        {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(e)) => Err(unreachable(e.to_string())),
-            Err(_) => Err(unreachable("no answer within 3s".into())),
-        }
-    }
-}
-
-/// The HTTP/1.1 request bytes: request line, `Host` (unless the user gave one), the user's headers, and a
-/// `content-length` of our own, since we frame the body.
-fn serialize_request(
-    method: &Method,
-    path_and_query: &str,
-    host: &HeaderValue,
-    headers: &[(HeaderName, HeaderValue)],
-    body: &[u8],
-) -> Bytes {
-    fn header(wire: &mut Vec<u8>, name: &str, value: &[u8]) {
-        wire.extend_from_slice(name.as_bytes());
-        wire.extend_from_slice(b": ");
-        wire.extend_from_slice(value);
-        wire.extend_from_slice(b"\r\n");
-    }
-    let mut wire = Vec::with_capacity(256 + body.len());
-    wire.extend_from_slice(format!("{method} {path_and_query} HTTP/1.1\r\n").as_bytes());
-    if !headers.iter().any(|(n, _)| n == http::header::HOST) {
-        header(&mut wire, "host", host.as_bytes());
-    }
-    for (name, value) in headers {
-        if name != http::header::CONTENT_LENGTH && name != http::header::TRANSFER_ENCODING {
-            header(&mut wire, name.as_str(), value.as_bytes());
-        }
-    }
-    if !body.is_empty() || matches!(method.as_str(), "POST" | "PUT" | "PATCH") {
-        header(
-            &mut wire,
-            "content-length",
-            body.len().to_string().as_bytes(),
-        );
-    }
-    wire.extend_from_slice(b"\r\n");
-    wire.extend_from_slice(body);
-    Bytes::from(wire)
 }
 
 /// How requests are paced.
@@ -346,13 +175,13 @@ struct RunState {
     max_in_flight: usize,
     start: Instant,
     progress: Arc<LoadProgress>,
-    recorder: Recorder,
+    recorder: SampleRecorder,
 }
 
 /// Where clients record. Memory stays bounded by the run's length, not by clients × seconds: totals go
 /// to a few shards (a histogram at 3 significant digits is a few hundred KB), and each second of the
 /// series has one slot shared by all clients. Each record takes two short, mostly uncontended locks.
-struct Recorder {
+struct SampleRecorder {
     shards: Vec<Mutex<Samples>>,
     seconds: Vec<Mutex<SecondSamples>>,
 }
@@ -360,7 +189,7 @@ struct Recorder {
 /// Enough shards that clients on different runtime threads rarely meet on one lock.
 const RECORDER_SHARDS: u32 = 8;
 
-impl Recorder {
+impl SampleRecorder {
     fn new(num_clients: u32, seconds: usize) -> Self {
         Self {
             shards: (0..num_clients.clamp(1, RECORDER_SHARDS))
@@ -377,10 +206,10 @@ impl Recorder {
         client: u32,
         second: usize,
         latency: Duration,
-        outcome: Outcome,
+        outcome: RequestOutcome,
         body_bytes: u64,
     ) {
-        let is_error = outcome != Outcome::Success;
+        let is_error = outcome != RequestOutcome::Success;
         let shard = &self.shards[client as usize % self.shards.len()];
         lock(shard).record(second, latency, outcome, body_bytes);
         if let Some(slot) = self.seconds.get(second) {
@@ -443,7 +272,7 @@ pub async fn run(
         max_in_flight: plan.in_flight_cap() as usize,
         start,
         progress,
-        recorder: Recorder::new(plan.num_clients, plan.seconds()),
+        recorder: SampleRecorder::new(plan.num_clients, plan.seconds()),
     });
     let mut clients = JoinSet::new();
     for index in 0..plan.num_clients {
@@ -574,9 +403,13 @@ impl schedule::Work for VirtualClient {
 fn record_not_started(client: u32, shared: &RunState, scheduled: Instant) {
     shared.progress.errors.fetch_add(1, Ordering::Relaxed);
     let second = scheduled.saturating_duration_since(shared.start).as_secs() as usize;
-    shared
-        .recorder
-        .record(client, second, shared.timeout, Outcome::NotStarted, 0);
+    shared.recorder.record(
+        client,
+        second,
+        shared.timeout,
+        RequestOutcome::NotStarted,
+        0,
+    );
     shared.progress.completed.fetch_add(1, Ordering::Relaxed);
 }
 
@@ -590,14 +423,14 @@ fn record(
 ) {
     let latency = ended.saturating_duration_since(scheduled);
     let (outcome, body_bytes) = match result {
-        None => (Outcome::Timeout, 0),
-        Some(Err(e)) => (Outcome::Transport(e.to_string()), 0),
+        None => (RequestOutcome::Timeout, 0),
+        Some(Err(e)) => (RequestOutcome::Transport(e.to_string()), 0),
         Some(Ok(answer)) if answer.status >= 400 => {
-            (Outcome::HttpError(answer.status), answer.body_bytes)
+            (RequestOutcome::HttpError(answer.status), answer.body_bytes)
         }
-        Some(Ok(answer)) => (Outcome::Success, answer.body_bytes),
+        Some(Ok(answer)) => (RequestOutcome::Success, answer.body_bytes),
     };
-    if outcome != Outcome::Success {
+    if outcome != RequestOutcome::Success {
         shared.progress.errors.fetch_add(1, Ordering::Relaxed);
     }
     let second = scheduled.saturating_duration_since(shared.start).as_secs() as usize;

@@ -11,7 +11,7 @@ const MAX_ERROR_EXAMPLES: usize = 5;
 
 /// How one request ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub enum RequestOutcome {
     /// A status below 400, with the whole body read.
     Success,
     /// A status of 400 or more, with the whole body read.
@@ -112,19 +112,25 @@ impl Samples {
     }
 
     /// Records one request scheduled in `second` that ended after `latency` with `outcome`.
-    pub fn record(&mut self, second: usize, latency: Duration, outcome: Outcome, body_bytes: u64) {
+    pub fn record(
+        &mut self,
+        second: usize,
+        latency: Duration,
+        outcome: RequestOutcome,
+        body_bytes: u64,
+    ) {
         let us = micros(latency);
         self.all_us.saturating_record(us);
         self.sum_us += u128::from(us);
         self.body_bytes += body_bytes;
-        let is_error = outcome != Outcome::Success;
+        let is_error = outcome != RequestOutcome::Success;
         match outcome {
-            Outcome::Success => {
+            RequestOutcome::Success => {
                 self.success += 1;
                 self.success_us.saturating_record(us);
             }
-            Outcome::HttpError(status) => *self.http_errors.entry(status).or_default() += 1,
-            Outcome::Transport(message) => {
+            RequestOutcome::HttpError(status) => *self.http_errors.entry(status).or_default() += 1,
+            RequestOutcome::Transport(message) => {
                 self.transport_errors += 1;
                 if self.transport_error_examples.len() < MAX_ERROR_EXAMPLES
                     && !self.transport_error_examples.contains(&message)
@@ -132,8 +138,8 @@ impl Samples {
                     self.transport_error_examples.push(message);
                 }
             }
-            Outcome::Timeout => self.timeouts += 1,
-            Outcome::NotStarted => self.not_started += 1,
+            RequestOutcome::Timeout => self.timeouts += 1,
+            RequestOutcome::NotStarted => self.not_started += 1,
         }
         if let Some(slot) = self.per_second.get_mut(second) {
             slot.add(latency, is_error);

@@ -12,8 +12,8 @@ use super::impact_input::{InputError, bad, duration, read, whole, within};
 use crate::lenient::{Lenient, Strings};
 use crate::{
     impact::Limits,
-    mcp_chaos::{ChaosSpec, ServerTarget, ServerUrl},
-    mcp_load::{CallLoad, CallPace, PlannedCall, RetryPolicy},
+    mcp_chaos::{ChaosSpec, ServerUnderTest, ServerUrl},
+    mcp_load::{CallLoad, CallPace, CallPolicy, PlannedCall},
     mcp_proxy::{
         plan::{self, Plan},
         stdio::ServerCommand,
@@ -178,8 +178,8 @@ impl McpChaosInput {
             }
         };
         let most_clients = match &server {
-            ServerTarget::Command(_) => MAX_COMMAND_CLIENTS,
-            ServerTarget::Url(_) => MAX_CLIENTS,
+            ServerUnderTest::Command(_) => MAX_COMMAND_CLIENTS,
+            ServerUnderTest::Url(_) => MAX_CLIENTS,
         };
         let num_clients = whole("num_clients", self.num_clients.0, 1, 1, most_clients)? as u32;
         if let CallPace::Rate { rate, .. } = pace {
@@ -218,7 +218,7 @@ impl McpChaosInput {
                 pace,
                 num_clients,
                 concurrency,
-                policy: RetryPolicy {
+                policy: CallPolicy {
                     timeout: Duration::from_millis(timeout_ms),
                     retries,
                     backoff: Duration::from_millis(backoff_ms),
@@ -240,7 +240,7 @@ impl McpChaosInput {
 }
 
 impl ServerInput {
-    fn validate(self) -> Result<ServerTarget, InputError> {
+    fn validate(self) -> Result<ServerUnderTest, InputError> {
         let command = match (self.command.0, self.url.0) {
             (Some(_), Some(_)) => {
                 return Err(bad(
@@ -268,7 +268,7 @@ impl ServerInput {
                         .map(|(k, v)| (k.as_str(), v.0.as_deref().unwrap_or(""))),
                 )
                 .map_err(|e| bad("server.headers", e))?;
-                return Ok(ServerTarget::Url(ServerUrl { url, headers }));
+                return Ok(ServerUnderTest::Url(ServerUrl { url, headers }));
             }
             (Some(command), None) => command,
             (None, None) => {
@@ -317,7 +317,7 @@ impl ServerInput {
                 Some(path)
             }
         };
-        Ok(ServerTarget::Command(ServerCommand {
+        Ok(ServerUnderTest::Command(ServerCommand {
             program: command,
             args: self.args.0,
             env: self

@@ -55,19 +55,19 @@ pub struct ServerUrl {
 
 /// The MCP server under test.
 #[derive(Debug, Clone)]
-pub enum ServerTarget {
+pub enum ServerUnderTest {
     /// Started over stdio behind the proxy's relay, one process per client session.
     Command(ServerCommand),
     Url(ServerUrl),
 }
 
-impl ServerTarget {
+impl ServerUnderTest {
     /// The server as the report names it (header names only: their values may be secrets).
     pub fn line(&self) -> String {
         match self {
-            ServerTarget::Command(command) => command.line(),
-            ServerTarget::Url(server) if server.headers.is_empty() => server.url.clone(),
-            ServerTarget::Url(server) => format!(
+            ServerUnderTest::Command(command) => command.line(),
+            ServerUnderTest::Url(server) if server.headers.is_empty() => server.url.clone(),
+            ServerUnderTest::Url(server) => format!(
                 "{} (headers: {})",
                 server.url,
                 server
@@ -84,7 +84,7 @@ impl ServerTarget {
 /// A validated scenario.
 #[derive(Debug, Clone)]
 pub struct ChaosSpec {
-    pub server: ServerTarget,
+    pub server: ServerUnderTest,
     pub plan: Plan,
     pub load: CallLoad,
     pub baseline: bool,
@@ -178,20 +178,20 @@ struct Session {
 }
 
 /// The proxy of one run, and what it has recorded.
-struct Proxy {
+struct RunProxy {
     observer: Arc<std::sync::Mutex<ReportObserver>>,
     /// The HTTP front in front of a URL server.
     front: Option<HttpFront>,
 }
 
-/// Everything one run started; stopped by [`Run::stop`], or ended by dropping it (relays and their servers
+/// Everything one run started; stopped by [`Harness::stop`], or ended by dropping it (relays and their servers
 /// included).
-struct Run {
+struct Harness {
     sessions: Vec<Session>,
-    proxy: Option<Proxy>,
+    proxy: Option<RunProxy>,
 }
 
-impl Run {
+impl Harness {
     /// Starts the proxy (with the plan when `with_faults`) and one client session per client.
     async fn start(spec: &ChaosSpec, with_faults: bool) -> Result<Self, ChaosError> {
         let plan = if with_faults {
@@ -204,7 +204,7 @@ impl Run {
         };
         let clients = spec.load.num_clients.max(1);
         match &spec.server {
-            ServerTarget::Command(command) => {
+            ServerUnderTest::Command(command) => {
                 let observer = Arc::new(std::sync::Mutex::new(ReportObserver::new(
                     &plan,
                     &[command.line()],
@@ -212,15 +212,15 @@ impl Run {
                 let sessions = (0..clients)
                     .map(|session| relayed_session(command, &plan, &observer, session))
                     .collect();
-                Ok(Run {
+                Ok(Harness {
                     sessions,
-                    proxy: Some(Proxy {
+                    proxy: Some(RunProxy {
                         observer,
                         front: None,
                     }),
                 })
             }
-            ServerTarget::Url(server) => {
+            ServerUnderTest::Url(server) => {
                 let endpoint = Endpoint::new(&server.url, &EndpointOptions::default())
                     .await
                     .map_err(|e| ChaosError::Endpoint(e.to_string()))?;
@@ -240,7 +240,7 @@ impl Run {
                     })
                     .await
                     .map_err(|e| ChaosError::Endpoint(format!("the proxy did not start: {e}")))?;
-                    Some(Proxy {
+                    Some(RunProxy {
                         observer,
                         front: Some(front),
                     })
@@ -261,7 +261,7 @@ impl Run {
                         stderr: StderrTail::default(),
                     })
                     .collect();
-                Ok(Run { sessions, proxy })
+                Ok(Harness { sessions, proxy })
             }
         }
     }
@@ -361,7 +361,7 @@ async fn run_once(
     cancel: &CancellationToken,
     progress: Arc<LoadProgress>,
 ) -> Result<report::ChaosFigures, ChaosError> {
-    let mut run = Run::start(spec, with_faults).await?;
+    let mut run = Harness::start(spec, with_faults).await?;
     let handshakes = futures::future::join_all(
         run.sessions
             .iter()
@@ -381,7 +381,7 @@ async fn run_once(
                 let reason = error.to_string();
                 run.stop().await;
                 return Err(match &spec.server {
-                    ServerTarget::Url(server) => ChaosError::ServerUnreachable {
+                    ServerUnderTest::Url(server) => ChaosError::ServerUnreachable {
                         url: server.url.clone(),
                         reason: if diagnostics.contains("Connection refused") {
                             "connection refused: nothing accepts connections at that address".into()
@@ -390,7 +390,7 @@ async fn run_once(
                         },
                         problems: diagnostics,
                     },
-                    ServerTarget::Command(_) => ChaosError::ServerStart {
+                    ServerUnderTest::Command(_) => ChaosError::ServerStart {
                         reason,
                         diagnostics,
                     },

@@ -43,7 +43,7 @@ pub enum CallPace {
 
 /// How the driving client treats a call that fails or hangs.
 #[derive(Debug, Clone, Copy)]
-pub struct RetryPolicy {
+pub struct CallPolicy {
     /// A call unanswered this long is cancelled and counts as a timeout.
     pub timeout: Duration,
     /// Further attempts after a failure (an error, an `isError` result, a timeout, a malformed answer).
@@ -60,7 +60,7 @@ pub struct CallLoad {
     pub num_clients: u32,
     /// Calls in flight at once per client.
     pub concurrency: u32,
-    pub policy: RetryPolicy,
+    pub policy: CallPolicy,
 }
 
 impl CallLoad {
@@ -285,7 +285,7 @@ async fn logical_call(
     schemas: &Schemas,
     call: &PlannedCall,
     logical: Logical,
-    policy: RetryPolicy,
+    policy: CallPolicy,
     start: Instant,
     due: Instant,
     session: u32,

@@ -77,7 +77,7 @@ fn clip(text: &str) -> String {
     clipped
 }
 
-enum Transport {
+enum Carrier {
     Lines {
         to_server: Mutex<Option<mpsc::UnboundedSender<Vec<u8>>>>,
         /// Cancelled once the server's side of the stream ended.
@@ -87,7 +87,7 @@ enum Transport {
 }
 
 pub struct McpClient {
-    transport: Transport,
+    transport: Carrier,
     waiting: Waiting,
     next_id: AtomicU64,
     problems: Arc<Mutex<Problems>>,
@@ -146,7 +146,7 @@ impl McpClient {
             });
         }
         Self {
-            transport: Transport::Lines {
+            transport: Carrier::Lines {
                 to_server: Mutex::new(Some(to_server)),
                 closed,
             },
@@ -159,7 +159,7 @@ impl McpClient {
     /// A client of a Streamable HTTP session; its request ids start at `first_id`.
     pub fn over_http(session: HttpSession, first_id: u64) -> Self {
         Self {
-            transport: Transport::Http(Arc::new(session)),
+            transport: Carrier::Http(Arc::new(session)),
             waiting: Arc::default(),
             next_id: AtomicU64::new(first_id),
             problems: Arc::default(),
@@ -189,12 +189,12 @@ impl McpClient {
     pub fn notify(&self, method: &str, params: Value) {
         let line = notification_line(method, &params);
         match &self.transport {
-            Transport::Lines { to_server, .. } => {
+            Carrier::Lines { to_server, .. } => {
                 if let Some(tx) = lock(to_server).as_ref() {
                     let _ = tx.send(line);
                 }
             }
-            Transport::Http(session) => {
+            Carrier::Http(session) => {
                 let session = session.clone();
                 let problems = self.problems.clone();
                 tokio::spawn(async move {
@@ -211,7 +211,7 @@ impl McpClient {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let line = request_line(&json!(id), method, &params);
         let answer = match &self.transport {
-            Transport::Lines { to_server, closed } => {
+            Carrier::Lines { to_server, closed } => {
                 let (tx, rx) = oneshot::channel();
                 lock(&self.waiting).insert(id, tx);
                 let sent = !closed.is_cancelled()
@@ -234,7 +234,7 @@ impl McpClient {
                     }
                 }
             }
-            Transport::Http(session) => self.http_request(session, id, line, timeout).await,
+            Carrier::Http(session) => self.http_request(session, id, line, timeout).await,
         };
         (id, answer)
     }
@@ -300,10 +300,10 @@ impl McpClient {
     /// session is ended with DELETE, waiting up to `grace`.
     pub async fn close(&self, grace: Duration) {
         match &self.transport {
-            Transport::Lines { to_server, .. } => {
+            Carrier::Lines { to_server, .. } => {
                 lock(to_server).take();
             }
-            Transport::Http(session) => session.close(grace).await,
+            Carrier::Http(session) => session.close(grace).await,
         }
     }
 }

@@ -53,7 +53,7 @@ impl HttpSessionError {
 
 /// What later requests carry.
 #[derive(Default)]
-struct State {
+struct SessionState {
     id: Option<HeaderValue>,
     protocol_version: Option<HeaderValue>,
 }
@@ -62,7 +62,7 @@ pub struct HttpSession {
     endpoint: Endpoint,
     /// Sent on every request (e.g. Authorization).
     headers: HeaderMap,
-    state: Mutex<State>,
+    state: Mutex<SessionState>,
 }
 
 impl HttpSession {
@@ -78,7 +78,7 @@ impl HttpSession {
         &self.endpoint
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+    fn state(&self) -> std::sync::MutexGuard<'_, SessionState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 

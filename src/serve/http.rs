@@ -81,7 +81,7 @@ where
     config = config
         .with_allowed_origins(settings.allowed_origins)
         .enforce_origin_validation();
-    let endpoint = Arc::new(Endpoint {
+    let endpoint = Arc::new(ServedEndpoint {
         path: settings.path,
         token: settings.token,
         mcp: StreamableHttpService::new(
@@ -112,13 +112,13 @@ where
 }
 
 /// The MCP endpoint: its path, its token, and rmcp's service behind them.
-struct Endpoint<S: ServerHandler + Send + 'static> {
+struct ServedEndpoint<S: ServerHandler + Send + 'static> {
     path: String,
     token: Option<String>,
     mcp: StreamableHttpService<S, LocalSessionManager>,
 }
 
-impl<S: ServerHandler + Send + 'static> Endpoint<S> {
+impl<S: ServerHandler + Send + 'static> ServedEndpoint<S> {
     async fn handle(&self, request: Request<hyper::body::Incoming>) -> HttpResponse {
         if request.uri().path() != self.path {
             return plain(

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use fault::{
-    load::{LoadReport, Outcome, Samples},
+    load::{LoadReport, RequestOutcome, Samples},
     report::impact::{
         self as report, CallInfo, FaultInfo, LatencySlo, ReportInput, Status, StrategyInfo,
     },
@@ -18,16 +18,16 @@ fn ms(v: u64) -> Duration {
 fn samples() -> Samples {
     let mut s = Samples::new(2);
     for _ in 0..90 {
-        s.record(0, ms(100), Outcome::Success, 10);
+        s.record(0, ms(100), RequestOutcome::Success, 10);
     }
     for _ in 0..5 {
-        s.record(1, ms(400), Outcome::Success, 10);
+        s.record(1, ms(400), RequestOutcome::Success, 10);
     }
     for _ in 0..2 {
-        s.record(1, ms(50), Outcome::HttpError(500), 3);
+        s.record(1, ms(50), RequestOutcome::HttpError(500), 3);
     }
     for _ in 0..3 {
-        s.record(1, ms(1000), Outcome::Timeout, 0);
+        s.record(1, ms(1000), RequestOutcome::Timeout, 0);
     }
     s
 }
@@ -123,7 +123,7 @@ fn markdown_has_the_guide_layout_and_the_breakdown() {
     let baseline = {
         let mut s = Samples::new(2);
         for _ in 0..100 {
-            s.record(0, ms(20), Outcome::Success, 10);
+            s.record(0, ms(20), RequestOutcome::Success, 10);
         }
         load(s)
     };

@@ -10,7 +10,7 @@ use crate::mcp_wire::jsonrpc::Reply;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum Mode {
+pub enum RefusalMode {
     #[default]
     Error,
     Close,
@@ -27,7 +27,7 @@ fn message() -> String {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ConnectionRefused {
     #[serde(default)]
-    pub mode: Mode,
+    pub mode: RefusalMode,
     #[serde(default = "code")]
     pub code: i64,
     #[serde(default = "message")]
@@ -41,17 +41,17 @@ impl McpFaultSpec for ConnectionRefused {
 
     fn describe(&self) -> String {
         match self.mode {
-            Mode::Error => format!(
+            RefusalMode::Error => format!(
                 "answer {} \"{}\" without forwarding",
                 self.code, self.message
             ),
-            Mode::Close => "close the client's connection".into(),
+            RefusalMode::Close => "close the client's connection".into(),
         }
     }
 
     fn action(&self, _call: &CallContext<'_>) -> Action {
         match self.mode {
-            Mode::Error => Action::Reply {
+            RefusalMode::Error => Action::Reply {
                 after: std::time::Duration::ZERO,
                 reply: Reply::Error {
                     code: self.code,
@@ -60,7 +60,7 @@ impl McpFaultSpec for ConnectionRefused {
                 },
                 call_upstream: false,
             },
-            Mode::Close => Action::CloseClient,
+            RefusalMode::Close => Action::CloseClient,
         }
     }
 }

@@ -172,7 +172,7 @@ impl Exchange {
             return Ok(self.cancelled());
         }
         let cut = match composed.terminal.clone() {
-            None => Cut::default(),
+            None => AnswerCut::default(),
             Some(Action::Reply {
                 after,
                 reply,
@@ -227,7 +227,7 @@ impl Exchange {
                 self.finish(Outcome::None);
                 return Err(Dropped);
             }
-            Some(Action::CrashServer { after, .. }) => Cut {
+            Some(Action::CrashServer { after, .. }) => AnswerCut {
                 after_events: None,
                 after: Some(after),
             },
@@ -245,12 +245,12 @@ impl Exchange {
                 self.finish(http_outcome(status));
                 return Ok(status_response(status, &headers, body));
             }
-            Some(Action::Http(HttpAction::CutStream { after_events })) => Cut {
+            Some(Action::Http(HttpAction::CutStream { after_events })) => AnswerCut {
                 after_events: Some(after_events),
                 after: None,
             },
             // A session expiry on a request without a session, and the actions `compose` never ends on.
-            Some(_) => Cut::default(),
+            Some(_) => AnswerCut::default(),
         };
         let response = match self.send(request).await {
             Ok(response) => response,
@@ -404,12 +404,12 @@ impl Drop for Exchange {
 
 /// Where a forwarded answer is cut short.
 #[derive(Debug, Default, Clone, Copy)]
-pub(super) struct Cut {
+pub(super) struct AnswerCut {
     pub(super) after_events: Option<u64>,
     pub(super) after: Option<Duration>,
 }
 
-impl Cut {
+impl AnswerCut {
     fn is_set(&self) -> bool {
         self.after_events.is_some() || self.after.is_some()
     }

@@ -7,7 +7,7 @@ use hyper::body::Incoming;
 use tokio::sync::mpsc;
 
 use super::super::{BoxError, Dropped};
-use super::{Cut, Exchange};
+use super::{AnswerCut, Exchange};
 use crate::mcp_proxy::engine::{Composed, LIST_CHANGED};
 use crate::mcp_wire::jsonrpc::Outcome;
 use crate::mcp_wire::sse;
@@ -17,7 +17,7 @@ use crate::mcp_wire::sse;
 pub(super) struct SseRewrite {
     pub(super) exchange: Exchange,
     pub(super) composed: Composed,
-    pub(super) cut: Cut,
+    pub(super) cut: AnswerCut,
     pub(super) events: u64,
     pub(super) out: mpsc::Sender<Result<Bytes, BoxError>>,
 }

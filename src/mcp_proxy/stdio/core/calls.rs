@@ -48,7 +48,7 @@ pub(super) enum ResponsePlan {
     FilterList,
 }
 
-pub(super) struct Pending {
+pub(super) struct PendingCall {
     pub(super) call: Call,
     pub(super) plan: ResponsePlan,
     pub(super) wait: Option<Wait>,
@@ -75,7 +75,7 @@ impl Core {
             self.send_client(line);
         }
         let key = id_key(&call.id);
-        let mut pending = Pending {
+        let mut pending = PendingCall {
             plan: if call.filters_list(&self.decider) {
                 ResponsePlan::FilterList
             } else {
@@ -114,7 +114,7 @@ impl Core {
     fn proceed(
         &mut self,
         key: String,
-        mut pending: Pending,
+        mut pending: PendingCall,
         line: Vec<u8>,
         composed: Composed,
     ) -> Exit {

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 mod calls;
 
-use self::calls::{Pending, ResponsePlan, Wait, WaitKind};
+use self::calls::{PendingCall, ResponsePlan, Wait, WaitKind};
 use super::in_flight::InFlight;
 use super::server::{self, ServerEvent, ServerSide, ServerStderr, ServerTarget};
 use super::{RelayError, RelayOptions};
@@ -80,7 +80,7 @@ pub(super) struct Core {
     mode: Mode,
     decider: Decider,
     recorder: Recorder,
-    pending: InFlight<Pending>,
+    pending: InFlight<PendingCall>,
     swallow: VecDeque<String>,
     server: Option<ServerSide>,
     generation: u64,
@@ -241,7 +241,7 @@ impl Core {
         Exit::Continue
     }
 
-    fn remember(&mut self, key: String, pending: Pending) {
+    fn remember(&mut self, key: String, pending: PendingCall) {
         let now = Instant::now();
         self.expire_stale(now);
         if let Some((old, mut p)) = self.pending.insert(key, pending, now) {
@@ -301,7 +301,7 @@ impl Core {
     }
 
     /// The client got its answer (or none, for good): write the event, remember to swallow a late real one.
-    fn finish(&mut self, key: String, p: Pending, client: Outcome) {
+    fn finish(&mut self, key: String, p: PendingCall, client: Outcome) {
         let swallow_late = p.progress.is_forwarded()
             && p.progress.upstream.is_none()
             && !matches!(p.plan, ResponsePlan::Pass | ResponsePlan::FilterList);
@@ -366,7 +366,7 @@ impl Core {
         }
     }
 
-    fn log_event(&mut self, p: &Pending, client: Outcome) {
+    fn log_event(&mut self, p: &PendingCall, client: Outcome) {
         if !self.recorder.is_active() {
             return;
         }
