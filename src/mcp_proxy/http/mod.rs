@@ -36,8 +36,8 @@ use super::plan::{Mode, Plan};
 use crate::mcp_wire::jsonrpc::{Envelope, id_key};
 use crate::mcp_wire::{endpoint::Endpoint, http_session::error_chain, sse};
 
-/// The largest request or JSON response body read whole.
-const MAX_BODY: usize = 32 * 1024 * 1024;
+/// The largest request or JSON response body read whole: one message.
+const MAX_BODY: usize = crate::mcp_wire::jsonrpc::MAX_MESSAGE_BYTES;
 /// Sessions remembered as expired at most (the oldest is forgotten first).
 const MAX_EXPIRED_SESSIONS: usize = 4_096;
 const SESSION_HEADER: &str = "mcp-session-id";
