@@ -13,6 +13,8 @@ use std::{
 pub enum FileError {
     #[error("file not found: {0}")]
     NotFound(PathBuf),
+    #[error("no such directory: {0}")]
+    NoDirectory(PathBuf),
     #[error("{0} is a directory, not a file")]
     IsDirectory(PathBuf),
     #[error("{0} is not a regular file (a device, FIFO or socket); pass the path of a file")]
@@ -71,6 +73,28 @@ pub fn read_checked(path: &Path, metadata: &Metadata, limit: u64) -> Result<Vec<
         });
     }
     Ok(bytes)
+}
+
+/// `path` created (or emptied) for writing, when it is a regular file or nothing yet in an existing
+/// directory: a directory, a FIFO (opening it would block until a reader comes), a device or a socket is
+/// refused, and so is a path whose directory does not exist.
+pub fn create_output(path: &Path) -> Result<std::fs::File, FileError> {
+    match std::fs::metadata(path) {
+        Ok(metadata) if metadata.is_dir() => return Err(FileError::IsDirectory(path.to_owned())),
+        Ok(metadata) if !metadata.is_file() => return Err(FileError::NotAFile(path.to_owned())),
+        Ok(_) => {}
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            let parent = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            if !parent.is_dir() {
+                return Err(FileError::NoDirectory(parent.to_owned()));
+            }
+        }
+        Err(e) => return Err(io_error(path, e)),
+    }
+    std::fs::File::create(path).map_err(|e| io_error(path, e))
 }
 
 /// The UTF-8 text of the regular file `path`, at most `limit` bytes; the error of invalid UTF-8 gives the line.
@@ -132,5 +156,20 @@ mod tests {
         std::fs::write(&big, b"ok\n\xff").unwrap();
         let error = read_text(&big, 100).unwrap_err().to_string();
         assert!(error.contains("line 2"), "{error}");
+
+        assert!(matches!(
+            create_output(dir.path()),
+            Err(FileError::IsDirectory(_))
+        ));
+        assert!(matches!(
+            create_output(Path::new("/dev/zero")),
+            Err(FileError::NotAFile(_))
+        ));
+        assert!(matches!(
+            create_output(&dir.path().join("missing/out.md")),
+            Err(FileError::NoDirectory(_))
+        ));
+        assert!(create_output(&big).is_ok());
+        assert_eq!(std::fs::metadata(&big).unwrap().len(), 0);
     }
 }

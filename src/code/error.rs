@@ -85,7 +85,7 @@ impl From<crate::files::FileError> for CodeError {
     fn from(error: crate::files::FileError) -> Self {
         use crate::files::FileError;
         match error {
-            FileError::NotFound(path) => CodeError::NotFound(path),
+            FileError::NotFound(path) | FileError::NoDirectory(path) => CodeError::NotFound(path),
             FileError::IsDirectory(path) => CodeError::IsDirectory(path),
             FileError::NotAFile(path) => CodeError::NotAFile(path),
             FileError::TooLarge { path, size, .. } => CodeError::TooLarge { path, size },

@@ -89,6 +89,8 @@ pub enum McpProxyError {
     Http(#[from] HttpProxyError),
     #[error("{}", upstream_flag(.0))]
     Upstream(#[from] EndpointError),
+    #[error("--report: {0}")]
+    ReportPath(crate::files::FileError),
     #[error("cannot write --report {path}: {source}")]
     Report {
         path: String,
@@ -111,6 +113,10 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
     if args.print_plan {
         print!("{}", plan.to_yaml()); // stdout-ok: --print-plan's output, not an MCP session
         return Ok(());
+    }
+    // Where the report goes is checked (and the file created) now, not when a whole session has been run.
+    if let Some(path) = &args.report {
+        crate::files::create_output(path).map_err(McpProxyError::ReportPath)?;
     }
     let command = if let Some(upstream) = &args.upstream {
         vec![upstream.clone()]

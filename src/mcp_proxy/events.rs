@@ -79,9 +79,10 @@ pub struct EventLog {
 }
 
 impl EventLog {
-    pub fn create(path: &Path) -> std::io::Result<Self> {
+    /// Refuses what cannot be written to at once (a directory, a FIFO, a missing directory).
+    pub fn create(path: &Path) -> Result<Self, crate::files::FileError> {
         Ok(Self {
-            out: BufWriter::new(File::create(path)?),
+            out: BufWriter::new(crate::files::create_output(path)?),
         })
     }
 

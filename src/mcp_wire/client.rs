@@ -172,7 +172,7 @@ impl McpClient {
         let mut text = String::new();
         if let Some(first) = &problems.first_noise {
             text.push_str(&format!(
-                "the server wrote {} line(s) that are not JSON-RPC messages on its stdout, the first: {first}",
+                "The server wrote {} line(s) on its stdout that are not JSON-RPC messages, the first: {first}",
                 problems.noise_lines
             ));
         }

@@ -62,7 +62,7 @@ fn take(buffer: &[u8], line: &mut Vec<u8>) -> Result<(usize, bool), LineError> {
         Some(end) => (end + 1, true),
         None => (buffer.len(), false),
     };
-    if line.len() + taken > MAX_MESSAGE_BYTES + 1 {
+    if line.len() + taken > MAX_MESSAGE_BYTES {
         return Err(LineError::TooLong);
     }
     line.extend_from_slice(&buffer[..taken]);
@@ -89,7 +89,7 @@ mod tests {
             [b"ab\n".to_vec(), b"cdefgh\n".to_vec(), b"last".to_vec()]
         );
 
-        let flood = vec![b'x'; MAX_MESSAGE_BYTES + 2];
+        let flood = vec![b'x'; MAX_MESSAGE_BYTES + 1];
         let mut line = Vec::new();
         let error = read_line_blocking(&mut &flood[..], &mut line).unwrap_err();
         assert!(matches!(error, LineError::TooLong));

@@ -26,6 +26,7 @@ mod llm_user_home;
 mod load_http_framing;
 mod load_open_model;
 mod mcp_chaos;
+mod mcp_chaos_robustness;
 mod mcp_code;
 mod mcp_errors;
 mod mcp_examples;

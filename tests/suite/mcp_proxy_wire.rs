@@ -367,3 +367,95 @@ async fn the_chaos_tool_names_a_plans_nan_too() {
     );
     client.cancel().await.unwrap();
 }
+
+/// Every `fault mcp-proxy` flag that takes a path or a number, given what it cannot use: a missing directory, a
+/// directory, /dev/zero, a FIFO, a file too large for a CA, a negative, NaN or huge number. Each is refused at
+/// once, before the server runs (none is left behind), naming the flag and the problem, nothing on stdout.
+#[tokio::test]
+async fn every_path_and_number_flag_refuses_what_it_cannot_use_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("out.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo");
+    let huge = dir.path().join("huge.pem");
+    std::fs::write(&huge, vec![b'x'; 20 << 20]).unwrap();
+    let path = |p: &std::path::Path| p.to_str().unwrap().to_owned();
+    let missing = path(&dir.path().join("missing/out.md"));
+    let marker = "4242.404";
+    let https = "https://127.0.0.1:1/mcp";
+    let mut cases: Vec<(Vec<String>, &str)> = Vec::new();
+    for flag in ["--events", "--report"] {
+        for (value, problem) in [
+            (missing.clone(), "no such directory"),
+            (path(dir.path()), "is a directory"),
+            ("/dev/zero".to_owned(), "is not a regular file"),
+            (path(&fifo), "is not a regular file"),
+        ] {
+            cases.push((vec![flag.into(), value], problem));
+        }
+    }
+    for (value, problem) in [
+        (missing.clone(), "not found"),
+        (path(dir.path()), "is a directory"),
+        ("/dev/zero".to_owned(), "is not a regular file"),
+        (path(&fifo), "is not a regular file"),
+        (path(&huge), "byte limit"),
+    ] {
+        cases.push((
+            vec![
+                "--upstream".into(),
+                https.into(),
+                "--upstream-ca".into(),
+                value,
+            ],
+            problem,
+        ));
+    }
+    for value in ["-1", "NaN", "1e30", "99999999999999999999999"] {
+        cases.push((vec![format!("--seed={value}")], "--seed"));
+    }
+    for (args, problem) in cases {
+        let mut all: Vec<&str> = vec!["mcp-proxy"];
+        all.extend(args.iter().map(String::as_str));
+        if !args.contains(&"--upstream".to_owned()) {
+            all.extend(["--", "sleep", marker]);
+        }
+        let mut command = common::fault_command(&all);
+        let out = tokio::time::timeout(
+            Duration::from_secs(5),
+            command
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .output(),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{args:?}: no answer within 5 s"))
+        .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}: stdout {:?}", out.stdout);
+        assert!(stderr.contains(problem), "{args:?}: {stderr}");
+        let flag = args[args.len().saturating_sub(2)..]
+            .iter()
+            .find(|a| a.starts_with("--"))
+            .map(|a| a.split('=').next().unwrap_or(a))
+            .unwrap_or("--seed");
+        assert!(
+            stderr.contains(flag),
+            "{args:?}: the flag {flag} is named: {stderr}"
+        );
+    }
+    let left: Vec<u32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|line| String::from_utf8_lossy(&line).contains(marker))
+        })
+        .collect();
+    assert!(left.is_empty(), "servers left behind: {left:?}");
+}

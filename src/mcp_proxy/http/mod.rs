@@ -49,11 +49,8 @@ pub enum HttpProxyError {
         addr: SocketAddr,
         source: std::io::Error,
     },
-    #[error("cannot create --events {path}: {source}")]
-    Events {
-        path: String,
-        source: std::io::Error,
-    },
+    #[error("--events: {0}")]
+    Events(#[from] crate::files::FileError),
     #[error(transparent)]
     Plan(#[from] DeciderError),
 }
@@ -153,12 +150,7 @@ pub async fn start(options: HttpProxyOptions) -> Result<HttpFront, HttpProxyErro
     let upstream = options.upstream;
     let decider = Decider::new(&options.plan)?;
     let events = match &options.events {
-        Some(path) => Some(
-            EventLog::create(path).map_err(|source| HttpProxyError::Events {
-                path: path.display().to_string(),
-                source,
-            })?,
-        ),
+        Some(path) => Some(EventLog::create(path)?),
         None => None,
     };
     let recorder = Recorder::new(events, options.observer);

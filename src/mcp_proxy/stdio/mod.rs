@@ -41,11 +41,8 @@ pub enum RelayError {
         command: String,
         source: std::io::Error,
     },
-    #[error("cannot create --events {path}: {source}")]
-    Events {
-        path: String,
-        source: std::io::Error,
-    },
+    #[error("--events: {0}")]
+    Events(#[from] crate::files::FileError),
     #[error("{0}")]
     Plan(String),
     #[error(transparent)]
@@ -72,10 +69,7 @@ pub async fn run(options: RelayOptions) -> Result<(), RelayError> {
     check_stdio_plan(&options.plan)?;
     let decider = Decider::new(&options.plan)?;
     let events = match &options.events {
-        Some(path) => Some(EventLog::create(path).map_err(|source| RelayError::Events {
-            path: path.display().to_string(),
-            source,
-        })?),
+        Some(path) => Some(EventLog::create(path)?),
         None => None,
     };
     let (core_tx, mut core_rx) = mpsc::channel::<CoreMsg>(1024);
