@@ -69,6 +69,8 @@ impl Reply {
 #[derive(Debug, Deserialize)]
 pub struct Envelope {
     #[serde(default)]
+    pub jsonrpc: Option<String>,
+    #[serde(default)]
     pub id: Option<Value>,
     #[serde(default)]
     pub method: Option<String>,
@@ -165,6 +167,23 @@ impl Outcome {
     pub fn of_line(line: &[u8]) -> Outcome {
         match Envelope::parse(line) {
             Some(envelope) if envelope.is_response() => envelope.outcome(),
+            _ => Outcome::Malformed,
+        }
+    }
+
+    /// What a client that sent request `id` got from `line`: its answer; a malformed message (not JSON, or
+    /// not a JSON-RPC 2.0 response); or nothing, when the line answers another id.
+    pub fn of_answer(line: &[u8], id: &Value) -> Outcome {
+        match Envelope::parse(line) {
+            Some(envelope)
+                if envelope.is_response() && envelope.jsonrpc.as_deref() == Some("2.0") =>
+            {
+                if envelope.id.as_ref().map(id_key) == Some(id_key(id)) {
+                    envelope.outcome()
+                } else {
+                    Outcome::None
+                }
+            }
             _ => Outcome::Malformed,
         }
     }

@@ -373,3 +373,70 @@ async fn initialize(client: &reqwest::Client, url: &str) -> String {
     assert_eq!(response.status(), 202);
     session
 }
+
+/// A client that gives up on a call whose answer a `latency` fault holds, by closing its request (no
+/// `notifications/cancelled`), releases the held answer at once, on both kinds of answer (an SSE stream from
+/// the stateful test server, a JSON body from a stateless one): the call's event is written then, with the
+/// cancellation and the injected wait it ended, not when the 3 s delay would have run out.
+#[tokio::test]
+async fn closing_the_request_releases_an_injected_latency_over_http() {
+    for stateless in [false, true] {
+        let extra: &[&str] = if stateless { &["--stateless"] } else { &[] };
+        let upstream = crate::mcp_http::HttpServer::start(&["mcp-test-server"], extra, &[]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let plan = plan(
+            &dir,
+            "faults:\n  - type: latency\n    tools: [echo]\n    ms: 3000\n",
+        );
+        let events_path = dir.path().join("events.jsonl");
+        let proxy = http_proxy(
+            upstream.url(),
+            &["--plan", &plan, "--events", events_path.to_str().unwrap()],
+        )
+        .await;
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(20))
+            .build()
+            .unwrap();
+        let url = proxy.url.as_str();
+        let session = if stateless {
+            None
+        } else {
+            Some(initialize(&client, url).await)
+        };
+        let mut call = client
+            .post(url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("mcp-protocol-version", "2025-06-18")
+            .timeout(Duration::from_millis(300))
+            .json(&json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                          "params": {"name": "echo", "arguments": {"text": "hi"}}}));
+        if let Some(session) = &session {
+            call = call.header("mcp-session-id", session);
+        }
+        let sent = Instant::now();
+        // The answer is held for 3 s: the client gives up (its request closes) first.
+        let outcome = call.send().await.and_then(|r| r.error_for_status());
+        let body = match outcome {
+            Ok(response) => response.text().await.map(|_| ()),
+            Err(e) => Err(e),
+        };
+        assert!(body.is_err(), "stateless {stateless}: an answer came");
+        let event = wait_events(&events_path, 1).await.remove(0);
+        let recorded_after = sent.elapsed();
+        assert!(
+            recorded_after < Duration::from_millis(2500),
+            "stateless {stateless}: the call was held {recorded_after:?} after its request closed: {event}"
+        );
+        assert_eq!(event["fault"]["type"], "latency", "{event}");
+        assert_eq!(event["client"]["kind"], "none", "{event}");
+        assert_eq!(event["cancel"]["ended_injected_wait"], true, "{event}");
+        let after = event["cancel"]["after_ms"].as_f64().unwrap();
+        assert!(
+            (250.0..2000.0).contains(&after),
+            "stateless {stateless}: {event}"
+        );
+    }
+}

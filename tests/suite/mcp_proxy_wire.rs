@@ -459,3 +459,60 @@ async fn every_path_and_number_flag_refuses_what_it_cannot_use_at_start() {
         .collect();
     assert!(left.is_empty(), "servers left behind: {left:?}");
 }
+
+/// What the event records as the client's outcome is what the client received: a response without
+/// `"jsonrpc": "2.0"` is a malformed message, a response to another id is nothing for this call (so the
+/// `--report` figures count neither as answered), and an `error` fault's answer carries `data.category`.
+#[tokio::test]
+async fn the_event_records_what_the_client_received() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.yaml");
+    std::fs::write(
+        &plan,
+        "faults:\n  - type: malformed\n    tools: [echo]\n    variant: bad_envelope\n  \
+         - type: malformed\n    tools: [get_item]\n    variant: bad_envelope\n    wrong_id: true\n  \
+         - type: error\n    tools: [list_items]\n",
+    )
+    .unwrap();
+    let events = dir.path().join("events.jsonl");
+    let mut raw = Raw::test_server(&[
+        "--plan",
+        plan.to_str().unwrap(),
+        "--events",
+        events.to_str().unwrap(),
+    ])
+    .await;
+    let echo: Value =
+        serde_json::from_slice(&raw.call(1, "echo", json!({"text": "hi"})).await).unwrap();
+    assert!(echo.get("jsonrpc").is_none(), "{echo}");
+    let item: Value =
+        serde_json::from_slice(&raw.call(2, "get_item", json!({"id": 1})).await).unwrap();
+    assert_ne!(item["id"], 2, "{item}");
+    let error: Value =
+        serde_json::from_slice(&raw.call(3, "list_items", json!({"count": 1})).await).unwrap();
+    assert_eq!(error["error"]["code"], -32603, "{error}");
+    assert_eq!(error["error"]["data"]["category"], "protocol", "{error}");
+    drop(raw);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let recorded = loop {
+        let text = std::fs::read_to_string(&events).unwrap_or_default();
+        let lines: Vec<Value> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        if lines.len() >= 3 || std::time::Instant::now() > deadline {
+            break lines;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let client = |tool: &str| {
+        recorded
+            .iter()
+            .find(|e| e["tool"] == tool)
+            .unwrap_or_else(|| panic!("no event for {tool}: {recorded:?}"))["client"]["kind"]
+            .clone()
+    };
+    assert_eq!(client("echo"), "malformed");
+    assert_eq!(client("get_item"), "none");
+    assert_eq!(client("list_items"), "error");
+}

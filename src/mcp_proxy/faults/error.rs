@@ -1,5 +1,5 @@
 //! `error`: answer with a failure instead of (or after) the real call: a JSON-RPC error (-32603 by default,
-//! `data.category` when given), or an `isError` tool result.
+//! with `data.category`: the plan's, else `protocol`), or an `isError` tool result.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -11,6 +11,8 @@ use crate::mcp_wire::jsonrpc::Reply;
 
 pub const DEFAULT_CODE: i64 = -32603;
 pub const DEFAULT_MESSAGE: &str = "Internal error: injected fault";
+/// The category of an error whose plan gives none: the default code's.
+pub const DEFAULT_CATEGORY: &str = "protocol";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Error {
@@ -56,9 +58,13 @@ impl McpFaultSpec for Error {
 
     fn action(&self, _call: &CallContext<'_>) -> Action {
         let mut reply = self.failure.reply(DEFAULT_CODE, DEFAULT_MESSAGE);
-        if let (Some(status), Reply::Error { data, .. }) = (self.status_code, &mut reply) {
-            let mut object = data.take().unwrap_or_else(|| serde_json::json!({}));
-            object["status_code"] = status.into();
+        if let Reply::Error { data, .. } = &mut reply {
+            let mut object = data
+                .take()
+                .unwrap_or_else(|| serde_json::json!({ "category": DEFAULT_CATEGORY }));
+            if let Some(status) = self.status_code {
+                object["status_code"] = status.into();
+            }
             *data = Some(object);
         }
         Action::Reply {

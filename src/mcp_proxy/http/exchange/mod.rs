@@ -344,7 +344,8 @@ impl Exchange {
             return None;
         }
         self.proxy.engine().recorder.client_line(&out);
-        self.finish(Outcome::of_line(&out));
+        let client = Outcome::of_answer(&out, &self.id());
+        self.finish(client);
         Some(out)
     }
 

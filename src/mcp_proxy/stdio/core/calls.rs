@@ -214,7 +214,7 @@ impl Core {
             }
             WaitKind::Response => {
                 let line = p.held.take().unwrap_or_default();
-                let outcome = Outcome::of_line(&line);
+                let outcome = Outcome::of_answer(&line, &p.call.id);
                 self.send_client(line);
                 self.finish(key.to_owned(), p, outcome);
             }
@@ -288,7 +288,7 @@ impl Core {
                     .call
                     .rewrite_response(&self.decider, self.mode, line, &rewrites);
                 if delay.is_zero() {
-                    let outcome = Outcome::of_line(&out);
+                    let outcome = Outcome::of_answer(&out, &p.call.id);
                     self.send_client(out);
                     self.finish(key, p, outcome);
                 } else {
