@@ -203,7 +203,7 @@ pub struct AgentOptions {
 
 /// Default of `--vector-cache-mib`.
 pub const DEFAULT_VECTOR_CACHE_MIB: u64 =
-    crate::index::store::sqlite::DEFAULT_CACHE_CEILING / (1024 * 1024);
+    crate::index::store::vectors::DEFAULT_CACHE_CEILING / (1024 * 1024);
 
 impl AgentOptions {
     /// Fills what clap cannot express: `QDRANT_URL` as a second variable for the Qdrant URL.

@@ -102,7 +102,7 @@ impl Default for StoreSettings {
         Self {
             choice: StoreChoice::default(),
             qdrant_url: None,
-            vector_cache_bytes: store::sqlite::DEFAULT_CACHE_CEILING,
+            vector_cache_bytes: store::vectors::DEFAULT_CACHE_CEILING,
         }
     }
 }
