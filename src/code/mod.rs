@@ -5,12 +5,15 @@
 //! Nothing is parsed or compiled until a function here is called.
 
 pub mod allocator;
+mod attached;
 mod cache;
 pub mod chunk;
 mod error;
 mod functions;
 mod kinds;
 mod language;
+mod lines;
+mod parse;
 mod source;
 
 use std::{ops::Range, path::Path};
@@ -123,7 +126,7 @@ pub(crate) fn functions_in_source_checked(
 /// the caller is waiting for an answer that no longer needs them. The thread runs at the lowest priority,
 /// so that it takes no CPU from the answer, nor from the client reading it, on a busy machine.
 fn free_off_the_callers_path(trees: Vec<tree_sitter::Tree>, source_len: usize) {
-    if source_len < functions::LARGE_SOURCE {
+    if source_len < parse::LARGE_SOURCE {
         return;
     }
     let freeing = std::thread::Builder::new()
@@ -240,7 +243,7 @@ fn closest_names(wanted: &str, blocks: &[FunctionBlock], limit: usize) -> Vec<St
 /// Syntax errors in `source` (empty when it parses cleanly), at most 100.
 pub fn parse_errors(language: Language, source: &str) -> Vec<SyntaxError> {
     const LIMIT: usize = 100;
-    let tree = match functions::parse(language, source) {
+    let tree = match parse::parse(language, source) {
         Ok(tree) => tree,
         Err(e) => {
             return vec![SyntaxError {
@@ -362,7 +365,7 @@ mod tests {
             "/// Doc.\nfn a() {}\ntrait T { fn b(); }\nimpl T for S { fn b() {} }\n",
         )
         .unwrap();
-        let parses = || functions::PARSES.with(std::cell::Cell::get);
+        let parses = || parse::PARSES.with(std::cell::Cell::get);
         let before = parses();
         let listed = list_functions(&path).unwrap();
         assert_eq!(listed.len(), 3);
