@@ -14,8 +14,10 @@ use std::{
 };
 
 use super::{
-    CodeError, FunctionBlock, Language, functions_in_source_checked, read_source_file, resolve_path,
+    CodeError, FunctionBlock, Language, MAX_SOURCE_BYTES, functions_in_source_checked,
+    read_source_file, resolve_path,
 };
+use crate::files;
 
 /// Memory bound of the cache: 64 MiB of source and function text.
 pub const CACHE_BYTES: usize = 64 * 1024 * 1024;
@@ -227,7 +229,7 @@ pub fn parsed_source(
 
 /// Whether the file at `path` still holds `source` (a leading byte-order mark aside, as when it was read).
 fn same_content(path: &Path, source: &str) -> bool {
-    std::fs::read(path).is_ok_and(|bytes| {
+    files::read_bounded(path, MAX_SOURCE_BYTES).is_ok_and(|bytes| {
         bytes.strip_prefix(&[0xEF, 0xBB, 0xBF]).unwrap_or(&bytes) == source.as_bytes()
     })
 }

@@ -2,6 +2,7 @@
 //! embed changed chunks in batches, and keep them in a vector store (embedded SQLite by default, or Qdrant).
 //! Retrieval gives the LLM tools the chunks of the user's own code closest to a query.
 
+mod changes;
 pub mod pipeline;
 pub mod project;
 pub mod store;
