@@ -13,6 +13,8 @@ use super::kinds::WalkKinds;
 pub(crate) struct LanguageSpec {
     /// Canonical name, as reported to users.
     pub(crate) name: &'static str,
+    /// The name as written in prose (`JavaScript`), for tool descriptions.
+    pub(crate) title: &'static str,
     /// Other names accepted by [`Language::from_name`] (extensions are accepted too).
     pub(crate) aliases: &'static [&'static str],
     /// The grammars, each with the file extensions it reads; the first is the language's default.
@@ -53,10 +55,11 @@ pub(crate) struct CompiledQueries {
 }
 
 macro_rules! language {
-    ($name:literal, aliases: $aliases:expr, separator: $sep:literal,
+    ($name:literal, title: $title:literal, aliases: $aliases:expr, separator: $sep:literal,
      grammars: [$($exts:expr => $grammar:expr, $node_types:expr),+ $(,)?]) => {
         LanguageSpec {
             name: $name,
+            title: $title,
             aliases: $aliases,
             grammars: &[$(Grammar {
                 extensions: $exts,
@@ -85,13 +88,14 @@ macro_rules! language {
 }
 
 /// The registry. Adding a language = a grammar crate, `grammars/<name>/{functions,scopes}.scm`, one line here
-/// (each grammar with its extensions and its `node-types.json`).
+/// (each grammar with its extensions and its `node-types.json`). The tool descriptions list the languages and
+/// extensions from here.
 static REGISTRY: &[LanguageSpec] = &[
-    language!("python", aliases: &["python3"], separator: ".", grammars: [&["py", "pyi"] => tree_sitter_python::LANGUAGE, tree_sitter_python::NODE_TYPES]),
-    language!("go", aliases: &["golang"], separator: ".", grammars: [&["go"] => tree_sitter_go::LANGUAGE, tree_sitter_go::NODE_TYPES]),
-    language!("rust", aliases: &[], separator: "::", grammars: [&["rs"] => tree_sitter_rust::LANGUAGE, tree_sitter_rust::NODE_TYPES]),
-    language!("javascript", aliases: &["node", "nodejs"], separator: ".", grammars: [&["js", "mjs", "cjs", "jsx"] => tree_sitter_javascript::LANGUAGE, tree_sitter_javascript::NODE_TYPES]),
-    language!("typescript", aliases: &[], separator: ".", grammars: [&["ts", "mts", "cts"] => tree_sitter_typescript::LANGUAGE_TYPESCRIPT, tree_sitter_typescript::TYPESCRIPT_NODE_TYPES, &["tsx"] => tree_sitter_typescript::LANGUAGE_TSX, tree_sitter_typescript::TSX_NODE_TYPES]),
+    language!("python", title: "Python", aliases: &["python3"], separator: ".", grammars: [&["py", "pyi"] => tree_sitter_python::LANGUAGE, tree_sitter_python::NODE_TYPES]),
+    language!("go", title: "Go", aliases: &["golang"], separator: ".", grammars: [&["go"] => tree_sitter_go::LANGUAGE, tree_sitter_go::NODE_TYPES]),
+    language!("rust", title: "Rust", aliases: &[], separator: "::", grammars: [&["rs"] => tree_sitter_rust::LANGUAGE, tree_sitter_rust::NODE_TYPES]),
+    language!("javascript", title: "JavaScript", aliases: &["node", "nodejs"], separator: ".", grammars: [&["js", "mjs", "cjs", "jsx"] => tree_sitter_javascript::LANGUAGE, tree_sitter_javascript::NODE_TYPES]),
+    language!("typescript", title: "TypeScript", aliases: &[], separator: ".", grammars: [&["ts", "mts", "cts"] => tree_sitter_typescript::LANGUAGE_TYPESCRIPT, tree_sitter_typescript::TYPESCRIPT_NODE_TYPES, &["tsx"] => tree_sitter_typescript::LANGUAGE_TSX, tree_sitter_typescript::TSX_NODE_TYPES]),
 ];
 
 /// A supported source language, with the grammar it is read with.
@@ -130,7 +134,7 @@ impl Language {
     }
 
     /// A language from its name, an alias or one of its extensions (`python|py`, `go|golang`, `rust|rs`,
-    /// `javascript|js|node`), case-insensitive. An extension picks the grammar that reads it.
+    /// `javascript|js|node`, `typescript|ts|tsx`), case-insensitive. An extension picks the grammar that reads it.
     pub fn from_name(name: &str) -> Option<Language> {
         let name = name.trim().to_ascii_lowercase();
         Self::all()
@@ -138,9 +142,14 @@ impl Language {
             .or_else(|| Self::from_extension(&name))
     }
 
-    /// The canonical name: `python`, `go`, `rust` or `javascript`.
+    /// The canonical name: `python`, `go`, `rust`, `javascript`, ...
     pub fn name(&self) -> &'static str {
         self.spec.name
+    }
+
+    /// The name as written in prose: `Python`, `JavaScript`, ...
+    pub fn title(&self) -> &'static str {
+        self.spec.title
     }
 
     /// File extensions read with this language's grammar, without the dot.
@@ -160,6 +169,35 @@ impl Language {
     pub fn supported_extensions() -> String {
         Self::all()
             .flat_map(|lang| lang.all_extensions().map(|ext| format!(".{ext}")))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Every canonical name, for descriptions: `python, go, rust, ...`.
+    pub fn canonical_names() -> String {
+        Self::all()
+            .map(|lang| lang.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Every language as written in prose, for descriptions: `Python, Go, Rust, ...`.
+    pub fn titles() -> String {
+        Self::all()
+            .map(|lang| lang.title())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Every supported extension with its dot, grouped by language, for descriptions: `.py/.pyi, .go, ...`.
+    pub fn extensions_by_language() -> String {
+        Self::all()
+            .map(|lang| {
+                lang.all_extensions()
+                    .map(|ext| format!(".{ext}"))
+                    .collect::<Vec<_>>()
+                    .join("/")
+            })
             .collect::<Vec<_>>()
             .join(", ")
     }

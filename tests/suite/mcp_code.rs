@@ -3,9 +3,10 @@
 
 use crate::common;
 
-use std::io::Write;
+use std::{collections::HashSet, io::Write};
 
 use common::{Client, call, is_error, text};
+use fault::code::Language;
 use serde_json::{Value, json};
 
 async fn list(client: &Client, file: &str) -> (Vec<String>, Value) {
@@ -65,6 +66,70 @@ async fn tools_are_listed_with_input_and_output_schemas() {
         );
         let required = tool.input_schema.get("required").unwrap();
         assert!(required.as_array().unwrap().contains(&json!("file")));
+    }
+    client.cancel().await.unwrap();
+}
+
+/// The language lists in the tool descriptions come from the registry: every registered language is named
+/// in each, and every extension where a file is asked for.
+#[tokio::test]
+async fn every_registered_language_is_named_in_every_tool_description_that_lists_languages() {
+    let client = common::spawn().await;
+    let tools = client.list_all_tools().await.unwrap();
+    let tool = |name: &str| tools.iter().find(|t| t.name == name).expect(name);
+    let field = |name: &str, field: &str| {
+        let description = &tool(name).input_schema["properties"][field]["description"];
+        description.as_str().unwrap_or_default().to_owned()
+    };
+    let names_every_language = |place: String, text: String| {
+        let words: HashSet<String> = text
+            .split(|c: char| !c.is_alphanumeric())
+            .map(str::to_lowercase)
+            .collect();
+        for language in Language::all() {
+            assert!(
+                words.contains(language.name()),
+                "{place} does not name {language}: {text}"
+            );
+        }
+    };
+    let lists_every_extension = |place: String, text: String| {
+        let listed: HashSet<&str> = text
+            .split(|c: char| !(c.is_alphanumeric() || c == '.'))
+            .map(|word| word.trim_end_matches('.'))
+            .collect();
+        for extension in Language::supported_extensions().split(", ") {
+            assert!(
+                listed.contains(extension),
+                "{place} does not list {extension}: {text}"
+            );
+        }
+    };
+    for name in [
+        "fault_list_function_names",
+        "fault_extract_code_block",
+        "fault_suggest_better_function_performance",
+        "fault_suggest_better_function_reliability",
+    ] {
+        let description = tool(name).description.as_deref().unwrap_or_default();
+        names_every_language(format!("{name}'s description"), description.to_owned());
+    }
+    for name in [
+        "fault_index_source_code",
+        "fault_score_performance",
+        "fault_score_reliability",
+        "fault_suggest_better_function_performance",
+        "fault_suggest_better_function_reliability",
+        "fault_suggest_service_level_objectives_slo",
+    ] {
+        names_every_language(format!("{name}'s lang"), field(name, "lang"));
+    }
+    for name in [
+        "fault_list_function_names",
+        "fault_extract_code_block",
+        "fault_function_reliability_deep_analysis",
+    ] {
+        lists_every_extension(format!("{name}'s file"), field(name, "file"));
     }
     client.cancel().await.unwrap();
 }
