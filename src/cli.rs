@@ -227,7 +227,7 @@ impl AgentOptions {
                     "{option}: '{}' was given with a query string or fragment (not shown); a base URL is a \
                      scheme, host, port and path (e.g. http://localhost:8080/v1), to which each request \
                      appends its own path",
-                    crate::logging::redacted(url)
+                    crate::redact::redacted(url)
                 ));
             }
         }
@@ -245,7 +245,7 @@ impl AgentOptions {
         .into_iter()
         .flatten()
         {
-            *url = crate::logging::redacted_url(url);
+            *url = crate::redact::redacted_url(url);
         }
         shown
     }

@@ -18,6 +18,7 @@ pub mod mcp_http;
 pub mod mcp_proxy;
 pub mod mcp_test_server;
 pub mod proxy;
+pub mod redact;
 pub mod report;
 pub mod scenario;
 pub mod seeded;

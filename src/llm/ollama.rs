@@ -19,9 +19,9 @@ use serde::{Serialize, de::DeserializeOwned};
 use url::Url;
 
 use super::{
-    ChatModel, Embedder, LlmError, Message, OutputSchema, Role, check_vectors,
-    transport::{Transport, redacted},
+    ChatModel, Embedder, LlmError, Message, OutputSchema, Role, check_vectors, transport::Transport,
 };
+use crate::redact::redacted;
 
 const PROVIDER: &str = "Ollama";
 

@@ -33,8 +33,9 @@ use super::{
     COMPATIBLE_KEY_ENV, ChatModel, Embedder, LlmError, Message, OPENAI_BASE_URL, OPENAI_HOST,
     OPENAI_KEY_ENV, OPENROUTER_BASE_URL, OPENROUTER_HOST, OPENROUTER_KEY_ENV, OutputSchema,
     Provider, Role, check_vectors,
-    transport::{Transport, non_empty_env, redacted},
+    transport::{Transport, non_empty_env},
 };
+use crate::redact::redacted;
 
 /// Where the key comes from.
 #[derive(Debug, Clone, Copy)]

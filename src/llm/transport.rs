@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 use reqwest::{Request, Response, StatusCode};
 
 use super::LlmError;
-pub(crate) use crate::logging::redacted;
+use crate::redact::redacted;
 
 /// Environment variable: seconds a single request may take before it is abandoned (default 120).
 pub const TIMEOUT_ENV: &str = "FAULT_LLM_TIMEOUT_SECS";
