@@ -34,7 +34,7 @@ impl AttachRule {
 
 /// A named sibling that may join the definition after it: captured `@attached` (`rule`), or an extra
 /// (a comment) passed over.
-struct Link {
+struct Sibling {
     start_byte: usize,
     start_row: usize,
     end_row: usize,
@@ -46,7 +46,7 @@ struct Link {
 /// The named siblings seen so far at one level of the walk, since the last one that stops attachment.
 #[derive(Default)]
 struct Level {
-    links: Vec<Link>,
+    siblings: Vec<Sibling>,
     /// The previous named sibling: whether it is an extra, and its last row.
     previous: Option<(bool, usize)>,
 }
@@ -59,17 +59,17 @@ impl Level {
     fn attached_start(&self, start: usize, start_row: usize) -> usize {
         let mut start = start;
         let mut next_row = start_row;
-        for link in self.links.iter().rev() {
-            if let Some(rule) = link.rule {
-                if rule.adjacent && next_row > link.end_row + 1 {
+        for sibling in self.siblings.iter().rev() {
+            if let Some(rule) = sibling.rule {
+                if rule.adjacent && next_row > sibling.end_row + 1 {
                     break;
                 }
-                if rule.own_line && link.ends_a_line_of_code {
+                if rule.own_line && sibling.ends_a_line_of_code {
                     break;
                 }
-                start = link.start_byte;
+                start = sibling.start_byte;
             }
-            next_row = link.start_row;
+            next_row = sibling.start_row;
         }
         start
     }
@@ -78,7 +78,7 @@ impl Level {
         let start_row = node.start_position().row;
         let is_extra = node.is_extra();
         if rule.is_some() || is_extra {
-            self.links.push(Link {
+            self.siblings.push(Sibling {
                 start_byte: node.start_byte(),
                 start_row,
                 end_row: node.end_position().row,
@@ -88,7 +88,7 @@ impl Level {
                     .is_some_and(|(extra, end_row)| !extra && end_row == start_row),
             });
         } else {
-            self.links.clear();
+            self.siblings.clear();
         }
         self.previous = Some((is_extra, node.end_position().row));
     }

@@ -92,7 +92,7 @@ impl Stamp {
     }
 }
 
-struct Entry {
+struct CacheEntry {
     stamp: Stamp,
     /// The content must be compared before use (see [`RACY_WINDOW`]).
     racy: bool,
@@ -103,7 +103,7 @@ struct Entry {
 
 #[derive(Default)]
 struct Cache {
-    entries: HashMap<PathBuf, Entry>,
+    entries: HashMap<PathBuf, CacheEntry>,
     total_weight: usize,
     clock: u64,
 }
@@ -154,7 +154,7 @@ impl Cache {
         self.total_weight += weight;
         self.entries.insert(
             file.path.clone(),
-            Entry {
+            CacheEntry {
                 racy,
                 stamp,
                 file,

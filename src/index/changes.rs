@@ -17,16 +17,16 @@ use super::{
 use crate::{
     code::{
         Language,
-        chunk::{Chunk, chunk_read_file},
+        chunk::{SourceChunk, chunk_read_file},
     },
     files::{self, FileError},
 };
 
 /// A chunk to embed, with everything needed to store it.
-pub(super) struct Pending {
+pub(super) struct PendingChunk {
     pub(super) id: String,
     pub(super) meta: ChunkMeta,
-    pub(super) chunk: Chunk,
+    pub(super) chunk: SourceChunk,
     pub(super) input: String,
 }
 
@@ -92,7 +92,7 @@ pub fn point_id(path: &str, kind: &str, qualified_name: &str, ordinal: usize) ->
 }
 
 /// The chunk's qualified name; empty for top-level code.
-fn qualified_name(chunk: &Chunk) -> &str {
+fn qualified_name(chunk: &SourceChunk) -> &str {
     chunk.qualified_name.as_deref().unwrap_or_default()
 }
 
@@ -101,7 +101,12 @@ fn line_number(line: usize) -> u32 {
 }
 
 /// The text sent to the embedding model: where the code is, then the code.
-fn embedding_input(rel_path: &str, language: &str, chunk: &Chunk, max_chars: usize) -> String {
+fn embedding_input(
+    rel_path: &str,
+    language: &str,
+    chunk: &SourceChunk,
+    max_chars: usize,
+) -> String {
     let mut input = format!(
         "{language} {} {} in {rel_path}\n{}",
         chunk.kind.as_str(),
@@ -208,7 +213,7 @@ fn plan_file(
     let mut restamp = false;
     let mut ids_to_embed = HashSet::new();
     for pending in pieces {
-        let Pending { id, meta, .. } = pending;
+        let PendingChunk { id, meta, .. } = pending;
         current_ids.insert(id.clone());
         match by_id.get(id.as_str()) {
             Some(old) if old.meta.content_hash == meta.content_hash => {
@@ -278,7 +283,7 @@ fn file_pending(
     file_hash: &str,
     model_key: &str,
     settings: &IndexSettings,
-) -> Vec<Pending> {
+) -> Vec<PendingChunk> {
     let language = lang.name();
     let pieces = chunk_read_file(path, lang, source, settings.max_lines);
     let file_chunks = pieces.len() as u32;
@@ -307,7 +312,7 @@ fn file_pending(
             file_hash: file_hash.to_owned(),
             file_chunks,
         };
-        out.push(Pending {
+        out.push(PendingChunk {
             id,
             meta,
             chunk,
@@ -323,7 +328,7 @@ pub(super) fn produce_batches(
     work: Vec<FileWork>,
     model_key: &str,
     settings: &IndexSettings,
-    batches: &tokio::sync::mpsc::Sender<Vec<Pending>>,
+    batches: &tokio::sync::mpsc::Sender<Vec<PendingChunk>>,
 ) {
     let batch_size = settings.batch_size.max(1);
     let mut batch = Vec::with_capacity(batch_size);
@@ -418,7 +423,7 @@ mod tests {
 
     #[test]
     fn embedding_input_is_bounded_on_a_char_boundary() {
-        let chunk = Chunk {
+        let chunk = SourceChunk {
             kind: ChunkKind::Function,
             name: Some("f".into()),
             qualified_name: Some("f".into()),

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     IndexError,
-    changes::{Pending, plan, produce_batches},
+    changes::{PendingChunk, plan, produce_batches},
     project::Project,
     store::{ChunkPoint, StoreKind, StoredPoint, VectorStore},
 };
@@ -147,7 +147,7 @@ pub async fn index_project(
     let total = plan.chunks_to_embed;
     let mut embedded = 0u64;
     let mut requests = 0u64;
-    let (sender, mut batches) = tokio::sync::mpsc::channel::<Vec<Pending>>(BATCHES_AHEAD);
+    let (sender, mut batches) = tokio::sync::mpsc::channel::<Vec<PendingChunk>>(BATCHES_AHEAD);
     let producer = {
         let work = plan.to_embed;
         let settings = settings.clone();
