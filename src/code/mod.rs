@@ -161,7 +161,9 @@ pub fn extract_function(path: &Path, func: &str) -> Result<Extracted, CodeError>
 /// Picks `func` among `blocks`: an exact qualified name first, then a qualified suffix
 /// (`Class.method` matches `module.Class.method`), then the plain name. `.` and `::` are both accepted.
 /// Among several matches, a definition with a body wins over body-less signatures (a trait's declaration,
-/// an `extern` item, an overload signature).
+/// an `extern` item, an overload signature), also when the signature matches more closely: a top-level Go
+/// assembly stub `call` does not hide the method `Value.call`. `other_matches` counts every other match of
+/// the tiers looked at.
 pub fn select_function(file: &ParsedFile, func: &str) -> Result<Extracted, CodeError> {
     let (path, blocks) = (file.path.as_path(), file.blocks.as_slice());
     let wanted = func.trim().trim_end_matches("()");
@@ -180,19 +182,27 @@ pub fn select_function(file: &ParsedFile, func: &str) -> Result<Extracted, CodeE
         },
         &|b| b.info.name == wanted,
     ];
+    // The matches of each tier in turn, each block once, until one has a body.
+    let mut matching: Vec<&FunctionBlock> = Vec::new();
     for matches_tier in tiers {
-        let matching: Vec<&FunctionBlock> = blocks.iter().filter(|b| matches_tier(b)).collect();
-        let with_body = matching.iter().find(|b| b.body.is_some());
-        if let Some(first) = with_body.or(matching.first()) {
-            let other_matches = matching.len() - 1;
-            let text = |range: &Range<usize>| file.source.get(range.clone()).unwrap_or_default();
-            return Ok(Extracted {
-                full: text(&first.full).to_owned(),
-                body: first.body.as_ref().map(text).unwrap_or_default().to_owned(),
-                function: first.info.clone(),
-                other_matches,
-            });
+        for block in blocks.iter().filter(|b| matches_tier(b)) {
+            if !matching.iter().any(|seen| std::ptr::eq(*seen, block)) {
+                matching.push(block);
+            }
         }
+        if matching.iter().any(|b| b.body.is_some()) {
+            break;
+        }
+    }
+    let with_body = matching.iter().find(|b| b.body.is_some());
+    if let Some(first) = with_body.or(matching.first()) {
+        let text = |range: &Range<usize>| file.source.get(range.clone()).unwrap_or_default();
+        return Ok(Extracted {
+            full: text(&first.full).to_owned(),
+            body: first.body.as_ref().map(text).unwrap_or_default().to_owned(),
+            function: first.info.clone(),
+            other_matches: matching.len() - 1,
+        });
     }
     Err(CodeError::FunctionNotFound {
         func: wanted.to_owned(),

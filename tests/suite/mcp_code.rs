@@ -639,3 +639,56 @@ async fn a_changed_file_gives_the_new_answer() {
     assert_eq!(list(&client, &file).await.0, ["other", "added"]);
     client.cancel().await.unwrap();
 }
+
+/// A definition with a body wins over a body-less one also when the body-less one is at the top level and the
+/// one with a body is a method of the same plain name (Go's `reflect/value.go` `call`, a TypeScript `declare`d
+/// function beside a class method); the other is counted in `other_matches`.
+#[tokio::test]
+async fn a_method_with_a_body_wins_over_a_top_level_signature_of_the_same_name() {
+    let client = common::spawn().await;
+    let dir = tempfile::tempdir().unwrap();
+    let go = dir.path().join("value.go");
+    std::fs::write(
+        &go,
+        "package reflect\n\n// call is implemented in assembly.\n\
+         func call(argtype *abi.Type, fn, arg unsafe.Pointer, n uint32, retoffset uint32)\n\n\
+         type Value struct{}\n\n\
+         func (v Value) call(op string, in []Value) []Value {\n\treturn nil\n}\n",
+    )
+    .unwrap();
+    let go = go.to_string_lossy().into_owned();
+    let (text_value, structured) = extract(&client, &go, "call").await;
+    assert_eq!(structured["function"]["qualified_name"], "Value.call");
+    assert_eq!(structured["other_matches"], 1);
+    assert_eq!(
+        text_value["full"],
+        "func (v Value) call(op string, in []Value) []Value {\n\treturn nil\n}"
+    );
+    // Asked for by its qualified name, the method is the only match.
+    let (_, structured) = extract(&client, &go, "Value.call").await;
+    assert_eq!(structured["other_matches"], 0);
+
+    let ts = dir.path().join("run.ts");
+    std::fs::write(
+        &ts,
+        "declare function run(): void;\n\nclass A {\n  run() {\n    return 1;\n  }\n}\n",
+    )
+    .unwrap();
+    let ts = ts.to_string_lossy().into_owned();
+    let (text_value, structured) = extract(&client, &ts, "run").await;
+    assert_eq!(structured["function"]["qualified_name"], "A.run");
+    assert_eq!(structured["other_matches"], 1);
+    assert_eq!(text_value["body"], "{\n    return 1;\n  }");
+
+    // With no body anywhere, the signature is what there is.
+    std::fs::write(
+        dir.path().join("only.ts"),
+        "declare function run(): void;\n",
+    )
+    .unwrap();
+    let only = dir.path().join("only.ts").to_string_lossy().into_owned();
+    let (_, structured) = extract(&client, &only, "run").await;
+    assert_eq!(structured["function"]["kind"], "signature");
+    assert_eq!(structured["other_matches"], 0);
+    client.cancel().await.unwrap();
+}
