@@ -116,6 +116,71 @@
       (parenthesized_expression (arrow_function body: (_) @body))
     ])) @definition
 
+; A chain of assignments ending in a function defines every name it assigns, each spanning the whole statement:
+; `res.contentType = res.type = function contentType(type) {}` lists `res.contentType` and `res.type`. Chains of
+; up to three assignments: the first name, the second, the third.
+(expression_statement
+  (assignment_expression
+    left: [
+      (identifier) @name
+      (member_expression object: (_) @qualifier property: (property_identifier) @name)
+    ]
+    right: (assignment_expression
+      right: [
+        (function_expression body: (_) @body)
+        (arrow_function body: (_) @body)
+        (generator_function body: (_) @body)
+        (parenthesized_expression (function_expression body: (_) @body))
+        (parenthesized_expression (arrow_function body: (_) @body))
+        (assignment_expression
+          right: [
+            (function_expression body: (_) @body)
+            (arrow_function body: (_) @body)
+            (generator_function body: (_) @body)
+            (parenthesized_expression (function_expression body: (_) @body))
+            (parenthesized_expression (arrow_function body: (_) @body))
+          ])
+      ]))) @definition
+
+(expression_statement
+  (assignment_expression
+    right: (assignment_expression
+      left: [
+        (identifier) @name
+        (member_expression object: (_) @qualifier property: (property_identifier) @name)
+      ]
+      right: [
+        (function_expression body: (_) @body)
+        (arrow_function body: (_) @body)
+        (generator_function body: (_) @body)
+        (parenthesized_expression (function_expression body: (_) @body))
+        (parenthesized_expression (arrow_function body: (_) @body))
+        (assignment_expression
+          right: [
+            (function_expression body: (_) @body)
+            (arrow_function body: (_) @body)
+            (generator_function body: (_) @body)
+            (parenthesized_expression (function_expression body: (_) @body))
+            (parenthesized_expression (arrow_function body: (_) @body))
+          ])
+      ]))) @definition
+
+(expression_statement
+  (assignment_expression
+    right: (assignment_expression
+      right: (assignment_expression
+        left: [
+          (identifier) @name
+          (member_expression object: (_) @qualifier property: (property_identifier) @name)
+        ]
+        right: [
+          (function_expression body: (_) @body)
+          (arrow_function body: (_) @body)
+          (generator_function body: (_) @body)
+          (parenthesized_expression (function_expression body: (_) @body))
+          (parenthesized_expression (arrow_function body: (_) @body))
+        ])))) @definition
+
 ; Object-literal entries holding a function: `{ foo: function () {}, bar: () => 1 }`.
 (pair
   key: [(property_identifier) (string) (number)] @name

@@ -210,7 +210,14 @@ fn enclosing_containers<'s>(
                 .copied()
                 .collect();
         }
-        open.push(container);
+        // One definition under a second name (`a.x = a.y = function`): what it holds is qualified once.
+        let second_name = container.is_function
+            && open.last().is_some_and(|top| {
+                top.is_function && (top.start, top.end) == (container.start, container.end)
+            });
+        if !second_name {
+            open.push(container);
+        }
     }
     enclosing
 }

@@ -692,3 +692,76 @@ async fn a_method_with_a_body_wins_over_a_top_level_signature_of_the_same_name()
     assert_eq!(structured["other_matches"], 0);
     client.cancel().await.unwrap();
 }
+
+/// A chain of assignments ending in a function defines every name it assigns (express's
+/// `res.contentType = res.type = function contentType(type) {…}`), each spanning the whole statement.
+#[tokio::test]
+async fn chained_assignments_define_each_name() {
+    let client = common::spawn().await;
+    let dir = tempfile::tempdir().unwrap();
+    let source = "res.contentType = res.type = function contentType(type) {\n  return type;\n};\n\n\
+                  base.Program = base.BlockStatement = base.StaticBlock = function (node, st, c) {\n  c(node);\n};\n\n\
+                  first = second = () => 1;\n\n\
+                  a.x = a.y = function () {\n  function inner() {}\n};\n";
+    for extension in ["js", "ts"] {
+        let path = dir.path().join(format!("chain.{extension}"));
+        std::fs::write(&path, source).unwrap();
+        let file = path.to_string_lossy().into_owned();
+        let (names, structured) = list(&client, &file).await;
+        assert_eq!(
+            names,
+            [
+                "contentType",
+                "type",
+                "Program",
+                "BlockStatement",
+                "StaticBlock",
+                "first",
+                "second",
+                "x",
+                "y",
+                "inner"
+            ],
+            "{extension}"
+        );
+        let qualified: Vec<&str> = structured["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["qualified_name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            qualified,
+            [
+                "res.contentType",
+                "res.type",
+                "base.Program",
+                "base.BlockStatement",
+                "base.StaticBlock",
+                "first",
+                "second",
+                "a.x",
+                "a.y",
+                "x.inner"
+            ],
+            "a function nested in a chain's is qualified by its first name"
+        );
+        let (text_value, structured) = extract(&client, &file, "type").await;
+        assert_eq!(
+            text_value["full"],
+            "res.contentType = res.type = function contentType(type) {\n  return type;\n};"
+        );
+        assert_eq!(text_value["body"], "{\n  return type;\n}");
+        assert_eq!(structured["function"]["kind"], "function");
+        assert_eq!(
+            (
+                &structured["function"]["start_line"],
+                &structured["function"]["end_line"]
+            ),
+            (&json!(1), &json!(3))
+        );
+        let (_, structured) = extract(&client, &file, "BlockStatement").await;
+        assert_eq!(structured["function"]["start_line"], 5);
+    }
+    client.cancel().await.unwrap();
+}
