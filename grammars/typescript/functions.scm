@@ -53,11 +53,11 @@
   (variable_declarator
     name: (identifier) @name
     value: [
-      (function_expression body: (_) @body)
-      (arrow_function body: (_) @body)
-      (generator_function body: (_) @body)
-      (parenthesized_expression (function_expression body: (_) @body))
-      (parenthesized_expression (arrow_function body: (_) @body))
+      (function_expression) @function
+      (arrow_function) @function
+      (generator_function) @function
+      (parenthesized_expression (function_expression) @function)
+      (parenthesized_expression (arrow_function) @function)
     ])
   (#set! kind "function")) @definition
 
@@ -65,11 +65,11 @@
   (variable_declarator
     name: (identifier) @name
     value: [
-      (function_expression body: (_) @body)
-      (arrow_function body: (_) @body)
-      (generator_function body: (_) @body)
-      (parenthesized_expression (function_expression body: (_) @body))
-      (parenthesized_expression (arrow_function body: (_) @body))
+      (function_expression) @function
+      (arrow_function) @function
+      (generator_function) @function
+      (parenthesized_expression (function_expression) @function)
+      (parenthesized_expression (arrow_function) @function)
     ])
   (#set! kind "function")) @definition
 
@@ -78,11 +78,11 @@
     (variable_declarator
       name: (identifier) @name
       value: [
-        (function_expression body: (_) @body)
-        (arrow_function body: (_) @body)
-        (generator_function body: (_) @body)
-        (parenthesized_expression (function_expression body: (_) @body))
-        (parenthesized_expression (arrow_function body: (_) @body))
+        (function_expression) @function
+        (arrow_function) @function
+        (generator_function) @function
+        (parenthesized_expression (function_expression) @function)
+        (parenthesized_expression (arrow_function) @function)
       ]))
   (#set! kind "function")) @definition
 
@@ -91,143 +91,160 @@
     (variable_declarator
       name: (identifier) @name
       value: [
-        (function_expression body: (_) @body)
-        (arrow_function body: (_) @body)
-        (generator_function body: (_) @body)
-        (parenthesized_expression (function_expression body: (_) @body))
-        (parenthesized_expression (arrow_function body: (_) @body))
+        (function_expression) @function
+        (arrow_function) @function
+        (generator_function) @function
+        (parenthesized_expression (function_expression) @function)
+        (parenthesized_expression (arrow_function) @function)
       ]))
   (#set! kind "function")) @definition
 
+; Assignments are written `(_ left: … "=" right: …)`: only an assignment has those two fields around a `=` (an
+; augmented assignment's operator is `+=` and the like, a binary expression's is no `=`, and a destructuring
+; default cannot stand here). The wildcard spares the query's compilation the analysis of every place an
+; assignment may be (tens of milliseconds per pattern with the TypeScript grammar).
+
 ; `foo = function () {}` (no declaration keyword).
 (expression_statement
-  (assignment_expression
+  (_
     left: (identifier) @name
+    "="
     right: [
-      (function_expression body: (_) @body)
-      (arrow_function body: (_) @body)
-      (generator_function body: (_) @body)
-      (parenthesized_expression (function_expression body: (_) @body))
-      (parenthesized_expression (arrow_function body: (_) @body))
+      (function_expression) @function
+      (arrow_function) @function
+      (generator_function) @function
+      (parenthesized_expression (function_expression) @function)
+      (parenthesized_expression (arrow_function) @function)
     ])) @definition
 
 ; `Foo.prototype.bar = function` defines a method of Foo.
 (expression_statement
-  (assignment_expression
+  (_
     left: (member_expression
       object: (member_expression
         object: (_) @qualifier
         property: (property_identifier) @prototype)
       property: (property_identifier) @name)
+    "="
     right: [
-      (function_expression body: (_) @body)
-      (arrow_function body: (_) @body)
-      (generator_function body: (_) @body)
-      (parenthesized_expression (function_expression body: (_) @body))
-      (parenthesized_expression (arrow_function body: (_) @body))
+      (function_expression) @function
+      (arrow_function) @function
+      (generator_function) @function
+      (parenthesized_expression (function_expression) @function)
+      (parenthesized_expression (arrow_function) @function)
     ])
   (#eq? @prototype "prototype")
   (#set! kind "method")) @definition
 
 ; `exports.foo = function`, `module.exports.foo = () => {}`, `Foo.bar = function` (static-like).
 (expression_statement
-  (assignment_expression
+  (_
     left: (member_expression
       object: (_) @qualifier
       property: (property_identifier) @name)
+    "="
     right: [
-      (function_expression body: (_) @body)
-      (arrow_function body: (_) @body)
-      (generator_function body: (_) @body)
-      (parenthesized_expression (function_expression body: (_) @body))
-      (parenthesized_expression (arrow_function body: (_) @body))
+      (function_expression) @function
+      (arrow_function) @function
+      (generator_function) @function
+      (parenthesized_expression (function_expression) @function)
+      (parenthesized_expression (arrow_function) @function)
     ])) @definition
 
 ; A chain of assignments ending in a function defines every name it assigns, each spanning the whole statement:
 ; `res.contentType = res.type = function contentType(type) {}` lists `res.contentType` and `res.type`. Chains of
 ; up to three assignments: the first name, the second, the third.
 (expression_statement
-  (assignment_expression
+  (_
     left: [
       (identifier) @name
       (member_expression object: (_) @qualifier property: (property_identifier) @name)
     ]
-    right: (assignment_expression
+    "="
+    right: (_
+      "="
       right: [
-        (function_expression body: (_) @body)
-        (arrow_function body: (_) @body)
-        (generator_function body: (_) @body)
-        (parenthesized_expression (function_expression body: (_) @body))
-        (parenthesized_expression (arrow_function body: (_) @body))
-        (assignment_expression
+        (function_expression) @function
+        (arrow_function) @function
+        (generator_function) @function
+        (parenthesized_expression (function_expression) @function)
+        (parenthesized_expression (arrow_function) @function)
+        (_
+          "="
           right: [
-            (function_expression body: (_) @body)
-            (arrow_function body: (_) @body)
-            (generator_function body: (_) @body)
-            (parenthesized_expression (function_expression body: (_) @body))
-            (parenthesized_expression (arrow_function body: (_) @body))
+            (function_expression) @function
+            (arrow_function) @function
+            (generator_function) @function
+            (parenthesized_expression (function_expression) @function)
+            (parenthesized_expression (arrow_function) @function)
           ])
       ]))) @definition
 
 (expression_statement
-  (assignment_expression
-    right: (assignment_expression
+  (_
+    "="
+    right: (_
       left: [
         (identifier) @name
         (member_expression object: (_) @qualifier property: (property_identifier) @name)
       ]
+      "="
       right: [
-        (function_expression body: (_) @body)
-        (arrow_function body: (_) @body)
-        (generator_function body: (_) @body)
-        (parenthesized_expression (function_expression body: (_) @body))
-        (parenthesized_expression (arrow_function body: (_) @body))
-        (assignment_expression
+        (function_expression) @function
+        (arrow_function) @function
+        (generator_function) @function
+        (parenthesized_expression (function_expression) @function)
+        (parenthesized_expression (arrow_function) @function)
+        (_
+          "="
           right: [
-            (function_expression body: (_) @body)
-            (arrow_function body: (_) @body)
-            (generator_function body: (_) @body)
-            (parenthesized_expression (function_expression body: (_) @body))
-            (parenthesized_expression (arrow_function body: (_) @body))
+            (function_expression) @function
+            (arrow_function) @function
+            (generator_function) @function
+            (parenthesized_expression (function_expression) @function)
+            (parenthesized_expression (arrow_function) @function)
           ])
       ]))) @definition
 
 (expression_statement
-  (assignment_expression
-    right: (assignment_expression
-      right: (assignment_expression
+  (_
+    "="
+    right: (_
+      "="
+      right: (_
         left: [
           (identifier) @name
           (member_expression object: (_) @qualifier property: (property_identifier) @name)
         ]
+        "="
         right: [
-          (function_expression body: (_) @body)
-          (arrow_function body: (_) @body)
-          (generator_function body: (_) @body)
-          (parenthesized_expression (function_expression body: (_) @body))
-          (parenthesized_expression (arrow_function body: (_) @body))
+          (function_expression) @function
+          (arrow_function) @function
+          (generator_function) @function
+          (parenthesized_expression (function_expression) @function)
+          (parenthesized_expression (arrow_function) @function)
         ])))) @definition
 
 ; Object-literal entries holding a function: `{ foo: function () {}, bar: () => 1 }`.
 (pair
   key: [(property_identifier) (string) (number)] @name
   value: [
-    (function_expression body: (_) @body)
-    (arrow_function body: (_) @body)
-    (generator_function body: (_) @body)
-    (parenthesized_expression (function_expression body: (_) @body))
-    (parenthesized_expression (arrow_function body: (_) @body))
+    (function_expression) @function
+    (arrow_function) @function
+    (generator_function) @function
+    (parenthesized_expression (function_expression) @function)
+    (parenthesized_expression (arrow_function) @function)
   ]) @definition
 
 ; Class fields holding a function: `handle = () => {}`, `private static make = function () {}`.
 (public_field_definition
   name: [(property_identifier) (private_property_identifier) (string) (number)] @name
   value: [
-    (function_expression body: (_) @body)
-    (arrow_function body: (_) @body)
-    (generator_function body: (_) @body)
-    (parenthesized_expression (function_expression body: (_) @body))
-    (parenthesized_expression (arrow_function body: (_) @body))
+    (function_expression) @function
+    (arrow_function) @function
+    (generator_function) @function
+    (parenthesized_expression (function_expression) @function)
+    (parenthesized_expression (arrow_function) @function)
   ]) @definition
 
 ; Decorators written above a class member belong to it.

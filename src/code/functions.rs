@@ -232,10 +232,11 @@ fn run_query<'tree>(
 ) -> (Vec<Found<'tree>>, Vec<Scope>) {
     let query = &queries.query;
     let index = |name: &str| query.capture_index_for_name(name);
-    let (name_ix, definition_ix, body_ix, attached_ix, qualifier_ix) = (
+    let (name_ix, definition_ix, body_ix, function_ix, attached_ix, qualifier_ix) = (
         index("name"),
         index("definition"),
         index("body"),
+        index("function"),
         index("attached"),
         index("qualifier"),
     );
@@ -303,6 +304,10 @@ fn run_query<'tree>(
                         definition = Some(node);
                     } else if ix == body_ix {
                         body = Some(node);
+                    } else if ix == function_ix {
+                        body = queries
+                            .body_field
+                            .and_then(|field| node.child_by_field_id(field.get()));
                     } else if ix == attached_ix {
                         attached.insert(node.id(), AttachRule::of_pattern(query, m.pattern_index));
                     } else if ix == qualifier_ix {
