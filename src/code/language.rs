@@ -234,6 +234,11 @@ impl Language {
         (self.grammar.load)()
     }
 
+    /// Whether the queries are compiled already (a first use compiles them).
+    pub(crate) fn queries_compiled(&self) -> bool {
+        self.grammar.compiled.get().is_some()
+    }
+
     /// The compiled queries, built on first use.
     pub(crate) fn queries(&self) -> Result<&'static CompiledQueries, String> {
         self.grammar

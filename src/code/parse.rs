@@ -1,8 +1,6 @@
 //! Parsing a source with tree-sitter: whole, or a large one as two halves on two threads when a cut at a
 //! top-level line changes nothing (see the README's "How a first call goes").
 
-use std::ops::Range;
-
 use tree_sitter::{Parser, Tree};
 
 use super::{CodeError, Language, kinds::WalkKinds, lines::LineIndex};
@@ -51,27 +49,25 @@ thread_local! {
 /// caller's path: below it, a thread costs about what it would save.
 pub(crate) const LARGE_SOURCE: usize = 64 * 1024;
 
-/// Runs `work` on `0..cut` on this thread and on `cut..len` on a second one, moved off this thread's CPU
-/// first; `None` when no second thread could be had or it failed.
-pub(super) fn on_two_threads<T: Send>(
-    cut: usize,
-    len: usize,
-    work: impl Fn(Range<usize>) -> T + Sync,
-) -> Option<(T, T)> {
-    let work = &work;
+/// Runs `first` on this thread and `second` on a new one, moved off this thread's CPU first (two halves of a
+/// parse, or two shares of a search); `None` when no second thread could be had or it failed.
+pub(super) fn on_two_threads<A, B: Send>(
+    first: impl FnOnce() -> A,
+    second: impl FnOnce() -> B + Send,
+) -> Option<(A, B)> {
     std::thread::scope(|scope| {
         let own_cpu = current_cpu();
-        let second_half = std::thread::Builder::new()
+        let second = std::thread::Builder::new()
             .name("second-half".to_owned())
             .spawn_scoped(scope, move || {
                 leave_cpu(own_cpu);
-                work(cut..len)
+                second()
             })
             .ok()?;
         // The new thread may be queued on this CPU, behind this one: let it run first, to move off.
         std::thread::yield_now();
-        let first = work(0..cut);
-        let second = second_half.join().ok()?;
+        let first = first();
+        let second = second.join().ok()?;
         Some((first, second))
     })
 }
@@ -158,7 +154,7 @@ pub(super) fn cut_changes_nothing(first: &Tree, second: &Tree, kinds: &WalkKinds
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::{collections::BTreeMap, path::PathBuf, process::Command};
 
     use super::{LARGE_SOURCE, cut_line};
@@ -170,7 +166,7 @@ mod tests {
 
     /// Directories of real code on this machine: Python's standard library, Go's (when Go is installed) and
     /// the crate sources Cargo downloaded to build this one.
-    fn real_code_roots() -> Vec<PathBuf> {
+    pub(crate) fn real_code_roots() -> Vec<PathBuf> {
         let output = |program: &str, args: &[&str]| {
             Command::new(program)
                 .args(args)
