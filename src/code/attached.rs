@@ -6,8 +6,6 @@ use rustc_hash::FxHashMap as HashMap;
 
 use tree_sitter::{Node, Query};
 
-use super::functions::Found;
-
 /// How a node captured `@attached` joins the definition that follows it (pattern properties).
 #[derive(Clone, Copy, Default)]
 pub(super) struct AttachRule {
@@ -94,30 +92,26 @@ impl Level {
     }
 }
 
-/// Sets each function's `full_start` with what is attached before it, in one walk of the tree that enters
-/// only nodes holding a definition (siblings are visited in order, so no sibling is looked up backwards).
+/// Sets where each of `definitions` starts (`starts`, in the same order) with what is attached before it, in
+/// one walk of the tree that enters only nodes holding a definition (siblings are visited in order, so no
+/// sibling is looked up backwards).
 pub(super) fn set_attached_starts(
     root: Node<'_>,
-    found: &mut [Found<'_>],
+    definitions: &[Node<'_>],
+    starts: &mut [usize],
     attached: &HashMap<usize, AttachRule>,
 ) {
     let mut by_node: HashMap<usize, Vec<usize>> = HashMap::default();
-    for (index, function) in found.iter().enumerate() {
-        by_node
-            .entry(function.definition_node.id())
-            .or_default()
-            .push(index);
+    for (index, definition) in definitions.iter().enumerate() {
+        by_node.entry(definition.id()).or_default().push(index);
     }
-    let mut starts: Vec<usize> = found
-        .iter()
-        .map(|f| f.definition_node.start_byte())
-        .collect();
-    starts.sort_unstable();
+    let mut definition_starts: Vec<usize> = definitions.iter().map(Node::start_byte).collect();
+    definition_starts.sort_unstable();
     // A definition starting where the node starts has nothing before it at its level: only one starting
     // further in makes the node worth entering (a leaf function is not entered).
     let holds_a_definition = |node: Node<'_>| {
-        let first = starts.partition_point(|&start| start <= node.start_byte());
-        starts
+        let first = definition_starts.partition_point(|&start| start <= node.start_byte());
+        definition_starts
             .get(first)
             .is_some_and(|&start| start < node.end_byte())
     };
@@ -130,7 +124,7 @@ pub(super) fn set_attached_starts(
             if let Some(indices) = by_node.get(&node.id()) {
                 let start = level.attached_start(node.start_byte(), node.start_position().row);
                 for &index in indices {
-                    found[index].full_start = start;
+                    starts[index] = start;
                 }
             }
             level.push(node, attached.get(&node.id()).copied());

@@ -14,6 +14,7 @@ mod kinds;
 mod language;
 mod lines;
 mod parse;
+mod search;
 mod source;
 
 use std::{ops::Range, path::Path};
@@ -273,7 +274,7 @@ pub fn parse_errors(language: Language, source: &str) -> Vec<SyntaxError> {
             let message = if node.is_missing() {
                 format!("missing `{}`", node.kind())
             } else {
-                let text = functions::node_text(node, source);
+                let text = search::node_text(node, source);
                 let first_line = text.lines().next().unwrap_or_default();
                 let excerpt: String = first_line.chars().take(40).collect();
                 format!("unexpected `{}`", excerpt.trim())
