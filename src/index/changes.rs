@@ -10,7 +10,6 @@ use std::{
 use sha2::{Digest, Sha256};
 
 use super::{
-    pipeline::IndexSettings,
     project::Project,
     store::{ChunkMeta, FileStamp, LineMove, StoredPoint},
 };
@@ -21,6 +20,30 @@ use crate::{
     },
     files::{self, FileError},
 };
+
+/// Tunables of a run.
+#[derive(Debug, Clone)]
+pub struct IndexSettings {
+    /// Texts per embedding request (and points per committed store batch).
+    pub batch_size: usize,
+    /// Longest chunk, in lines; longer functions are split.
+    pub max_lines: usize,
+    /// Longest embedding input, in characters (embedding models truncate anyway; this bounds the request).
+    pub max_embed_chars: usize,
+    /// Files larger than this are skipped (generated or minified code).
+    pub max_file_bytes: u64,
+}
+
+impl Default for IndexSettings {
+    fn default() -> Self {
+        Self {
+            batch_size: 64,
+            max_lines: 80,
+            max_embed_chars: 6000,
+            max_file_bytes: 2 * 1024 * 1024,
+        }
+    }
+}
 
 /// A chunk to embed, with everything needed to store it.
 pub(super) struct PendingChunk {

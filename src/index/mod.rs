@@ -16,7 +16,8 @@ use std::{
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-pub use pipeline::{IndexSettings, IndexSummary, ProgressSink, index_project};
+pub use changes::IndexSettings;
+pub use pipeline::{IndexSummary, ProgressSink, index_project};
 pub use project::{DATA_DIR_ENV, Project};
 use store::{SearchFilter, StoreError, VectorStore, qdrant::QdrantStore, sqlite::SqliteStore};
 

@@ -17,35 +17,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     IndexError,
-    changes::{PendingChunk, plan, produce_batches},
+    changes::{IndexSettings, PendingChunk, plan, produce_batches},
     project::Project,
     store::{ChunkPoint, StoreKind, StoredPoint, VectorStore},
 };
 use crate::{code::Language, llm::Embedder};
-
-/// Tunables of a run.
-#[derive(Debug, Clone)]
-pub struct IndexSettings {
-    /// Texts per embedding request (and points per committed store batch).
-    pub batch_size: usize,
-    /// Longest chunk, in lines; longer functions are split.
-    pub max_lines: usize,
-    /// Longest embedding input, in characters (embedding models truncate anyway; this bounds the request).
-    pub max_embed_chars: usize,
-    /// Files larger than this are skipped (generated or minified code).
-    pub max_file_bytes: u64,
-}
-
-impl Default for IndexSettings {
-    fn default() -> Self {
-        Self {
-            batch_size: 64,
-            max_lines: 80,
-            max_embed_chars: 6000,
-            max_file_bytes: 2 * 1024 * 1024,
-        }
-    }
-}
 
 /// Told after every committed batch.
 pub trait ProgressSink: Send + Sync {
