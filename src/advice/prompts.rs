@@ -9,89 +9,66 @@ use serde_json::Value;
 
 use crate::llm::OutputSchema;
 
-/// One LLM task: its template and the schema of its answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Task {
-    ScorePerformance,
-    ScoreReliability,
-    SuggestPerformance,
-    SuggestReliability,
-    Slo,
-    FileChanges,
-    DeepAnalysis,
+macro_rules! tasks {
+    ($($task:ident => $template:literal, answer: $schema:literal, strict: $strict:literal;)+) => {
+        /// One LLM task: its template and the schema of its answer.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Task {
+            $($task),+
+        }
+
+        impl Task {
+            /// Every task, in registry order.
+            pub const ALL: &[Task] = &[$(Task::$task),+];
+
+            pub fn template(self) -> &'static str {
+                match self {
+                    $(Task::$task => include_str!(concat!(
+                        env!("CARGO_MANIFEST_DIR"),
+                        "/prompts/",
+                        $template,
+                        ".md"
+                    )),)+
+                }
+            }
+
+            /// The answer schema, sent to the provider and used to validate the answer.
+            pub fn schema(self) -> &'static OutputSchema {
+                match self {
+                    $(Task::$task => {
+                        static SCHEMA: LazyLock<OutputSchema> = LazyLock::new(|| {
+                            schema(
+                                $schema,
+                                include_str!(concat!(
+                                    env!("CARGO_MANIFEST_DIR"),
+                                    "/prompts/schemas/",
+                                    $schema,
+                                    ".json"
+                                )),
+                                $strict,
+                            )
+                        });
+                        &SCHEMA
+                    })+
+                }
+            }
+        }
+    };
 }
 
-impl Task {
-    pub const ALL: [Task; 7] = [
-        Task::ScorePerformance,
-        Task::ScoreReliability,
-        Task::SuggestPerformance,
-        Task::SuggestReliability,
-        Task::Slo,
-        Task::FileChanges,
-        Task::DeepAnalysis,
-    ];
-
-    pub fn template(self) -> &'static str {
-        match self {
-            Task::ScorePerformance => include_str!("../../prompts/score_performance.md"),
-            Task::ScoreReliability => include_str!("../../prompts/score_reliability.md"),
-            Task::SuggestPerformance => include_str!("../../prompts/suggest_performance.md"),
-            Task::SuggestReliability => include_str!("../../prompts/suggest_reliability.md"),
-            Task::Slo => include_str!("../../prompts/slo.md"),
-            Task::FileChanges => include_str!("../../prompts/file_changes.md"),
-            Task::DeepAnalysis => include_str!("../../prompts/deep_analysis.md"),
-        }
-    }
-
-    /// The answer schema, sent to the provider and used to validate the answer.
-    pub fn schema(self) -> &'static OutputSchema {
-        match self {
-            Task::ScorePerformance | Task::ScoreReliability => &SCORE,
-            Task::SuggestPerformance | Task::SuggestReliability => &SUGGESTION,
-            Task::Slo => &SLO,
-            Task::FileChanges => &FILE_CHANGES,
-            Task::DeepAnalysis => &DEEP_ANALYSIS,
-        }
-    }
+// The registry: one line per task, naming its template (`prompts/<template>.md`) and the schema of its answer
+// (`prompts/schemas/<schema>.json`, whose name is also the one the provider is given). Adding a prompt = its
+// two files and one line here.
+tasks! {
+    ScorePerformance => "score_performance", answer: "score", strict: true;
+    ScoreReliability => "score_reliability", answer: "score", strict: true;
+    SuggestPerformance => "suggest_performance", answer: "suggestion", strict: true;
+    SuggestReliability => "suggest_reliability", answer: "suggestion", strict: true;
+    // Not strict: the `gcp/cloudrun` object is open-ended.
+    Slo => "slo", answer: "slos", strict: false;
+    FileChanges => "file_changes", answer: "file_changes", strict: true;
+    DeepAnalysis => "deep_analysis", answer: "deep_analysis", strict: true;
 }
-
-static SCORE: LazyLock<OutputSchema> = LazyLock::new(|| {
-    schema(
-        "score",
-        include_str!("../../prompts/schemas/score.json"),
-        true,
-    )
-});
-static SUGGESTION: LazyLock<OutputSchema> = LazyLock::new(|| {
-    schema(
-        "suggestion",
-        include_str!("../../prompts/schemas/suggestion.json"),
-        true,
-    )
-});
-// Not strict: the `gcp/cloudrun` object is open-ended.
-static SLO: LazyLock<OutputSchema> = LazyLock::new(|| {
-    schema(
-        "slos",
-        include_str!("../../prompts/schemas/slo.json"),
-        false,
-    )
-});
-static FILE_CHANGES: LazyLock<OutputSchema> = LazyLock::new(|| {
-    schema(
-        "file_changes",
-        include_str!("../../prompts/schemas/file_changes.json"),
-        true,
-    )
-});
-static DEEP_ANALYSIS: LazyLock<OutputSchema> = LazyLock::new(|| {
-    schema(
-        "deep_analysis",
-        include_str!("../../prompts/schemas/deep_analysis.json"),
-        true,
-    )
-});
 
 /// The embedded schemas are checked by a unit test; a broken one degrades to "anything goes" rather than
 /// panicking, and validation then reports nothing more than the tools' own checks.

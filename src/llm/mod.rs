@@ -223,7 +223,7 @@ pub fn chat_model_with_policy(
     settings: &LlmSettings,
     policy: RetryPolicy,
 ) -> Result<Arc<dyn ChatModel>, LlmError> {
-    let transport = transport::Transport::new(policy)?;
+    let transport = transport::ProviderTransport::new(policy)?;
     let model = settings.chat_model.clone();
     let max_tokens = transport::max_output_tokens_from_env()?;
     Ok(match settings.provider {
@@ -252,7 +252,7 @@ pub fn embedder_with_policy(
     settings: &LlmSettings,
     policy: RetryPolicy,
 ) -> Result<Arc<dyn Embedder>, LlmError> {
-    let transport = transport::Transport::new(policy)?;
+    let transport = transport::ProviderTransport::new(policy)?;
     let model = settings.embed_model.clone();
     let dimension = settings.embed_dimension as usize;
     Ok(match settings.provider {

@@ -1,6 +1,6 @@
 //! Ollama provider: `/api/chat` (structured output through `format`) and `/api/embed`.
 //!
-//! Requests and answers are `ollama-rs`'s wire types; they travel through our [`Transport`] so that Ollama
+//! Requests and answers are `ollama-rs`'s wire types; they travel through our [`ProviderTransport`] so that Ollama
 //! gets the same timeout and retry policy as the OpenAI-compatible provider, and errors keep their status.
 
 use futures::future::BoxFuture;
@@ -20,8 +20,9 @@ use url::Url;
 
 use super::{
     ChatModel, Embedder, LlmError, Message, OutputSchema, Role, check_vectors,
-    transport::{Transport, redacted},
+    transport::ProviderTransport,
 };
+use crate::redact::redacted;
 
 const PROVIDER: &str = "Ollama";
 
@@ -29,7 +30,7 @@ const PROVIDER: &str = "Ollama";
 #[derive(Debug, Clone)]
 struct OllamaApi {
     host: Url,
-    transport: Transport,
+    transport: ProviderTransport,
 }
 
 impl OllamaApi {
@@ -143,7 +144,7 @@ impl OllamaChat {
         host: Url,
         model: String,
         max_tokens: Option<u32>,
-        transport: Transport,
+        transport: ProviderTransport,
     ) -> Self {
         Self {
             api: OllamaApi { host, transport },
@@ -218,7 +219,12 @@ pub(super) struct OllamaEmbedder {
 }
 
 impl OllamaEmbedder {
-    pub(super) fn new(host: Url, model: String, dimension: usize, transport: Transport) -> Self {
+    pub(super) fn new(
+        host: Url,
+        model: String,
+        dimension: usize,
+        transport: ProviderTransport,
+    ) -> Self {
         Self {
             api: OllamaApi { host, transport },
             model,

@@ -1,7 +1,7 @@
 //! OpenAI-compatible provider on `async-openai`: OpenAI, OpenRouter, or any server at a base URL
 //! (vLLM, llama.cpp's server, LM Studio, Gemini's OpenAI endpoint, Ollama's /v1).
 //!
-//! Requests go through our [`Transport`] (timeout, retries with jitter) plugged into async-openai as its
+//! Requests go through our [`ProviderTransport`] (timeout, retries with jitter) plugged into async-openai as its
 //! HTTP service, so the crate builds the requests and parses the answers while we own the retry policy.
 
 use std::{
@@ -33,8 +33,9 @@ use super::{
     COMPATIBLE_KEY_ENV, ChatModel, Embedder, LlmError, Message, OPENAI_BASE_URL, OPENAI_HOST,
     OPENAI_KEY_ENV, OPENROUTER_BASE_URL, OPENROUTER_HOST, OPENROUTER_KEY_ENV, OutputSchema,
     Provider, Role, check_vectors,
-    transport::{Transport, non_empty_env, redacted},
+    transport::{ProviderTransport, non_empty_env},
 };
+use crate::redact::redacted;
 
 /// Where the key comes from.
 #[derive(Debug, Clone, Copy)]
@@ -106,7 +107,7 @@ impl Endpoint {
     /// An async-openai client for one call, with the key read now and our transport as its HTTP service.
     fn client(
         &self,
-        transport: &Transport,
+        transport: &ProviderTransport,
     ) -> Result<(Client<OpenAIConfig>, StatusProbe), LlmError> {
         let key = match self.key {
             Key::Required(var) => non_empty_env(var).ok_or(LlmError::MissingKey {
@@ -163,7 +164,7 @@ impl StatusProbe {
 /// async-openai's HTTP service: our transport, so retries follow our policy.
 #[derive(Clone)]
 struct RetryingService {
-    transport: Transport,
+    transport: ProviderTransport,
     probe: StatusProbe,
     /// async-openai always sends `Authorization`, empty or not; without a key, none is sent.
     sends_key: bool,
@@ -209,7 +210,7 @@ fn map_error(
     path: &str,
     model: &str,
     probe: &StatusProbe,
-    transport: &Transport,
+    transport: &ProviderTransport,
 ) -> LlmError {
     let url = Url::parse(&endpoint.url(path))
         .map(|u| redacted(&u))
@@ -282,7 +283,7 @@ pub(super) struct OpenAiChat {
     endpoint: Endpoint,
     model: String,
     max_tokens: Option<u32>,
-    transport: Transport,
+    transport: ProviderTransport,
 }
 
 impl OpenAiChat {
@@ -290,7 +291,7 @@ impl OpenAiChat {
         endpoint: Endpoint,
         model: String,
         max_tokens: Option<u32>,
-        transport: Transport,
+        transport: ProviderTransport,
     ) -> Self {
         Self {
             endpoint,
@@ -402,7 +403,7 @@ pub(super) struct OpenAiEmbedder {
     endpoint: Endpoint,
     model: String,
     dimension: usize,
-    transport: Transport,
+    transport: ProviderTransport,
 }
 
 impl OpenAiEmbedder {
@@ -410,7 +411,7 @@ impl OpenAiEmbedder {
         endpoint: Endpoint,
         model: String,
         dimension: usize,
-        transport: Transport,
+        transport: ProviderTransport,
     ) -> Self {
         Self {
             endpoint,
