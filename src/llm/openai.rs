@@ -21,7 +21,7 @@ use async_openai::{
         chat::{
             ChatCompletionRequestAssistantMessage, ChatCompletionRequestMessage,
             ChatCompletionRequestSystemMessage, ChatCompletionRequestUserMessage,
-            CreateChatCompletionRequest, ResponseFormat, ResponseFormatJsonSchema,
+            CreateChatCompletionRequest, FinishReason, ResponseFormat, ResponseFormatJsonSchema,
         },
         embeddings::{CreateEmbeddingRequest, EmbeddingInput, EncodingFormat},
     },
@@ -30,9 +30,9 @@ use futures::future::BoxFuture;
 use url::Url;
 
 use super::{
-    COMPATIBLE_KEY_ENV, ChatModel, Embedder, LlmError, Message, OPENAI_BASE_URL, OPENAI_HOST,
-    OPENAI_KEY_ENV, OPENROUTER_BASE_URL, OPENROUTER_HOST, OPENROUTER_KEY_ENV, OutputSchema,
-    Provider, Role, check_vectors,
+    COMPATIBLE_KEY_ENV, ChatAnswer, ChatModel, Embedder, LlmError, Message, OPENAI_BASE_URL,
+    OPENAI_HOST, OPENAI_KEY_ENV, OPENROUTER_BASE_URL, OPENROUTER_HOST, OPENROUTER_KEY_ENV,
+    OutputSchema, Provider, Role, check_vectors,
     transport::{ProviderTransport, non_empty_env},
 };
 use crate::redact::redacted;
@@ -305,12 +305,13 @@ impl OpenAiChat {
         &self,
         messages: &[Message],
         schema: &OutputSchema,
-    ) -> Result<String, LlmError> {
+        max_tokens: u32,
+    ) -> Result<ChatAnswer, LlmError> {
         let (client, probe) = self.endpoint.client(&self.transport)?;
         let request = CreateChatCompletionRequest {
             model: self.model.clone(),
             messages: messages.iter().map(to_openai_message).collect(),
-            max_completion_tokens: self.max_tokens,
+            max_completion_tokens: Some(max_tokens),
             response_format: Some(ResponseFormat::JsonSchema {
                 json_schema: ResponseFormatJsonSchema {
                     description: None,
@@ -347,8 +348,14 @@ impl OpenAiChat {
             .into_iter()
             .next()
             .ok_or_else(|| bad("the answer has no choices".into()))?;
+        let cut = choice.finish_reason == Some(FinishReason::Length);
         match (choice.message.content, choice.message.refusal) {
-            (Some(text), _) if !text.trim().is_empty() => Ok(text),
+            (Some(text), _) if !text.trim().is_empty() => Ok(ChatAnswer { text, cut }),
+            (_, None) if cut => Err(LlmError::AnswerCut {
+                provider: self.endpoint.provider,
+                model: self.model.clone(),
+                limit: max_tokens,
+            }),
             (_, Some(refusal)) => Err(bad(format!("the model refused: {refusal}"))),
             _ => Err(bad(format!(
                 "the answer is empty (finish reason: {:?})",
@@ -386,8 +393,13 @@ impl ChatModel for OpenAiChat {
         &'a self,
         messages: &'a [Message],
         schema: &'a OutputSchema,
-    ) -> BoxFuture<'a, Result<String, LlmError>> {
-        Box::pin(self.complete(messages, schema))
+        max_tokens: u32,
+    ) -> BoxFuture<'a, Result<ChatAnswer, LlmError>> {
+        Box::pin(self.complete(messages, schema, max_tokens))
+    }
+
+    fn output_limit(&self, budget: u32) -> u32 {
+        super::output_limit(self.max_tokens, &self.model, budget)
     }
 
     fn model(&self) -> &str {
