@@ -147,19 +147,33 @@ pub enum LlmError {
         model: String,
         detail: String,
     },
-    #[error(
-        "model '{model}' ({provider}) was stopped at {limit} tokens, the most this answer can need, before its JSON \
-         was complete; a model that writes at more length (or reasons before answering) needs a higher limit: \
-         set {env} (tokens per answer)",
-        env = MAX_TOKENS_ENV
-    )]
-    AnswerCut {
+    #[error("{}", truncated_message(provider, model, *limit, *written))]
+    Truncated {
         provider: &'static str,
         model: String,
+        /// The output tokens asked for.
         limit: u32,
+        /// The tokens the model wrote, when the provider says.
+        written: Option<u32>,
     },
     #[error("the request was cancelled")]
     Cancelled,
+}
+
+/// Why a model's answer ended unfinished: at the limit asked for (it kept writing), or earlier, when its
+/// context window filled up.
+fn truncated_message(provider: &str, model: &str, limit: u32, written: Option<u32>) -> String {
+    match written {
+        Some(written) if written < limit => format!(
+            "model '{model}' ({provider}) ran out of context after {written} tokens, before its JSON was complete \
+             (the limit for this answer was {limit}); give it less input or use a model with a longer context"
+        ),
+        _ => format!(
+            "model '{model}' ({provider}) was stopped at {limit} tokens, the most this answer can need, before \
+             its JSON was complete; a model that writes at more length (or reasons before answering) needs a \
+             higher limit: set {MAX_TOKENS_ENV} (tokens per answer)"
+        ),
+    }
 }
 
 /// Who speaks in a chat.
@@ -202,9 +216,11 @@ impl Message {
 #[derive(Debug, Clone)]
 pub struct ChatAnswer {
     pub text: String,
-    /// The provider ended the answer at `max_tokens` (OpenAI `finish_reason: length`, Ollama
-    /// `done_reason: length`): it is cut, not finished.
+    /// The provider ended the answer for its length (OpenAI `finish_reason: length`, Ollama
+    /// `done_reason: length`): at `max_tokens`, or when the context window filled. It is cut, not finished.
     pub cut: bool,
+    /// The tokens written, when the provider says (OpenAI `usage.completion_tokens`, Ollama `eval_count`).
+    pub written: Option<u32>,
 }
 
 /// A chat model. `chat_json` asks the provider for JSON under `schema` (OpenAI `response_format`

@@ -173,13 +173,21 @@ impl OllamaChat {
             schema = %schema.name, "chat request");
         let response: ChatReply = self.api.post("chat", &self.model, &request).await?;
         let cut = response.done_reason.as_deref() == Some("length");
+        let written = response
+            .response
+            .final_data
+            .as_ref()
+            .map(|d| u32::try_from(d.eval_count).unwrap_or(u32::MAX));
+        tracing::info!(provider = PROVIDER, model = %self.model, max_tokens, tokens = ?written,
+            finish = ?response.done_reason, "answer received");
         let text = response.response.message.content;
         if text.trim().is_empty() {
             if cut {
-                return Err(LlmError::AnswerCut {
+                return Err(LlmError::Truncated {
                     provider: PROVIDER,
                     model: self.model.clone(),
                     limit: max_tokens,
+                    written,
                 });
             }
             return Err(LlmError::BadResponse {
@@ -188,7 +196,7 @@ impl OllamaChat {
                 detail: "the answer is empty".into(),
             });
         }
-        Ok(ChatAnswer { text, cut })
+        Ok(ChatAnswer { text, cut, written })
     }
 }
 

@@ -343,18 +343,22 @@ impl OpenAiChat {
             model: self.model.clone(),
             detail,
         };
+        let written = response.usage.as_ref().map(|u| u.completion_tokens);
         let choice = response
             .choices
             .into_iter()
             .next()
             .ok_or_else(|| bad("the answer has no choices".into()))?;
         let cut = choice.finish_reason == Some(FinishReason::Length);
+        tracing::info!(provider = self.endpoint.provider, model = %self.model, max_tokens,
+            tokens = ?written, finish = ?choice.finish_reason, "answer received");
         match (choice.message.content, choice.message.refusal) {
-            (Some(text), _) if !text.trim().is_empty() => Ok(ChatAnswer { text, cut }),
-            (_, None) if cut => Err(LlmError::AnswerCut {
+            (Some(text), _) if !text.trim().is_empty() => Ok(ChatAnswer { text, cut, written }),
+            (_, None) if cut => Err(LlmError::Truncated {
                 provider: self.endpoint.provider,
                 model: self.model.clone(),
                 limit: max_tokens,
+                written,
             }),
             (_, Some(refusal)) => Err(bad(format!("the model refused: {refusal}"))),
             _ => Err(bad(format!(

@@ -41,10 +41,11 @@ pub async fn ask_json(
 ) -> Result<JsonAnswer, LlmError> {
     let validator = jsonschema::validator_for(&schema.schema)
         .map_err(|e| LlmError::Config(format!("schema '{}' is invalid: {e}", schema.name)))?;
-    let cut = || LlmError::AnswerCut {
+    let truncated = |answer: &super::ChatAnswer| LlmError::Truncated {
         provider: model.provider(),
         model: model.model().to_owned(),
         limit: max_tokens,
+        written: answer.written,
     };
     let first = model.chat_json(messages, schema, max_tokens).await?;
     let problem = match judge(&first.text, schema, &validator, check) {
@@ -61,7 +62,7 @@ pub async fn ask_json(
                 max_tokens,
                 "answer cut at the token limit"
             );
-            return Err(cut());
+            return Err(truncated(&first));
         }
         Err(problem) => problem,
     };
@@ -70,7 +71,7 @@ pub async fn ask_json(
         notify(&problem);
     }
     let mut repair = messages.to_vec();
-    repair.push(Message::assistant(first.text));
+    repair.push(Message::assistant(first.text.clone()));
     repair.push(Message::user(format!(
         "Your answer was rejected: {problem}\n\nReply again with only the corrected JSON, matching this \
          JSON Schema exactly:\n{}",
@@ -91,7 +92,7 @@ pub async fn ask_json(
                 max_tokens,
                 "repair cut at the token limit"
             );
-            Err(cut())
+            Err(truncated(&second))
         }
         Err(problem) => {
             tracing::info!(model = model.model(), %problem, "answer invalid after one repair");

@@ -170,31 +170,37 @@ async fn each_task_asks_for_at_most_the_tokens_its_answer_can_need() {
 
 #[tokio::test]
 async fn an_answer_cut_at_the_token_limit_is_refused_at_once_naming_the_limit() {
-    let server = FakeServer::start(|_, _| {
-        Reply::openai_chat_cut(
-            MODEL,
-            r#"{"score": 0.5, "explanation": "the function calls the network and then"#,
-        )
-    })
-    .await;
-    let client = fault_for(&server, &[]).await;
-    let result = common::call(&client, "fault_score_performance", score_args())
-        .await
-        .unwrap();
-    assert!(common::is_error(&result));
-    let message = common::text(&result);
-    assert!(
-        message.contains(&format!("model '{MODEL}'"))
-            && message.contains("stopped at 600 tokens")
-            && message.contains("FAULT_LLM_MAX_TOKENS"),
-        "{message}"
-    );
-    assert_eq!(
-        server.requests().len(),
-        1,
-        "a repair of a cut answer would be cut too: none is asked for"
-    );
-    client.cancel().await.unwrap();
+    const CUT: &str = r#"{"score": 0.5, "explanation": "the function calls the network and then"#;
+    // At the limit asked for: the model kept writing. Earlier: its context window filled up.
+    for (written, expected) in [
+        (
+            600,
+            "was stopped at 600 tokens, the most this answer can need",
+        ),
+        (40, "ran out of context after 40 tokens"),
+    ] {
+        let server =
+            FakeServer::start(move |_, _| Reply::openai_chat_cut(MODEL, CUT, written)).await;
+        let client = fault_for(&server, &[]).await;
+        let result = common::call(&client, "fault_score_performance", score_args())
+            .await
+            .unwrap();
+        assert!(common::is_error(&result));
+        let message = common::text(&result);
+        assert!(
+            message.contains(&format!("model '{MODEL}'")) && message.contains(expected),
+            "{message}"
+        );
+        if written == 600 {
+            assert!(message.contains("FAULT_LLM_MAX_TOKENS"), "{message}");
+        }
+        assert_eq!(
+            server.requests().len(),
+            1,
+            "a repair of a cut answer would be cut too: none is asked for"
+        );
+        client.cancel().await.unwrap();
+    }
 }
 
 #[tokio::test]

@@ -85,15 +85,16 @@ impl Reply {
 
     /// An OpenAI chat completion whose message content is `content`.
     pub fn openai_chat(model: &str, content: &str) -> Self {
-        Self::openai_chat_ending(model, content, "stop")
+        Self::openai_chat_ending(model, content, "stop", 10)
     }
 
-    /// An OpenAI chat completion cut at `max_completion_tokens`: `finish_reason` is `length`.
-    pub fn openai_chat_cut(model: &str, content: &str) -> Self {
-        Self::openai_chat_ending(model, content, "length")
+    /// An OpenAI chat completion ended for its length (`finish_reason: length`) after `tokens` tokens: at
+    /// `max_completion_tokens`, or earlier when the context window is full.
+    pub fn openai_chat_cut(model: &str, content: &str, tokens: u32) -> Self {
+        Self::openai_chat_ending(model, content, "length", tokens)
     }
 
-    fn openai_chat_ending(model: &str, content: &str, finish_reason: &str) -> Self {
+    fn openai_chat_ending(model: &str, content: &str, finish_reason: &str, tokens: u32) -> Self {
         Self::json(
             200,
             json!({
@@ -107,7 +108,7 @@ impl Reply {
                     "logprobs": null,
                     "finish_reason": finish_reason
                 }],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}
+                "usage": {"prompt_tokens": 10, "completion_tokens": tokens, "total_tokens": 10 + tokens}
             }),
         )
     }
