@@ -8,7 +8,7 @@ use url::Url;
 
 use crate::{
     impact,
-    index::{StoreChoice, StoreSettings},
+    index::{StoreChoice, StoreSettings, store::qdrant::ClusterLayout},
     llm::{self, LlmSettings, Provider},
     mcp::AgentSettings,
     serve::{TransportArgs, parse_http_url},
@@ -170,6 +170,22 @@ pub struct AgentOptions {
     #[arg(long, env = "FAULT_QDRANT_URL", global = true, value_parser = parse_http_url)]
     pub qdrant_url: Option<Url>,
 
+    /// Shards of a new Qdrant collection (its `shard_number`); Qdrant's default otherwise. For a cluster.
+    #[arg(long, env = "FAULT_QDRANT_SHARDS", global = true, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub qdrant_shards: Option<u32>,
+
+    /// Copies of each shard of a new Qdrant collection, on different nodes (`replication_factor`; default 1).
+    #[arg(long, env = "FAULT_QDRANT_REPLICATION_FACTOR", global = true, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub qdrant_replication_factor: Option<u32>,
+
+    /// Copies that must apply a write before Qdrant acknowledges it (`write_consistency_factor`; default 1); at
+    /// most the replication factor.
+    #[arg(long, env = "FAULT_QDRANT_WRITE_CONSISTENCY", global = true, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub qdrant_write_consistency: Option<u32>,
+
     /// Vector store for the source index: auto, embedded or qdrant.
     #[arg(
         long,
@@ -239,6 +255,16 @@ impl AgentOptions {
                 ));
             }
         }
+        let replication = self.qdrant_replication_factor.unwrap_or(1);
+        if let Some(consistency) = self.qdrant_write_consistency
+            && consistency > replication
+        {
+            return Err(format!(
+                "--qdrant-write-consistency {consistency} is more than the {replication} copies of each shard \
+                 (--qdrant-replication-factor): no write could be acknowledged; raise the replication factor or \
+                 lower the write consistency"
+            ));
+        }
         Ok(self)
     }
 
@@ -280,6 +306,11 @@ impl AgentOptions {
                     VectorStoreKind::Qdrant => StoreChoice::Qdrant,
                 },
                 qdrant_url: self.qdrant_url.clone(),
+                qdrant_layout: ClusterLayout {
+                    shards: self.qdrant_shards,
+                    replication_factor: self.qdrant_replication_factor,
+                    write_consistency: self.qdrant_write_consistency,
+                },
                 vector_cache_bytes: self.vector_cache_mib * 1024 * 1024,
             },
             scenario: impact::Limits {

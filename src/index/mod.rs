@@ -19,7 +19,11 @@ use tokio_util::sync::CancellationToken;
 pub use changes::IndexSettings;
 pub use pipeline::{IndexSummary, ProgressSink, index_project};
 pub use project::{DATA_DIR_ENV, Project};
-use store::{SearchFilter, StoreError, VectorStore, qdrant::QdrantStore, sqlite::SqliteStore};
+use store::{
+    SearchFilter, StoreError, VectorStore,
+    qdrant::{ClusterLayout, QdrantStore},
+    sqlite::SqliteStore,
+};
 
 use crate::{
     code::Language,
@@ -95,6 +99,8 @@ pub struct StoreSettings {
     pub choice: StoreChoice,
     /// Qdrant gRPC URL, e.g. http://localhost:6334.
     pub qdrant_url: Option<url::Url>,
+    /// How a new Qdrant collection is spread over a cluster.
+    pub qdrant_layout: ClusterLayout,
     /// Ceiling of the embedded store's vector copies of all projects together, in bytes.
     pub vector_cache_bytes: u64,
 }
@@ -104,6 +110,7 @@ impl Default for StoreSettings {
         Self {
             choice: StoreChoice::default(),
             qdrant_url: None,
+            qdrant_layout: ClusterLayout::default(),
             vector_cache_bytes: store::vectors::DEFAULT_CACHE_CEILING,
         }
     }
@@ -166,6 +173,7 @@ pub async fn open_store(
             url,
             qdrant_api_key(),
             &project.collection,
+            settings.qdrant_layout,
         )?))
     };
     let configured_url = settings
@@ -377,10 +385,12 @@ pub async fn retrieve_from(
         });
     }
     let store: Arc<dyn VectorStore> = match record.store.as_str() {
+        // A query creates nothing: the layout does not matter.
         "qdrant" => Arc::new(QdrantStore::connect(
             &record.location,
             qdrant_api_key(),
             &record.collection,
+            ClusterLayout::default(),
         )?),
         _ => SqliteStore::open(Path::new(&record.location), &record.collection)?,
     };

@@ -60,6 +60,9 @@ pub struct IndexSummary {
     pub chunks_total: u64,
     pub embedding_requests: u64,
     pub elapsed_ms: u64,
+    /// What the user should know about the store as found (e.g. a collection laid out otherwise than asked).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// Batches produced ahead of the embedder: the bound on chunk text held in memory.
@@ -77,7 +80,10 @@ pub async fn index_project(
 ) -> Result<IndexSummary, IndexError> {
     let started = Instant::now();
     let dimension = embedder.dimension();
-    store.ensure_collection(dimension).await?;
+    let notes = store.ensure_collection(dimension).await?.notes;
+    for note in &notes {
+        tracing::warn!("{note}");
+    }
 
     let mut stored: HashMap<String, Vec<StoredPoint>> = HashMap::new();
     for point in store.list_points().await? {
@@ -222,6 +228,7 @@ pub async fn index_project(
         chunks_total,
         embedding_requests: requests,
         elapsed_ms: started.elapsed().as_millis() as u64,
+        notes,
     };
     Ok(summary)
 }

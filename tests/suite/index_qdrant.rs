@@ -24,7 +24,7 @@ use fault::{
         project::{ProjectRecord, Registry, collection_name},
         store::{
             ChunkMeta, ChunkPoint, FileStamp, LineMove, SearchFilter, VectorStore,
-            qdrant::QdrantStore,
+            qdrant::{ClusterLayout, QdrantStore},
         },
     },
     llm::LlmSettings,
@@ -137,7 +137,7 @@ async fn store_creates_upserts_searches_moves_and_deletes_on_a_real_qdrant() {
         return;
     };
     let name = unique_collection("store");
-    let store = QdrantStore::connect(&url, api_key(), &name).unwrap();
+    let store = QdrantStore::connect(&url, api_key(), &name, ClusterLayout::default()).unwrap();
 
     // Creation: the right dimension, cosine distance, a keyword index on path; idempotent.
     assert!(store.collection_info().await.unwrap().is_none());
@@ -431,7 +431,7 @@ async fn a_collection_of_another_dimension_is_refused_naming_both_and_the_fix() 
     let work = tempfile::tempdir().unwrap();
     let repo = fixture_repo(&work.path().join("dimensions"));
     let collection = collection_name(&repo);
-    QdrantStore::connect(&url, api_key(), &collection)
+    QdrantStore::connect(&url, api_key(), &collection, ClusterLayout::default())
         .unwrap()
         .ensure_collection(8)
         .await

@@ -17,6 +17,7 @@ mod index_embedded;
 mod index_example;
 mod index_progress;
 mod index_qdrant;
+mod index_qdrant_cluster;
 mod llm_embed;
 mod llm_keys;
 mod llm_local_e2e;

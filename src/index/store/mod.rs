@@ -96,6 +96,9 @@ pub struct CollectionInfo {
     pub name: String,
     pub dimension: usize,
     pub points: u64,
+    /// What the user should know about the collection as found (a layout other than the one asked for).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// Which kind of store served a request.

@@ -35,6 +35,55 @@ pub struct QdrantStore {
     client: Qdrant,
     url: String,
     collection: String,
+    layout: ClusterLayout,
+}
+
+/// How a new collection is spread over a Qdrant cluster; what is `None` is left to Qdrant (1 shard per node at
+/// creation, 1 replica, writes acknowledged by 1 replica). Applied when the collection is created only.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClusterLayout {
+    /// `shard_number`: the pieces the collection is cut into.
+    pub shards: Option<u32>,
+    /// `replication_factor`: the copies of each shard, on different nodes.
+    pub replication_factor: Option<u32>,
+    /// `write_consistency_factor`: the copies that must apply a write before it is acknowledged.
+    pub write_consistency: Option<u32>,
+}
+
+impl ClusterLayout {
+    /// The settings as the flags that set them, and what an existing collection has instead, for each that
+    /// differs.
+    fn differences(&self, existing: &qdrant_client::qdrant::CollectionParams) -> Vec<String> {
+        let wanted = [
+            (
+                "--qdrant-shards",
+                "shard_number",
+                self.shards,
+                Some(existing.shard_number),
+            ),
+            (
+                "--qdrant-replication-factor",
+                "replication_factor",
+                self.replication_factor,
+                Some(existing.replication_factor.unwrap_or(1)),
+            ),
+            (
+                "--qdrant-write-consistency",
+                "write_consistency_factor",
+                self.write_consistency,
+                Some(existing.write_consistency_factor.unwrap_or(1)),
+            ),
+        ];
+        wanted
+            .into_iter()
+            .filter_map(|(flag, field, wanted, has)| match (wanted, has) {
+                (Some(wanted), Some(has)) if wanted != has => Some(format!(
+                    "{flag} {wanted} asked for, but the collection has {field} {has}"
+                )),
+                _ => None,
+            })
+            .collect()
+    }
 }
 
 impl QdrantStore {
@@ -43,6 +92,7 @@ impl QdrantStore {
         url: &str,
         api_key: Option<String>,
         collection: &str,
+        layout: ClusterLayout,
     ) -> Result<QdrantStore, StoreError> {
         let client = Qdrant::from_url(url)
             .api_key(api_key)
@@ -60,6 +110,7 @@ impl QdrantStore {
             // Shown in logs, errors and results: without credentials or query.
             url: crate::redact::redacted_text(url),
             collection: collection.to_owned(),
+            layout,
         })
     }
 
@@ -177,11 +228,19 @@ impl VectorStore for QdrantStore {
                 }
                 return Ok(info);
             }
+            let mut create = CreateCollectionBuilder::new(&self.collection)
+                .vectors_config(VectorParamsBuilder::new(dimension as u64, Distance::Cosine));
+            if let Some(shards) = self.layout.shards {
+                create = create.shard_number(shards);
+            }
+            if let Some(replication) = self.layout.replication_factor {
+                create = create.replication_factor(replication);
+            }
+            if let Some(consistency) = self.layout.write_consistency {
+                create = create.write_consistency_factor(consistency);
+            }
             self.client
-                .create_collection(
-                    CreateCollectionBuilder::new(&self.collection)
-                        .vectors_config(VectorParamsBuilder::new(dimension as u64, Distance::Cosine)),
-                )
+                .create_collection(create)
                 .await
                 .map_err(|e| self.err(format!("cannot create collection '{}': {e}", self.collection)))?;
             self.client
@@ -191,11 +250,13 @@ impl VectorStore for QdrantStore {
                 )
                 .await
                 .map_err(|e| self.err(format!("cannot index field 'path': {e}")))?;
-            tracing::info!(collection = %self.collection, dimension, url = %self.url, "created Qdrant collection");
+            tracing::info!(collection = %self.collection, dimension, url = %self.url,
+                layout = ?self.layout, "created Qdrant collection");
             Ok(CollectionInfo {
                 name: self.collection.clone(),
                 dimension,
                 points: 0,
+                notes: Vec::new(),
             })
         }
         .boxed()
@@ -233,10 +294,29 @@ impl VectorStore for QdrantStore {
                         self.collection
                     ))
                 })?;
+            let notes = info
+                .config
+                .as_ref()
+                .and_then(|c| c.params.as_ref())
+                .map(|params| {
+                    self.layout
+                        .differences(params)
+                        .into_iter()
+                        .map(|difference| {
+                            format!(
+                                "collection '{}' already exists: {difference}; the layout flags apply when a \
+                                 collection is created (change an existing one with Qdrant's cluster API)",
+                                self.collection
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
             Ok(Some(CollectionInfo {
                 name: self.collection.clone(),
                 dimension,
                 points: info.points_count.unwrap_or(0),
+                notes,
             }))
         }
         .boxed()

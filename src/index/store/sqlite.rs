@@ -379,6 +379,7 @@ impl VectorStore for SqliteStore {
                     name: self.collection.clone(),
                     dimension,
                     points,
+                    notes: Vec::new(),
                 }),
             }
         }
@@ -395,6 +396,7 @@ impl VectorStore for SqliteStore {
                 name,
                 dimension,
                 points: SqliteStore::count(&inner.conn)?,
+                notes: Vec::new(),
             }))
         })
     }
