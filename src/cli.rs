@@ -166,9 +166,11 @@ pub struct AgentOptions {
     #[arg(long, env = "FAULT_AGENT_EMBED_BASE_URL", global = true, value_parser = parse_http_url)]
     pub llm_embed_base_url: Option<Url>,
 
-    /// Qdrant gRPC URL, e.g. http://localhost:6334 (also read from QDRANT_URL).
-    #[arg(long, env = "FAULT_QDRANT_URL", global = true, value_parser = parse_http_url)]
-    pub qdrant_url: Option<Url>,
+    /// Qdrant gRPC URL, e.g. http://localhost:6334 (also read from QDRANT_URL); several nodes of a cluster
+    /// separated by commas, asked in turn while one cannot be reached.
+    #[arg(long, env = "FAULT_QDRANT_URL", global = true, value_parser = parse_http_url,
+          value_delimiter = ',', value_name = "URL[,URL...]")]
+    pub qdrant_url: Vec<Url>,
 
     /// Shards of a new Qdrant collection (its `shard_number`); Qdrant's default otherwise. For a cluster.
     #[arg(long, env = "FAULT_QDRANT_SHARDS", global = true, value_name = "N",
@@ -232,18 +234,27 @@ pub const DEFAULT_VECTOR_CACHE_MIB: u64 =
 impl AgentOptions {
     /// Fills what clap cannot express: `QDRANT_URL` as a second variable for the Qdrant URL.
     pub fn resolve_env(mut self) -> Result<Self, String> {
-        if self.qdrant_url.is_none()
+        if self.qdrant_url.is_empty()
             && let Ok(raw) = std::env::var("QDRANT_URL")
             && !raw.trim().is_empty()
         {
-            self.qdrant_url = Some(parse_http_url(&raw).map_err(|e| format!("QDRANT_URL: {e}"))?);
+            self.qdrant_url = raw
+                .split(',')
+                .map(|url| parse_http_url(url.trim()).map_err(|e| format!("QDRANT_URL: {e}")))
+                .collect::<Result<_, _>>()?;
         }
         // Checked here rather than in clap's parser, whose error would echo the query (it may carry a key).
-        for (option, url) in [
-            ("--llm-base-url", &self.llm_base_url),
-            ("--llm-embed-base-url", &self.llm_embed_base_url),
-            ("--qdrant-url", &self.qdrant_url),
-        ] {
+        let named_urls = [
+            ("--llm-base-url", self.llm_base_url.as_ref()),
+            ("--llm-embed-base-url", self.llm_embed_base_url.as_ref()),
+        ]
+        .into_iter()
+        .chain(
+            self.qdrant_url
+                .iter()
+                .map(|url| ("--qdrant-url", Some(url))),
+        );
+        for (option, url) in named_urls {
             if let Some(url) = url
                 && (url.query().is_some() || url.fragment().is_some())
             {
@@ -271,13 +282,10 @@ impl AgentOptions {
     /// These options with every URL redacted (no credentials, no query), for the start-up log.
     pub fn redacted(&self) -> Self {
         let mut shown = self.clone();
-        for url in [
-            &mut shown.llm_base_url,
-            &mut shown.llm_embed_base_url,
-            &mut shown.qdrant_url,
-        ]
-        .into_iter()
-        .flatten()
+        for url in [&mut shown.llm_base_url, &mut shown.llm_embed_base_url]
+            .into_iter()
+            .flatten()
+            .chain(shown.qdrant_url.iter_mut())
         {
             *url = crate::redact::redacted_url(url);
         }
@@ -305,7 +313,7 @@ impl AgentOptions {
                     VectorStoreKind::Embedded => StoreChoice::Embedded,
                     VectorStoreKind::Qdrant => StoreChoice::Qdrant,
                 },
-                qdrant_url: self.qdrant_url.clone(),
+                qdrant_urls: self.qdrant_url.clone(),
                 qdrant_layout: ClusterLayout {
                     shards: self.qdrant_shards,
                     replication_factor: self.qdrant_replication_factor,

@@ -97,8 +97,9 @@ pub enum StoreChoice {
 #[derive(Debug, Clone)]
 pub struct StoreSettings {
     pub choice: StoreChoice,
-    /// Qdrant gRPC URL, e.g. http://localhost:6334.
-    pub qdrant_url: Option<url::Url>,
+    /// Qdrant gRPC URL, e.g. http://localhost:6334; several nodes of a cluster, asked in turn while one cannot
+    /// be reached.
+    pub qdrant_urls: Vec<url::Url>,
     /// How a new Qdrant collection is spread over a cluster.
     pub qdrant_layout: ClusterLayout,
     /// Ceiling of the embedded store's vector copies of all projects together, in bytes.
@@ -109,7 +110,7 @@ impl Default for StoreSettings {
     fn default() -> Self {
         Self {
             choice: StoreChoice::default(),
-            qdrant_url: None,
+            qdrant_urls: Vec::new(),
             qdrant_layout: ClusterLayout::default(),
             vector_cache_bytes: store::vectors::DEFAULT_CACHE_CEILING,
         }
@@ -176,10 +177,15 @@ pub async fn open_store(
             settings.qdrant_layout,
         )?))
     };
-    let configured_url = settings
-        .qdrant_url
-        .as_ref()
-        .map(|u| u.as_str().trim_end_matches('/').to_owned());
+    // The nodes as one comma-separated location, as the project record keeps it.
+    let configured_url = (!settings.qdrant_urls.is_empty()).then(|| {
+        settings
+            .qdrant_urls
+            .iter()
+            .map(|u| u.as_str().trim_end_matches('/'))
+            .collect::<Vec<_>>()
+            .join(",")
+    });
     let store = match settings.choice {
         StoreChoice::Embedded => embedded()?,
         StoreChoice::Qdrant => qdrant(configured_url.as_deref().unwrap_or(DEFAULT_QDRANT_URL))?,

@@ -128,8 +128,18 @@ async fn collection_params(rest: &str, collection: &str) -> Value {
     body["result"]["config"]["params"].clone()
 }
 
+/// The tests kill and restart nodes of the one cluster: one at a time.
+static CLUSTER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// One `fault_index_source_code` call on a server of its own with `args`; its structured summary.
 async fn index_with(data_dir: &Path, args: &[String], repo: &Path) -> Value {
+    let result = index_call(data_dir, args, repo).await;
+    assert!(!common::is_error(&result), "{}", common::text(&result));
+    result.structured_content.unwrap()
+}
+
+/// [`index_with`], the result whatever it is.
+async fn index_call(data_dir: &Path, args: &[String], repo: &Path) -> rmcp::model::CallToolResult {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let client = common::spawn_with(common::ServerSpec {
         agent_args: &args,
@@ -145,8 +155,29 @@ async fn index_with(data_dir: &Path, args: &[String], repo: &Path) -> Value {
     .await
     .expect("tool call");
     client.cancel().await.unwrap();
-    assert!(!common::is_error(&result), "{}", common::text(&result));
-    result.structured_content.unwrap()
+    result
+}
+
+fn embed_settings(embed: &EmbedServer) -> LlmSettings {
+    LlmSettings {
+        embed_base_url: Some(embed.base_url.parse().unwrap()),
+        embed_model: index_support::embed_model(),
+        embed_dimension: index_support::DIMENSION as u32,
+        ..LlmSettings::default()
+    }
+}
+
+/// `files` Python files of `functions` functions each under `dir`: enough chunks for several batches.
+fn generated_files(dir: &Path, files: usize, functions: usize) {
+    std::fs::create_dir_all(dir).unwrap();
+    for f in 0..files {
+        let source: String = (0..functions)
+            .map(|g| {
+                format!("def step_{f}_{g}(request):\n    return request.get(\"{f}-{g}\")\n\n\n")
+            })
+            .collect();
+        std::fs::write(dir.join(format!("stage_{f:03}.py")), source).unwrap();
+    }
 }
 
 #[tokio::test]
@@ -158,6 +189,7 @@ async fn a_collection_laid_out_over_the_cluster_answers_with_a_node_killed() {
     else {
         return;
     };
+    let _one_at_a_time = CLUSTER.lock().await;
     let embed = EmbedServer::start(EmbedConfig::default()).await;
     let data = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
@@ -204,15 +236,9 @@ async fn a_collection_laid_out_over_the_cluster_answers_with_a_node_killed() {
     {
         let _down = NodeDown::kill(&cluster, 3);
         assert_eq!(count(&cluster.grpc[0], &collection).await, total);
-        let settings = LlmSettings {
-            embed_base_url: Some(embed.base_url.parse().unwrap()),
-            embed_model: index_support::embed_model(),
-            embed_dimension: index_support::DIMENSION as u32,
-            ..LlmSettings::default()
-        };
         let hits = index::retrieve_context_in(
             data.path(),
-            &settings,
+            &embed_settings(&embed),
             Some(&repo.join("app/server.py")),
             "retry a flaky call with exponential backoff",
             2,
@@ -238,6 +264,99 @@ async fn a_collection_laid_out_over_the_cluster_answers_with_a_node_killed() {
         "{other}"
     );
     Qdrant::from_url(&cluster.grpc[0])
+        .skip_compatibility_check()
+        .build()
+        .unwrap()
+        .delete_collection(&collection)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn an_index_goes_on_through_the_next_node_when_its_node_is_killed_mid_way() {
+    let Some(cluster) = cluster(
+        "index_qdrant_cluster::an_index_goes_on_through_the_next_node_when_its_node_is_killed_mid_way",
+    )
+    .await
+    else {
+        return;
+    };
+    let _one_at_a_time = CLUSTER.lock().await;
+    // Slow batches, so that the kill lands while the index is writing.
+    let embed = EmbedServer::start(EmbedConfig {
+        delay: Duration::from_millis(400),
+        ..EmbedConfig::default()
+    })
+    .await;
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let repo = fixture_repo(&work.path().join("failover-demo"));
+    generated_files(&repo.join("stages"), 10, 20); // 200 more chunks: four batches of 64 at least
+    let mut args = agent_args(&embed.base_url, "qdrant");
+    let nodes = cluster.grpc.join(",");
+    args.extend(
+        [
+            "--qdrant-url",
+            nodes.as_str(),
+            "--qdrant-shards",
+            "3",
+            "--qdrant-replication-factor",
+            "2",
+        ]
+        .map(str::to_owned),
+    );
+
+    let running = {
+        let (data, args, repo) = (data.path().to_owned(), args.clone(), repo.clone());
+        tokio::spawn(async move { index_call(&data, &args, &repo).await })
+    };
+    let started = std::time::Instant::now();
+    while embed.answered() < 1 {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no batch embedded"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Node 1, the one the index talks to, SIGKILLed mid-way.
+    let down = NodeDown::kill(&cluster, 1);
+    let result = running.await.unwrap();
+    let summary = if common::is_error(&result) {
+        // A clear error is acceptable; the next run must then complete it.
+        let message = common::text(&result);
+        println!("the run under the kill was refused: {message}");
+        assert!(message.contains("Qdrant"), "{message}");
+        index_with(data.path(), &args, &repo).await
+    } else {
+        println!("the run under the kill completed");
+        result.structured_content.unwrap()
+    };
+    assert_eq!(summary["store_location"], nodes, "{summary}");
+    let collection = summary["collection"].as_str().unwrap().to_owned();
+    let total = summary["chunks_total"].as_u64().unwrap();
+    assert!(total > 200, "{summary}");
+    // Every chunk there, once: the point count is the tree's chunk count, read through a live node.
+    assert_eq!(count(&cluster.grpc[1], &collection).await, total);
+    let again = index_with(data.path(), &args, &repo).await;
+    assert_eq!(
+        (&again["chunks_embedded"], &again["chunks_total"]),
+        (&json!(0), &json!(total)),
+        "{again}"
+    );
+    // A query with node 1 still down goes to the next node too.
+    let hits = index::retrieve_context_in(
+        data.path(),
+        &embed_settings(&embed),
+        Some(&repo.join("app/server.py")),
+        "retry a flaky call with exponential backoff",
+        2,
+    )
+    .await
+    .unwrap();
+    assert_eq!(hits[0].function, "retry_with_backoff", "{hits:#?}");
+    drop(down);
+    assert_eq!(count(&cluster.grpc[0], &collection).await, total);
+    Qdrant::from_url(&cluster.grpc[1])
         .skip_compatibility_check()
         .build()
         .unwrap()

@@ -1,11 +1,15 @@
 //! A Qdrant server as the store, over gRPC with `qdrant-client`: one collection per project, cosine distance,
 //! a keyword index on `path` so deleting a file's chunks is a filtered delete.
 
-use std::{collections::HashMap, time::Duration};
+use std::{
+    collections::HashMap,
+    sync::atomic::{AtomicUsize, Ordering},
+    time::Duration,
+};
 
 use futures::{FutureExt, future::BoxFuture};
 use qdrant_client::{
-    Payload, Qdrant,
+    Payload, Qdrant, QdrantError,
     qdrant::{
         Condition, CreateCollectionBuilder, CreateFieldIndexCollectionBuilder, DeletePointsBuilder,
         Distance, FieldType, Filter, PayloadIncludeSelector, PointId, PointStruct, PointsIdsList,
@@ -32,10 +36,18 @@ const META_FIELDS: [&str; 7] = [
 const SCROLL_PAGE: u32 = 1000;
 
 pub struct QdrantStore {
-    client: Qdrant,
-    url: String,
+    /// The nodes given, in order: one, or several of a cluster to fail over between.
+    nodes: Vec<Node>,
+    /// The node that answered last, asked first.
+    current: AtomicUsize,
     collection: String,
     layout: ClusterLayout,
+}
+
+struct Node {
+    client: Qdrant,
+    /// Shown in logs, errors and results: without credentials or query.
+    url: String,
 }
 
 /// How a new collection is spread over a Qdrant cluster; what is `None` is left to Qdrant (1 shard per node at
@@ -87,28 +99,45 @@ impl ClusterLayout {
 }
 
 impl QdrantStore {
-    /// A client for `url` (gRPC, usually port 6334). Nothing is sent until the first call.
+    /// A client for `urls` (gRPC, usually port 6334): one URL, or several nodes of a cluster separated by commas,
+    /// each asked in turn while the one before cannot be reached. Nothing is sent until the first call.
     pub fn connect(
-        url: &str,
+        urls: &str,
         api_key: Option<String>,
         collection: &str,
         layout: ClusterLayout,
     ) -> Result<QdrantStore, StoreError> {
-        let client = Qdrant::from_url(url)
-            .api_key(api_key)
-            .timeout(Duration::from_secs(60))
-            .connect_timeout(Duration::from_secs(3))
-            // The compatibility check prints to stdout, which carries JSON-RPC here.
-            .skip_compatibility_check()
-            .build()
-            .map_err(|e| StoreError::Qdrant {
-                url: crate::redact::redacted_text(url),
-                message: crate::redact::redacted_text(&e.to_string()),
-            })?;
+        let nodes = urls
+            .split(',')
+            .map(str::trim)
+            .filter(|url| !url.is_empty())
+            .map(|url| {
+                let client = Qdrant::from_url(url)
+                    .api_key(api_key.clone())
+                    .timeout(Duration::from_secs(60))
+                    .connect_timeout(Duration::from_secs(3))
+                    // The compatibility check prints to stdout, which carries JSON-RPC here.
+                    .skip_compatibility_check()
+                    .build()
+                    .map_err(|e| StoreError::Qdrant {
+                        url: crate::redact::redacted_text(url),
+                        message: crate::redact::redacted_text(&e.to_string()),
+                    })?;
+                Ok(Node {
+                    client,
+                    url: crate::redact::redacted_text(url),
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        if nodes.is_empty() {
+            return Err(StoreError::Qdrant {
+                url: urls.to_owned(),
+                message: "no URL given".into(),
+            });
+        }
         Ok(QdrantStore {
-            client,
-            // Shown in logs, errors and results: without credentials or query.
-            url: crate::redact::redacted_text(url),
+            nodes,
+            current: AtomicUsize::new(0),
             collection: collection.to_owned(),
             layout,
         })
@@ -131,16 +160,73 @@ impl QdrantStore {
         )
     }
 
-    fn err(&self, e: impl std::fmt::Display) -> StoreError {
-        StoreError::Qdrant {
-            url: self.url.clone(),
-            // The client's errors quote the address it was given, credentials and all.
-            message: crate::redact::redacted_text(&e.to_string()),
+    /// Runs `op` on the node that answered last; while a node cannot be reached (refused, down), on the next
+    /// one in turn, which is then asked first. Any other error is the answer. `what` prefixes its message.
+    async fn on_a_node<T>(
+        &self,
+        what: &str,
+        op: impl for<'c> Fn(&'c Qdrant) -> BoxFuture<'c, Result<T, QdrantError>>,
+    ) -> Result<T, StoreError> {
+        // The client's errors quote the address it was given, credentials and all.
+        let message = |e: &QdrantError| crate::redact::redacted_text(&format!("{what}{e}"));
+        let count = self.nodes.len();
+        let first = self.current.load(Ordering::Relaxed) % count;
+        let mut unreachable = Vec::new();
+        for step in 0..count {
+            let index = (first + step) % count;
+            let node = &self.nodes[index];
+            match op(&node.client).await {
+                Ok(value) => {
+                    if step > 0 {
+                        self.current.store(index, Ordering::Relaxed);
+                        tracing::warn!(down = %unreachable.join("; "), now = %node.url,
+                            "Qdrant node(s) unreachable: continuing on the next");
+                    }
+                    return Ok(value);
+                }
+                Err(e) if count > 1 && cannot_reach(&e) => {
+                    unreachable.push(format!("{}: {}", node.url, message(&e)));
+                }
+                Err(e) => {
+                    return Err(StoreError::Qdrant {
+                        url: node.url.clone(),
+                        message: message(&e),
+                    });
+                }
+            }
         }
+        Err(StoreError::Qdrant {
+            url: self.location_text(),
+            message: format!("no node could be reached: {}", unreachable.join("; ")),
+        })
+    }
+
+    /// The nodes' URLs as given, comma-separated.
+    fn location_text(&self) -> String {
+        self.nodes
+            .iter()
+            .map(|node| node.url.as_str())
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
     fn path_filter(paths: &[String]) -> Filter {
         Filter::should(paths.iter().map(|p| Condition::matches("path", p.clone())))
+    }
+}
+
+/// Whether `error` says the node could not be reached at all (refused, down, unreachable), so that another
+/// node of the cluster may answer; any other error is the cluster's answer.
+fn cannot_reach(error: &QdrantError) -> bool {
+    let QdrantError::ResponseError { status } = error else {
+        return false;
+    };
+    match status.code() {
+        tonic::Code::Unavailable => true,
+        // How the client reports a refused connection, and a connection lost mid-request.
+        tonic::Code::Internal => status.message().starts_with("Failed to connect"),
+        tonic::Code::Unknown => status.message().contains("transport error"),
+        _ => false,
     }
 }
 
@@ -201,7 +287,7 @@ impl VectorStore for QdrantStore {
     }
 
     fn location(&self) -> String {
-        self.url.clone()
+        self.location_text()
     }
 
     fn collection(&self) -> &str {
@@ -222,7 +308,7 @@ impl VectorStore for QdrantStore {
                         fix: format!(
                             "delete the collection with `curl -X DELETE {}` on Qdrant's REST port (usually 6333) \
                              and index again",
-                            rest_collection_url(&self.url, &self.collection)
+                            rest_collection_url(&self.nodes[0].url, &self.collection)
                         ),
                     });
                 }
@@ -239,18 +325,17 @@ impl VectorStore for QdrantStore {
             if let Some(consistency) = self.layout.write_consistency {
                 create = create.write_consistency_factor(consistency);
             }
-            self.client
-                .create_collection(create)
-                .await
-                .map_err(|e| self.err(format!("cannot create collection '{}': {e}", self.collection)))?;
-            self.client
-                .create_field_index(
-                    CreateFieldIndexCollectionBuilder::new(&self.collection, "path", FieldType::Keyword)
-                        .wait(true),
-                )
-                .await
-                .map_err(|e| self.err(format!("cannot index field 'path': {e}")))?;
-            tracing::info!(collection = %self.collection, dimension, url = %self.url,
+            let cannot_create = format!("cannot create collection '{}': ", self.collection);
+            self.on_a_node(&cannot_create, |c| c.create_collection(create.clone()).boxed())
+                .await?;
+            let path_index =
+                CreateFieldIndexCollectionBuilder::new(&self.collection, "path", FieldType::Keyword)
+                    .wait(true);
+            self.on_a_node("cannot index field 'path': ", |c| {
+                c.create_field_index(path_index.clone()).boxed()
+            })
+            .await?;
+            tracing::info!(collection = %self.collection, dimension, url = %self.location_text(),
                 layout = ?self.layout, "created Qdrant collection");
             Ok(CollectionInfo {
                 name: self.collection.clone(),
@@ -265,18 +350,14 @@ impl VectorStore for QdrantStore {
     fn collection_info(&self) -> BoxFuture<'_, Result<Option<CollectionInfo>, StoreError>> {
         async move {
             let exists = self
-                .client
-                .collection_exists(&self.collection)
-                .await
-                .map_err(|e| self.err(e))?;
+                .on_a_node("", |c| c.collection_exists(self.collection.clone()).boxed())
+                .await?;
             if !exists {
                 return Ok(None);
             }
             let response = self
-                .client
-                .collection_info(&self.collection)
-                .await
-                .map_err(|e| self.err(e))?;
+                .on_a_node("", |c| c.collection_info(self.collection.clone()).boxed())
+                .await?;
             let info = response.result.unwrap_or_default();
             let dimension = info
                 .config
@@ -288,11 +369,12 @@ impl VectorStore for QdrantStore {
                     vectors_config::Config::Params(params) => Some(params.size as usize),
                     vectors_config::Config::ParamsMap(_) => None,
                 })
-                .ok_or_else(|| {
-                    self.err(format!(
+                .ok_or_else(|| StoreError::Qdrant {
+                    url: self.location_text(),
+                    message: format!(
                         "collection '{}' has named vectors; expected a single unnamed vector",
                         self.collection
-                    ))
+                    ),
                 })?;
             let notes = info
                 .config
@@ -339,7 +421,9 @@ impl VectorStore for QdrantStore {
                 if let Some(offset) = offset.take() {
                     request = request.offset(offset);
                 }
-                let page = self.client.scroll(request).await.map_err(|e| self.err(e))?;
+                let page = self
+                    .on_a_node("", |c| c.scroll(request.clone()).boxed())
+                    .await?;
                 points.extend(page.result.iter().map(|p| StoredPoint {
                     id: point_id_string(p.id.as_ref()),
                     meta: meta_from_payload(&p.payload),
@@ -363,10 +447,9 @@ impl VectorStore for QdrantStore {
                 .iter()
                 .map(|p| PointStruct::new(p.id.clone(), p.vector.clone(), payload_of(p)))
                 .collect();
-            self.client
-                .upsert_points(UpsertPointsBuilder::new(&self.collection, structs).wait(true))
-                .await
-                .map_err(|e| self.err(e))?;
+            let request = UpsertPointsBuilder::new(&self.collection, structs).wait(true);
+            self.on_a_node("", |c| c.upsert_points(request.clone()).boxed())
+                .await?;
             Ok(())
         }
         .boxed()
@@ -378,16 +461,13 @@ impl VectorStore for QdrantStore {
                 let mut payload = Payload::with_capacity(2);
                 payload.insert("start_line", i64::from(m.start_line));
                 payload.insert("end_line", i64::from(m.end_line));
-                self.client
-                    .set_payload(
-                        SetPayloadPointsBuilder::new(&self.collection, payload)
-                            .points_selector(PointsIdsList {
-                                ids: vec![PointId::from(m.id)],
-                            })
-                            .wait(true),
-                    )
-                    .await
-                    .map_err(|e| self.err(e))?;
+                let request = SetPayloadPointsBuilder::new(&self.collection, payload)
+                    .points_selector(PointsIdsList {
+                        ids: vec![PointId::from(m.id)],
+                    })
+                    .wait(true);
+                self.on_a_node("", |c| c.set_payload(request.clone()).boxed())
+                    .await?;
             }
             Ok(())
         }
@@ -400,14 +480,11 @@ impl VectorStore for QdrantStore {
                 let mut payload = Payload::with_capacity(2);
                 payload.insert("file_hash", f.file_hash.as_str());
                 payload.insert("file_chunks", i64::from(f.file_chunks));
-                self.client
-                    .set_payload(
-                        SetPayloadPointsBuilder::new(&self.collection, payload)
-                            .points_selector(Self::path_filter(std::slice::from_ref(&f.path)))
-                            .wait(true),
-                    )
-                    .await
-                    .map_err(|e| self.err(e))?;
+                let request = SetPayloadPointsBuilder::new(&self.collection, payload)
+                    .points_selector(Self::path_filter(std::slice::from_ref(&f.path)))
+                    .wait(true);
+                self.on_a_node("", |c| c.set_payload(request.clone()).boxed())
+                    .await?;
             }
             Ok(())
         }
@@ -420,16 +497,13 @@ impl VectorStore for QdrantStore {
                 return Ok(0);
             }
             let count = ids.len() as u64;
-            self.client
-                .delete_points(
-                    DeletePointsBuilder::new(&self.collection)
-                        .points(PointsIdsList {
-                            ids: ids.into_iter().map(PointId::from).collect(),
-                        })
-                        .wait(true),
-                )
-                .await
-                .map_err(|e| self.err(e))?;
+            let request = DeletePointsBuilder::new(&self.collection)
+                .points(PointsIdsList {
+                    ids: ids.into_iter().map(PointId::from).collect(),
+                })
+                .wait(true);
+            self.on_a_node("", |c| c.delete_points(request.clone()).boxed())
+                .await?;
             Ok(count)
         }
         .boxed()
@@ -441,26 +515,20 @@ impl VectorStore for QdrantStore {
                 return Ok(0);
             }
             let filter = Self::path_filter(&paths);
+            let counting = qdrant_client::qdrant::CountPointsBuilder::new(&self.collection)
+                .filter(filter.clone())
+                .exact(true);
             let count = self
-                .client
-                .count(
-                    qdrant_client::qdrant::CountPointsBuilder::new(&self.collection)
-                        .filter(filter.clone())
-                        .exact(true),
-                )
-                .await
-                .map_err(|e| self.err(e))?
+                .on_a_node("", |c| c.count(counting.clone()).boxed())
+                .await?
                 .result
                 .map(|r| r.count)
                 .unwrap_or(0);
-            self.client
-                .delete_points(
-                    DeletePointsBuilder::new(&self.collection)
-                        .points(filter)
-                        .wait(true),
-                )
-                .await
-                .map_err(|e| self.err(e))?;
+            let request = DeletePointsBuilder::new(&self.collection)
+                .points(filter)
+                .wait(true);
+            self.on_a_node("", |c| c.delete_points(request.clone()).boxed())
+                .await?;
             Ok(count)
         }
         .boxed()
@@ -487,7 +555,9 @@ impl VectorStore for QdrantStore {
             if !must.is_empty() {
                 request = request.filter(Filter::must(must));
             }
-            let response = self.client.query(request).await.map_err(|e| self.err(e))?;
+            let response = self
+                .on_a_node("", |c| c.query(request.clone()).boxed())
+                .await?;
             Ok(response
                 .result
                 .into_iter()
