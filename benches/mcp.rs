@@ -13,7 +13,13 @@
 //!   fresh copy of the file (first call: read, parse, queries, answer), then lists that copy again (repeated
 //!   call: served by the parse cache); each also as CPU time (the server process's, every thread; the parsing
 //!   thread's for the bare parse), readable on a loaded machine, and the repeated call beside its floor: encoding
-//!   and decoding the same JSON-RPC answer in this process.
+//!   and decoding the same JSON-RPC answer in this process;
+//! - the same for a 14,000-line TSX file (one large class, as excalidraw's `App.tsx`; `FAULT_BENCH_TSX=<file>`
+//!   lists a real one instead) and a 10,000-line TypeScript file, plus the first listing in a fresh server (the
+//!   grammar's queries compiled then), beside the TypeScript compiler in node (`createSourceFile` + a walk for
+//!   the function-like declarations: its first run in a fresh node process, and warm, in process). The compiler
+//!   is installed with npm into `$FAULT_BENCH_CACHE` (default `~/.cache/fault-bench`), outside the repository;
+//!   without node or npm that peer is skipped, saying so.
 
 use std::{
     path::Path,
@@ -128,6 +134,156 @@ fn first_and_repeated(
     }
 }
 
+/// A fresh server for each round: the first listing of the file (its grammar's queries compiled then) beside a
+/// bare parse in process; medians.
+fn first_listing_in_a_fresh_server(
+    dir: &Path,
+    extension: &str,
+    source: &str,
+    grammar: tree_sitter::Language,
+    runs: usize,
+) -> (Duration, Duration) {
+    let (mut first, mut bare) = (Vec::new(), Vec::new());
+    for round in 0..runs {
+        let copy = dir.join(format!("cold-{round}.{extension}"));
+        std::fs::write(&copy, source).unwrap();
+        let mut server = Server::spawn();
+        server.initialize();
+        let start = Instant::now();
+        let mut parser = tree_sitter::Parser::new();
+        parser.set_language(&grammar).unwrap();
+        let tree = std::hint::black_box(parser.parse(source, None).unwrap());
+        bare.push(start.elapsed());
+        drop(tree);
+        let start = Instant::now();
+        let answer = server.call(
+            "fault_list_function_names",
+            json!({"file": copy.to_string_lossy()}),
+        );
+        first.push(start.elapsed());
+        assert!(answer["result"]["isError"] != true, "{answer}");
+        server.close();
+    }
+    (median(first), median(bare))
+}
+
+/// The TypeScript compiler's figures for one file: functions found, its first run in a fresh node process
+/// (module load, parse and walk, the whole process), its first parse and walk in that process, and the median
+/// of the later ones (warm).
+struct TypeScriptPeer {
+    count: usize,
+    process: Duration,
+    first_in_process: Duration,
+    warm: Duration,
+}
+
+/// Parses a file with the TypeScript compiler and walks it for function-like declarations with a name, `runs`
+/// times in one process; prints `{count, first_ms, warm_ms}`.
+const TYPESCRIPT_LISTING: &str = r#"
+const fs = require("fs");
+const ts = require("typescript");
+const [file, runs] = [process.argv[2], Number(process.argv[3])];
+const kind = file.endsWith(".tsx") ? ts.ScriptKind.TSX : ts.ScriptKind.TS;
+const isFunction = (n) => n && (ts.isFunctionExpression(n) || ts.isArrowFunction(n));
+function list(text) {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false, kind);
+  const names = [];
+  const visit = (node) => {
+    if (
+      ts.isFunctionDeclaration(node) || ts.isMethodDeclaration(node) || ts.isConstructorDeclaration(node) ||
+      ts.isGetAccessorDeclaration(node) || ts.isSetAccessorDeclaration(node) ||
+      ((ts.isVariableDeclaration(node) || ts.isPropertyDeclaration(node) || ts.isPropertyAssignment(node)) &&
+        isFunction(node.initializer))
+    ) {
+      names.push(node.name ? node.name.getText(source) : "constructor");
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return names;
+}
+const text = fs.readFileSync(file, "utf8");
+const times = [];
+let count = 0;
+for (let i = 0; i < runs; i++) {
+  const start = process.hrtime.bigint();
+  count = list(text).length;
+  times.push(Number(process.hrtime.bigint() - start) / 1e6);
+}
+const warm = times.slice(1).sort((a, b) => a - b);
+console.log(JSON.stringify({ count, first_ms: times[0], warm_ms: warm[Math.floor(warm.length / 2)] }));
+"#;
+
+/// The directory holding `node_modules/typescript`, installed there with npm if needed; `Err` says why not.
+fn typescript_modules() -> Result<std::path::PathBuf, String> {
+    let cache = std::env::var_os("FAULT_BENCH_CACHE")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(|home| std::path::PathBuf::from(home).join(".cache/fault-bench"))
+        })
+        .ok_or("no FAULT_BENCH_CACHE or HOME for the npm cache")?;
+    let modules = cache.join("node_modules");
+    if modules.join("typescript/package.json").is_file() {
+        return Ok(modules);
+    }
+    std::fs::create_dir_all(&cache)
+        .map_err(|e| format!("cannot create {}: {e}", cache.display()))?;
+    let installed = Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
+        .arg(&cache)
+        .arg("typescript@5.9.3")
+        .status();
+    match installed {
+        Ok(status) if status.success() => Ok(modules),
+        Ok(status) => Err(format!(
+            "npm install typescript into {} failed ({status})",
+            cache.display()
+        )),
+        Err(e) => Err(format!("npm not found ({e})")),
+    }
+}
+
+/// The TypeScript compiler's figures for `file` (median of `runs` fresh node processes), or why there are none.
+fn typescript_peer(dir: &Path, file: &Path, runs: usize) -> Result<TypeScriptPeer, String> {
+    Command::new("node")
+        .arg("--version")
+        .output()
+        .map_err(|e| format!("node not found ({e})"))?;
+    let modules = typescript_modules()?;
+    let script = dir.join("typescript_listing.cjs");
+    std::fs::write(&script, TYPESCRIPT_LISTING).map_err(|e| e.to_string())?;
+    let (mut process, mut first, mut warm, mut count) = (Vec::new(), Vec::new(), Vec::new(), 0);
+    for _ in 0..runs {
+        let start = Instant::now();
+        let output = Command::new("node")
+            .env("NODE_PATH", &modules)
+            .arg(&script)
+            .arg(file)
+            .arg("11")
+            .output()
+            .map_err(|e| e.to_string())?;
+        process.push(start.elapsed());
+        let answer: Value = serde_json::from_slice(&output.stdout).map_err(|e| {
+            format!(
+                "the TypeScript listing did not answer JSON ({e}): {}",
+                String::from_utf8_lossy(&output.stderr)
+            )
+        })?;
+        count = answer["count"].as_u64().unwrap_or(0) as usize;
+        let millis =
+            |key: &str| Duration::from_secs_f64(answer[key].as_f64().unwrap_or(0.0) / 1000.0);
+        first.push(millis("first_ms"));
+        warm.push(millis("warm_ms"));
+    }
+    Ok(TypeScriptPeer {
+        count,
+        process: median(process),
+        first_in_process: median(first),
+        warm: median(warm),
+    })
+}
+
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     samples[samples.len() / 2]
@@ -163,6 +319,60 @@ fn python_source(lines: usize) -> String {
         out.push_str("# padding\n");
     }
     out.push_str("def target_function(x):\n    return x + 1\n");
+    out
+}
+
+/// A TSX file of `lines` lines shaped like excalidraw's `App.tsx`: imports and types, then one class holding
+/// nearly all of it (arrow-function fields, methods rendering JSX with callbacks, getters, private methods),
+/// then a few exported functions. No top-level line past the middle to cut at: it is parsed whole.
+fn tsx_source(lines: usize) -> String {
+    let mut out = String::from(
+        "import React from \"react\";\nimport { Item } from \"./item\";\n\n\
+         type Props = { items: { id: string; label: string }[] };\ntype State = { at: number; open: boolean };\n\n\
+         class App extends React.Component<Props, State> {\n  state: State = { at: 0, open: false };\n\n",
+    );
+    let mut i = 0;
+    while out.lines().count() < lines - 20 {
+        out.push_str(&format!(
+            "  private onPointerDown{i} = (event: React.PointerEvent<HTMLDivElement>) => {{\n    \
+             const next = {{ ...this.state, at: {i} }};\n    if (event.button !== 0) {{\n      return;\n    }}\n    \
+             this.setState(next);\n  }};\n\n  /** The panel of step {i}. */\n  public renderPanel{i}(): JSX.Element {{\n    \
+             const items = this.props.items.filter((item) => item.label.length > {i});\n    return (\n      \
+             <div className=\"panel\" onPointerDown={{this.onPointerDown{i}}}>\n        {{items.map((item) => (\n          \
+             <Item key={{item.id}} label={{item.label}} onSelect={{() => this.setState({{ open: true }})}} />\n        \
+             ))}}\n      </div>\n    );\n  }}\n\n  get width{i}(): number {{\n    return this.state.at * {i};\n  }}\n\n  \
+             private async load{i}(url: string): Promise<void> {{\n    const response = await fetch(url);\n    \
+             const body = await response.json();\n    this.setState({{ at: body.at ?? {i} }});\n  }}\n\n"
+        ));
+        i += 1;
+    }
+    out.push_str(
+        "  render() {\n    return <div>{this.renderPanel0()}</div>;\n  }\n}\n\n\
+         export const mount = (root: HTMLElement) => root;\n\nexport default App;\n",
+    );
+    out
+}
+
+/// A TypeScript file of `lines` lines: interfaces, classes with overloads and abstract methods, free and arrow
+/// functions, a namespace.
+fn typescript_source(lines: usize) -> String {
+    let mut out = String::from("import { EventEmitter } from \"events\";\n\n");
+    let mut i = 0;
+    while out.lines().count() < lines - 10 {
+        out.push_str(&format!(
+            "export interface Shape{i} {{\n  area(): number;\n  name: string;\n}}\n\n\
+             export abstract class Base{i} extends EventEmitter implements Shape{i} {{\n  name = \"base{i}\";\n\n  \
+             abstract area(): number;\n\n  scale(by: number): number;\n  scale(by: string): number;\n  \
+             scale(by: number | string): number {{\n    return this.area() * Number(by);\n  }}\n\n  \
+             protected emitChange = (value: number): void => {{\n    this.emit(\"change\", value + {i});\n  }};\n}}\n\n\
+             export function compute{i}<T extends number>(values: T[], bias = {i}): number {{\n  \
+             const total = values.reduce((sum, value) => sum + value, bias);\n  return total / values.length;\n}}\n\n\
+             export const format{i} = (value: number): string => `${{value.toFixed(2)}} ({i})`;\n\n\
+             export namespace Geometry{i} {{\n  export function distance(a: number, b: number): number {{\n    \
+             return Math.abs(a - b);\n  }}\n}}\n\n"
+        ));
+        i += 1;
+    }
     out
 }
 
@@ -319,7 +529,63 @@ fn main() {
         tree_sitter_rust::LANGUAGE.into(),
         runs,
     );
+    let tsx_grammar: tree_sitter::Language = tree_sitter_typescript::LANGUAGE_TSX.into();
+    let typescript_grammar: tree_sitter::Language =
+        tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into();
+    let (tsx, tsx_label) = match std::env::var_os("FAULT_BENCH_TSX") {
+        Some(file) => {
+            let source = std::fs::read_to_string(&file).unwrap();
+            let label = format!(
+                "{} ({} lines)",
+                Path::new(&file).display(),
+                source.lines().count()
+            );
+            (source, label)
+        }
+        None => {
+            let source = tsx_source(14_000);
+            let label = format!("generated, {} lines", source.lines().count());
+            (source, label)
+        }
+    };
+    let typescript = typescript_source(10_000);
+    let tsx_file = dir.path().join("app.tsx");
+    let typescript_file = dir.path().join("generated.ts");
+    std::fs::write(&tsx_file, &tsx).unwrap();
+    std::fs::write(&typescript_file, &typescript).unwrap();
+    let tsx_cache = first_and_repeated(
+        &mut server,
+        dir.path(),
+        "tsx",
+        &tsx,
+        tsx_grammar.clone(),
+        runs,
+    );
+    let typescript_cache = first_and_repeated(
+        &mut server,
+        dir.path(),
+        "ts",
+        &typescript,
+        typescript_grammar.clone(),
+        runs,
+    );
+    let count = |server: &mut Server, file: &Path| {
+        server.call("fault_list_function_names", json!({"file": path(file)}))["result"]
+            ["structuredContent"]["functions"]
+            .as_array()
+            .map_or(0, Vec::len)
+    };
+    let (tsx_count, typescript_count) = (
+        count(&mut server, &tsx_file),
+        count(&mut server, &typescript_file),
+    );
     server.close();
+    let tsx_cold = first_listing_in_a_fresh_server(dir.path(), "tsx", &tsx, tsx_grammar, runs);
+    let typescript_cold =
+        first_listing_in_a_fresh_server(dir.path(), "ts", &typescript, typescript_grammar, runs);
+    let peer_runs = runs.min(7);
+    let tsx_peer = typescript_peer(dir.path(), &tsx_file, peer_runs);
+    let typescript_peer = typescript_peer(dir.path(), &typescript_file, peer_runs);
 
     // Peers for listing: python3 + ast (whole process, and ast alone), syn in this process.
     let (python_process, python_ast_only, ast_count) = if python_available {
@@ -433,6 +699,78 @@ fn main() {
             "encode + decode of the same answer, thread CPU (mean)",
             figures.encode_decode_cpu,
         );
+    }
+    println!();
+    println!(
+        "TSX: {tsx_label}, {tsx_count} functions; TypeScript: generated, {} lines, {typescript_count} functions",
+        typescript.lines().count()
+    );
+    println!();
+    println!("| measurement | fault | peer | peer time | ratio fault/peer |");
+    println!("|---|---|---|---|---|");
+    for (language, figures, cold, peer) in [
+        ("TSX", &tsx_cache, tsx_cold, &tsx_peer),
+        (
+            "TypeScript",
+            &typescript_cache,
+            typescript_cold,
+            &typescript_peer,
+        ),
+    ] {
+        row(
+            &format!("list functions, {language}, first call (MCP), wall"),
+            figures.first_call,
+            "bare tree-sitter parse, in process, wall",
+            figures.bare_parse,
+        );
+        row(
+            &format!("list functions, {language}, first call (MCP), server CPU (mean)"),
+            figures.first_call_cpu,
+            "bare tree-sitter parse, thread CPU (mean)",
+            figures.bare_parse_cpu,
+        );
+        row(
+            &format!(
+                "list functions, {language}, first call of a fresh server (queries compiled then), wall"
+            ),
+            cold.0,
+            "bare tree-sitter parse, in process, wall",
+            cold.1,
+        );
+        row(
+            &format!("list functions, {language}, repeated call (MCP), wall"),
+            figures.repeated_call,
+            "encode + decode of the same answer, in process, wall",
+            figures.encode_decode,
+        );
+        match peer {
+            Ok(peer) => {
+                row(
+                    &format!("list functions, {language}, first call (MCP), wall"),
+                    figures.first_call,
+                    &format!(
+                        "TypeScript compiler, parse + walk, warm in node ({} functions)",
+                        peer.count
+                    ),
+                    peer.warm,
+                );
+                row(
+                    &format!("list functions, {language}, first call of a fresh server, wall"),
+                    cold.0,
+                    "TypeScript compiler, first parse + walk in a fresh node",
+                    peer.first_in_process,
+                );
+                row(
+                    &format!("list functions, {language}, first call of a fresh server, wall"),
+                    cold.0,
+                    "node process: load typescript + parse + walk",
+                    peer.process,
+                );
+            }
+            Err(why) => println!(
+                "| list functions, {language} | | TypeScript compiler in node: SKIPPED, {why} | | |"
+            ),
+        }
     }
     println!();
     println!(

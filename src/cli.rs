@@ -211,7 +211,7 @@ pub struct AgentOptions {
 
 /// Default of `--vector-cache-mib`.
 pub const DEFAULT_VECTOR_CACHE_MIB: u64 =
-    crate::index::store::sqlite::DEFAULT_CACHE_CEILING / (1024 * 1024);
+    crate::index::store::vectors::DEFAULT_CACHE_CEILING / (1024 * 1024);
 
 impl AgentOptions {
     /// Fills what clap cannot express: `QDRANT_URL` as a second variable for the Qdrant URL.
@@ -235,7 +235,7 @@ impl AgentOptions {
                     "{option}: '{}' was given with a query string or fragment (not shown); a base URL is a \
                      scheme, host, port and path (e.g. http://localhost:8080/v1), to which each request \
                      appends its own path",
-                    crate::logging::redacted(url)
+                    crate::redact::redacted(url)
                 ));
             }
         }
@@ -253,7 +253,7 @@ impl AgentOptions {
         .into_iter()
         .flatten()
         {
-            *url = crate::logging::redacted_url(url);
+            *url = crate::redact::redacted_url(url);
         }
         shown
     }

@@ -21,6 +21,7 @@ pub mod mcp_proxy;
 pub mod mcp_test_server;
 pub mod mcp_wire;
 pub mod proxy;
+pub mod redact;
 pub mod report;
 pub mod seeded;
 pub mod serve;

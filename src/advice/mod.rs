@@ -83,16 +83,24 @@ async fn ask(
     // The schema travels as the provider's structured-output setting (and in a repair request), not here:
     // the prompt names the fields, and every prompt token counts on small local models.
     let messages = [Message::system(SYSTEM), Message::user(prompt)];
+    let max_tokens = model.output_limit(task.budget().tokens(values));
     progress.report(format!(
-        "asking {} model '{}'",
+        "asking {} model '{}' (an answer of at most {max_tokens} tokens)",
         model.provider(),
         model.model()
     ));
     let on_repair = |problem: &str| {
         progress.report(format!("answer rejected ({problem}); asking for a repair"));
     };
-    let JsonAnswer { value, .. } =
-        llm::ask_json(model, &messages, schema, check, Some(&on_repair)).await?;
+    let JsonAnswer { value, .. } = llm::ask_json(
+        model,
+        &messages,
+        schema,
+        max_tokens,
+        check,
+        Some(&on_repair),
+    )
+    .await?;
     progress.report("answer validated");
     Ok(value)
 }

@@ -9,89 +9,139 @@ use serde_json::Value;
 
 use crate::llm::OutputSchema;
 
-/// One LLM task: its template and the schema of its answer.
+macro_rules! tasks {
+    ($($task:ident => $template:literal, answer: $schema:literal, strict: $strict:literal,
+        tokens: $budget:expr;)+) => {
+        /// One LLM task: its template and the schema of its answer.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Task {
+            $($task),+
+        }
+
+        impl Task {
+            /// Every task, in registry order.
+            pub const ALL: &[Task] = &[$(Task::$task),+];
+
+            /// What the answer can need, in output tokens (see [`AnswerBudget`]).
+            pub fn budget(self) -> AnswerBudget {
+                match self {
+                    $(Task::$task => $budget,)+
+                }
+            }
+
+            pub fn template(self) -> &'static str {
+                match self {
+                    $(Task::$task => include_str!(concat!(
+                        env!("CARGO_MANIFEST_DIR"),
+                        "/prompts/",
+                        $template,
+                        ".md"
+                    )),)+
+                }
+            }
+
+            /// The answer schema, sent to the provider and used to validate the answer.
+            pub fn schema(self) -> &'static OutputSchema {
+                match self {
+                    $(Task::$task => {
+                        static SCHEMA: LazyLock<OutputSchema> = LazyLock::new(|| {
+                            schema(
+                                $schema,
+                                include_str!(concat!(
+                                    env!("CARGO_MANIFEST_DIR"),
+                                    "/prompts/schemas/",
+                                    $schema,
+                                    ".json"
+                                )),
+                                $strict,
+                            )
+                        });
+                        &SCHEMA
+                    })+
+                }
+            }
+        }
+    };
+}
+
+// The registry: one line per task, naming its template (`prompts/<template>.md`), the schema of its answer
+// (`prompts/schemas/<schema>.json`, whose name is also the one the provider is given) and the output tokens
+// the answer can need. Adding a prompt = its two files and one line here.
+tasks! {
+    // A score and its explanation (at most 2,000 characters, ~500 tokens).
+    ScorePerformance => "score_performance", answer: "score", strict: true, tokens: Fixed(600);
+    ScoreReliability => "score_reliability", answer: "score", strict: true, tokens: Fixed(600);
+    // The function rewritten, and an explanation of at most 2,000 characters.
+    SuggestPerformance => "suggest_performance", answer: "suggestion", strict: true,
+        tokens: Rewriting { base: 800, code: "snippet" };
+    SuggestReliability => "suggest_reliability", answer: "suggestion", strict: true,
+        tokens: Rewriting { base: 800, code: "snippet" };
+    // One to three SLOs of ~400 tokens each (title, one sentence, PromQL, a Cloud Run object). Not strict:
+    // the `gcp/cloudrun` object is open-ended.
+    Slo => "slo", answer: "slos", strict: false, tokens: Fixed(2_000);
+    // The whole file rewritten, an explanation of at most 3,000 characters and a list of packages.
+    FileChanges => "file_changes", answer: "file_changes", strict: true,
+        tokens: Rewriting { base: 1_200, code: "file" };
+    // Per concern asked for: a summary and a handful of findings (title, detail, recommendation).
+    DeepAnalysis => "deep_analysis", answer: "deep_analysis", strict: true,
+        tokens: PerItem { base: 300, each: 1_500, list: "concerns" };
+}
+
+use AnswerBudget::{Fixed, PerItem, Rewriting};
+
+/// The output tokens an answer can need, from its schema's fields and the size of what it is about. A model
+/// is asked for no more (`max_completion_tokens`, `num_predict`), so one that rambles is stopped there and
+/// refused clearly, not waited on for minutes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Task {
-    ScorePerformance,
-    ScoreReliability,
-    SuggestPerformance,
-    SuggestReliability,
-    Slo,
-    FileChanges,
-    DeepAnalysis,
+pub enum AnswerBudget {
+    /// An answer of bounded fields.
+    Fixed(u32),
+    /// `base`, plus the code the answer rewrites (the template value `code`): one token per two bytes,
+    /// i.e. 1.5 times the ~3 bytes per token of source, as a rewrite may grow.
+    Rewriting { base: u32, code: &'static str },
+    /// `base`, plus `each` per item of the comma-separated template value `list`.
+    PerItem {
+        base: u32,
+        each: u32,
+        list: &'static str,
+    },
 }
 
-impl Task {
-    pub const ALL: [Task; 7] = [
-        Task::ScorePerformance,
-        Task::ScoreReliability,
-        Task::SuggestPerformance,
-        Task::SuggestReliability,
-        Task::Slo,
-        Task::FileChanges,
-        Task::DeepAnalysis,
-    ];
-
-    pub fn template(self) -> &'static str {
+impl AnswerBudget {
+    /// The budget for a prompt rendered from `values`.
+    pub fn tokens(self, values: &[(&str, &str)]) -> u32 {
+        let value = |name: &str| {
+            values
+                .iter()
+                .find(|(key, _)| *key == name)
+                .map_or("", |(_, value)| *value)
+        };
         match self {
-            Task::ScorePerformance => include_str!("../../prompts/score_performance.md"),
-            Task::ScoreReliability => include_str!("../../prompts/score_reliability.md"),
-            Task::SuggestPerformance => include_str!("../../prompts/suggest_performance.md"),
-            Task::SuggestReliability => include_str!("../../prompts/suggest_reliability.md"),
-            Task::Slo => include_str!("../../prompts/slo.md"),
-            Task::FileChanges => include_str!("../../prompts/file_changes.md"),
-            Task::DeepAnalysis => include_str!("../../prompts/deep_analysis.md"),
+            Fixed(tokens) => tokens,
+            Rewriting { base, code } => {
+                let code_tokens = u32::try_from(value(code).len().div_ceil(2)).unwrap_or(u32::MAX);
+                base.saturating_add(code_tokens)
+            }
+            PerItem { base, each, list } => {
+                let items = value(list)
+                    .split(',')
+                    .filter(|item| !item.trim().is_empty());
+                let count = u32::try_from(items.count()).unwrap_or(u32::MAX);
+                base.saturating_add(each.saturating_mul(count.max(1)))
+            }
         }
     }
 
-    /// The answer schema, sent to the provider and used to validate the answer.
-    pub fn schema(self) -> &'static OutputSchema {
+    /// The template value the budget grows with, if any.
+    #[cfg(test)]
+    fn value_name(self) -> Option<&'static str> {
         match self {
-            Task::ScorePerformance | Task::ScoreReliability => &SCORE,
-            Task::SuggestPerformance | Task::SuggestReliability => &SUGGESTION,
-            Task::Slo => &SLO,
-            Task::FileChanges => &FILE_CHANGES,
-            Task::DeepAnalysis => &DEEP_ANALYSIS,
+            Fixed(_) => None,
+            Rewriting { code, .. } => Some(code),
+            PerItem { list, .. } => Some(list),
         }
     }
 }
-
-static SCORE: LazyLock<OutputSchema> = LazyLock::new(|| {
-    schema(
-        "score",
-        include_str!("../../prompts/schemas/score.json"),
-        true,
-    )
-});
-static SUGGESTION: LazyLock<OutputSchema> = LazyLock::new(|| {
-    schema(
-        "suggestion",
-        include_str!("../../prompts/schemas/suggestion.json"),
-        true,
-    )
-});
-// Not strict: the `gcp/cloudrun` object is open-ended.
-static SLO: LazyLock<OutputSchema> = LazyLock::new(|| {
-    schema(
-        "slos",
-        include_str!("../../prompts/schemas/slo.json"),
-        false,
-    )
-});
-static FILE_CHANGES: LazyLock<OutputSchema> = LazyLock::new(|| {
-    schema(
-        "file_changes",
-        include_str!("../../prompts/schemas/file_changes.json"),
-        true,
-    )
-});
-static DEEP_ANALYSIS: LazyLock<OutputSchema> = LazyLock::new(|| {
-    schema(
-        "deep_analysis",
-        include_str!("../../prompts/schemas/deep_analysis.json"),
-        true,
-    )
-});
 
 /// The embedded schemas are checked by a unit test; a broken one degrades to "anything goes" rather than
 /// panicking, and validation then reports nothing more than the tools' own checks.
@@ -159,6 +209,38 @@ mod tests {
         assert_eq!(
             render("{{nope}}", &[]),
             Err(MissingValue("nope".to_owned()))
+        );
+    }
+
+    #[test]
+    fn a_budget_grows_with_the_value_its_template_has() {
+        for task in Task::ALL {
+            if let Some(name) = task.budget().value_name() {
+                let placeholder = format!("{{{{{name}}}}}");
+                assert!(
+                    task.template().contains(&placeholder),
+                    "{task:?}: {placeholder}"
+                );
+            }
+        }
+        let snippet = "x".repeat(3_000);
+        assert_eq!(
+            Task::ScorePerformance
+                .budget()
+                .tokens(&[("snippet", &snippet)]),
+            600
+        );
+        assert_eq!(
+            Task::SuggestReliability
+                .budget()
+                .tokens(&[("snippet", &snippet)]),
+            800 + 1_500
+        );
+        assert_eq!(
+            Task::DeepAnalysis
+                .budget()
+                .tokens(&[("concerns", "performance, reliability")]),
+            300 + 2 * 1_500
         );
     }
 

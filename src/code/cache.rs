@@ -14,8 +14,10 @@ use std::{
 };
 
 use super::{
-    CodeError, FunctionBlock, Language, functions_in_source_checked, read_source_file, resolve_path,
+    CodeError, FunctionBlock, Language, MAX_SOURCE_BYTES, functions_in_source_checked,
+    read_source_file, resolve_path,
 };
+use crate::files;
 
 /// Memory bound of the cache: 64 MiB of source and function text.
 pub const CACHE_BYTES: usize = 64 * 1024 * 1024;
@@ -90,7 +92,7 @@ impl Stamp {
     }
 }
 
-struct Entry {
+struct CacheEntry {
     stamp: Stamp,
     /// The content must be compared before use (see [`RACY_WINDOW`]).
     racy: bool,
@@ -101,7 +103,7 @@ struct Entry {
 
 #[derive(Default)]
 struct Cache {
-    entries: HashMap<PathBuf, Entry>,
+    entries: HashMap<PathBuf, CacheEntry>,
     total_weight: usize,
     clock: u64,
 }
@@ -152,7 +154,7 @@ impl Cache {
         self.total_weight += weight;
         self.entries.insert(
             file.path.clone(),
-            Entry {
+            CacheEntry {
                 racy,
                 stamp,
                 file,
@@ -227,7 +229,7 @@ pub fn parsed_source(
 
 /// Whether the file at `path` still holds `source` (a leading byte-order mark aside, as when it was read).
 fn same_content(path: &Path, source: &str) -> bool {
-    std::fs::read(path).is_ok_and(|bytes| {
+    files::read_bounded(path, MAX_SOURCE_BYTES).is_ok_and(|bytes| {
         bytes.strip_prefix(&[0xEF, 0xBB, 0xBF]).unwrap_or(&bytes) == source.as_bytes()
     })
 }

@@ -27,8 +27,9 @@ impl ChunkKind {
     }
 }
 
+/// A function-sized piece of a source file, as indexed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Chunk {
+pub struct SourceChunk {
     pub kind: ChunkKind,
     /// The function's name, for function chunks.
     pub name: Option<String>,
@@ -43,12 +44,12 @@ pub struct Chunk {
 }
 
 /// Splits `source` into chunks in document order. `max_lines` = 0 means no limit.
-pub fn chunk_source(language: Language, source: &str, max_lines: usize) -> Vec<Chunk> {
+pub fn chunk_source(language: Language, source: &str, max_lines: usize) -> Vec<SourceChunk> {
     chunk_blocks(source, &functions_in_source(language, source), max_lines)
 }
 
 /// [`chunk_source`] of a file (absolute path), through the parse cache ([`parsed_path`]).
-pub fn chunk_file(path: &Path, max_lines: usize) -> Result<Vec<Chunk>, CodeError> {
+pub fn chunk_file(path: &Path, max_lines: usize) -> Result<Vec<SourceChunk>, CodeError> {
     let file = parsed_path(path)?;
     Ok(chunk_blocks(&file.source, &file.blocks, max_lines))
 }
@@ -60,7 +61,7 @@ pub fn chunk_read_file(
     language: Language,
     source: &str,
     max_lines: usize,
-) -> Vec<Chunk> {
+) -> Vec<SourceChunk> {
     match parsed_source(path, language, source) {
         Ok(file) => chunk_blocks(&file.source, &file.blocks, max_lines),
         Err(e) => {
@@ -70,14 +71,14 @@ pub fn chunk_read_file(
     }
 }
 
-fn chunk_blocks(source: &str, blocks: &[FunctionBlock], max_lines: usize) -> Vec<Chunk> {
+fn chunk_blocks(source: &str, blocks: &[FunctionBlock], max_lines: usize) -> Vec<SourceChunk> {
     let lines: Vec<&str> = source.split_inclusive('\n').collect();
     if lines.is_empty() {
         return Vec::new();
     }
 
     // Outermost definitions only: a function inside another one stays in it.
-    let mut roots: Vec<Chunk> = Vec::new();
+    let mut roots: Vec<SourceChunk> = Vec::new();
     for block in blocks {
         let nested = blocks.iter().any(|outer| {
             outer.full.start <= block.full.start
@@ -93,7 +94,7 @@ fn chunk_blocks(source: &str, blocks: &[FunctionBlock], max_lines: usize) -> Vec
             Some(previous) if start <= previous.end_line => {
                 previous.end_line = previous.end_line.max(end);
             }
-            _ => roots.push(Chunk {
+            _ => roots.push(SourceChunk {
                 kind: ChunkKind::Function,
                 name: Some(block.info.name.clone()),
                 qualified_name: Some(block.info.qualified_name.clone()),
@@ -107,7 +108,7 @@ fn chunk_blocks(source: &str, blocks: &[FunctionBlock], max_lines: usize) -> Vec
     // Top-level runs: the lines between function chunks, blank lines trimmed at both ends.
     let mut chunks = Vec::new();
     let mut next_line = 1;
-    let push_top_level = |from: usize, to: usize, chunks: &mut Vec<Chunk>| {
+    let push_top_level = |from: usize, to: usize, chunks: &mut Vec<SourceChunk>| {
         let is_blank = |line: usize| lines[line - 1].trim().is_empty();
         let (mut from, mut to) = (from, to.min(lines.len()));
         while from <= to && is_blank(from) {
@@ -117,7 +118,7 @@ fn chunk_blocks(source: &str, blocks: &[FunctionBlock], max_lines: usize) -> Vec
             to -= 1;
         }
         if from <= to {
-            chunks.push(Chunk {
+            chunks.push(SourceChunk {
                 kind: ChunkKind::TopLevel,
                 name: None,
                 qualified_name: None,
@@ -149,7 +150,7 @@ fn chunk_blocks(source: &str, blocks: &[FunctionBlock], max_lines: usize) -> Vec
         let mut start = chunk.start_line;
         while start <= chunk.end_line {
             let end = chunk.end_line.min(start.saturating_add(limit - 1));
-            result.push(Chunk {
+            result.push(SourceChunk {
                 start_line: start,
                 end_line: end,
                 text: lines[start - 1..end].concat(),

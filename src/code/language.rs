@@ -13,12 +13,16 @@ use super::kinds::WalkKinds;
 pub(crate) struct LanguageSpec {
     /// Canonical name, as reported to users.
     pub(crate) name: &'static str,
+    /// The name as written in prose (`JavaScript`), for tool descriptions.
+    pub(crate) title: &'static str,
     /// Other names accepted by [`Language::from_name`] (extensions are accepted too).
     pub(crate) aliases: &'static [&'static str],
     /// The grammars, each with the file extensions it reads; the first is the language's default.
     pub(crate) grammars: &'static [Grammar],
-    /// Captures: `@name`, `@definition` (the whole definition), optional `@body`, optional `@qualifier`
-    /// (an explicit owner such as a Go receiver type or the object of `Foo.prototype.bar = function`).
+    /// Captures: `@name`, `@definition` (the whole definition), optional `@body` or `@function` (a function
+    /// value whose `body` field is the body: the query need not name it, and compiles much faster without
+    /// that child step in each of its many alternatives), optional `@qualifier` (an explicit owner such as a
+    /// Go receiver type or the object of `Foo.prototype.bar = function`).
     /// Patterns of their own capture `@attached`: nodes that belong to the definition they precede as siblings
     /// (Rust attributes and doc comments, Go doc comments, TypeScript decorators); `#set! attached.adjacent`
     /// (no blank line between) and `#set! attached.own_line` (not a comment ending a line of code) narrow them.
@@ -48,15 +52,18 @@ pub(crate) struct CompiledQueries {
     pub(crate) query: Query,
     /// Patterns from this index on come from `scopes.scm`.
     pub(crate) first_scope_pattern: usize,
+    /// The grammar's `body` field, where a `@function` capture's body is.
+    pub(crate) body_field: Option<std::num::NonZeroU16>,
     /// Where the query can start and where a definition can be, so that a search skips the rest of a tree.
     pub(crate) walk_kinds: WalkKinds,
 }
 
 macro_rules! language {
-    ($name:literal, aliases: $aliases:expr, separator: $sep:literal,
+    ($name:literal, title: $title:literal, aliases: $aliases:expr, separator: $sep:literal,
      grammars: [$($exts:expr => $grammar:expr, $node_types:expr),+ $(,)?]) => {
         LanguageSpec {
             name: $name,
+            title: $title,
             aliases: $aliases,
             grammars: &[$(Grammar {
                 extensions: $exts,
@@ -85,13 +92,14 @@ macro_rules! language {
 }
 
 /// The registry. Adding a language = a grammar crate, `grammars/<name>/{functions,scopes}.scm`, one line here
-/// (each grammar with its extensions and its `node-types.json`).
+/// (each grammar with its extensions and its `node-types.json`). The tool descriptions list the languages and
+/// extensions from here.
 static REGISTRY: &[LanguageSpec] = &[
-    language!("python", aliases: &["python3"], separator: ".", grammars: [&["py", "pyi"] => tree_sitter_python::LANGUAGE, tree_sitter_python::NODE_TYPES]),
-    language!("go", aliases: &["golang"], separator: ".", grammars: [&["go"] => tree_sitter_go::LANGUAGE, tree_sitter_go::NODE_TYPES]),
-    language!("rust", aliases: &[], separator: "::", grammars: [&["rs"] => tree_sitter_rust::LANGUAGE, tree_sitter_rust::NODE_TYPES]),
-    language!("javascript", aliases: &["node", "nodejs"], separator: ".", grammars: [&["js", "mjs", "cjs", "jsx"] => tree_sitter_javascript::LANGUAGE, tree_sitter_javascript::NODE_TYPES]),
-    language!("typescript", aliases: &[], separator: ".", grammars: [&["ts", "mts", "cts"] => tree_sitter_typescript::LANGUAGE_TYPESCRIPT, tree_sitter_typescript::TYPESCRIPT_NODE_TYPES, &["tsx"] => tree_sitter_typescript::LANGUAGE_TSX, tree_sitter_typescript::TSX_NODE_TYPES]),
+    language!("python", title: "Python", aliases: &["python3"], separator: ".", grammars: [&["py", "pyi"] => tree_sitter_python::LANGUAGE, tree_sitter_python::NODE_TYPES]),
+    language!("go", title: "Go", aliases: &["golang"], separator: ".", grammars: [&["go"] => tree_sitter_go::LANGUAGE, tree_sitter_go::NODE_TYPES]),
+    language!("rust", title: "Rust", aliases: &[], separator: "::", grammars: [&["rs"] => tree_sitter_rust::LANGUAGE, tree_sitter_rust::NODE_TYPES]),
+    language!("javascript", title: "JavaScript", aliases: &["node", "nodejs"], separator: ".", grammars: [&["js", "mjs", "cjs", "jsx"] => tree_sitter_javascript::LANGUAGE, tree_sitter_javascript::NODE_TYPES]),
+    language!("typescript", title: "TypeScript", aliases: &[], separator: ".", grammars: [&["ts", "mts", "cts"] => tree_sitter_typescript::LANGUAGE_TYPESCRIPT, tree_sitter_typescript::TYPESCRIPT_NODE_TYPES, &["tsx"] => tree_sitter_typescript::LANGUAGE_TSX, tree_sitter_typescript::TSX_NODE_TYPES]),
 ];
 
 /// A supported source language, with the grammar it is read with.
@@ -130,7 +138,7 @@ impl Language {
     }
 
     /// A language from its name, an alias or one of its extensions (`python|py`, `go|golang`, `rust|rs`,
-    /// `javascript|js|node`), case-insensitive. An extension picks the grammar that reads it.
+    /// `javascript|js|node`, `typescript|ts|tsx`), case-insensitive. An extension picks the grammar that reads it.
     pub fn from_name(name: &str) -> Option<Language> {
         let name = name.trim().to_ascii_lowercase();
         Self::all()
@@ -138,9 +146,14 @@ impl Language {
             .or_else(|| Self::from_extension(&name))
     }
 
-    /// The canonical name: `python`, `go`, `rust` or `javascript`.
+    /// The canonical name: `python`, `go`, `rust`, `javascript`, ...
     pub fn name(&self) -> &'static str {
         self.spec.name
+    }
+
+    /// The name as written in prose: `Python`, `JavaScript`, ...
+    pub fn title(&self) -> &'static str {
+        self.spec.title
     }
 
     /// File extensions read with this language's grammar, without the dot.
@@ -160,6 +173,35 @@ impl Language {
     pub fn supported_extensions() -> String {
         Self::all()
             .flat_map(|lang| lang.all_extensions().map(|ext| format!(".{ext}")))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Every canonical name, for descriptions: `python, go, rust, ...`.
+    pub fn canonical_names() -> String {
+        Self::all()
+            .map(|lang| lang.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Every language as written in prose, for descriptions: `Python, Go, Rust, ...`.
+    pub fn titles() -> String {
+        Self::all()
+            .map(|lang| lang.title())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Every supported extension with its dot, grouped by language, for descriptions: `.py/.pyi, .go, ...`.
+    pub fn extensions_by_language() -> String {
+        Self::all()
+            .map(|lang| {
+                lang.all_extensions()
+                    .map(|ext| format!(".{ext}"))
+                    .collect::<Vec<_>>()
+                    .join("/")
+            })
             .collect::<Vec<_>>()
             .join(", ")
     }
@@ -192,32 +234,49 @@ impl Language {
         (self.grammar.load)()
     }
 
+    /// Whether the queries are compiled already (a first use compiles them).
+    pub(crate) fn queries_compiled(&self) -> bool {
+        self.grammar.compiled.get().is_some()
+    }
+
     /// The compiled queries, built on first use.
     pub(crate) fn queries(&self) -> Result<&'static CompiledQueries, String> {
-        let spec = self.spec;
         self.grammar
             .compiled
-            .get_or_init(|| {
-                let grammar = self.grammar();
-                let compile = |file: &str, text: &str| {
-                    Query::new(&grammar, text)
-                        .map_err(|e: QueryError| format!("grammars/{}/{file}: {e}", spec.name))
-                };
-                // Each file alone first, so that an error names the file and its own offsets.
-                let functions = compile("functions.scm", spec.functions_query)?;
-                compile("scopes.scm", spec.scopes_query)?;
-                let combined = format!("{}\n{}", spec.functions_query, spec.scopes_query);
-                let query = compile("functions.scm + scopes.scm", &combined)?;
-                let walk_kinds =
-                    WalkKinds::new(&grammar, &query, &combined, self.grammar.node_types)?;
-                Ok(CompiledQueries {
-                    query,
-                    first_scope_pattern: functions.pattern_count(),
-                    walk_kinds,
-                })
-            })
+            .get_or_init(|| self.compile_queries())
             .as_ref()
             .map_err(Clone::clone)
+    }
+
+    /// The functions and scopes queries compiled as one: compiling takes about as long as parsing a large file
+    /// (TypeScript's), so it is done once.
+    fn compile_queries(&self) -> Result<CompiledQueries, String> {
+        let spec = self.spec;
+        let grammar = self.grammar();
+        let compile = |file: &str, text: &str| {
+            Query::new(&grammar, text)
+                .map_err(|e: QueryError| format!("grammars/{}/{file}: {e}", spec.name))
+        };
+        let combined = format!("{}\n{}", spec.functions_query, spec.scopes_query);
+        let query = compile("functions.scm + scopes.scm", &combined).map_err(|error| {
+            // Each file alone, so that the error names the file and its own offsets.
+            compile("functions.scm", spec.functions_query)
+                .and_then(|_| compile("scopes.scm", spec.scopes_query))
+                .err()
+                .unwrap_or(error)
+        })?;
+        let first_scope_pattern = (0..query.pattern_count())
+            .take_while(|&pattern| {
+                query.start_byte_for_pattern(pattern) < spec.functions_query.len()
+            })
+            .count();
+        let walk_kinds = WalkKinds::new(&grammar, &query, &combined, self.grammar.node_types)?;
+        Ok(CompiledQueries {
+            query,
+            first_scope_pattern,
+            body_field: grammar.field_id_for_name("body"),
+            walk_kinds,
+        })
     }
 }
 
@@ -270,5 +329,61 @@ impl<'de> serde::Deserialize<'de> for Language {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let raw = String::deserialize(deserializer)?;
         raw.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// CPU time this thread has run (Linux; zero elsewhere, where the comparison below then holds trivially).
+    fn thread_cpu() -> std::time::Duration {
+        let stat = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+        let nanos = stat.split_whitespace().next().and_then(|n| n.parse().ok());
+        std::time::Duration::from_nanos(nanos.unwrap_or(0))
+    }
+
+    /// The first listing of a file pays for its grammar's queries: compiling them costs about one parse of a
+    /// large file (a 14,000-line TSX class, as excalidraw's `App.tsx`), not several as it did (each query file
+    /// compiled alone, then together; and a child step in every alternative of a function value).
+    #[test]
+    fn compiling_the_queries_costs_about_one_parse_of_a_large_file() {
+        let mut class = String::from("export class App extends Base {\n");
+        for i in 0..1000 {
+            class.push_str(&format!(
+                "  handler{i} = (event: Event) => {{\n    const next = {{ ...this.state, at: {i} }};\n    \
+                 this.setState(next);\n  }};\n\n  render{i}() {{\n    return <div onClick={{this.handler{i}}}>\
+                 {{this.props.items.map((item) => <Item key={{item.id}} {{...item}} />)}}</div>;\n  }}\n\n"
+            ));
+        }
+        class.push_str("}\n");
+        let tsx = Language::from_name("tsx").unwrap();
+        let start = thread_cpu();
+        let mut parser = tree_sitter::Parser::new();
+        parser.set_language(&tsx.grammar()).unwrap();
+        drop(parser.parse(&class, None).unwrap());
+        let parse = thread_cpu() - start;
+        let start = thread_cpu();
+        tsx.compile_queries().unwrap();
+        let compile = thread_cpu() - start;
+        assert!(
+            compile <= parse * 2,
+            "compiling took {compile:?}, parsing {} lines {parse:?}",
+            class.lines().count()
+        );
+    }
+
+    /// The query is compiled once, as one: its first patterns are the functions', the rest the scopes'.
+    #[test]
+    fn the_scope_patterns_follow_the_function_patterns() {
+        for language in Language::all_grammars() {
+            let queries = language.queries().unwrap();
+            let functions = Query::new(&language.grammar(), language.spec.functions_query).unwrap();
+            assert_eq!(
+                queries.first_scope_pattern,
+                functions.pattern_count(),
+                "{language}"
+            );
+        }
     }
 }

@@ -5,12 +5,16 @@
 //! Nothing is parsed or compiled until a function here is called.
 
 pub mod allocator;
+mod attached;
 mod cache;
 pub mod chunk;
 mod error;
 mod functions;
 mod kinds;
 mod language;
+mod lines;
+mod parse;
+mod search;
 mod source;
 
 use std::{ops::Range, path::Path};
@@ -123,7 +127,7 @@ pub(crate) fn functions_in_source_checked(
 /// the caller is waiting for an answer that no longer needs them. The thread runs at the lowest priority,
 /// so that it takes no CPU from the answer, nor from the client reading it, on a busy machine.
 fn free_off_the_callers_path(trees: Vec<tree_sitter::Tree>, source_len: usize) {
-    if source_len < functions::LARGE_SOURCE {
+    if source_len < parse::LARGE_SOURCE {
         return;
     }
     let freeing = std::thread::Builder::new()
@@ -158,7 +162,9 @@ pub fn extract_function(path: &Path, func: &str) -> Result<Extracted, CodeError>
 /// Picks `func` among `blocks`: an exact qualified name first, then a qualified suffix
 /// (`Class.method` matches `module.Class.method`), then the plain name. `.` and `::` are both accepted.
 /// Among several matches, a definition with a body wins over body-less signatures (a trait's declaration,
-/// an `extern` item, an overload signature).
+/// an `extern` item, an overload signature), also when the signature matches more closely: a top-level Go
+/// assembly stub `call` does not hide the method `Value.call`. `other_matches` counts every other match of
+/// the tiers looked at.
 pub fn select_function(file: &ParsedFile, func: &str) -> Result<Extracted, CodeError> {
     let (path, blocks) = (file.path.as_path(), file.blocks.as_slice());
     let wanted = func.trim().trim_end_matches("()");
@@ -177,19 +183,27 @@ pub fn select_function(file: &ParsedFile, func: &str) -> Result<Extracted, CodeE
         },
         &|b| b.info.name == wanted,
     ];
+    // The matches of each tier in turn, each block once, until one has a body.
+    let mut matching: Vec<&FunctionBlock> = Vec::new();
     for matches_tier in tiers {
-        let matching: Vec<&FunctionBlock> = blocks.iter().filter(|b| matches_tier(b)).collect();
-        let with_body = matching.iter().find(|b| b.body.is_some());
-        if let Some(first) = with_body.or(matching.first()) {
-            let other_matches = matching.len() - 1;
-            let text = |range: &Range<usize>| file.source.get(range.clone()).unwrap_or_default();
-            return Ok(Extracted {
-                full: text(&first.full).to_owned(),
-                body: first.body.as_ref().map(text).unwrap_or_default().to_owned(),
-                function: first.info.clone(),
-                other_matches,
-            });
+        for block in blocks.iter().filter(|b| matches_tier(b)) {
+            if !matching.iter().any(|seen| std::ptr::eq(*seen, block)) {
+                matching.push(block);
+            }
         }
+        if matching.iter().any(|b| b.body.is_some()) {
+            break;
+        }
+    }
+    let with_body = matching.iter().find(|b| b.body.is_some());
+    if let Some(first) = with_body.or(matching.first()) {
+        let text = |range: &Range<usize>| file.source.get(range.clone()).unwrap_or_default();
+        return Ok(Extracted {
+            full: text(&first.full).to_owned(),
+            body: first.body.as_ref().map(text).unwrap_or_default().to_owned(),
+            function: first.info.clone(),
+            other_matches: matching.len() - 1,
+        });
     }
     Err(CodeError::FunctionNotFound {
         func: wanted.to_owned(),
@@ -240,7 +254,7 @@ fn closest_names(wanted: &str, blocks: &[FunctionBlock], limit: usize) -> Vec<St
 /// Syntax errors in `source` (empty when it parses cleanly), at most 100.
 pub fn parse_errors(language: Language, source: &str) -> Vec<SyntaxError> {
     const LIMIT: usize = 100;
-    let tree = match functions::parse(language, source) {
+    let tree = match parse::parse(language, source) {
         Ok(tree) => tree,
         Err(e) => {
             return vec![SyntaxError {
@@ -260,7 +274,7 @@ pub fn parse_errors(language: Language, source: &str) -> Vec<SyntaxError> {
             let message = if node.is_missing() {
                 format!("missing `{}`", node.kind())
             } else {
-                let text = functions::node_text(node, source);
+                let text = search::node_text(node, source);
                 let first_line = text.lines().next().unwrap_or_default();
                 let excerpt: String = first_line.chars().take(40).collect();
                 format!("unexpected `{}`", excerpt.trim())
@@ -362,7 +376,7 @@ mod tests {
             "/// Doc.\nfn a() {}\ntrait T { fn b(); }\nimpl T for S { fn b() {} }\n",
         )
         .unwrap();
-        let parses = || functions::PARSES.with(std::cell::Cell::get);
+        let parses = || parse::PARSES.with(std::cell::Cell::get);
         let before = parses();
         let listed = list_functions(&path).unwrap();
         assert_eq!(listed.len(), 3);

@@ -2,6 +2,7 @@
 //! embed changed chunks in batches, and keep them in a vector store (embedded SQLite by default, or Qdrant).
 //! Retrieval gives the LLM tools the chunks of the user's own code closest to a query.
 
+mod changes;
 pub mod pipeline;
 pub mod project;
 pub mod store;
@@ -15,7 +16,8 @@ use std::{
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-pub use pipeline::{IndexSettings, IndexSummary, ProgressSink, index_project};
+pub use changes::IndexSettings;
+pub use pipeline::{IndexSummary, ProgressSink, index_project};
 pub use project::{DATA_DIR_ENV, Project};
 use store::{SearchFilter, StoreError, VectorStore, qdrant::QdrantStore, sqlite::SqliteStore};
 
@@ -102,7 +104,7 @@ impl Default for StoreSettings {
         Self {
             choice: StoreChoice::default(),
             qdrant_url: None,
-            vector_cache_bytes: store::sqlite::DEFAULT_CACHE_CEILING,
+            vector_cache_bytes: store::vectors::DEFAULT_CACHE_CEILING,
         }
     }
 }

@@ -1,58 +1,27 @@
 //! Indexing as a straight line: walk → compare with what is stored → delete stale → embed changed chunks in
 //! batches → upsert each batch (committed on its own, so an interruption keeps every finished batch).
 //!
-//! The comparison keeps only the ids of the chunks to embed, per file; their text is produced again file by
-//! file while embedding, a few batches ahead through a bounded channel, so a large tree never sits in
-//! memory whole.
+//! The comparison ([`super::changes`]) keeps only the ids of the chunks to embed, per file; their text is
+//! produced again file by file while embedding, a few batches ahead through a bounded channel, so a large
+//! tree never sits in memory whole.
 
 use std::{
     collections::{HashMap, HashSet},
-    path::Path,
     sync::Arc,
     time::Instant,
 };
 
 use futures::future::BoxFuture;
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use super::{
     IndexError,
+    changes::{IndexSettings, PendingChunk, plan, produce_batches},
     project::Project,
-    store::{ChunkMeta, ChunkPoint, FileStamp, LineMove, StoreKind, StoredPoint, VectorStore},
+    store::{ChunkPoint, StoreKind, StoredPoint, VectorStore},
 };
-use crate::{
-    code::{
-        Language,
-        chunk::{Chunk, chunk_read_file},
-    },
-    llm::Embedder,
-};
-
-/// Tunables of a run.
-#[derive(Debug, Clone)]
-pub struct IndexSettings {
-    /// Texts per embedding request (and points per committed store batch).
-    pub batch_size: usize,
-    /// Longest chunk, in lines; longer functions are split.
-    pub max_lines: usize,
-    /// Longest embedding input, in characters (embedding models truncate anyway; this bounds the request).
-    pub max_embed_chars: usize,
-    /// Files larger than this are skipped (generated or minified code).
-    pub max_file_bytes: u64,
-}
-
-impl Default for IndexSettings {
-    fn default() -> Self {
-        Self {
-            batch_size: 64,
-            max_lines: 80,
-            max_embed_chars: 6000,
-            max_file_bytes: 2 * 1024 * 1024,
-        }
-    }
-}
+use crate::{code::Language, llm::Embedder};
 
 /// Told after every committed batch.
 pub trait ProgressSink: Send + Sync {
@@ -93,350 +62,8 @@ pub struct IndexSummary {
     pub elapsed_ms: u64,
 }
 
-/// A chunk to embed, with everything needed to store it.
-struct Pending {
-    id: String,
-    meta: ChunkMeta,
-    chunk: Chunk,
-    input: String,
-}
-
-/// The chunks of one file to embed, by id: their text is read again when their batch comes.
-struct FileWork {
-    rel_path: String,
-    path: std::path::PathBuf,
-    lang: Language,
-    ids: HashSet<String>,
-}
-
 /// Batches produced ahead of the embedder: the bound on chunk text held in memory.
 const BATCHES_AHEAD: usize = 2;
-
-/// What a run has to do after comparing the tree with the store.
-#[derive(Default)]
-struct WorkList {
-    files_seen: u64,
-    files_changed: u64,
-    files_skipped: u64,
-    seen_paths: HashSet<String>,
-    /// Files with chunks to embed, in walk order, and how many chunks in all.
-    to_embed: Vec<FileWork>,
-    chunks_to_embed: u64,
-    moves: Vec<LineMove>,
-    stamps: Vec<FileStamp>,
-    stale_ids: Vec<String>,
-    unchanged: u64,
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn hash_parts(parts: &[&[u8]]) -> Sha256 {
-    let mut hasher = Sha256::new();
-    for part in parts {
-        hasher.update((part.len() as u64).to_le_bytes());
-        hasher.update(part);
-    }
-    hasher
-}
-
-/// A UUID-formatted id from the chunk's path and identity (Qdrant accepts only integers and UUIDs).
-pub fn point_id(path: &str, kind: &str, qualified_name: &str, ordinal: usize) -> String {
-    let digest = hash_parts(&[
-        path.as_bytes(),
-        kind.as_bytes(),
-        qualified_name.as_bytes(),
-        &ordinal.to_le_bytes(),
-    ])
-    .finalize();
-    let mut b = [0u8; 16];
-    b.copy_from_slice(&digest[..16]);
-    b[6] = (b[6] & 0x0f) | 0x50; // version 5 (name-based, SHA)
-    b[8] = (b[8] & 0x3f) | 0x80; // RFC 4122 variant
-    let h = hex(&b);
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
-}
-
-/// The chunk's qualified name; empty for top-level code.
-fn qualified_name(chunk: &Chunk) -> &str {
-    chunk.qualified_name.as_deref().unwrap_or_default()
-}
-
-fn line_number(line: usize) -> u32 {
-    u32::try_from(line).unwrap_or(u32::MAX)
-}
-
-/// The text sent to the embedding model: where the code is, then the code.
-fn embedding_input(rel_path: &str, language: &str, chunk: &Chunk, max_chars: usize) -> String {
-    let mut input = format!(
-        "{language} {} {} in {rel_path}\n{}",
-        chunk.kind.as_str(),
-        qualified_name(chunk),
-        chunk.text
-    );
-    if let Some((cut, _)) = input.char_indices().nth(max_chars) {
-        input.truncate(cut);
-    }
-    input
-}
-
-/// Walks and compares in a blocking thread: no embedding happens here.
-fn plan(
-    project: &Project,
-    languages: &[Language],
-    stored: &HashMap<String, Vec<StoredPoint>>,
-    model_key: &str,
-    settings: &IndexSettings,
-) -> WorkList {
-    let mut plan = WorkList::default();
-    let walker = ignore::WalkBuilder::new(&project.root)
-        .hidden(true)
-        .git_ignore(true)
-        .git_exclude(true)
-        .git_global(false)
-        // Honour .gitignore even when the tree is not (yet) a git repository.
-        .require_git(false)
-        .max_filesize(Some(settings.max_file_bytes))
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .build();
-    for entry in walker {
-        let entry = match entry {
-            Ok(entry) => entry,
-            Err(e) => {
-                tracing::debug!(error = %e, "walk: skipped an entry");
-                continue;
-            }
-        };
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
-        }
-        let Some(lang) = Language::from_path(entry.path())
-            .filter(|l| languages.iter().any(|known| known.name() == l.name()))
-        else {
-            continue;
-        };
-        let Some(rel_path) = relative_path(&project.root, entry.path()) else {
-            continue;
-        };
-        plan.files_seen += 1;
-        plan.seen_paths.insert(rel_path.clone());
-        let source = match std::fs::read_to_string(entry.path()) {
-            Ok(source) => source,
-            Err(e) => {
-                tracing::debug!(path = %rel_path, error = %e, "skipped: unreadable or not UTF-8");
-                plan.files_skipped += 1;
-                continue;
-            }
-        };
-        plan_file(
-            &mut plan,
-            &rel_path,
-            entry.path(),
-            lang,
-            &source,
-            stored.get(&rel_path),
-            model_key,
-            settings,
-        );
-    }
-    plan
-}
-
-// The file's names, language and text, the stored points and the settings: each used on its own.
-#[allow(clippy::too_many_arguments)]
-fn plan_file(
-    plan: &mut WorkList,
-    rel_path: &str,
-    path: &Path,
-    lang: Language,
-    source: &str,
-    stored: Option<&Vec<StoredPoint>>,
-    model_key: &str,
-    settings: &IndexSettings,
-) {
-    let file_hash = file_hash(model_key, settings, source);
-    let stored: &[StoredPoint] = stored.map(Vec::as_slice).unwrap_or_default();
-    if !stored.is_empty()
-        && stored
-            .iter()
-            .all(|p| p.meta.file_hash == file_hash && p.meta.file_chunks as usize == stored.len())
-    {
-        plan.unchanged += stored.len() as u64;
-        return;
-    }
-    plan.files_changed += 1;
-    let pieces = file_pending(
-        rel_path, path, lang, source, &file_hash, model_key, settings,
-    );
-    let file_chunks = pieces.first().map_or(0, |p| p.meta.file_chunks);
-    let by_id: HashMap<&str, &StoredPoint> = stored.iter().map(|p| (p.id.as_str(), p)).collect();
-    let mut current_ids = HashSet::new();
-    let mut restamp = false;
-    let mut ids_to_embed = HashSet::new();
-    for pending in pieces {
-        let Pending { id, meta, .. } = pending;
-        current_ids.insert(id.clone());
-        match by_id.get(id.as_str()) {
-            Some(old) if old.meta.content_hash == meta.content_hash => {
-                plan.unchanged += 1;
-                restamp |=
-                    old.meta.file_hash != meta.file_hash || old.meta.file_chunks != file_chunks;
-                if (old.meta.start_line, old.meta.end_line) != (meta.start_line, meta.end_line) {
-                    plan.moves.push(LineMove {
-                        id,
-                        start_line: meta.start_line,
-                        end_line: meta.end_line,
-                    });
-                }
-            }
-            _ => {
-                ids_to_embed.insert(id);
-            }
-        }
-    }
-    if !ids_to_embed.is_empty() {
-        plan.chunks_to_embed += ids_to_embed.len() as u64;
-        plan.to_embed.push(FileWork {
-            rel_path: rel_path.to_owned(),
-            path: path.to_path_buf(),
-            lang,
-            ids: ids_to_embed,
-        });
-    }
-    if restamp {
-        plan.stamps.push(FileStamp {
-            path: rel_path.to_owned(),
-            file_hash,
-            file_chunks,
-        });
-    }
-    plan.stale_ids.extend(
-        stored
-            .iter()
-            .filter(|p| !current_ids.contains(&p.id))
-            .map(|p| p.id.clone()),
-    );
-}
-
-/// The file hash: the model and chunking are part of it, so changing either re-indexes every file.
-fn file_hash(model_key: &str, settings: &IndexSettings, source: &str) -> String {
-    hex(&hash_parts(&[
-        model_key.as_bytes(),
-        &settings.max_lines.to_le_bytes(),
-        source.as_bytes(),
-    ])
-    .finalize()[..16])
-}
-
-/// Every chunk of a file with its id, metadata and embedding input.
-fn file_pending(
-    rel_path: &str,
-    path: &Path,
-    lang: Language,
-    source: &str,
-    file_hash: &str,
-    model_key: &str,
-    settings: &IndexSettings,
-) -> Vec<Pending> {
-    let language = lang.name();
-    let pieces = chunk_read_file(path, lang, source, settings.max_lines);
-    let file_chunks = pieces.len() as u32;
-    let mut ordinals: HashMap<(&str, String), usize> = HashMap::new();
-    let mut out = Vec::with_capacity(pieces.len());
-    for chunk in pieces {
-        let ordinal = ordinals
-            .entry((chunk.kind.as_str(), qualified_name(&chunk).to_owned()))
-            .and_modify(|n| *n += 1)
-            .or_insert(0);
-        let id = point_id(
-            rel_path,
-            chunk.kind.as_str(),
-            qualified_name(&chunk),
-            *ordinal,
-        );
-        let input = embedding_input(rel_path, language, &chunk, settings.max_embed_chars);
-        let content_hash =
-            hex(&hash_parts(&[model_key.as_bytes(), input.as_bytes()]).finalize()[..16]);
-        let meta = ChunkMeta {
-            path: rel_path.to_owned(),
-            language: language.to_owned(),
-            start_line: line_number(chunk.start_line),
-            end_line: line_number(chunk.end_line),
-            content_hash,
-            file_hash: file_hash.to_owned(),
-            file_chunks,
-        };
-        out.push(Pending {
-            id,
-            meta,
-            chunk,
-            input,
-        });
-    }
-    out
-}
-
-/// Reads the planned files again and sends their chunks to embed in batches of `batch_size`; stops when
-/// the receiver is gone (the run ended). A file that changed since the walk gives its current chunks.
-fn produce_batches(
-    work: Vec<FileWork>,
-    model_key: &str,
-    settings: &IndexSettings,
-    batches: &tokio::sync::mpsc::Sender<Vec<Pending>>,
-) {
-    let batch_size = settings.batch_size.max(1);
-    let mut batch = Vec::with_capacity(batch_size);
-    for file in work {
-        let source = match std::fs::read_to_string(&file.path) {
-            Ok(source) => source,
-            Err(e) => {
-                tracing::debug!(path = %file.rel_path, error = %e, "skipped: unreadable since the walk");
-                continue;
-            }
-        };
-        let hash = file_hash(model_key, settings, &source);
-        let pending = file_pending(
-            &file.rel_path,
-            &file.path,
-            file.lang,
-            &source,
-            &hash,
-            model_key,
-            settings,
-        );
-        for p in pending.into_iter().filter(|p| file.ids.contains(&p.id)) {
-            batch.push(p);
-            if batch.len() == batch_size
-                && batches
-                    .blocking_send(std::mem::replace(
-                        &mut batch,
-                        Vec::with_capacity(batch_size),
-                    ))
-                    .is_err()
-            {
-                return;
-            }
-        }
-    }
-    if !batch.is_empty() {
-        let _ = batches.blocking_send(batch);
-    }
-}
-
-/// `path` relative to `root` with `/` separators, or `None` when it is not under `root` or not UTF-8.
-fn relative_path(root: &Path, path: &Path) -> Option<String> {
-    let rel = path.strip_prefix(root).ok()?;
-    let parts: Option<Vec<&str>> = rel.components().map(|c| c.as_os_str().to_str()).collect();
-    Some(parts?.join("/"))
-}
 
 /// Indexes `project` into `store` with `embedder`. Re-running on an unchanged tree embeds nothing.
 pub async fn index_project(
@@ -496,7 +123,7 @@ pub async fn index_project(
     let total = plan.chunks_to_embed;
     let mut embedded = 0u64;
     let mut requests = 0u64;
-    let (sender, mut batches) = tokio::sync::mpsc::channel::<Vec<Pending>>(BATCHES_AHEAD);
+    let (sender, mut batches) = tokio::sync::mpsc::channel::<Vec<PendingChunk>>(BATCHES_AHEAD);
     let producer = {
         let work = plan.to_embed;
         let settings = settings.clone();
@@ -597,34 +224,4 @@ pub async fn index_project(
         elapsed_ms: started.elapsed().as_millis() as u64,
     };
     Ok(summary)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::code::chunk::ChunkKind;
-
-    #[test]
-    fn point_ids_are_uuids_stable_and_distinct() {
-        let a = point_id("a.py", "function", "f", 0);
-        assert_eq!(a, point_id("a.py", "function", "f", 0));
-        assert_ne!(a, point_id("a.py", "function", "f", 1));
-        assert_ne!(a, point_id("b.py", "function", "f", 0));
-        assert_eq!(a.len(), 36);
-        assert_eq!(&a[14..15], "5");
-    }
-
-    #[test]
-    fn embedding_input_is_bounded_on_a_char_boundary() {
-        let chunk = Chunk {
-            kind: ChunkKind::Function,
-            name: Some("f".into()),
-            qualified_name: Some("f".into()),
-            start_line: 1,
-            end_line: 1,
-            text: "é".repeat(100),
-        };
-        let input = embedding_input("a.py", "python", &chunk, 20);
-        assert_eq!(input.chars().count(), 20);
-    }
 }

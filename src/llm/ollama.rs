@@ -1,6 +1,6 @@
 //! Ollama provider: `/api/chat` (structured output through `format`) and `/api/embed`.
 //!
-//! Requests and answers are `ollama-rs`'s wire types; they travel through our [`Transport`] so that Ollama
+//! Requests and answers are `ollama-rs`'s wire types; they travel through our [`ProviderTransport`] so that Ollama
 //! gets the same timeout and retry policy as the OpenAI-compatible provider, and errors keep their status.
 
 use futures::future::BoxFuture;
@@ -15,13 +15,14 @@ use ollama_rs::{
     },
     models::ModelOptions,
 };
-use serde::{Serialize, de::DeserializeOwned};
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use url::Url;
 
 use super::{
-    ChatModel, Embedder, LlmError, Message, OutputSchema, Role, check_vectors,
-    transport::{Transport, redacted},
+    ChatAnswer, ChatModel, Embedder, LlmError, Message, OutputSchema, Role, check_vectors,
+    transport::ProviderTransport,
 };
+use crate::redact::redacted;
 
 const PROVIDER: &str = "Ollama";
 
@@ -29,7 +30,7 @@ const PROVIDER: &str = "Ollama";
 #[derive(Debug, Clone)]
 struct OllamaApi {
     host: Url,
-    transport: Transport,
+    transport: ProviderTransport,
 }
 
 impl OllamaApi {
@@ -143,7 +144,7 @@ impl OllamaChat {
         host: Url,
         model: String,
         max_tokens: Option<u32>,
-        transport: Transport,
+        transport: ProviderTransport,
     ) -> Self {
         Self {
             api: OllamaApi { host, transport },
@@ -156,13 +157,12 @@ impl OllamaChat {
         &self,
         messages: &[Message],
         schema: &OutputSchema,
-    ) -> Result<String, LlmError> {
+        max_tokens: u32,
+    ) -> Result<ChatAnswer, LlmError> {
         let messages = messages.iter().map(to_ollama_message).collect();
         let mut request = ChatMessageRequest::new(self.model.clone(), messages);
-        if let Some(max_tokens) = self.max_tokens {
-            let limit = i32::try_from(max_tokens).unwrap_or(i32::MAX);
-            request = request.options(ModelOptions::default().num_predict(limit));
-        }
+        let limit = i32::try_from(max_tokens).unwrap_or(i32::MAX);
+        request = request.options(ModelOptions::default().num_predict(limit));
         let structure = schemars::Schema::try_from(schema.schema.clone()).map_err(|e| {
             LlmError::Config(format!("schema '{}' is not an object: {e}", schema.name))
         })?;
@@ -171,17 +171,34 @@ impl OllamaChat {
         )));
         tracing::debug!(provider = PROVIDER, model = %self.model,
             schema = %schema.name, "chat request");
-        let response: ChatMessageResponse = self.api.post("chat", &self.model, &request).await?;
-        let text = response.message.content;
+        let response: ChatReply = self.api.post("chat", &self.model, &request).await?;
+        let cut = response.done_reason.as_deref() == Some("length");
+        let text = response.response.message.content;
         if text.trim().is_empty() {
+            if cut {
+                return Err(LlmError::AnswerCut {
+                    provider: PROVIDER,
+                    model: self.model.clone(),
+                    limit: max_tokens,
+                });
+            }
             return Err(LlmError::BadResponse {
                 provider: PROVIDER,
                 model: self.model.clone(),
                 detail: "the answer is empty".into(),
             });
         }
-        Ok(text)
+        Ok(ChatAnswer { text, cut })
     }
+}
+
+/// Ollama's chat answer with the `done_reason` ollama-rs does not read (`length` when `num_predict` cut it).
+#[derive(Deserialize)]
+struct ChatReply {
+    #[serde(flatten)]
+    response: ChatMessageResponse,
+    #[serde(default)]
+    done_reason: Option<String>,
 }
 
 fn to_ollama_message(message: &Message) -> ChatMessage {
@@ -198,8 +215,13 @@ impl ChatModel for OllamaChat {
         &'a self,
         messages: &'a [Message],
         schema: &'a OutputSchema,
-    ) -> BoxFuture<'a, Result<String, LlmError>> {
-        Box::pin(self.complete(messages, schema))
+        max_tokens: u32,
+    ) -> BoxFuture<'a, Result<ChatAnswer, LlmError>> {
+        Box::pin(self.complete(messages, schema, max_tokens))
+    }
+
+    fn output_limit(&self, budget: u32) -> u32 {
+        super::output_limit(self.max_tokens, &self.model, budget)
     }
 
     fn model(&self) -> &str {
@@ -218,7 +240,12 @@ pub(super) struct OllamaEmbedder {
 }
 
 impl OllamaEmbedder {
-    pub(super) fn new(host: Url, model: String, dimension: usize, transport: Transport) -> Self {
+    pub(super) fn new(
+        host: Url,
+        model: String,
+        dimension: usize,
+        transport: ProviderTransport,
+    ) -> Self {
         Self {
             api: OllamaApi { host, transport },
             model,

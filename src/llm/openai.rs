@@ -1,7 +1,7 @@
 //! OpenAI-compatible provider on `async-openai`: OpenAI, OpenRouter, or any server at a base URL
 //! (vLLM, llama.cpp's server, LM Studio, Gemini's OpenAI endpoint, Ollama's /v1).
 //!
-//! Requests go through our [`Transport`] (timeout, retries with jitter) plugged into async-openai as its
+//! Requests go through our [`ProviderTransport`] (timeout, retries with jitter) plugged into async-openai as its
 //! HTTP service, so the crate builds the requests and parses the answers while we own the retry policy.
 
 use std::{
@@ -21,7 +21,7 @@ use async_openai::{
         chat::{
             ChatCompletionRequestAssistantMessage, ChatCompletionRequestMessage,
             ChatCompletionRequestSystemMessage, ChatCompletionRequestUserMessage,
-            CreateChatCompletionRequest, ResponseFormat, ResponseFormatJsonSchema,
+            CreateChatCompletionRequest, FinishReason, ResponseFormat, ResponseFormatJsonSchema,
         },
         embeddings::{CreateEmbeddingRequest, EmbeddingInput, EncodingFormat},
     },
@@ -30,11 +30,12 @@ use futures::future::BoxFuture;
 use url::Url;
 
 use super::{
-    COMPATIBLE_KEY_ENV, ChatModel, Embedder, LlmError, Message, OPENAI_BASE_URL, OPENAI_HOST,
-    OPENAI_KEY_ENV, OPENROUTER_BASE_URL, OPENROUTER_HOST, OPENROUTER_KEY_ENV, OutputSchema,
-    Provider, Role, check_vectors,
-    transport::{Transport, non_empty_env, redacted},
+    COMPATIBLE_KEY_ENV, ChatAnswer, ChatModel, Embedder, LlmError, Message, OPENAI_BASE_URL,
+    OPENAI_HOST, OPENAI_KEY_ENV, OPENROUTER_BASE_URL, OPENROUTER_HOST, OPENROUTER_KEY_ENV,
+    OutputSchema, Provider, Role, check_vectors,
+    transport::{ProviderTransport, non_empty_env},
 };
+use crate::redact::redacted;
 
 /// Where the key comes from.
 #[derive(Debug, Clone, Copy)]
@@ -106,7 +107,7 @@ impl Endpoint {
     /// An async-openai client for one call, with the key read now and our transport as its HTTP service.
     fn client(
         &self,
-        transport: &Transport,
+        transport: &ProviderTransport,
     ) -> Result<(Client<OpenAIConfig>, StatusProbe), LlmError> {
         let key = match self.key {
             Key::Required(var) => non_empty_env(var).ok_or(LlmError::MissingKey {
@@ -163,7 +164,7 @@ impl StatusProbe {
 /// async-openai's HTTP service: our transport, so retries follow our policy.
 #[derive(Clone)]
 struct RetryingService {
-    transport: Transport,
+    transport: ProviderTransport,
     probe: StatusProbe,
     /// async-openai always sends `Authorization`, empty or not; without a key, none is sent.
     sends_key: bool,
@@ -209,7 +210,7 @@ fn map_error(
     path: &str,
     model: &str,
     probe: &StatusProbe,
-    transport: &Transport,
+    transport: &ProviderTransport,
 ) -> LlmError {
     let url = Url::parse(&endpoint.url(path))
         .map(|u| redacted(&u))
@@ -282,7 +283,7 @@ pub(super) struct OpenAiChat {
     endpoint: Endpoint,
     model: String,
     max_tokens: Option<u32>,
-    transport: Transport,
+    transport: ProviderTransport,
 }
 
 impl OpenAiChat {
@@ -290,7 +291,7 @@ impl OpenAiChat {
         endpoint: Endpoint,
         model: String,
         max_tokens: Option<u32>,
-        transport: Transport,
+        transport: ProviderTransport,
     ) -> Self {
         Self {
             endpoint,
@@ -304,12 +305,13 @@ impl OpenAiChat {
         &self,
         messages: &[Message],
         schema: &OutputSchema,
-    ) -> Result<String, LlmError> {
+        max_tokens: u32,
+    ) -> Result<ChatAnswer, LlmError> {
         let (client, probe) = self.endpoint.client(&self.transport)?;
         let request = CreateChatCompletionRequest {
             model: self.model.clone(),
             messages: messages.iter().map(to_openai_message).collect(),
-            max_completion_tokens: self.max_tokens,
+            max_completion_tokens: Some(max_tokens),
             response_format: Some(ResponseFormat::JsonSchema {
                 json_schema: ResponseFormatJsonSchema {
                     description: None,
@@ -346,8 +348,14 @@ impl OpenAiChat {
             .into_iter()
             .next()
             .ok_or_else(|| bad("the answer has no choices".into()))?;
+        let cut = choice.finish_reason == Some(FinishReason::Length);
         match (choice.message.content, choice.message.refusal) {
-            (Some(text), _) if !text.trim().is_empty() => Ok(text),
+            (Some(text), _) if !text.trim().is_empty() => Ok(ChatAnswer { text, cut }),
+            (_, None) if cut => Err(LlmError::AnswerCut {
+                provider: self.endpoint.provider,
+                model: self.model.clone(),
+                limit: max_tokens,
+            }),
             (_, Some(refusal)) => Err(bad(format!("the model refused: {refusal}"))),
             _ => Err(bad(format!(
                 "the answer is empty (finish reason: {:?})",
@@ -385,8 +393,13 @@ impl ChatModel for OpenAiChat {
         &'a self,
         messages: &'a [Message],
         schema: &'a OutputSchema,
-    ) -> BoxFuture<'a, Result<String, LlmError>> {
-        Box::pin(self.complete(messages, schema))
+        max_tokens: u32,
+    ) -> BoxFuture<'a, Result<ChatAnswer, LlmError>> {
+        Box::pin(self.complete(messages, schema, max_tokens))
+    }
+
+    fn output_limit(&self, budget: u32) -> u32 {
+        super::output_limit(self.max_tokens, &self.model, budget)
     }
 
     fn model(&self) -> &str {
@@ -402,7 +415,7 @@ pub(super) struct OpenAiEmbedder {
     endpoint: Endpoint,
     model: String,
     dimension: usize,
-    transport: Transport,
+    transport: ProviderTransport,
 }
 
 impl OpenAiEmbedder {
@@ -410,7 +423,7 @@ impl OpenAiEmbedder {
         endpoint: Endpoint,
         model: String,
         dimension: usize,
-        transport: Transport,
+        transport: ProviderTransport,
     ) -> Self {
         Self {
             endpoint,

@@ -28,24 +28,40 @@ pub type AnswerCheck<'a> = dyn Fn(&Value) -> Result<(), String> + Send + Sync + 
 /// Told what was wrong with a first answer, before the repair request goes out.
 pub type RepairNotice<'a> = dyn Fn(&str) + Send + Sync + 'a;
 
-/// Asks `model` for JSON matching `schema`, then checks it with `check`. One repair round at most.
+/// Asks `model` for JSON matching `schema` in at most `max_tokens` tokens, then checks it with `check`. One
+/// repair round at most; an answer the provider cut at the limit is refused at once (a repair would be as
+/// long).
 pub async fn ask_json(
     model: &dyn ChatModel,
     messages: &[Message],
     schema: &OutputSchema,
+    max_tokens: u32,
     check: Option<&AnswerCheck<'_>>,
     on_repair: Option<&RepairNotice<'_>>,
 ) -> Result<JsonAnswer, LlmError> {
     let validator = jsonschema::validator_for(&schema.schema)
         .map_err(|e| LlmError::Config(format!("schema '{}' is invalid: {e}", schema.name)))?;
-    let first = model.chat_json(messages, schema).await?;
-    let problem = match judge(&first, schema, &validator, check) {
+    let cut = || LlmError::AnswerCut {
+        provider: model.provider(),
+        model: model.model().to_owned(),
+        limit: max_tokens,
+    };
+    let first = model.chat_json(messages, schema, max_tokens).await?;
+    let problem = match judge(&first.text, schema, &validator, check) {
         Ok(value) => {
             tracing::info!(model = model.model(), "answer valid first time");
             return Ok(JsonAnswer {
                 value,
                 repaired: false,
             });
+        }
+        Err(_) if first.cut => {
+            tracing::info!(
+                model = model.model(),
+                max_tokens,
+                "answer cut at the token limit"
+            );
+            return Err(cut());
         }
         Err(problem) => problem,
     };
@@ -54,20 +70,28 @@ pub async fn ask_json(
         notify(&problem);
     }
     let mut repair = messages.to_vec();
-    repair.push(Message::assistant(first));
+    repair.push(Message::assistant(first.text));
     repair.push(Message::user(format!(
         "Your answer was rejected: {problem}\n\nReply again with only the corrected JSON, matching this \
          JSON Schema exactly:\n{}",
         serde_json::to_string(&schema.schema).unwrap_or_default()
     )));
-    let second = model.chat_json(&repair, schema).await?;
-    match judge(&second, schema, &validator, check) {
+    let second = model.chat_json(&repair, schema, max_tokens).await?;
+    match judge(&second.text, schema, &validator, check) {
         Ok(value) => {
             tracing::info!(model = model.model(), "answer valid after one repair");
             Ok(JsonAnswer {
                 value,
                 repaired: true,
             })
+        }
+        Err(_) if second.cut => {
+            tracing::info!(
+                model = model.model(),
+                max_tokens,
+                "repair cut at the token limit"
+            );
+            Err(cut())
         }
         Err(problem) => {
             tracing::info!(model = model.model(), %problem, "answer invalid after one repair");

@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 use reqwest::{Request, Response, StatusCode};
 
 use super::LlmError;
-pub(crate) use crate::logging::redacted;
+use crate::redact::redacted;
 
 /// Environment variable: seconds a single request may take before it is abandoned (default 120).
 pub const TIMEOUT_ENV: &str = "FAULT_LLM_TIMEOUT_SECS";
@@ -100,9 +100,9 @@ pub(crate) fn non_empty_env(name: &str) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
-/// A reqwest client plus the retry policy; cheap to clone.
+/// The HTTP transport to a provider: a reqwest client plus the retry policy; cheap to clone.
 #[derive(Clone, Debug)]
-pub struct Transport {
+pub struct ProviderTransport {
     http: reqwest::Client,
     policy: RetryPolicy,
 }
@@ -111,7 +111,7 @@ pub struct Transport {
 /// connections (and TLS sessions) to a provider are reused from call to call.
 static CLIENTS: Mutex<Vec<(Duration, reqwest::Client)>> = Mutex::new(Vec::new());
 
-impl Transport {
+impl ProviderTransport {
     pub fn new(policy: RetryPolicy) -> Result<Self, LlmError> {
         let mut clients = CLIENTS.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((_, http)) = clients.iter().find(|(t, _)| *t == policy.timeout) {

@@ -129,7 +129,7 @@ impl Target {
     /// A quick TCP connect to `addr`, so an unreachable service is reported before the run starts.
     pub async fn check_reachable(&self, addr: SocketAddr) -> Result<(), LoadError> {
         let unreachable = |reason: String| LoadError::Unreachable {
-            url: crate::logging::redacted(&self.url),
+            url: crate::redact::redacted(&self.url),
             addr,
             reason,
         };

@@ -28,12 +28,28 @@ use crate::{
     llm::{self, ChatModel},
 };
 
+/// A `lang` field of a snippet, with the languages the registry parses.
+fn snippet_language_description() -> String {
+    format!(
+        "The snippet's language: {}, or any other name as a hint.",
+        code::Language::canonical_names()
+    )
+}
+
+/// Which suggestions are checked to parse: those in a language of the registry.
+fn parse_check_sentence() -> String {
+    format!(
+        "When `lang` is one of {}, the new code is checked to parse.",
+        code::Language::canonical_names()
+    )
+}
+
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct SnippetInput {
     /// The full code of a function or any code snippet (e.g. the `full` field of fault_extract_code_block).
     #[schemars(length(max = super::MAX_SNIPPET_CHARS))]
     pub snippet: String,
-    /// The snippet's language: python, go, rust, javascript, or any other name as a hint.
+    #[schemars(description = snippet_language_description())]
     #[serde(default)]
     pub lang: String,
 }
@@ -43,7 +59,7 @@ pub struct SuggestInput {
     /// The full code of a function or any code snippet.
     #[schemars(length(max = super::MAX_SNIPPET_CHARS))]
     pub snippet: String,
-    /// The snippet's language: python, go, rust, javascript, or any other name as a hint.
+    #[schemars(description = snippet_language_description())]
     #[serde(default)]
     pub lang: String,
     /// The snippet's current score, 0.0 to 1.0 (from fault_score_* or chosen).
@@ -66,8 +82,7 @@ pub struct FileInput {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct DeepAnalysisInput {
-    /// Absolute path (or file:// URI) of a source file: .py, .go, .rs, .js.
-    #[schemars(length(max = super::MAX_PATH_CHARS))]
+    #[schemars(description = super::code::source_file_description(), length(max = super::MAX_PATH_CHARS))]
     pub file: String,
     /// The function's name, plain (`handle`) or qualified (`Server.handle`, `Server::handle`).
     #[schemars(length(max = super::MAX_NAME_CHARS))]
@@ -120,12 +135,14 @@ impl FaultServer {
 
     #[tool(
         name = "fault_suggest_better_function_performance",
-        description = "Propose a faster version of a function. The LLM rewrites the code; fault computes the \
-            unified diff against your snippet and returns it as a ```diff markdown block (text). The structured \
-            result has `diff`, `new_code`, `explanation` and `index_context` (which indexed code went with the \
+        description = format!(
+            "Propose a faster version of a function. The LLM rewrites the code; fault computes the unified \
+            diff against your snippet and returns it as a ```diff markdown block (text). The structured result \
+            has `diff`, `new_code`, `explanation` and `index_context` (which indexed code went with the \
             prompt: only from the project containing `file`, or under the client's MCP roots; a second text \
-            block says the same). For python, go, rust and javascript the new code is checked to parse. \
-            `score` is the current score and `target_score` the aim, both 0.0..1.0.",
+            block says the same). {} `score` is the current score and `target_score` the aim, both 0.0..1.0.",
+            parse_check_sentence()
+        ),
         output_schema = output_schema::<Suggestion>(),
         annotations(read_only_hint = true, open_world_hint = true)
     )]
@@ -139,12 +156,14 @@ impl FaultServer {
 
     #[tool(
         name = "fault_suggest_better_function_reliability",
-        description = "Propose a more reliable version of a function (timeouts, retries, error handling). The \
-            LLM rewrites the code; fault computes the unified diff against your snippet and returns it as a \
+        description = format!(
+            "Propose a more reliable version of a function (timeouts, retries, error handling). The LLM \
+            rewrites the code; fault computes the unified diff against your snippet and returns it as a \
             ```diff markdown block (text). The structured result has `diff`, `new_code`, `explanation` and \
-            `index_context` (which indexed code went with the prompt: only from the project containing `file`, \
-            or under the client's MCP roots; a second text block says the same). For python, go, rust and \
-            javascript the new code is checked to parse.",
+            `index_context` (which indexed code went with the prompt: only from the project containing \
+            `file`, or under the client's MCP roots; a second text block says the same). {}",
+            parse_check_sentence()
+        ),
         output_schema = output_schema::<Suggestion>(),
         annotations(read_only_hint = true, open_world_hint = true)
     )]

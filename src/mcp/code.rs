@@ -12,21 +12,25 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{FaultServer, json_and_structured, output_schema, tool_error};
-use crate::code::{self, CodeError, Extracted, FunctionBlock, FunctionInfo};
+use crate::code::{self, CodeError, Extracted, FunctionBlock, FunctionInfo, Language};
+
+/// A `file` field naming a source file, with every extension the language registry reads.
+pub(super) fn source_file_description() -> String {
+    format!(
+        "Absolute path (or file:// URI) of a source file: {}.",
+        Language::extensions_by_language()
+    )
+}
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ListFunctionsInput {
-    /// Absolute path (or file:// URI) of a source file: .py/.pyi, .go, .rs, .js/.mjs/.cjs/.jsx,
-    /// .ts/.mts/.cts/.tsx.
-    #[schemars(length(max = super::MAX_PATH_CHARS))]
+    #[schemars(description = source_file_description(), length(max = super::MAX_PATH_CHARS))]
     pub file: String,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ExtractInput {
-    /// Absolute path (or file:// URI) of a source file: .py/.pyi, .go, .rs, .js/.mjs/.cjs/.jsx,
-    /// .ts/.mts/.cts/.tsx.
-    #[schemars(length(max = super::MAX_PATH_CHARS))]
+    #[schemars(description = source_file_description(), length(max = super::MAX_PATH_CHARS))]
     pub file: String,
     /// The function's name, plain (`handle`) or qualified to pick among several (`Server.handle`,
     /// `Server::handle`). With several matches, the first in the file with a body is returned.
@@ -52,10 +56,13 @@ struct FullAndBody<'a> {
 impl FaultServer {
     #[tool(
         name = "fault_list_function_names",
-        description = "List the functions defined in a source file (Python, Go, Rust, JavaScript, TypeScript). \
-            The text result is a JSON array of the names in document order, each once; the structured \
-            result gives each function's qualified name (Class.method, Type::method), kind \
-            (function|method|signature) and 1-based start/end lines. `file` must be an absolute path.",
+        description = format!(
+            "List the functions defined in a source file ({}). The text result is a JSON array of the names \
+            in document order, each once; the structured result gives each function's qualified name \
+            (Class.method, Type::method), kind (function|method|signature) and 1-based start/end lines. \
+            `file` must be an absolute path.",
+            Language::titles()
+        ),
         output_schema = output_schema::<ListFunctionsOutput<'static>>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
@@ -82,12 +89,16 @@ impl FaultServer {
 
     #[tool(
         name = "fault_extract_code_block",
-        description = "Extract one function from a source file (Python, Go, Rust, JavaScript, TypeScript). The text \
-            result is the JSON object {\"full\": ..., \"body\": ...}: `full` is the whole definition from its \
-            first decorator (Python, TypeScript), attribute or doc comment (Rust) or doc comment (Go) to its \
-            end, `body` the body without the signature. `func` may be plain (`handle`) or qualified \
-            (`Server.handle`, `Server::handle`, `Type.Method`); for an ambiguous plain name the first with a \
-            body is returned, and the structured result says which (lines) and how many others matched. `file` must be an absolute path.",
+        description = format!(
+            "Extract one function from a source file ({}). The text result is the JSON object \
+            {{\"full\": ..., \"body\": ...}}: `full` is the whole definition from its first decorator \
+            (Python, TypeScript), attribute or doc comment (Rust) or doc comment (Go) to its end, `body` the \
+            body without the signature. `func` may be plain (`handle`) or qualified (`Server.handle`, \
+            `Server::handle`, `Type.Method`); for an ambiguous plain name the first with a body is returned, \
+            and the structured result says which (lines) and how many others matched. `file` must be an \
+            absolute path.",
+            Language::titles()
+        ),
         output_schema = output_schema::<Extracted>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]

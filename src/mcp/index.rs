@@ -14,7 +14,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{FaultServer, output_schema, text_and_structured, tool_error};
-use crate::index::{self, IndexSummary, ProgressSink};
+use crate::{
+    code::Language,
+    index::{self, IndexSummary, ProgressSink},
+};
 
 /// `lang`: one language, `auto`, or a list.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -28,8 +31,11 @@ pub enum LangSpec {
 pub struct IndexSourceCodeInput {
     /// Absolute path of the top-level directory of the source tree to index.
     pub source_dir: String,
-    /// Which files to index: a language (python, go, rust, javascript), a list of them, or `auto` for every
-    /// supported language. Defaults to `auto`.
+    #[schemars(description = format!(
+        "Which files to index: a language ({}), a list of them, or `auto` for every supported language. \
+         Defaults to `auto`.",
+        Language::canonical_names()
+    ))]
     #[serde(default)]
     pub lang: Option<LangSpec>,
 }

@@ -279,6 +279,6 @@ pub async fn serve(settings: AgentSettings, transport: &TransportArgs) -> Result
             "fault agent tool: serving MCP on stdio"
         );
     }
-    crate::index::store::sqlite::set_cache_ceiling(settings.store.vector_cache_bytes);
+    crate::index::store::vectors::set_cache_ceiling(settings.store.vector_cache_bytes);
     serve_on("fault agent tool", transport, FaultServer::new(settings)).await
 }

@@ -4,7 +4,8 @@
 // Usage: NODE_PATH=<dir with acorn and acorn-walk> node js_functions.cjs FILE...
 // Prints one JSON object: {file: [[name, start_line, end_line, start_byte, end_byte], ...]} for: function declarations (async and
 // generators too), class methods (getters, setters, static, private), class fields holding a function,
-// variables and assignments (`x = ...`, `exports.foo = ...`, `Foo.prototype.bar = ...`) holding a function
+// variables and assignments (`x = ...`, `exports.foo = ...`, `Foo.prototype.bar = ...`, each name of a chain
+// `a = b.c = ...`) holding a function
 // or arrow function, object-literal methods and entries holding a function. Lines are those of the whole
 // definition (the `export`, declaration or statement around the function); bytes are UTF-8 offsets.
 "use strict";
@@ -85,13 +86,19 @@ function functions(source) {
         }
         break;
       case "ExpressionStatement": {
-        const expression = node.expression;
-        if (expression.type !== "AssignmentExpression" || expression.operator !== "=") break;
-        if (!isFunctionValue(expression.right)) break;
-        const left = expression.left;
-        if (left.type === "Identifier") add(left.name, node);
-        else if (left.type === "MemberExpression" && !left.computed && left.property.type === "Identifier") {
-          add(left.property.name, node);
+        // `a = b.c = function () {}`: every name of a chain of assignments holds the function.
+        const assigned = [];
+        let value = node.expression;
+        while (value.type === "AssignmentExpression" && value.operator === "=") {
+          assigned.push(value.left);
+          value = value.right;
+        }
+        if (!isFunctionValue(value)) break;
+        for (const left of assigned) {
+          if (left.type === "Identifier") add(left.name, node);
+          else if (left.type === "MemberExpression" && !left.computed && left.property.type === "Identifier") {
+            add(left.property.name, node);
+          }
         }
         break;
       }

@@ -94,15 +94,18 @@ function functions(path, source) {
         }
       }
     } else if (ts.isExpressionStatement(node)) {
-      const expression = node.expression;
-      if (
-        ts.isBinaryExpression(expression) &&
-        expression.operatorToken.kind === ts.SyntaxKind.EqualsToken &&
-        isFunctionValue(expression.right)
-      ) {
-        const left = expression.left;
-        if (ts.isIdentifier(left)) add(left.text, node, true);
-        else if (ts.isPropertyAccessExpression(left) && ts.isIdentifier(left.name)) add(left.name.text, node, true);
+      // `a = b.c = function () {}`: every name of a chain of assignments holds the function.
+      const assigned = [];
+      let value = node.expression;
+      while (ts.isBinaryExpression(value) && value.operatorToken.kind === ts.SyntaxKind.EqualsToken) {
+        assigned.push(value.left);
+        value = value.right;
+      }
+      if (isFunctionValue(value)) {
+        for (const left of assigned) {
+          if (ts.isIdentifier(left)) add(left.text, node, true);
+          else if (ts.isPropertyAccessExpression(left) && ts.isIdentifier(left.name)) add(left.name.text, node, true);
+        }
       }
     }
     ts.forEachChild(node, visit);

@@ -4,11 +4,12 @@
 //! Runs when the `FAULT_TEST_*` variables printed by `local-llm.sh env` are set; otherwise it is skipped out
 //! loud (a failure under `FAULT_REQUIRE_ALL=1`). The model's answers are valid JSON but meaningless, so this
 //! checks validity and plumbing: every result is well-formed (diffs apply, scores in range, SLOs typed) or is
-//! the "no valid answer after one repair" error; nothing else is accepted, and a timeout is a failure. It prints, per tool and API,
-//! how many answers were valid first time, after one repair, or failed.
+//! the "no valid answer after one repair" or "stopped at N tokens" refusal; nothing else is accepted, and a
+//! timeout is a failure. It prints, per tool and API, how many answers were valid first time, after one
+//! repair, invalid after it, or stopped at the token limit.
 //!
-//! `FAULT_TEST_E2E_RUNS` (default 2) sets the calls per tool and API; `FAULT_TEST_E2E_MAX_TOKENS` (default
-//! 400) bounds each answer; `FAULT_TEST_E2E_TIMEOUT_SECS` (default 900) each request;
+//! `FAULT_TEST_E2E_RUNS` (default 2) sets the calls per tool and API; `FAULT_TEST_E2E_MAX_TOKENS` (unset:
+//! each task's own budget) bounds every answer alike; `FAULT_TEST_E2E_TIMEOUT_SECS` (default 900) each request;
 //! `FAULT_TEST_E2E_PARALLEL` (default 4) how many tool/API pairs run at once; `FAULT_TEST_E2E_TOOLS`
 //! (comma-separated suffixes, e.g. `score_performance,slo`) picks tools; `FAULT_TEST_E2E_REPORT` names a
 //! file to write the table to. A request that times out fails the test (after the table is printed): raise
@@ -72,6 +73,8 @@ struct Tally {
     first_time: u32,
     after_repair: u32,
     failed: u32,
+    /// Refused because the model was still writing at the task's token limit.
+    cut: u32,
     timed_out: u32,
 }
 
@@ -192,7 +195,8 @@ fn tool_calls(app_path: &str) -> Vec<(&'static str, Value)> {
 
 struct Settings {
     runs: u32,
-    max_tokens: String,
+    /// `FAULT_LLM_MAX_TOKENS` for every answer; `None` keeps each task's own budget.
+    max_tokens: Option<String>,
     timeout_secs: String,
 }
 
@@ -222,19 +226,17 @@ async fn run_tool(
         "--llm-prompt-reasoning-model",
         stack.openai_model.as_str(),
     ];
+    let mut env = HashMap::from([(
+        "FAULT_LLM_TIMEOUT_SECS".to_owned(),
+        settings.timeout_secs.clone(),
+    )]);
+    if let Some(max_tokens) = &settings.max_tokens {
+        env.insert("FAULT_LLM_MAX_TOKENS".to_owned(), max_tokens.clone());
+    }
     let client = common::spawn_with(common::ServerSpec {
         global_args: &global,
         agent_args: &agent_args,
-        env: HashMap::from([
-            (
-                "FAULT_LLM_TIMEOUT_SECS".to_owned(),
-                settings.timeout_secs.clone(),
-            ),
-            (
-                "FAULT_LLM_MAX_TOKENS".to_owned(),
-                settings.max_tokens.clone(),
-            ),
-        ]),
+        env,
     })
     .await;
     let args = tool_calls(app.to_str().unwrap())
@@ -252,6 +254,8 @@ async fn run_tool(
             if message.contains("did not answer within") {
                 // Counted here so the table shows it; the test fails on it at the end.
                 tally.timed_out += 1;
+            } else if message.contains("tokens, the most this answer can need") {
+                tally.cut += 1;
             } else {
                 assert!(
                     message.contains("did not give a valid answer after one repair"),
@@ -270,8 +274,8 @@ async fn run_tool(
         std::fs::write(&log, "").unwrap();
     }
     println!(
-        "{api} {tool}: first={} repair={} failed={} timed_out={}",
-        tally.first_time, tally.after_repair, tally.failed, tally.timed_out
+        "{api} {tool}: first={} repair={} failed={} cut={} timed_out={}",
+        tally.first_time, tally.after_repair, tally.failed, tally.cut, tally.timed_out
     );
     client.cancel().await.unwrap();
     (
@@ -291,7 +295,9 @@ async fn every_llm_tool_against_the_local_model_through_openai_and_ollama_apis()
         |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.to_owned());
     let settings = Settings {
         runs: env_or("FAULT_TEST_E2E_RUNS", "2").parse().unwrap_or(2),
-        max_tokens: env_or("FAULT_TEST_E2E_MAX_TOKENS", "400"),
+        max_tokens: std::env::var("FAULT_TEST_E2E_MAX_TOKENS")
+            .ok()
+            .filter(|v| !v.trim().is_empty()),
         timeout_secs: env_or("FAULT_TEST_E2E_TIMEOUT_SECS", "900"),
     };
     let parallel: usize = env_or("FAULT_TEST_E2E_PARALLEL", "4").parse().unwrap_or(4);
@@ -314,8 +320,9 @@ async fn every_llm_tool_against_the_local_model_through_openai_and_ollama_apis()
     .collect()
     .await;
     let mut report = String::from(
-        "| API | tool | runs | valid first time | valid after one repair | failed | timed out | mean s per call |\n\
-         |---|---|---|---|---|---|---|---|\n",
+        "| API | tool | runs | valid first time | valid after one repair | invalid after one repair | \
+         stopped at the token limit | timed out | mean s per call |\n\
+         |---|---|---|---|---|---|---|---|---|\n",
     );
     let mut totals = Tally::default();
     for (api, tool) in &pairs {
@@ -326,23 +333,28 @@ async fn every_llm_tool_against_the_local_model_through_openai_and_ollama_apis()
             .unwrap();
         let _ = writeln!(
             report,
-            "| {api} | {tool} | {} | {} | {} | {} | {} | {secs:.0} |",
-            settings.runs, t.first_time, t.after_repair, t.failed, t.timed_out
+            "| {api} | {tool} | {} | {} | {} | {} | {} | {} | {secs:.0} |",
+            settings.runs, t.first_time, t.after_repair, t.failed, t.cut, t.timed_out
         );
         totals.first_time += t.first_time;
         totals.after_repair += t.after_repair;
         totals.failed += t.failed;
+        totals.cut += t.cut;
         totals.timed_out += t.timed_out;
     }
     let _ = writeln!(
         report,
-        "\nTotal: {} valid first time, {} after one repair, {} failed, {} timed out \
-         (max tokens {}, timeout {}s).",
+        "\nTotal: {} valid first time, {} after one repair, {} invalid after one repair, {} stopped at the token \
+         limit, {} timed out (max tokens {}, timeout {}s).",
         totals.first_time,
         totals.after_repair,
         totals.failed,
+        totals.cut,
         totals.timed_out,
-        settings.max_tokens,
+        settings
+            .max_tokens
+            .as_deref()
+            .unwrap_or("each task's budget"),
         settings.timeout_secs
     );
     println!("{report}");
@@ -350,9 +362,15 @@ async fn every_llm_tool_against_the_local_model_through_openai_and_ollama_apis()
         std::fs::write(path, &report).unwrap();
     }
     assert_eq!(
-        totals.timed_out, 0,
-        "{} calls timed out (FAULT_TEST_E2E_TIMEOUT_SECS={}, FAULT_TEST_E2E_MAX_TOKENS={}):\n{report}",
-        totals.timed_out, settings.timeout_secs, settings.max_tokens
+        totals.timed_out,
+        0,
+        "{} calls timed out (FAULT_TEST_E2E_TIMEOUT_SECS={}, max tokens {}):\n{report}",
+        totals.timed_out,
+        settings.timeout_secs,
+        settings
+            .max_tokens
+            .as_deref()
+            .unwrap_or("each task's budget")
     );
     assert!(
         totals.first_time + totals.after_repair > 0,
@@ -400,5 +418,58 @@ async fn embeddings_from_the_local_servers_through_both_apis() {
             .await
             .unwrap_err();
         assert!(err.to_string().contains(&stack.embed_model), "{err}");
+    }
+}
+
+#[tokio::test]
+async fn a_model_still_writing_at_the_limit_is_stopped_and_refused_through_both_apis() {
+    let Some(stack) = local_stack_or_skip(
+        "llm_local_e2e::a_model_still_writing_at_the_limit_is_stopped_and_refused_through_both_apis",
+    ) else {
+        return;
+    };
+    for (api, base) in [
+        ("openai", &stack.openai_base),
+        ("ollama", &stack.ollama_url),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("fault.log");
+        let log_arg = log.to_str().unwrap().to_owned();
+        let agent_args = [
+            "--llm-client",
+            api,
+            "--llm-base-url",
+            base.as_str(),
+            "--llm-prompt-reasoning-model",
+            stack.openai_model.as_str(),
+        ];
+        // No SLO list fits in 16 tokens: the real server stops the model there and says so.
+        let client = common::spawn_with(common::ServerSpec {
+            global_args: &["--log-file", log_arg.as_str(), "--log-level", "fault=info"],
+            agent_args: &agent_args,
+            env: HashMap::from([("FAULT_LLM_MAX_TOKENS".to_owned(), "16".to_owned())]),
+        })
+        .await;
+        let result = common::call(
+            &client,
+            "fault_suggest_service_level_objectives_slo",
+            json!({"snippet": SNIPPET, "lang": "python"}),
+        )
+        .await
+        .unwrap();
+        assert!(common::is_error(&result), "{api}: {result:?}");
+        let message = common::text(&result);
+        assert!(
+            message.contains("was stopped at 16 tokens")
+                && message.contains("FAULT_LLM_MAX_TOKENS"),
+            "{api}: {message}"
+        );
+        let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(
+            log_text.contains("answer cut at the token limit")
+                && !log_text.contains("asking for a repair"),
+            "{api}: one request, no repair:\n{log_text}"
+        );
+        client.cancel().await.unwrap();
     }
 }

@@ -16,6 +16,15 @@ const SNIPPET: &str = "def fetch(url):\n    return requests.get(url).json()";
 /// A fault server using the stand-in at `server`, with `extra_env` on top of a test key (a custom base URL's
 /// own variable).
 async fn fault_for(server: &FakeServer, extra_env: &[(&str, &str)]) -> common::Client {
+    fault_for_model(server, MODEL, extra_env).await
+}
+
+/// [`fault_for`] with another chat model.
+async fn fault_for_model(
+    server: &FakeServer,
+    model: &str,
+    extra_env: &[(&str, &str)],
+) -> common::Client {
     let base = format!("{}/v1", server.url());
     let mut env: HashMap<String, String> = HashMap::from([
         ("FAULT_LLM_API_KEY".to_owned(), "sk-test-key".to_owned()),
@@ -28,7 +37,7 @@ async fn fault_for(server: &FakeServer, extra_env: &[(&str, &str)]) -> common::C
         "--llm-base-url",
         base.as_str(),
         "--llm-prompt-reasoning-model",
-        MODEL,
+        model,
     ];
     common::spawn_with(common::ServerSpec {
         agent_args: &args,
@@ -79,6 +88,111 @@ async fn score_request_carries_model_snippet_and_schema() {
     assert_eq!(
         format["json_schema"]["schema"]["required"],
         json!(["score", "explanation"])
+    );
+    client.cancel().await.unwrap();
+}
+
+/// The `max_completion_tokens` of the request a call of `tool` sent.
+async fn asked(server: &FakeServer, client: &common::Client, tool: &str) -> Value {
+    let before = server.requests().len();
+    // Only the request matters here: the stand-in's answer fits the score tools alone.
+    let mut args = score_args();
+    if tool.starts_with("fault_suggest_better_function") {
+        args["score"] = json!(0.3);
+        args["target_score"] = json!(0.8);
+    }
+    let result = common::call(client, tool, args).await;
+    let requests = server.requests();
+    let request = requests
+        .get(before)
+        .unwrap_or_else(|| panic!("{tool} sent no request: {result:?}"));
+    request.body["max_completion_tokens"].clone()
+}
+
+#[tokio::test]
+async fn each_task_asks_for_at_most_the_tokens_its_answer_can_need() {
+    let server = FakeServer::start(|_, _| {
+        Reply::openai_chat(MODEL, r#"{"score": 0.5, "explanation": "fine"}"#)
+    })
+    .await;
+    let client = fault_for(&server, &[]).await;
+    // The README's table: a score 600; a rewrite 800 plus one token per two bytes of the function; SLOs 2,000.
+    assert_eq!(
+        asked(&server, &client, "fault_score_performance").await,
+        600
+    );
+    let rewrite = 800 + SNIPPET.len().div_ceil(2);
+    assert_eq!(
+        asked(
+            &server,
+            &client,
+            "fault_suggest_better_function_reliability"
+        )
+        .await,
+        rewrite
+    );
+    assert_eq!(
+        asked(
+            &server,
+            &client,
+            "fault_suggest_service_level_objectives_slo"
+        )
+        .await,
+        2_000
+    );
+    client.cancel().await.unwrap();
+
+    // A reasoning model thinks in output tokens: it gets room for that on top.
+    let reasoning = fault_for_model(&server, "o4-mini", &[]).await;
+    assert_eq!(
+        asked(&server, &reasoning, "fault_score_reliability").await,
+        600 + 25_000
+    );
+    reasoning.cancel().await.unwrap();
+
+    // FAULT_LLM_MAX_TOKENS replaces every budget.
+    let configured = fault_for(&server, &[("FAULT_LLM_MAX_TOKENS", "50")]).await;
+    assert_eq!(
+        asked(&server, &configured, "fault_score_performance").await,
+        50
+    );
+    assert_eq!(
+        asked(
+            &server,
+            &configured,
+            "fault_suggest_service_level_objectives_slo"
+        )
+        .await,
+        50
+    );
+    configured.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_answer_cut_at_the_token_limit_is_refused_at_once_naming_the_limit() {
+    let server = FakeServer::start(|_, _| {
+        Reply::openai_chat_cut(
+            MODEL,
+            r#"{"score": 0.5, "explanation": "the function calls the network and then"#,
+        )
+    })
+    .await;
+    let client = fault_for(&server, &[]).await;
+    let result = common::call(&client, "fault_score_performance", score_args())
+        .await
+        .unwrap();
+    assert!(common::is_error(&result));
+    let message = common::text(&result);
+    assert!(
+        message.contains(&format!("model '{MODEL}'"))
+            && message.contains("stopped at 600 tokens")
+            && message.contains("FAULT_LLM_MAX_TOKENS"),
+        "{message}"
+    );
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "a repair of a cut answer would be cut too: none is asked for"
     );
     client.cancel().await.unwrap();
 }

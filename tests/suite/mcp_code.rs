@@ -3,9 +3,10 @@
 
 use crate::common;
 
-use std::io::Write;
+use std::{collections::HashSet, io::Write};
 
 use common::{Client, call, is_error, text};
+use fault::code::Language;
 use serde_json::{Value, json};
 
 async fn list(client: &Client, file: &str) -> (Vec<String>, Value) {
@@ -65,6 +66,70 @@ async fn tools_are_listed_with_input_and_output_schemas() {
         );
         let required = tool.input_schema.get("required").unwrap();
         assert!(required.as_array().unwrap().contains(&json!("file")));
+    }
+    client.cancel().await.unwrap();
+}
+
+/// The language lists in the tool descriptions come from the registry: every registered language is named
+/// in each, and every extension where a file is asked for.
+#[tokio::test]
+async fn every_registered_language_is_named_in_every_tool_description_that_lists_languages() {
+    let client = common::spawn().await;
+    let tools = client.list_all_tools().await.unwrap();
+    let tool = |name: &str| tools.iter().find(|t| t.name == name).expect(name);
+    let field = |name: &str, field: &str| {
+        let description = &tool(name).input_schema["properties"][field]["description"];
+        description.as_str().unwrap_or_default().to_owned()
+    };
+    let names_every_language = |place: String, text: String| {
+        let words: HashSet<String> = text
+            .split(|c: char| !c.is_alphanumeric())
+            .map(str::to_lowercase)
+            .collect();
+        for language in Language::all() {
+            assert!(
+                words.contains(language.name()),
+                "{place} does not name {language}: {text}"
+            );
+        }
+    };
+    let lists_every_extension = |place: String, text: String| {
+        let listed: HashSet<&str> = text
+            .split(|c: char| !(c.is_alphanumeric() || c == '.'))
+            .map(|word| word.trim_end_matches('.'))
+            .collect();
+        for extension in Language::supported_extensions().split(", ") {
+            assert!(
+                listed.contains(extension),
+                "{place} does not list {extension}: {text}"
+            );
+        }
+    };
+    for name in [
+        "fault_list_function_names",
+        "fault_extract_code_block",
+        "fault_suggest_better_function_performance",
+        "fault_suggest_better_function_reliability",
+    ] {
+        let description = tool(name).description.as_deref().unwrap_or_default();
+        names_every_language(format!("{name}'s description"), description.to_owned());
+    }
+    for name in [
+        "fault_index_source_code",
+        "fault_score_performance",
+        "fault_score_reliability",
+        "fault_suggest_better_function_performance",
+        "fault_suggest_better_function_reliability",
+        "fault_suggest_service_level_objectives_slo",
+    ] {
+        names_every_language(format!("{name}'s lang"), field(name, "lang"));
+    }
+    for name in [
+        "fault_list_function_names",
+        "fault_extract_code_block",
+        "fault_function_reliability_deep_analysis",
+    ] {
+        lists_every_extension(format!("{name}'s file"), field(name, "file"));
     }
     client.cancel().await.unwrap();
 }
@@ -572,5 +637,131 @@ async fn a_changed_file_gives_the_new_answer() {
     )
     .unwrap();
     assert_eq!(list(&client, &file).await.0, ["other", "added"]);
+    client.cancel().await.unwrap();
+}
+
+/// A definition with a body wins over a body-less one also when the body-less one is at the top level and the
+/// one with a body is a method of the same plain name (Go's `reflect/value.go` `call`, a TypeScript `declare`d
+/// function beside a class method); the other is counted in `other_matches`.
+#[tokio::test]
+async fn a_method_with_a_body_wins_over_a_top_level_signature_of_the_same_name() {
+    let client = common::spawn().await;
+    let dir = tempfile::tempdir().unwrap();
+    let go = dir.path().join("value.go");
+    std::fs::write(
+        &go,
+        "package reflect\n\n// call is implemented in assembly.\n\
+         func call(argtype *abi.Type, fn, arg unsafe.Pointer, n uint32, retoffset uint32)\n\n\
+         type Value struct{}\n\n\
+         func (v Value) call(op string, in []Value) []Value {\n\treturn nil\n}\n",
+    )
+    .unwrap();
+    let go = go.to_string_lossy().into_owned();
+    let (text_value, structured) = extract(&client, &go, "call").await;
+    assert_eq!(structured["function"]["qualified_name"], "Value.call");
+    assert_eq!(structured["other_matches"], 1);
+    assert_eq!(
+        text_value["full"],
+        "func (v Value) call(op string, in []Value) []Value {\n\treturn nil\n}"
+    );
+    // Asked for by its qualified name, the method is the only match.
+    let (_, structured) = extract(&client, &go, "Value.call").await;
+    assert_eq!(structured["other_matches"], 0);
+
+    let ts = dir.path().join("run.ts");
+    std::fs::write(
+        &ts,
+        "declare function run(): void;\n\nclass A {\n  run() {\n    return 1;\n  }\n}\n",
+    )
+    .unwrap();
+    let ts = ts.to_string_lossy().into_owned();
+    let (text_value, structured) = extract(&client, &ts, "run").await;
+    assert_eq!(structured["function"]["qualified_name"], "A.run");
+    assert_eq!(structured["other_matches"], 1);
+    assert_eq!(text_value["body"], "{\n    return 1;\n  }");
+
+    // With no body anywhere, the signature is what there is.
+    std::fs::write(
+        dir.path().join("only.ts"),
+        "declare function run(): void;\n",
+    )
+    .unwrap();
+    let only = dir.path().join("only.ts").to_string_lossy().into_owned();
+    let (_, structured) = extract(&client, &only, "run").await;
+    assert_eq!(structured["function"]["kind"], "signature");
+    assert_eq!(structured["other_matches"], 0);
+    client.cancel().await.unwrap();
+}
+
+/// A chain of assignments ending in a function defines every name it assigns (express's
+/// `res.contentType = res.type = function contentType(type) {…}`), each spanning the whole statement.
+#[tokio::test]
+async fn chained_assignments_define_each_name() {
+    let client = common::spawn().await;
+    let dir = tempfile::tempdir().unwrap();
+    let source = "res.contentType = res.type = function contentType(type) {\n  return type;\n};\n\n\
+                  base.Program = base.BlockStatement = base.StaticBlock = function (node, st, c) {\n  c(node);\n};\n\n\
+                  first = second = () => 1;\n\n\
+                  a.x = a.y = function () {\n  function inner() {}\n};\n";
+    for extension in ["js", "ts"] {
+        let path = dir.path().join(format!("chain.{extension}"));
+        std::fs::write(&path, source).unwrap();
+        let file = path.to_string_lossy().into_owned();
+        let (names, structured) = list(&client, &file).await;
+        assert_eq!(
+            names,
+            [
+                "contentType",
+                "type",
+                "Program",
+                "BlockStatement",
+                "StaticBlock",
+                "first",
+                "second",
+                "x",
+                "y",
+                "inner"
+            ],
+            "{extension}"
+        );
+        let qualified: Vec<&str> = structured["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["qualified_name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            qualified,
+            [
+                "res.contentType",
+                "res.type",
+                "base.Program",
+                "base.BlockStatement",
+                "base.StaticBlock",
+                "first",
+                "second",
+                "a.x",
+                "a.y",
+                "x.inner"
+            ],
+            "a function nested in a chain's is qualified by its first name"
+        );
+        let (text_value, structured) = extract(&client, &file, "type").await;
+        assert_eq!(
+            text_value["full"],
+            "res.contentType = res.type = function contentType(type) {\n  return type;\n};"
+        );
+        assert_eq!(text_value["body"], "{\n  return type;\n}");
+        assert_eq!(structured["function"]["kind"], "function");
+        assert_eq!(
+            (
+                &structured["function"]["start_line"],
+                &structured["function"]["end_line"]
+            ),
+            (&json!(1), &json!(3))
+        );
+        let (_, structured) = extract(&client, &file, "BlockStatement").await;
+        assert_eq!(structured["function"]["start_line"], 5);
+    }
     client.cancel().await.unwrap();
 }

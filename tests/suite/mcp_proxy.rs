@@ -631,7 +631,11 @@ async fn the_mcp_chaos_monkey_example_acts() {
     let (_, message, data) =
         protocol_error(call(&p.client, "error", json!({"message": "x"})).await);
     assert_eq!(message, "Service Unavailable");
-    assert_eq!(data, Some(json!({"status_code": 503})));
+    // The peer's status in `data.status_code`, beside the category every injected error carries.
+    assert_eq!(
+        data,
+        Some(json!({"status_code": 503, "category": "protocol"}))
+    );
 }
 
 #[tokio::test]

@@ -5,6 +5,7 @@
 
 pub mod qdrant;
 pub mod sqlite;
+pub mod vectors;
 
 use futures::future::BoxFuture;
 use serde::Serialize;

@@ -52,13 +52,13 @@ impl QdrantStore {
             .skip_compatibility_check()
             .build()
             .map_err(|e| StoreError::Qdrant {
-                url: crate::logging::redacted_text(url),
-                message: crate::logging::redacted_text(&e.to_string()),
+                url: crate::redact::redacted_text(url),
+                message: crate::redact::redacted_text(&e.to_string()),
             })?;
         Ok(QdrantStore {
             client,
             // Shown in logs, errors and results: without credentials or query.
-            url: crate::logging::redacted_text(url),
+            url: crate::redact::redacted_text(url),
             collection: collection.to_owned(),
         })
     }
@@ -84,7 +84,7 @@ impl QdrantStore {
         StoreError::Qdrant {
             url: self.url.clone(),
             // The client's errors quote the address it was given, credentials and all.
-            message: crate::logging::redacted_text(&e.to_string()),
+            message: crate::redact::redacted_text(&e.to_string()),
         }
     }
 

@@ -85,6 +85,15 @@ impl Reply {
 
     /// An OpenAI chat completion whose message content is `content`.
     pub fn openai_chat(model: &str, content: &str) -> Self {
+        Self::openai_chat_ending(model, content, "stop")
+    }
+
+    /// An OpenAI chat completion cut at `max_completion_tokens`: `finish_reason` is `length`.
+    pub fn openai_chat_cut(model: &str, content: &str) -> Self {
+        Self::openai_chat_ending(model, content, "length")
+    }
+
+    fn openai_chat_ending(model: &str, content: &str, finish_reason: &str) -> Self {
         Self::json(
             200,
             json!({
@@ -96,7 +105,7 @@ impl Reply {
                     "index": 0,
                     "message": {"role": "assistant", "content": content, "refusal": null},
                     "logprobs": null,
-                    "finish_reason": "stop"
+                    "finish_reason": finish_reason
                 }],
                 "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}
             }),
