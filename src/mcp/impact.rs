@@ -16,12 +16,12 @@ use rmcp::{
 };
 
 use super::impact_input::{InputError, impact_spec, input_schema};
-use super::{FaultServer, output_schema, text_and_structured, tool_error};
+use super::{FaultServer, output_schema, text_and_structured, tool_error, with_chart};
 use crate::{
     impact::{self, ImpactSpec},
     load,
     proxy::faults::{self, EachFault, TcpFaultSpec},
-    report::impact::Report,
+    report::{chart::impact::ImpactFigure, impact::Report},
 };
 
 /// How long a new scenario waits for a cancelled one to finish stopping (its proxies closing).
@@ -99,9 +99,9 @@ impl FaultServer {
             ticker.abort();
         }
         match outcome {
-            Ok(report) => Ok(text_and_structured(
-                crate::report::impact::render(&report),
-                &report,
+            Ok(report) => Ok(with_chart(
+                text_and_structured(crate::report::impact::render(&report), &report),
+                &ImpactFigure::all(&report),
             )),
             Err(e) => Ok(tool_error(e)),
         }

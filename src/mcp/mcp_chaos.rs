@@ -12,11 +12,14 @@ use rmcp::{
 
 use super::impact::progress_ticker;
 use super::mcp_chaos_input::{chaos_input_schema, chaos_spec};
-use super::{FaultServer, output_schema, text_and_structured, tool_error};
+use super::{FaultServer, output_schema, text_and_structured, tool_error, with_chart};
 use crate::{
     load::LoadProgress,
     mcp_chaos,
-    report::mcp::{self as chaos_report, ChaosReport},
+    report::{
+        chart::chaos::ChaosFigure,
+        mcp::{self as chaos_report, ChaosReport},
+    },
 };
 
 #[tool_router(router = mcp_chaos_router, vis = "pub(super)")]
@@ -61,7 +64,10 @@ HTTP MCP server directly (no plan: it measures the server as it is).",
             ticker.abort();
         }
         match outcome {
-            Ok(report) => Ok(text_and_structured(chaos_report::render(&report), &report)),
+            Ok(report) => Ok(with_chart(
+                text_and_structured(chaos_report::render(&report), &report),
+                &ChaosFigure::all(&report),
+            )),
             Err(e) => Ok(tool_error(e)),
         }
     }

@@ -8,6 +8,7 @@
 //! latency. Percentiles come from hdrhistogram (three significant figures), each value the middle of its
 //! bucket.
 
+pub mod chart;
 pub mod impact;
 pub mod mcp;
 

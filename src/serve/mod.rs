@@ -8,12 +8,15 @@ mod options;
 
 use std::sync::Arc;
 
+use base64::Engine;
 use rmcp::{
     ServerHandler, ServiceExt,
     model::{CallToolResult, ContentBlock},
 };
 use serde::Serialize;
 use url::Url;
+
+use crate::report::chart::{self, Figure};
 
 pub use http::terminated;
 pub use options::{DEFAULT_LISTEN, DEFAULT_PATH, Transport, TransportArgs};
@@ -91,6 +94,29 @@ pub(crate) fn text_and_structured(
     match serde_json::to_value(structured) {
         Ok(value) => result.structured_content = Some(value),
         Err(e) => return tool_error(format!("internal error: cannot encode the result: {e}")),
+    }
+    result
+}
+
+/// `result` with `figure` after its content as a PNG image block, whose `_meta.alt` is the figure's text
+/// alternative and whose audience is the user (a model has the same figures as text). A chart that cannot be
+/// drawn leaves the result as it is: the report stands without its picture.
+pub(crate) fn with_chart(mut result: CallToolResult, figure: &impl Figure) -> CallToolResult {
+    match chart::png::png(figure) {
+        Ok(png) => {
+            let mut meta = rmcp::model::MetaObject::new();
+            meta.0.insert("alt".into(), figure.alt_text().into());
+            let image = rmcp::model::ImageContent::new(
+                base64::engine::general_purpose::STANDARD.encode(png),
+                "image/png",
+            )
+            .with_meta(meta)
+            .with_annotations(
+                rmcp::model::Annotations::default().with_audience(vec![rmcp::model::Role::User]),
+            );
+            result.content.push(ContentBlock::Image(image));
+        }
+        Err(e) => tracing::warn!(error = %e, "the report's chart was not drawn"),
     }
     result
 }

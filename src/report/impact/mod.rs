@@ -144,7 +144,9 @@ const CURVE_NINES: u32 = 4;
 /// The percentiles of [`RunFigures::latency_curve`]: 1 − 10^(−k/10) for k = 0..=40, then 100.
 fn curve_percentiles() -> impl Iterator<Item = f64> {
     (0..=CURVE_STEPS_PER_NINE * CURVE_NINES)
-        .map(|k| round4(100.0 * (1.0 - 10f64.powf(-f64::from(k) / f64::from(CURVE_STEPS_PER_NINE)))))
+        .map(|k| {
+            round4(100.0 * (1.0 - 10f64.powf(-f64::from(k) / f64::from(CURVE_STEPS_PER_NINE))))
+        })
         .chain(std::iter::once(100.0))
 }
 

@@ -407,8 +407,9 @@ pub fn figures(mut records: Vec<CallRecord>, duration_ms: f64) -> ChaosFigures {
         .map(|r| (r.start_ms.max(0.0) / 1000.0) as usize + 1)
         .max()
         .unwrap_or(0);
-    let mut buckets: Vec<(u64, u64, u64, hdrhistogram::Histogram<u64>)> =
-        (0..seconds).map(|_| (0, 0, 0, latency_histogram())).collect();
+    let mut buckets: Vec<(u64, u64, u64, hdrhistogram::Histogram<u64>)> = (0..seconds)
+        .map(|_| (0, 0, 0, latency_histogram()))
+        .collect();
     for r in &records {
         let (calls, failed, timed_out, h) = &mut buckets[(r.start_ms.max(0.0) / 1000.0) as usize];
         *calls += 1;

@@ -19,7 +19,9 @@ pub const MAX_TOOLS: usize = 12;
 pub const OTHER_TOOLS: &str = "(other tools)";
 
 /// How a call ended, as the timeline colours it; ordered from the least to the most severe.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum MarkKind {
     /// A valid result at the first attempt.
@@ -114,7 +116,11 @@ pub fn timeline(records: &[CallRecord], duration_ms: f64) -> CallTimeline {
     let mut names: Vec<&str> = records.iter().map(|r| r.tool.as_str()).collect();
     names.sort_unstable();
     names.dedup();
-    let mut tools: Vec<String> = names.iter().take(MAX_TOOLS).map(|s| (*s).to_owned()).collect();
+    let mut tools: Vec<String> = names
+        .iter()
+        .take(MAX_TOOLS)
+        .map(|s| (*s).to_owned())
+        .collect();
     if names.len() > MAX_TOOLS {
         tools.push(OTHER_TOOLS.to_owned());
     }
@@ -176,7 +182,13 @@ mod tests {
     fn an_hour_of_calls_keeps_at_most_one_mark_per_tool_and_column() {
         // 1 h at 100 calls per second over 3 tools, one timeout in the middle.
         let mut records: Vec<CallRecord> = (0..360_000u64)
-            .map(|i| call(["a", "b", "c"][(i % 3) as usize], i as f64 * 10.0, CallOutcome::Ok))
+            .map(|i| {
+                call(
+                    ["a", "b", "c"][(i % 3) as usize],
+                    i as f64 * 10.0,
+                    CallOutcome::Ok,
+                )
+            })
             .collect();
         records[180_001].outcome = CallOutcome::Timeout;
         let t = timeline(&records, 3_600_000.0);

@@ -1,0 +1,364 @@
+//! The MCP chaos report's charts, from its [`ChaosReport`]: the per-tool call timeline (each call a mark
+//! coloured by how it ended, from the report's bounded [`CallTimeline`]), and availability A, correctness C
+//! and A×C per tool; the header gives time to detect and time to recover.
+
+use plotters::{coord::Shift, prelude::*};
+
+use super::{ChartError, Figure, drawing, font::FAMILY, header, palette::*};
+use crate::report::mcp::{
+    ChaosReport, ToolFigures,
+    timeline::{CallTimeline, MarkKind},
+};
+
+/// The charts of a chaos report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChaosChart {
+    Timeline,
+    Availability,
+}
+
+impl ChaosChart {
+    pub const ALL: [ChaosChart; 2] = [ChaosChart::Timeline, ChaosChart::Availability];
+
+    /// The chart's id in the HTML views.
+    pub fn id(self) -> &'static str {
+        match self {
+            ChaosChart::Timeline => "timeline",
+            ChaosChart::Availability => "availability",
+        }
+    }
+}
+
+/// Height of one tool's row in both charts.
+const ROW: u32 = 30;
+/// Height of a chart beyond its rows (caption, axis, legend).
+const FRAME: u32 = 120;
+
+/// Charts of `report`, under a header with the run's figures.
+pub struct ChaosFigure<'a> {
+    pub report: &'a ChaosReport,
+    pub charts: &'a [ChaosChart],
+    pub with_header: bool,
+}
+
+impl<'a> ChaosFigure<'a> {
+    pub fn all(report: &'a ChaosReport) -> Self {
+        Self {
+            report,
+            charts: &ChaosChart::ALL,
+            with_header: true,
+        }
+    }
+
+    pub fn one(report: &'a ChaosReport, chart: &'a ChaosChart) -> Self {
+        Self {
+            report,
+            charts: std::slice::from_ref(chart),
+            with_header: false,
+        }
+    }
+
+    fn timeline(&self) -> &CallTimeline {
+        &self.report.run.timeline
+    }
+
+    fn chart_height(&self, chart: ChaosChart) -> u32 {
+        let rows = match chart {
+            ChaosChart::Timeline => self.timeline().tools.len(),
+            ChaosChart::Availability => self.report.run.tools.len(),
+        };
+        FRAME + ROW * rows.max(1) as u32
+    }
+
+    fn header_lines(&self) -> Vec<(String, RGBColor)> {
+        let run = &self.report.run;
+        let all = &run.overall;
+        let client = &all.client;
+        let mut lines = vec![
+            (self.report.title.clone(), TEXT),
+            (
+                format!(
+                    "{} calls, {} faults injected · A {:.1}% · C {:.1}% · A×C {:.1}% · {} retries",
+                    all.calls,
+                    all.faults_injected,
+                    all.availability * 100.0,
+                    all.correctness * 100.0,
+                    all.effective_availability * 100.0,
+                    client.retries,
+                ),
+                TEXT,
+            ),
+            (
+                format!(
+                    "Time to detect: {} · time to recover: {}",
+                    mean_max(client.detect_mean_ms, client.detect_max_ms),
+                    match (client.recovery_mean_ms, client.recovery_mean_calls) {
+                        (Some(ms), Some(calls)) => format!(
+                            "mean {ms:.0} ms ({calls:.1} calls), max {}, {} never recovered",
+                            client
+                                .recovery_max_ms
+                                .map_or("-".into(), |m| format!("{m:.0} ms")),
+                            client.unrecovered
+                        ),
+                        _ => format!(
+                            "no recovery ({} failures never recovered)",
+                            client.unrecovered
+                        ),
+                    }
+                ),
+                TEXT,
+            ),
+        ];
+        if let Some(why) = self.inconclusive() {
+            lines.push((format!("Inconclusive: {why}"), WARNING));
+        }
+        lines
+    }
+
+    /// Why the run says nothing about the faults: some were planned and none was injected.
+    fn inconclusive(&self) -> Option<&'static str> {
+        (!self.report.faults.is_empty() && self.report.run.overall.faults_injected == 0)
+            .then_some("no fault of the plan was injected during the run")
+    }
+
+    fn draw_timeline<DB: DrawingBackend>(
+        &self,
+        area: &DrawingArea<DB, Shift>,
+    ) -> Result<(), ChartError> {
+        let timeline = self.timeline();
+        let rows = timeline.tools.len().max(1);
+        let seconds = (self.report.run.duration_ms / 1000.0)
+            .max(
+                timeline
+                    .marks
+                    .iter()
+                    .map(|m| m.start_ms / 1000.0)
+                    .fold(0.0, f64::max),
+            )
+            .max(0.001)
+            * 1.02;
+        let mut chart = ChartBuilder::on(area)
+            .caption(
+                "Calls per tool over time, by outcome",
+                (FAMILY, 18).into_font().color(&TEXT),
+            )
+            .margin(10)
+            .x_label_area_size(40)
+            .y_label_area_size(170)
+            .build_cartesian_2d(0.0..seconds, rows as f64..0.0)
+            .map_err(drawing)?;
+        let y_label = |y: &f64| row_label(&timeline.tools, *y);
+        chart
+            .configure_mesh()
+            .light_line_style(GRID)
+            .disable_y_mesh()
+            .y_labels(rows * 2 + 1)
+            .y_label_formatter(&y_label)
+            .x_desc("time since the run started (s); a mark is a call at the time it was due")
+            .label_style((FAMILY, 12).into_font().color(&TEXT))
+            .axis_desc_style((FAMILY, 13).into_font().color(&TEXT))
+            .draw()
+            .map_err(drawing)?;
+        for kind in MarkKind::ALL {
+            let marks: Vec<(f64, f64)> = timeline
+                .marks
+                .iter()
+                .filter(|m| m.kind == kind)
+                .map(|m| (m.start_ms / 1000.0, m.tool as f64 + 0.5))
+                .collect();
+            if marks.is_empty() {
+                continue;
+            }
+            let colour = mark_colour(kind);
+            chart
+                .draw_series(marks.iter().map(|&(x, y)| {
+                    Rectangle::new([(x, y - 0.3), (x, y + 0.3)], colour.stroke_width(3))
+                }))
+                .map_err(drawing)?
+                .label(kind.label())
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 8, y + 5)], colour.filled())
+                });
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.9))
+            .border_style(GRID)
+            .label_font((FAMILY, 12).into_font().color(&TEXT))
+            .draw()
+            .map_err(drawing)
+    }
+
+    fn draw_availability<DB: DrawingBackend>(
+        &self,
+        area: &DrawingArea<DB, Shift>,
+    ) -> Result<(), ChartError> {
+        let tools: &[ToolFigures] = &self.report.run.tools;
+        let names: Vec<String> = tools.iter().map(|t| t.tool.clone()).collect();
+        let rows = tools.len().max(1);
+        let mut chart = ChartBuilder::on(area)
+            .caption(
+                "Availability and correctness per tool",
+                (FAMILY, 18).into_font().color(&TEXT),
+            )
+            .margin(10)
+            .x_label_area_size(40)
+            .y_label_area_size(170)
+            .build_cartesian_2d(0.0..100.0, rows as f64..0.0)
+            .map_err(drawing)?;
+        let y_label = |y: &f64| row_label(&names, *y);
+        chart
+            .configure_mesh()
+            .light_line_style(GRID)
+            .disable_y_mesh()
+            .y_labels(rows * 2 + 1)
+            .y_label_formatter(&y_label)
+            .x_desc("share of calls (%): A answered, C valid of answered, A×C valid")
+            .label_style((FAMILY, 12).into_font().color(&TEXT))
+            .axis_desc_style((FAMILY, 13).into_font().color(&TEXT))
+            .draw()
+            .map_err(drawing)?;
+        let bars: [(&str, RGBColor, fn(&ToolFigures) -> f64); 3] = [
+            ("availability A", P50, |t| t.availability),
+            ("correctness C", SLO, |t| t.correctness),
+            ("A×C", P99, |t| t.effective_availability),
+        ];
+        for (i, (name, colour, value)) in bars.into_iter().enumerate() {
+            let offset = 0.15 + 0.23 * i as f64;
+            chart
+                .draw_series(tools.iter().enumerate().map(|(row, t)| {
+                    let y = row as f64 + offset;
+                    Rectangle::new([(0.0, y), (value(t) * 100.0, y + 0.2)], colour.filled())
+                }))
+                .map_err(drawing)?
+                .label(name)
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 8, y + 5)], colour.filled())
+                });
+            chart
+                .draw_series(tools.iter().enumerate().map(|(row, t)| {
+                    let y = row as f64 + offset + 0.17;
+                    Text::new(
+                        format!("{:.1}%", value(t) * 100.0),
+                        ((value(t) * 100.0 + 0.8).min(92.0), y),
+                        (FAMILY, 11).into_font().color(&TEXT),
+                    )
+                }))
+                .map_err(drawing)?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerLeft)
+            .background_style(WHITE.mix(0.9))
+            .border_style(GRID)
+            .label_font((FAMILY, 12).into_font().color(&TEXT))
+            .draw()
+            .map_err(drawing)
+    }
+}
+
+fn mean_max(mean: Option<f64>, max: Option<f64>) -> String {
+    match (mean, max) {
+        (Some(mean), Some(max)) => format!("mean {mean:.0} ms, max {max:.0} ms"),
+        _ => "no cancel".into(),
+    }
+}
+
+/// The tool name at the middle of a row ("" elsewhere), cut to fit the label area.
+fn row_label(names: &[String], y: f64) -> String {
+    let row = y - 0.5;
+    if (row - row.round()).abs() > 0.01 || row < 0.0 {
+        return String::new();
+    }
+    names
+        .get(row.round() as usize)
+        .map_or_else(String::new, |name| {
+            if name.chars().count() > 24 {
+                let mut kept: String = name.chars().take(23).collect();
+                kept.push('…');
+                kept
+            } else {
+                name.clone()
+            }
+        })
+}
+
+fn mark_colour(kind: MarkKind) -> RGBColor {
+    match kind {
+        MarkKind::Ok => RGBColor(0, 158, 115),
+        MarkKind::OkAfterRetry => RGBColor(86, 180, 233),
+        MarkKind::SchemaInvalid => RGBColor(240, 228, 66),
+        MarkKind::Error => RGBColor(120, 60, 30),
+        MarkKind::InjectedError => RGBColor(213, 94, 0),
+        MarkKind::Timeout => RGBColor(0, 0, 0),
+        MarkKind::Cancelled => RGBColor(204, 121, 167),
+        MarkKind::NotStarted => RGBColor(160, 160, 160),
+    }
+}
+
+impl Figure for ChaosFigure<'_> {
+    fn height(&self) -> u32 {
+        let header = if self.with_header {
+            header::height(self.header_lines().len())
+        } else {
+            0
+        };
+        header
+            + self
+                .charts
+                .iter()
+                .map(|&c| self.chart_height(c))
+                .sum::<u32>()
+    }
+
+    fn alt_text(&self) -> String {
+        let run = &self.report.run;
+        let mut text = format!(
+            "Charts of the MCP chaos scenario on {}: each call on a per-tool timeline coloured by outcome, and \
+             availability and correctness per tool. {} calls, {} faults injected; A {:.1}%, C {:.1}%, A×C \
+             {:.1}%.",
+            self.report.server,
+            run.overall.calls,
+            run.overall.faults_injected,
+            run.overall.availability * 100.0,
+            run.overall.correctness * 100.0,
+            run.overall.effective_availability * 100.0
+        );
+        for t in &run.tools {
+            text.push_str(&format!(
+                " {}: {} calls, {} ok, {} timeouts, {} errors, A×C {:.1}%.",
+                t.tool,
+                t.calls,
+                t.outcomes.ok,
+                t.outcomes.timeout,
+                t.outcomes.tool_error + t.outcomes.protocol_error + t.outcomes.malformed,
+                t.effective_availability * 100.0
+            ));
+        }
+        if let Some(why) = self.inconclusive() {
+            text.push_str(&format!(" Inconclusive: {why}."));
+        }
+        text
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), ChartError> {
+        root.fill(&WHITE).map_err(drawing)?;
+        let mut rest = root.clone();
+        if self.with_header {
+            let lines = self.header_lines();
+            let (top, below) = rest.split_vertically(header::height(lines.len()));
+            header::draw(&top, &lines)?;
+            rest = below;
+        }
+        for &chart in self.charts {
+            let (area, below) = rest.split_vertically(self.chart_height(chart));
+            match chart {
+                ChaosChart::Timeline => self.draw_timeline(&area)?,
+                ChaosChart::Availability => self.draw_availability(&area)?,
+            }
+            rest = below;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,142 @@
+//! Charts of both reports, drawn from the report models (the values the markdown and `structuredContent`
+//! show): [`impact`] (latency over time with the fault's window, the latency distribution, errors and timeouts
+//! per second, the SLO lines) and [`chaos`] (the per-tool call timeline, availability and correctness per tool,
+//! time to detect and recover). Each chart is drawn once per backend: a PNG for a tool result's image block
+//! ([`png`]), SVG for the HTML views. Text is drawn in the embedded font ([`font`]), so a chart looks the same
+//! on every machine; a long run is drawn from at most one point per pixel column ([`columns`]).
+
+pub mod chaos;
+mod columns;
+mod font;
+mod header;
+pub mod impact;
+mod palette;
+pub mod png;
+
+use plotters::prelude::*;
+
+/// Width of every chart, in pixels: readable as is in a chat window.
+pub const WIDTH: u32 = 800;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ChartError {
+    #[error("the chart font cannot be loaded")]
+    Font,
+    #[error("cannot draw the chart: {0}")]
+    Draw(String),
+    #[error("cannot encode the chart as PNG: {0}")]
+    Encode(String),
+}
+
+/// A drawing error of any backend, as a [`ChartError`].
+pub(crate) fn drawing<E: std::error::Error + Send + Sync>(
+    error: plotters::drawing::DrawingAreaErrorKind<E>,
+) -> ChartError {
+    ChartError::Draw(error.to_string())
+}
+
+/// One figure of a report: what it shows in words (the image's text alternative) and how to draw it.
+pub trait Figure {
+    /// Height in pixels at [`WIDTH`].
+    fn height(&self) -> u32;
+    /// The figure's content in a few sentences, for whoever cannot see it.
+    fn alt_text(&self) -> String;
+    /// Draws the figure on `root`, which is [`WIDTH`] × [`Figure::height`].
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, plotters::coord::Shift>,
+    ) -> Result<(), ChartError>;
+}
+
+/// `figure` as an SVG document.
+pub fn svg(figure: &impl Figure) -> Result<String, ChartError> {
+    font::register()?;
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (WIDTH, figure.height())).into_drawing_area();
+        figure.draw(&root)?;
+        root.present().map_err(drawing)?;
+    }
+    Ok(out)
+}
+
+/// A value axis in milliseconds: linear from 0, or log10 when the highest value is over [`LOG_RATIO`] times
+/// the lowest (a tail far above the median would flatten everything else). Values are drawn at [`Self::at`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ValueAxis {
+    log: bool,
+    low: f64,
+    high: f64,
+}
+
+/// Highest/lowest ratio from which a latency axis is logarithmic.
+const LOG_RATIO: f64 = 20.0;
+/// The lowest value a log axis shows (1 µs, in ms).
+const LOG_FLOOR_MS: f64 = 0.001;
+
+pub(crate) fn value_axis(values: impl Iterator<Item = f64>) -> ValueAxis {
+    let (min, max) = values
+        .filter(|v| v.is_finite())
+        .fold((f64::MAX, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    if max <= 0.0 {
+        return ValueAxis {
+            log: false,
+            low: 0.0,
+            high: 1.0,
+        };
+    }
+    let min = min.max(LOG_FLOOR_MS);
+    if max / min > LOG_RATIO {
+        ValueAxis {
+            log: true,
+            low: min.log10() - 0.1,
+            high: max.log10() + 0.15,
+        }
+    } else {
+        ValueAxis {
+            log: false,
+            low: 0.0,
+            high: max * 1.15,
+        }
+    }
+}
+
+impl ValueAxis {
+    /// Where `value_ms` is drawn.
+    pub(crate) fn at(&self, value_ms: f64) -> f64 {
+        if self.log {
+            value_ms.max(LOG_FLOOR_MS).log10()
+        } else {
+            value_ms
+        }
+    }
+
+    pub(crate) fn range(&self) -> std::ops::Range<f64> {
+        self.low..self.high
+    }
+
+    pub(crate) fn bounds(&self) -> (f64, f64) {
+        (self.low, self.high)
+    }
+
+    /// The tick label at the drawn position `y`, in ms.
+    pub(crate) fn label(&self, y: f64) -> String {
+        let ms = if self.log { 10f64.powf(y) } else { y };
+        if ms >= 10.0 {
+            format!("{ms:.0}")
+        } else if ms >= 1.0 {
+            format!("{ms:.1}")
+        } else {
+            format!("{ms:.2}")
+        }
+    }
+
+    /// The axis title, e.g. "latency (ms, log scale)".
+    pub(crate) fn description(&self, what: &str) -> String {
+        if self.log {
+            format!("{what} (ms, log scale)")
+        } else {
+            format!("{what} (ms)")
+        }
+    }
+}
