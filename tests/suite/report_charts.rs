@@ -22,6 +22,11 @@ pub(crate) fn chart_dir() -> PathBuf {
     dir
 }
 
+/// Keeps a report's structuredContent beside its chart.
+fn keep_json(name: &str, report: &Value) {
+    std::fs::write(chart_dir().join(name), report.to_string()).expect("keep the report");
+}
+
 /// The PNG of `result`'s one image block, after its one text block, checked as a user's host would show it:
 /// 800 px wide, not too tall or heavy, for the user, with a text alternative (returned).
 pub(crate) fn chart_png(result: &CallToolResult, keep_as: &str) -> (Vec<u8>, String) {
@@ -90,6 +95,7 @@ async fn an_impact_result_has_its_charts_as_a_png_after_the_markdown() {
         .clone()
         .expect("structuredContent");
     let (_, alt) = chart_png(&result, "impact.png");
+    keep_json("impact.json", &report);
     assert!(markdown.starts_with(&format!("# {}", report["title"].as_str().unwrap())));
     // The figures the charts draw are in the model the text comes from.
     let run = &report["run"];
@@ -178,6 +184,7 @@ async fn a_chaos_result_has_its_timeline_as_a_png_after_the_markdown() {
         .clone()
         .expect("structuredContent");
     let (_, alt) = chart_png(&result, "chaos.png");
+    keep_json("chaos.json", &report);
     // One timeline row per tool, every call accounted for in its marks.
     let timeline = &report["run"]["timeline"];
     assert_eq!(

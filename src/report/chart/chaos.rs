@@ -2,9 +2,13 @@
 //! coloured by how it ended, from the report's bounded [`CallTimeline`]), and availability A, correctness C
 //! and A×C per tool; the header gives time to detect and time to recover.
 
-use plotters::{coord::Shift, prelude::*};
+use plotters::{
+    coord::Shift,
+    prelude::*,
+    style::text_anchor::{HPos, Pos, VPos},
+};
 
-use super::{ChartError, Figure, drawing, font::FAMILY, header, palette::*};
+use super::{ChartError, Figure, drawing, font::FAMILY, header, legend, palette::*};
 use crate::report::mcp::{
     ChaosReport, ToolFigures,
     timeline::{CallTimeline, MarkKind},
@@ -29,10 +33,15 @@ impl ChaosChart {
     }
 }
 
+/// Room on the availability chart's x axis past 100%, for the value of a full bar.
+const BAR_ROOM: f64 = 112.0;
+/// Width of the tool names left of both charts.
+const LABEL_AREA: u32 = 170;
+
 /// Height of one tool's row in both charts.
 const ROW: u32 = 30;
 /// Height of a chart beyond its rows (caption, axis, legend).
-const FRAME: u32 = 120;
+const FRAME: u32 = 140;
 
 /// Charts of `report`, under a header with the run's figures.
 pub struct ChaosFigure<'a> {
@@ -90,11 +99,11 @@ impl<'a> ChaosFigure<'a> {
             ),
             (
                 format!(
-                    "Time to detect: {} · time to recover: {}",
+                    "Detect: {} · recover: {}",
                     mean_max(client.detect_mean_ms, client.detect_max_ms),
                     match (client.recovery_mean_ms, client.recovery_mean_calls) {
                         (Some(ms), Some(calls)) => format!(
-                            "mean {ms:.0} ms ({calls:.1} calls), max {}, {} never recovered",
+                            "mean {ms:.0} ms ({calls:.1} calls), max {}; {} unrecovered",
                             client
                                 .recovery_max_ms
                                 .map_or("-".into(), |m| format!("{m:.0} ms")),
@@ -127,6 +136,8 @@ impl<'a> ChaosFigure<'a> {
     ) -> Result<(), ChartError> {
         let timeline = self.timeline();
         let rows = timeline.tools.len().max(1);
+        let (area, below) = area.split_vertically(area.dim_in_pixel().1 - legend::HEIGHT);
+        let area = &area;
         let seconds = (self.report.run.duration_ms / 1000.0)
             .max(
                 timeline
@@ -144,13 +155,14 @@ impl<'a> ChaosFigure<'a> {
             )
             .margin(10)
             .x_label_area_size(40)
-            .y_label_area_size(170)
+            .y_label_area_size(LABEL_AREA)
             .build_cartesian_2d(0.0..seconds, rows as f64..0.0)
             .map_err(drawing)?;
         let y_label = |y: &f64| row_label(&timeline.tools, *y);
         chart
             .configure_mesh()
-            .light_line_style(GRID)
+            .max_light_lines(0)
+            .bold_line_style(GRID)
             .disable_y_mesh()
             .y_labels(rows * 2 + 1)
             .y_label_formatter(&y_label)
@@ -174,20 +186,14 @@ impl<'a> ChaosFigure<'a> {
                 .draw_series(marks.iter().map(|&(x, y)| {
                     Rectangle::new([(x, y - 0.3), (x, y + 0.3)], colour.stroke_width(3))
                 }))
-                .map_err(drawing)?
-                .label(kind.label())
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 5), (x + 8, y + 5)], colour.filled())
-                });
+                .map_err(drawing)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(GRID)
-            .label_font((FAMILY, 12).into_font().color(&TEXT))
-            .draw()
-            .map_err(drawing)
+        let present: Vec<(&str, RGBColor)> = MarkKind::ALL
+            .into_iter()
+            .filter(|kind| timeline.marks.iter().any(|m| m.kind == *kind))
+            .map(|kind| (kind.label(), mark_colour(kind)))
+            .collect();
+        legend::draw(&below, LABEL_AREA as i32 + 10, &present)
     }
 
     fn draw_availability<DB: DrawingBackend>(
@@ -197,6 +203,8 @@ impl<'a> ChaosFigure<'a> {
         let tools: &[ToolFigures] = &self.report.run.tools;
         let names: Vec<String> = tools.iter().map(|t| t.tool.clone()).collect();
         let rows = tools.len().max(1);
+        let (area, below) = area.split_vertically(area.dim_in_pixel().1 - legend::HEIGHT);
+        let area = &area;
         let mut chart = ChartBuilder::on(area)
             .caption(
                 "Availability and correctness per tool",
@@ -204,16 +212,25 @@ impl<'a> ChaosFigure<'a> {
             )
             .margin(10)
             .x_label_area_size(40)
-            .y_label_area_size(170)
-            .build_cartesian_2d(0.0..100.0, rows as f64..0.0)
+            .y_label_area_size(LABEL_AREA)
+            .build_cartesian_2d(0.0..BAR_ROOM, rows as f64..0.0)
             .map_err(drawing)?;
         let y_label = |y: &f64| row_label(&names, *y);
+        let x_label = |x: &f64| {
+            if *x <= 100.0 {
+                format!("{x:.0}")
+            } else {
+                String::new()
+            }
+        };
         chart
             .configure_mesh()
-            .light_line_style(GRID)
+            .max_light_lines(0)
+            .bold_line_style(GRID)
             .disable_y_mesh()
             .y_labels(rows * 2 + 1)
             .y_label_formatter(&y_label)
+            .x_label_formatter(&x_label)
             .x_desc("share of calls (%): A answered, C valid of answered, A×C valid")
             .label_style((FAMILY, 12).into_font().color(&TEXT))
             .axis_desc_style((FAMILY, 13).into_font().color(&TEXT))
@@ -224,37 +241,33 @@ impl<'a> ChaosFigure<'a> {
             ("correctness C", SLO, |t| t.correctness),
             ("A×C", P99, |t| t.effective_availability),
         ];
-        for (i, (name, colour, value)) in bars.into_iter().enumerate() {
-            let offset = 0.15 + 0.23 * i as f64;
+        let value_style = (FAMILY, 11)
+            .into_font()
+            .color(&TEXT)
+            .pos(Pos::new(HPos::Left, VPos::Center));
+        for (i, (_, colour, value)) in bars.iter().enumerate() {
+            let offset = 0.2 + 0.22 * i as f64;
             chart
                 .draw_series(tools.iter().enumerate().map(|(row, t)| {
                     let y = row as f64 + offset;
-                    Rectangle::new([(0.0, y), (value(t) * 100.0, y + 0.2)], colour.filled())
+                    Rectangle::new([(0.0, y), (value(t) * 100.0, y + 0.18)], colour.filled())
                 }))
-                .map_err(drawing)?
-                .label(name)
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 5), (x + 8, y + 5)], colour.filled())
-                });
+                .map_err(drawing)?;
             chart
                 .draw_series(tools.iter().enumerate().map(|(row, t)| {
-                    let y = row as f64 + offset + 0.17;
                     Text::new(
                         format!("{:.1}%", value(t) * 100.0),
-                        ((value(t) * 100.0 + 0.8).min(92.0), y),
-                        (FAMILY, 11).into_font().color(&TEXT),
+                        (value(t) * 100.0 + 1.0, row as f64 + offset + 0.09),
+                        value_style.clone(),
                     )
                 }))
                 .map_err(drawing)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerLeft)
-            .background_style(WHITE.mix(0.9))
-            .border_style(GRID)
-            .label_font((FAMILY, 12).into_font().color(&TEXT))
-            .draw()
-            .map_err(drawing)
+        let items: Vec<(&str, RGBColor)> = bars
+            .iter()
+            .map(|(name, colour, _)| (*name, *colour))
+            .collect();
+        legend::draw(&below, LABEL_AREA as i32 + 10, &items)
     }
 }
 

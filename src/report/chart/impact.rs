@@ -3,7 +3,11 @@
 //! distribution (latency at each percentile, on a scale of "nines" so the tail gets room; log latency when the
 //! tail is far above the median), and errors and timeouts per second.
 
-use plotters::{coord::Shift, prelude::*};
+use plotters::{
+    coord::Shift,
+    prelude::*,
+    style::text_anchor::{HPos, Pos, VPos},
+};
 
 use super::{
     ChartError, Figure, WIDTH, columns::per_column, drawing, font::FAMILY, header, palette::*,
@@ -176,7 +180,9 @@ impl<'a> ImpactFigure<'a> {
         let y_label = |v: &f64| axis.label(*v);
         chart
             .configure_mesh()
-            .light_line_style(GRID)
+            .max_light_lines(0)
+            .bold_line_style(GRID)
+            .y_labels(axis.plotter_labels())
             .x_desc("time since the run started (s)")
             .y_desc(axis.description("latency"))
             .y_label_formatter(&y_label)
@@ -184,6 +190,7 @@ impl<'a> ImpactFigure<'a> {
             .axis_desc_style((FAMILY, 13).into_font().color(&TEXT))
             .draw()
             .map_err(drawing)?;
+        axis.draw_ticks(&mut chart, (0.0, seconds))?;
         let (low, high) = axis.bounds();
         for (from, until) in self.fault_windows() {
             chart
@@ -193,11 +200,12 @@ impl<'a> ImpactFigure<'a> {
                 )])
                 .map_err(drawing)?;
             chart
-                .draw_series([Text::new(
-                    format!("fault active ({from:.0}–{until:.0} s)"),
-                    (from + seconds * 0.005, high),
-                    (FAMILY, 12).into_font().color(&FAULT_LABEL),
-                )])
+                .draw_series([EmptyElement::at((from, low))
+                    + Text::new(
+                        format!("fault active ({from:.0}–{until:.0} s)"),
+                        (4, -16),
+                        (FAMILY, 12).into_font().color(&FAULT_LABEL),
+                    )])
                 .map_err(drawing)?;
         }
         for slo in &report.run.slos {
@@ -218,8 +226,11 @@ impl<'a> ImpactFigure<'a> {
                         slo.name,
                         if slo.passed { "met" } else { "missed" }
                     ),
-                    (seconds * 0.7, y),
-                    (FAMILY, 12).into_font().color(&colour),
+                    (seconds * 0.995, y),
+                    (FAMILY, 12)
+                        .into_font()
+                        .color(&colour)
+                        .pos(Pos::new(HPos::Right, VPos::Bottom)),
                 )])
                 .map_err(drawing)?;
         }
@@ -291,7 +302,9 @@ impl<'a> ImpactFigure<'a> {
         let x_label = |v: &f64| nines_label(*v);
         chart
             .configure_mesh()
-            .light_line_style(GRID)
+            .max_light_lines(0)
+            .bold_line_style(GRID)
+            .y_labels(axis.plotter_labels())
             .x_labels(12)
             .x_label_formatter(&x_label)
             .x_desc("percentile of requests (scale of nines: p90, p99, p99.9, ...)")
@@ -301,6 +314,7 @@ impl<'a> ImpactFigure<'a> {
             .axis_desc_style((FAMILY, 13).into_font().color(&TEXT))
             .draw()
             .map_err(drawing)?;
+        axis.draw_ticks(&mut chart, (0.0, MAX_NINES))?;
         for slo in &report.run.slos {
             let colour = if slo.passed { SLO } else { SLO_MISSED };
             let at = (nines(slo.objective), axis.at(slo.threshold_ms));
@@ -314,8 +328,11 @@ impl<'a> ImpactFigure<'a> {
                         slo.name,
                         if slo.passed { "met" } else { "missed" }
                     ),
-                    at,
-                    (FAMILY, 12).into_font().color(&colour),
+                    (at.0 + 0.06, at.1),
+                    (FAMILY, 12)
+                        .into_font()
+                        .color(&colour)
+                        .pos(Pos::new(HPos::Left, VPos::Center)),
                 )])
                 .map_err(drawing)?;
         }
@@ -367,13 +384,14 @@ impl<'a> ImpactFigure<'a> {
             .as_ref()
             .map(|b| series(b, |s| s.errors))
             .unwrap_or_default();
-        let top = errors
+        let top = (errors
             .iter()
             .chain(&base_errors)
             .map(|p| p.1)
             .fold(0.0, f64::max)
-            .max(1.0)
-            * 1.15;
+            .max(4.0)
+            * 1.15)
+            .ceil();
         let mut chart = ChartBuilder::on(area)
             .caption(
                 "Errors and timeouts per second",
@@ -387,7 +405,9 @@ impl<'a> ImpactFigure<'a> {
         let y_label = |v: &f64| format!("{v:.0}");
         chart
             .configure_mesh()
-            .light_line_style(GRID)
+            .max_light_lines(0)
+            .bold_line_style(GRID)
+            .y_labels((top as usize + 1).min(6))
             .x_desc("time since the run started (s)")
             .y_desc("requests per second")
             .y_label_formatter(&y_label)
@@ -403,11 +423,12 @@ impl<'a> ImpactFigure<'a> {
                 )])
                 .map_err(drawing)?;
             chart
-                .draw_series([Text::new(
-                    "fault active",
-                    (from + seconds * 0.005, top),
-                    (FAMILY, 12).into_font().color(&FAULT_LABEL),
-                )])
+                .draw_series([EmptyElement::at((from, 0.0))
+                    + Text::new(
+                        "fault active",
+                        (4, -16),
+                        (FAMILY, 12).into_font().color(&FAULT_LABEL),
+                    )])
                 .map_err(drawing)?;
         }
         if report.run.errors == 0 {

@@ -10,10 +10,15 @@ mod columns;
 mod font;
 mod header;
 pub mod impact;
+mod legend;
 mod palette;
 pub mod png;
 
-use plotters::prelude::*;
+use plotters::{
+    coord::types::RangedCoordf64,
+    prelude::*,
+    style::text_anchor::{HPos, Pos, VPos},
+};
 
 /// Width of every chart, in pixels: readable as is in a chat window.
 pub const WIDTH: u32 = 800;
@@ -122,13 +127,59 @@ impl ValueAxis {
     /// The tick label at the drawn position `y`, in ms.
     pub(crate) fn label(&self, y: f64) -> String {
         let ms = if self.log { 10f64.powf(y) } else { y };
-        if ms >= 10.0 {
+        if ms >= 1000.0 && self.log {
+            format!("{:.0}k", ms / 1000.0)
+        } else if ms >= 10.0 {
             format!("{ms:.0}")
         } else if ms >= 1.0 {
             format!("{ms:.1}")
         } else {
             format!("{ms:.2}")
         }
+    }
+
+    /// Whether plotters' own labels serve (linear), or [`Self::draw_ticks`] draws them (log).
+    pub(crate) fn plotter_labels(&self) -> usize {
+        if self.log { 0 } else { 6 }
+    }
+
+    /// On a log axis: a grid line and a label at each 1, 2 and 5 × 10^k in range (the labels plotters would
+    /// place evenly in log space read 3.2, 32, 316).
+    pub(crate) fn draw_ticks<'a, DB: DrawingBackend + 'a>(
+        &self,
+        chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+        x: (f64, f64),
+    ) -> Result<(), ChartError> {
+        if !self.log {
+            return Ok(());
+        }
+        let decades = (self.low.floor() as i32)..=(self.high.ceil() as i32);
+        let steps: &[f64] = if self.high - self.low > 3.0 {
+            &[1.0]
+        } else {
+            &[1.0, 2.0, 5.0]
+        };
+        let ticks: Vec<f64> = decades
+            .flat_map(|k| steps.iter().map(move |m| (m * 10f64.powi(k)).log10()))
+            .filter(|y| (self.low..=self.high).contains(y))
+            .collect();
+        chart
+            .draw_series(
+                ticks.iter().map(|&y| {
+                    PathElement::new([(x.0, y), (x.1, y)], palette::GRID.stroke_width(1))
+                }),
+            )
+            .map_err(drawing)?;
+        let style = (font::FAMILY, 12)
+            .into_font()
+            .color(&palette::TEXT)
+            .pos(Pos::new(HPos::Right, VPos::Center));
+        chart
+            .draw_series(ticks.iter().map(|&y| {
+                EmptyElement::at((x.0, y)) + Text::new(self.label(y), (-6, 0), style.clone())
+            }))
+            .map_err(drawing)?;
+        Ok(())
     }
 
     /// The axis title, e.g. "latency (ms, log scale)".
