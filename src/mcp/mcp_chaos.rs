@@ -12,12 +12,12 @@ use rmcp::{
 
 use super::impact::progress_ticker;
 use super::mcp_chaos_input::{chaos_input_schema, chaos_spec};
-use super::{FaultServer, output_schema, text_and_structured, tool_error, with_chart};
+use super::{FaultServer, output_schema, text_and_structured, tool_error, with_chart, with_page};
 use crate::{
     load::LoadProgress,
     mcp_chaos,
     report::{
-        chart::chaos::ChaosFigure,
+        chart::{self, chaos::ChaosFigure, page_file::PageFile},
         mcp::{self as chaos_report, ChaosReport},
     },
 };
@@ -52,7 +52,7 @@ HTTP MCP server directly (no plan: it measures the server as it is).",
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
-        let spec = match chaos_spec(&arguments, &self.settings.scenario) {
+        let (spec, page) = match chaos_spec(&arguments, &self.settings.scenario) {
             Ok(spec) => spec,
             Err(e) => return Ok(tool_error(e)),
         };
@@ -64,11 +64,17 @@ HTTP MCP server directly (no plan: it measures the server as it is).",
             ticker.abort();
         }
         match outcome {
-            Ok(report) => Ok(with_chart(
-                text_and_structured(chaos_report::render(&report), &report),
-                &ChaosFigure::all(&report),
-            )),
-            Err(e) => Ok(tool_error(e)),
+            Ok(report) => {
+                let result = with_chart(
+                    text_and_structured(chaos_report::render(&report), &report),
+                    &ChaosFigure::all(&report),
+                );
+                Ok(with_page(result, page, || chart::page::chaos_page(&report)))
+            }
+            Err(e) => {
+                page.into_iter().for_each(PageFile::discard);
+                Ok(tool_error(e))
+            }
         }
     }
 }

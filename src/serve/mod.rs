@@ -16,7 +16,7 @@ use rmcp::{
 use serde::Serialize;
 use url::Url;
 
-use crate::report::chart::{self, Figure};
+use crate::report::chart::{self, ChartError, Figure, page_file::PageFile};
 
 pub use http::terminated;
 pub use options::{DEFAULT_LISTEN, DEFAULT_PATH, Transport, TransportArgs};
@@ -117,6 +117,29 @@ pub(crate) fn with_chart(mut result: CallToolResult, figure: &impl Figure) -> Ca
             result.content.push(ContentBlock::Image(image));
         }
         Err(e) => tracing::warn!(error = %e, "the report's chart was not drawn"),
+    }
+    result
+}
+
+/// `result`, once the run's HTML page is in `page` (the tool's `report_path`) when one was asked for. A page
+/// that cannot be made or written adds a text block saying so: the report itself is still the result.
+pub(crate) fn with_page(
+    mut result: CallToolResult,
+    page: Option<PageFile>,
+    render: impl FnOnce() -> Result<String, ChartError>,
+) -> CallToolResult {
+    let Some(page) = page else {
+        return result;
+    };
+    let path = page.path().display().to_string();
+    let written = render()
+        .map_err(|e| e.to_string())
+        .and_then(|html| page.write(&html).map_err(|e| e.to_string()));
+    if let Err(e) = written {
+        tracing::warn!(%path, error = %e, "the HTML report was not written");
+        result.content.push(ContentBlock::text(format!(
+            "report_path: the HTML report was not written to {path}: {e}"
+        )));
     }
     result
 }

@@ -8,7 +8,7 @@ use plotters::{
     style::text_anchor::{HPos, Pos, VPos},
 };
 
-use super::{ChartError, Figure, drawing, font::FAMILY, header, legend, palette::*};
+use super::{ChartError, Figure, PlotFrame, drawing, font::FAMILY, header, legend, palette::*};
 use crate::report::mcp::{
     ChaosReport, ToolFigures,
     timeline::{CallTimeline, MarkKind},
@@ -24,6 +24,20 @@ pub enum ChaosChart {
 impl ChaosChart {
     pub const ALL: [ChaosChart; 2] = [ChaosChart::Timeline, ChaosChart::Availability];
 
+    /// The series the HTML views can hide and show: name and colour.
+    pub fn series(self) -> Vec<(&'static str, RGBColor)> {
+        match self {
+            ChaosChart::Timeline => MarkKind::ALL
+                .into_iter()
+                .map(|kind| (kind.label(), mark_colour(kind)))
+                .collect(),
+            ChaosChart::Availability => AVAILABILITY_BARS
+                .iter()
+                .map(|(name, colour, _)| (*name, *colour))
+                .collect(),
+        }
+    }
+
     /// The chart's id in the HTML views.
     pub fn id(self) -> &'static str {
         match self {
@@ -32,6 +46,14 @@ impl ChaosChart {
         }
     }
 }
+
+/// The availability chart's bars: name, colour, value (0..1).
+type Bar = (&'static str, RGBColor, fn(&ToolFigures) -> f64);
+const AVAILABILITY_BARS: [Bar; 3] = [
+    ("availability A", P50, |t| t.availability),
+    ("correctness C", SLO, |t| t.correctness),
+    ("A×C", P99, |t| t.effective_availability),
+];
 
 /// Room on the availability chart's x axis past 100%, for the value of a full bar.
 const BAR_ROOM: f64 = 112.0;
@@ -133,7 +155,7 @@ impl<'a> ChaosFigure<'a> {
     fn draw_timeline<DB: DrawingBackend>(
         &self,
         area: &DrawingArea<DB, Shift>,
-    ) -> Result<(), ChartError> {
+    ) -> Result<PlotFrame, ChartError> {
         let timeline = self.timeline();
         let rows = timeline.tools.len().max(1);
         let (area, below) = area.split_vertically(area.dim_in_pixel().1 - legend::HEIGHT);
@@ -193,13 +215,18 @@ impl<'a> ChaosFigure<'a> {
             .filter(|kind| timeline.marks.iter().any(|m| m.kind == *kind))
             .map(|kind| (kind.label(), mark_colour(kind)))
             .collect();
-        legend::draw(&below, LABEL_AREA as i32 + 10, &present)
+        legend::draw(&below, LABEL_AREA as i32 + 10, &present)?;
+        Ok(PlotFrame::of(
+            &chart,
+            ChaosChart::Timeline.id(),
+            (0.0, seconds),
+        ))
     }
 
     fn draw_availability<DB: DrawingBackend>(
         &self,
         area: &DrawingArea<DB, Shift>,
-    ) -> Result<(), ChartError> {
+    ) -> Result<PlotFrame, ChartError> {
         let tools: &[ToolFigures] = &self.report.run.tools;
         let names: Vec<String> = tools.iter().map(|t| t.tool.clone()).collect();
         let rows = tools.len().max(1);
@@ -236,11 +263,7 @@ impl<'a> ChaosFigure<'a> {
             .axis_desc_style((FAMILY, 13).into_font().color(&TEXT))
             .draw()
             .map_err(drawing)?;
-        let bars: [(&str, RGBColor, fn(&ToolFigures) -> f64); 3] = [
-            ("availability A", P50, |t| t.availability),
-            ("correctness C", SLO, |t| t.correctness),
-            ("A×C", P99, |t| t.effective_availability),
-        ];
+        let bars = AVAILABILITY_BARS;
         let value_style = (FAMILY, 11)
             .into_font()
             .color(&TEXT)
@@ -267,7 +290,12 @@ impl<'a> ChaosFigure<'a> {
             .iter()
             .map(|(name, colour, _)| (*name, *colour))
             .collect();
-        legend::draw(&below, LABEL_AREA as i32 + 10, &items)
+        legend::draw(&below, LABEL_AREA as i32 + 10, &items)?;
+        Ok(PlotFrame::of(
+            &chart,
+            ChaosChart::Availability.id(),
+            (0.0, BAR_ROOM),
+        ))
     }
 }
 
@@ -355,8 +383,12 @@ impl Figure for ChaosFigure<'_> {
         text
     }
 
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), ChartError> {
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+    ) -> Result<Vec<PlotFrame>, ChartError> {
         root.fill(&WHITE).map_err(drawing)?;
+        let mut frames = Vec::new();
         let mut rest = root.clone();
         if self.with_header {
             let lines = self.header_lines();
@@ -366,12 +398,12 @@ impl Figure for ChaosFigure<'_> {
         }
         for &chart in self.charts {
             let (area, below) = rest.split_vertically(self.chart_height(chart));
-            match chart {
+            frames.push(match chart {
                 ChaosChart::Timeline => self.draw_timeline(&area)?,
                 ChaosChart::Availability => self.draw_availability(&area)?,
-            }
+            });
             rest = below;
         }
-        Ok(())
+        Ok(frames)
     }
 }

@@ -10,8 +10,8 @@ use plotters::{
 };
 
 use super::{
-    ChartError, Figure, WIDTH, columns::per_column, drawing, font::FAMILY, header, palette::*,
-    value_axis,
+    ChartError, Figure, PlotFrame, WIDTH, columns::per_column, drawing, font::FAMILY, header,
+    palette::*, value_axis,
 };
 use crate::report::{
     SecondFigures,
@@ -38,6 +38,25 @@ impl ImpactChart {
             ImpactChart::LatencyOverTime => 330,
             ImpactChart::Distribution => 300,
             ImpactChart::ErrorsOverTime => 220,
+        }
+    }
+
+    /// The series the HTML views can hide and show: name and colour.
+    pub fn series(self) -> Vec<(&'static str, RGBColor)> {
+        match self {
+            ImpactChart::LatencyOverTime => vec![
+                ("p50", P50),
+                ("p95", P95),
+                ("p99", P99),
+                ("baseline p50", BASELINE),
+                ("baseline p99", BASELINE_TAIL),
+            ],
+            ImpactChart::Distribution => vec![("with the fault", P99), ("baseline", BASELINE)],
+            ImpactChart::ErrorsOverTime => vec![
+                ("errors", ERRORS),
+                ("timeouts", TIMEOUTS),
+                ("baseline errors", BASELINE),
+            ],
         }
     }
 
@@ -146,7 +165,7 @@ impl<'a> ImpactFigure<'a> {
     fn draw_latency<DB: DrawingBackend>(
         &self,
         area: &DrawingArea<DB, Shift>,
-    ) -> Result<(), ChartError> {
+    ) -> Result<PlotFrame, ChartError> {
         let report = self.report;
         let seconds = self.seconds();
         let series = |run: &RunFigures, pick: fn(&SecondFigures) -> Option<f64>| {
@@ -261,13 +280,18 @@ impl<'a> ImpactFigure<'a> {
         line(&p50, P50, "p50", false)?;
         line(&p95, P95, "p95", false)?;
         line(&p99, P99, "p99", false)?;
-        legend(&mut chart)
+        legend(&mut chart)?;
+        Ok(PlotFrame::of(
+            &chart,
+            ImpactChart::LatencyOverTime.id(),
+            (0.0, seconds),
+        ))
     }
 
     fn draw_distribution<DB: DrawingBackend>(
         &self,
         area: &DrawingArea<DB, Shift>,
-    ) -> Result<(), ChartError> {
+    ) -> Result<PlotFrame, ChartError> {
         let report = self.report;
         let curve = |points: &[CurvePoint]| -> Vec<(f64, f64)> {
             points
@@ -360,13 +384,18 @@ impl<'a> ImpactFigure<'a> {
                 .label("with the fault")
                 .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], style));
         }
-        legend(&mut chart)
+        legend(&mut chart)?;
+        Ok(PlotFrame::of(
+            &chart,
+            ImpactChart::Distribution.id(),
+            (0.0, MAX_NINES),
+        ))
     }
 
     fn draw_errors<DB: DrawingBackend>(
         &self,
         area: &DrawingArea<DB, Shift>,
-    ) -> Result<(), ChartError> {
+    ) -> Result<PlotFrame, ChartError> {
         let report = self.report;
         let seconds = self.seconds();
         let series = |run: &RunFigures, pick: fn(&SecondFigures) -> u64| {
@@ -464,7 +493,12 @@ impl<'a> ImpactFigure<'a> {
         line(&base_errors, BASELINE, "baseline errors", true)?;
         line(&errors, ERRORS, "errors (timeouts included)", false)?;
         line(&timeouts, TIMEOUTS, "timeouts", false)?;
-        legend(&mut chart)
+        legend(&mut chart)?;
+        Ok(PlotFrame::of(
+            &chart,
+            ImpactChart::ErrorsOverTime.id(),
+            (0.0, seconds),
+        ))
     }
 }
 
@@ -530,8 +564,12 @@ impl Figure for ImpactFigure<'_> {
         alt_text(self.report, &self.fault_windows())
     }
 
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), ChartError> {
+    fn draw<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+    ) -> Result<Vec<PlotFrame>, ChartError> {
         root.fill(&WHITE).map_err(drawing)?;
+        let mut frames = Vec::new();
         let mut rest = root.clone();
         if self.with_header {
             let lines = self.header_lines();
@@ -541,14 +579,14 @@ impl Figure for ImpactFigure<'_> {
         }
         for chart in self.charts {
             let (area, below) = rest.split_vertically(chart.height());
-            match chart {
+            frames.push(match chart {
                 ImpactChart::LatencyOverTime => self.draw_latency(&area)?,
                 ImpactChart::Distribution => self.draw_distribution(&area)?,
                 ImpactChart::ErrorsOverTime => self.draw_errors(&area)?,
-            }
+            });
             rest = below;
         }
-        Ok(())
+        Ok(frames)
     }
 }
 

@@ -11,6 +11,8 @@ mod font;
 mod header;
 pub mod impact;
 mod legend;
+pub mod page;
+pub mod page_file;
 mod palette;
 pub mod png;
 
@@ -19,6 +21,7 @@ use plotters::{
     prelude::*,
     style::text_anchor::{HPos, Pos, VPos},
 };
+use serde::Serialize;
 
 /// Width of every chart, in pixels: readable as is in a chat window.
 pub const WIDTH: u32 = 800;
@@ -46,23 +49,57 @@ pub trait Figure {
     fn height(&self) -> u32;
     /// The figure's content in a few sentences, for whoever cannot see it.
     fn alt_text(&self) -> String;
-    /// Draws the figure on `root`, which is [`WIDTH`] × [`Figure::height`].
+    /// Draws the figure on `root`, which is [`WIDTH`] × [`Figure::height`]; where each chart's plot is.
     fn draw<DB: DrawingBackend>(
         &self,
         root: &DrawingArea<DB, plotters::coord::Shift>,
-    ) -> Result<(), ChartError>;
+    ) -> Result<Vec<PlotFrame>, ChartError>;
 }
 
-/// `figure` as an SVG document.
-pub fn svg(figure: &impl Figure) -> Result<String, ChartError> {
+/// Where a chart's plot is in its image, in pixels, and the x values at its left and right edges: what the
+/// HTML views need to turn the pointer's position into the values under it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlotFrame {
+    /// The chart's id ([`impact::ImpactChart::id`], [`chaos::ChaosChart::id`]).
+    pub chart: &'static str,
+    pub left: i32,
+    pub right: i32,
+    pub top: i32,
+    pub bottom: i32,
+    pub x_from: f64,
+    pub x_to: f64,
+}
+
+impl PlotFrame {
+    fn of<'a, DB: DrawingBackend + 'a>(
+        chart: &ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+        id: &'static str,
+        (x_from, x_to): (f64, f64),
+    ) -> Self {
+        let (x, y) = chart.plotting_area().get_pixel_range();
+        PlotFrame {
+            chart: id,
+            left: x.start,
+            right: x.end,
+            top: y.start,
+            bottom: y.end,
+            x_from,
+            x_to,
+        }
+    }
+}
+
+/// `figure` as an SVG document, and where its plots are.
+pub fn svg(figure: &impl Figure) -> Result<(String, Vec<PlotFrame>), ChartError> {
     font::register()?;
     let mut out = String::new();
-    {
+    let frames = {
         let root = SVGBackend::with_string(&mut out, (WIDTH, figure.height())).into_drawing_area();
-        figure.draw(&root)?;
+        let frames = figure.draw(&root)?;
         root.present().map_err(drawing)?;
-    }
-    Ok(out)
+        frames
+    };
+    Ok((out, frames))
 }
 
 /// A value axis in milliseconds: linear from 0, or log10 when the highest value is over [`LOG_RATIO`] times
