@@ -16,7 +16,9 @@ use rmcp::{
 };
 
 use super::impact_input::{InputError, impact_spec, input_schema};
-use super::{FaultServer, output_schema, text_and_structured, tool_error, with_chart, with_page};
+use super::{
+    FaultServer, output_schema, text_and_structured, tool_error, with_chart, with_page, with_view,
+};
 use crate::{
     impact::{self, ImpactSpec},
     load,
@@ -98,6 +100,7 @@ impl FaultServer {
             spec.planned_requests(),
             "requests",
         );
+        let apps = super::declared_apps(&context);
         let outcome = impact::run(&spec, &context.ct, progress).await;
         if let Some(ticker) = ticker {
             ticker.abort();
@@ -108,6 +111,8 @@ impl FaultServer {
                     text_and_structured(crate::report::impact::render(&report), &report),
                     &ImpactFigure::all(&report),
                 );
+                let result =
+                    with_view(result, apps, "impact", || chart::page::impact_body(&report));
                 Ok(with_page(result, page, || {
                     chart::page::impact_page(&report)
                 }))

@@ -12,7 +12,9 @@ use rmcp::{
 
 use super::impact::progress_ticker;
 use super::mcp_chaos_input::{chaos_input_schema, chaos_spec};
-use super::{FaultServer, output_schema, text_and_structured, tool_error, with_chart, with_page};
+use super::{
+    FaultServer, output_schema, text_and_structured, tool_error, with_chart, with_page, with_view,
+};
 use crate::{
     load::LoadProgress,
     mcp_chaos,
@@ -59,6 +61,7 @@ HTTP MCP server directly (no plan: it measures the server as it is).",
         let total = spec.planned_calls() * if spec.baseline { 2 } else { 1 };
         let progress = Arc::new(LoadProgress::default());
         let ticker = progress_ticker(&context, progress.clone(), total, "calls");
+        let apps = super::declared_apps(&context);
         let outcome = mcp_chaos::run(&spec, &context.ct, progress).await;
         if let Some(ticker) = ticker {
             ticker.abort();
@@ -69,6 +72,7 @@ HTTP MCP server directly (no plan: it measures the server as it is).",
                     text_and_structured(chaos_report::render(&report), &report),
                     &ChaosFigure::all(&report),
                 );
+                let result = with_view(result, apps, "chaos", || chart::page::chaos_body(&report));
                 Ok(with_page(result, page, || chart::page::chaos_page(&report)))
             }
             Err(e) => {

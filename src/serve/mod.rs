@@ -144,6 +144,24 @@ pub(crate) fn with_page(
     result
 }
 
+/// `result` with what the MCP App view shows of it in its `_meta` (the charts and the report, `body`), for a
+/// client that declared MCP Apps (`declared`); others get `result` as it is.
+pub(crate) fn with_view(
+    mut result: CallToolResult,
+    declared: bool,
+    kind: &str,
+    body: impl FnOnce() -> Result<String, ChartError>,
+) -> CallToolResult {
+    if !declared {
+        return result;
+    }
+    match body() {
+        Ok(body) => result.meta = Some(chart::app::result_meta(kind, body)),
+        Err(e) => tracing::warn!(error = %e, "the report's view was not drawn"),
+    }
+    result
+}
+
 /// A successful result whose text content is the JSON encoding of `text_value`.
 pub(crate) fn json_and_structured(
     text_value: &impl Serialize,

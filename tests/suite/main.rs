@@ -46,6 +46,7 @@ mod mcp_test_server;
 mod proxy_cli;
 mod proxy_faults;
 mod report_charts;
+mod report_charts_browser;
 mod report_charts_html;
 mod report_figures;
 mod robustness;

@@ -206,7 +206,8 @@ impl<'a> ChaosFigure<'a> {
             let colour = mark_colour(kind);
             chart
                 .draw_series(marks.iter().map(|&(x, y)| {
-                    Rectangle::new([(x, y - 0.3), (x, y + 0.3)], colour.stroke_width(3))
+                    // A filled bar a few pixels wide: a zero-width rectangle has no outline in a browser.
+                    EmptyElement::at((x, y)) + Rectangle::new([(-1, -9), (2, 9)], colour.filled())
                 }))
                 .map_err(drawing)?;
         }

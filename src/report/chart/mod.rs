@@ -5,6 +5,7 @@
 //! ([`png`]), SVG for the HTML views. Text is drawn in the embedded font ([`font`]), so a chart looks the same
 //! on every machine; a long run is drawn from at most one point per pixel column ([`columns`]).
 
+pub mod app;
 pub mod chaos;
 mod columns;
 mod font;

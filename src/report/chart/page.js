@@ -1,9 +1,8 @@
-// The report page's only script: the values under the pointer, and series shown or hidden. It reads the
-// figures embedded in the page (#figures) and each chart's plot frame (data-frame); it fetches nothing.
-(function () {
+// The report views' script: the values under the pointer, and series shown or hidden. faultCharts(report)
+// wires the charts on the page to the report's figures (each chart's plot frame is its data-frame); it
+// fetches nothing.
+function faultCharts(report) {
   "use strict";
-  const figures = JSON.parse(document.getElementById("figures").textContent);
-  const report = figures.report;
   const tip = document.getElementById("tip");
   const ms = (v) => (v === null || v === undefined ? "-" : `${v} ms`);
   const pct = (v) => `${(v * 100).toFixed(1)}%`;
@@ -45,9 +44,10 @@
       const at = (run) => (run && run.latency_curve.length ? nearest(run.latency_curve, "percentile", percentile) : null);
       const f = at(report.run);
       if (!f) return null;
-      let text = `p${f.percentile}: ${ms(f.latency_ms)} with the fault`;
+      const name = (p) => (p >= 100 ? "max" : `p${+p.toFixed(2)}`);
+      let text = `${name(f.percentile)}: ${ms(f.latency_ms)} with the fault`;
       const b = at(report.baseline);
-      if (b) text += `\np${b.percentile}: ${ms(b.latency_ms)} baseline`;
+      if (b) text += `\n${name(b.percentile)}: ${ms(b.latency_ms)} baseline`;
       return text;
     },
     timeline(x, y) {
@@ -105,4 +105,4 @@
       tip.hidden = true;
     });
   }
-})();
+}

@@ -18,7 +18,8 @@ use super::{
 use crate::report::{impact::Report, mcp::ChaosReport};
 
 const STYLE: &str = include_str!("page.css");
-const SCRIPT: &str = include_str!("page.js");
+/// Defines `faultCharts(report)`, which wires the charts on the page to `report`'s figures.
+pub(super) const SCRIPT: &str = include_str!("page.js");
 
 /// One chart of a page.
 struct Panel {
@@ -38,6 +39,25 @@ struct PageData<'a, R: Serialize> {
 
 /// The standalone page of an impact report.
 pub fn impact_page(report: &Report) -> Result<String, ChartError> {
+    let data = PageData {
+        kind: "impact",
+        report,
+    };
+    page(&impact_body(report)?, &report.title, &data)
+}
+
+/// The standalone page of an MCP chaos report.
+pub fn chaos_page(report: &ChaosReport) -> Result<String, ChartError> {
+    let data = PageData {
+        kind: "chaos",
+        report,
+    };
+    page(&chaos_body(report)?, &report.title, &data)
+}
+
+/// What a page shows of an impact report (title, charts, the report), without its scripts: the standalone
+/// page's body, and what the MCP App view puts in its frame.
+pub fn impact_body(report: &Report) -> Result<String, ChartError> {
     let panels = ImpactChart::ALL
         .iter()
         .map(|chart| {
@@ -48,34 +68,20 @@ pub fn impact_page(report: &Report) -> Result<String, ChartError> {
             )
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let data = PageData {
-        kind: "impact",
-        report,
-    };
-    page(
+    body(
         &report.title,
         &crate::report::impact::render(report),
         &panels,
-        &data,
     )
 }
 
-/// The standalone page of an MCP chaos report.
-pub fn chaos_page(report: &ChaosReport) -> Result<String, ChartError> {
+/// What a page shows of an MCP chaos report, as [`impact_body`].
+pub fn chaos_body(report: &ChaosReport) -> Result<String, ChartError> {
     let panels = ChaosChart::ALL
         .iter()
         .map(|chart| panel(&ChaosFigure::one(report, chart), chart.id(), chart.series()))
         .collect::<Result<Vec<_>, _>>()?;
-    let data = PageData {
-        kind: "chaos",
-        report,
-    };
-    page(
-        &report.title,
-        &crate::report::mcp::render(report),
-        &panels,
-        &data,
-    )
+    body(&report.title, &crate::report::mcp::render(report), &panels)
 }
 
 fn panel(
@@ -93,28 +99,52 @@ fn panel(
     })
 }
 
-fn page(
-    title: &str,
-    markdown: &str,
-    panels: &[Panel],
-    data: &impl Serialize,
-) -> Result<String, ChartError> {
-    let json = serde_json::to_string(data)
-        .map_err(|e| ChartError::Draw(format!("cannot encode the figures: {e}")))?;
-    let script_hash =
-        base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(SCRIPT.as_bytes()));
-    let mut out = String::with_capacity(json.len() + 64 * 1024);
+/// The interaction script with the call that starts it on the page's own figures.
+fn standalone_script() -> String {
+    format!(
+        "{SCRIPT}\nfaultCharts(JSON.parse(document.getElementById(\"figures\").textContent).report);\n"
+    )
+}
+
+/// The page's Content-Security-Policy: nothing from anywhere, inline styles, data: images, and `script`
+/// alone as a script.
+pub(super) fn content_security_policy(script: &str) -> String {
+    let hash =
+        base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(script.as_bytes()));
+    format!(
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; \
+         img-src data:; script-src 'sha256-{hash}'\">\n"
+    )
+}
+
+/// The document around `body` and `script`.
+pub(super) fn document(title: &str, body: &str, script: &str, after_body: &str) -> String {
+    let mut out = String::with_capacity(body.len() + script.len() + STYLE.len() + 1024);
     out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
     out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
-    // No fetch of any kind: the page is whole as it is.
-    out.push_str(&format!(
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src \
-         'unsafe-inline'; img-src data:; script-src 'sha256-{script_hash}'\">\n"
-    ));
+    out.push_str(&content_security_policy(script));
     out.push_str(&format!("<title>{}</title>\n", escape(title)));
-    out.push_str(&format!(
-        "<style>\n{STYLE}</style>\n</head>\n<body>\n<main>\n"
-    ));
+    out.push_str(&format!("<style>\n{STYLE}</style>\n</head>\n<body>\n"));
+    out.push_str("<main id=\"view\">\n");
+    out.push_str(body);
+    out.push_str("</main>\n<div id=\"tip\" role=\"status\" hidden></div>\n");
+    out.push_str(after_body);
+    out.push_str(&format!("<script>{script}</script>\n</body>\n</html>\n"));
+    out
+}
+
+fn page(body: &str, title: &str, data: &impl Serialize) -> Result<String, ChartError> {
+    let json = serde_json::to_string(data)
+        .map_err(|e| ChartError::Draw(format!("cannot encode the figures: {e}")))?;
+    let figures = format!(
+        "<script type=\"application/json\" id=\"figures\">{}</script>\n",
+        script_safe(&json)
+    );
+    Ok(document(title, body, &standalone_script(), &figures))
+}
+
+fn body(title: &str, markdown: &str, panels: &[Panel]) -> Result<String, ChartError> {
+    let mut out = String::with_capacity(64 * 1024);
     out.push_str(&format!(
         "<h1>{}</h1>\n<section class=\"charts\">\n",
         escape(title)
@@ -124,13 +154,7 @@ fn page(
     }
     out.push_str("</section>\n<section class=\"report\">\n");
     out.push_str(&markdown_html(markdown));
-    out.push_str("</section>\n</main>\n");
-    out.push_str("<div id=\"tip\" role=\"status\" hidden></div>\n");
-    out.push_str(&format!(
-        "<script type=\"application/json\" id=\"figures\">{}</script>\n",
-        script_safe(&json)
-    ));
-    out.push_str(&format!("<script>{SCRIPT}</script>\n</body>\n</html>\n"));
+    out.push_str("</section>\n");
     Ok(out)
 }
 
@@ -178,7 +202,7 @@ pub fn markdown_html(markdown: &str) -> String {
 }
 
 /// `text` safe in HTML text and attribute values.
-fn escape(text: &str) -> String {
+pub(super) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
