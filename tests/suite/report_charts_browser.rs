@@ -197,7 +197,7 @@ async fn the_chaos_page_draws_its_timeline_and_shows_calls_on_hover_in_chromium(
             .contains("A×C"),
         "{seen}"
     );
-    keep_screenshots(&["chaos-timeline.png", "chaos-availability.png"]);
+    keep_screenshots(&["chaos-timeline.png"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -269,5 +269,4 @@ async fn the_mcp_app_view_shows_the_chaos_report_in_a_minimal_host() {
         .filter_map(Value::as_str)
         .collect();
     assert_eq!(requests.len(), 1, "only the host page itself: {requests:?}");
-    keep_screenshots(&["app-chaos-timeline.png"]);
 }
