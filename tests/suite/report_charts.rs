@@ -212,3 +212,82 @@ async fn a_chaos_result_has_its_timeline_as_a_png_after_the_markdown() {
     }
     client.cancel().await.unwrap();
 }
+
+/// The MCP Inspector (CLI mode, over stdio) gets the image block of a scenario result, and lists and reads the
+/// MCP App view.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mcp_inspector_gets_the_image_and_the_view() {
+    let test = "report_charts::the_mcp_inspector_gets_the_image_and_the_view";
+    let inspector = match crate::mcp_http::inspector() {
+        Ok(path) => path,
+        Err(why) => return crate::optional::skip(test, &why),
+    };
+    let upstream = scenario_support::upstream().await;
+    let run = |extra: Vec<String>| {
+        let mut command = tokio::process::Command::new(&inspector);
+        command
+            .args(["--cli", common::fault_bin(), "agent", "tool"])
+            .args(extra)
+            .kill_on_drop(true);
+        async move {
+            let output =
+                tokio::time::timeout(std::time::Duration::from_secs(120), command.output())
+                    .await
+                    .expect("the Inspector finishes within 120 s")
+                    .unwrap();
+            let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+            assert!(
+                output.status.success(),
+                "{stdout}\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            serde_json::from_str::<Value>(&stdout)
+                .unwrap_or_else(|e| panic!("the Inspector's output is not JSON ({e}): {stdout}"))
+        }
+    };
+    let args = |pairs: &[&str]| pairs.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    let url = format!("url={}", upstream.url("/todos/1"));
+    let called = run(args(&[
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "fault_run_latency_impact_scenario",
+        "--tool-arg",
+        &url,
+        "--tool-arg",
+        "duration=1s",
+        "--tool-arg",
+        "latency=20",
+    ]))
+    .await;
+    assert_ne!(called["isError"], true, "{called}");
+    let types: Vec<&str> = called["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["type"].as_str())
+        .collect();
+    assert_eq!(types, ["text", "image"], "{called}");
+    assert_eq!(called["content"][1]["mimeType"], "image/png");
+    let listed = run(args(&["--method", "resources/list"])).await;
+    assert_eq!(
+        listed["resources"][0]["uri"], "ui://fault/report",
+        "{listed}"
+    );
+    assert_eq!(
+        listed["resources"][0]["mimeType"],
+        "text/html;profile=mcp-app"
+    );
+    let read = run(args(&[
+        "--method",
+        "resources/read",
+        "--uri",
+        "ui://fault/report",
+    ]))
+    .await;
+    let html = read["contents"][0]["text"].as_str().unwrap_or_default();
+    assert!(
+        html.starts_with("<!DOCTYPE html>") && html.contains("ui/initialize"),
+        "{read}"
+    );
+}
