@@ -8,7 +8,10 @@ use plotters::{
     style::text_anchor::{HPos, Pos, VPos},
 };
 
-use super::{ChartError, Figure, PlotFrame, drawing, font::FAMILY, header, legend, palette::*};
+use super::{
+    ChartError, Figure, PlotFrame, chart_on, drawing, font::FAMILY, legend, palette::*, stack,
+    stacked_height,
+};
 use crate::report::mcp::{
     ChaosReport, ToolFigures,
     timeline::{CallTimeline, MarkKind},
@@ -101,6 +104,10 @@ impl<'a> ChaosFigure<'a> {
         FRAME + ROW * rows.max(1) as u32
     }
 
+    fn chart_heights(&self) -> Vec<u32> {
+        self.charts.iter().map(|&c| self.chart_height(c)).collect()
+    }
+
     fn header_lines(&self) -> Vec<(String, RGBColor)> {
         let run = &self.report.run;
         let all = &run.overall;
@@ -170,16 +177,13 @@ impl<'a> ChaosFigure<'a> {
             )
             .max(0.001)
             * 1.02;
-        let mut chart = ChartBuilder::on(area)
-            .caption(
-                "Calls per tool over time, by outcome",
-                (FAMILY, 18).into_font().color(&TEXT),
-            )
-            .margin(10)
-            .x_label_area_size(40)
-            .y_label_area_size(LABEL_AREA)
-            .build_cartesian_2d(0.0..seconds, rows as f64..0.0)
-            .map_err(drawing)?;
+        let mut chart = chart_on(
+            area,
+            "Calls per tool over time, by outcome",
+            LABEL_AREA,
+            0.0..seconds,
+            rows as f64..0.0,
+        )?;
         let y_label = |y: &f64| row_label(&timeline.tools, *y);
         chart
             .configure_mesh()
@@ -233,16 +237,13 @@ impl<'a> ChaosFigure<'a> {
         let rows = tools.len().max(1);
         let (area, below) = area.split_vertically(area.dim_in_pixel().1 - legend::HEIGHT);
         let area = &area;
-        let mut chart = ChartBuilder::on(area)
-            .caption(
-                "Availability and correctness per tool",
-                (FAMILY, 18).into_font().color(&TEXT),
-            )
-            .margin(10)
-            .x_label_area_size(40)
-            .y_label_area_size(LABEL_AREA)
-            .build_cartesian_2d(0.0..BAR_ROOM, rows as f64..0.0)
-            .map_err(drawing)?;
+        let mut chart = chart_on(
+            area,
+            "Availability and correctness per tool",
+            LABEL_AREA,
+            0.0..BAR_ROOM,
+            rows as f64..0.0,
+        )?;
         let y_label = |y: &f64| row_label(&names, *y);
         let x_label = |x: &f64| {
             if *x <= 100.0 {
@@ -341,17 +342,8 @@ fn mark_colour(kind: MarkKind) -> RGBColor {
 
 impl Figure for ChaosFigure<'_> {
     fn height(&self) -> u32 {
-        let header = if self.with_header {
-            header::height(self.header_lines().len())
-        } else {
-            0
-        };
-        header
-            + self
-                .charts
-                .iter()
-                .map(|&c| self.chart_height(c))
-                .sum::<u32>()
+        let header = self.with_header.then(|| self.header_lines().len());
+        stacked_height(header, &self.chart_heights())
     }
 
     fn alt_text(&self) -> String {
@@ -388,23 +380,15 @@ impl Figure for ChaosFigure<'_> {
         &self,
         root: &DrawingArea<DB, Shift>,
     ) -> Result<Vec<PlotFrame>, ChartError> {
-        root.fill(&WHITE).map_err(drawing)?;
-        let mut frames = Vec::new();
-        let mut rest = root.clone();
-        if self.with_header {
-            let lines = self.header_lines();
-            let (top, below) = rest.split_vertically(header::height(lines.len()));
-            header::draw(&top, &lines)?;
-            rest = below;
-        }
-        for &chart in self.charts {
-            let (area, below) = rest.split_vertically(self.chart_height(chart));
-            frames.push(match chart {
-                ChaosChart::Timeline => self.draw_timeline(&area)?,
-                ChaosChart::Availability => self.draw_availability(&area)?,
-            });
-            rest = below;
-        }
-        Ok(frames)
+        let header = self.with_header.then(|| self.header_lines());
+        stack(
+            root,
+            header.as_deref(),
+            &self.chart_heights(),
+            |i, area| match self.charts[i] {
+                ChaosChart::Timeline => self.draw_timeline(area),
+                ChaosChart::Availability => self.draw_availability(area),
+            },
+        )
     }
 }

@@ -4,14 +4,14 @@
 //! tail is far above the median), and errors and timeouts per second.
 
 use plotters::{
-    coord::Shift,
+    coord::{Shift, types::RangedCoordf64},
     prelude::*,
     style::text_anchor::{HPos, Pos, VPos},
 };
 
 use super::{
-    ChartError, Figure, PlotFrame, WIDTH, columns::per_column, drawing, font::FAMILY, header,
-    palette::*, value_axis,
+    ChartError, Figure, PlotFrame, WIDTH, chart_on, columns::per_column, drawing, font::FAMILY,
+    palette::*, stack, stacked_height, value_axis,
 };
 use crate::report::{
     SecondFigures,
@@ -95,6 +95,10 @@ impl<'a> ImpactFigure<'a> {
             charts: std::slice::from_ref(chart),
             with_header: false,
         }
+    }
+
+    fn chart_heights(&self) -> Vec<u32> {
+        self.charts.iter().map(|c| c.height()).collect()
     }
 
     fn header_lines(&self) -> Vec<(String, RGBColor)> {
@@ -189,13 +193,7 @@ impl<'a> ImpactFigure<'a> {
                 .flat_map(|s| s.iter().map(|p| p.1))
                 .chain(thresholds.iter().copied()),
         );
-        let mut chart = ChartBuilder::on(area)
-            .caption("Latency over time", (FAMILY, 18).into_font().color(&TEXT))
-            .margin(10)
-            .x_label_area_size(40)
-            .y_label_area_size(64)
-            .build_cartesian_2d(0.0..seconds, axis.range())
-            .map_err(drawing)?;
+        let mut chart = chart_on(area, "Latency over time", 64, 0.0..seconds, axis.range())?;
         let y_label = |v: &f64| axis.label(*v);
         chart
             .configure_mesh()
@@ -254,26 +252,8 @@ impl<'a> ImpactFigure<'a> {
                 .map_err(drawing)?;
         }
         let mut line = |points: &[(f64, f64)], colour: RGBColor, name: &str, dashed: bool| {
-            if points.is_empty() {
-                return Ok::<(), ChartError>(());
-            }
-            let mapped = points.iter().map(|&(x, y)| (x, axis.at(y)));
-            let style = colour.stroke_width(2);
-            let legend = move |(x, y): (i32, i32)| PathElement::new([(x, y), (x + 18, y)], style);
-            if dashed {
-                chart
-                    .draw_series(DashedLineSeries::new(mapped, 5, 3, style))
-                    .map_err(drawing)?
-                    .label(name)
-                    .legend(legend);
-            } else {
-                chart
-                    .draw_series(LineSeries::new(mapped, style))
-                    .map_err(drawing)?
-                    .label(name)
-                    .legend(legend);
-            }
-            Ok(())
+            let mapped = points.iter().map(|&(x, y)| (x, axis.at(y))).collect();
+            series_line(&mut chart, mapped, colour, name, dashed)
         };
         line(&base_p50, BASELINE, "baseline p50", true)?;
         line(&base_p99, BASELINE_TAIL, "baseline p99", true)?;
@@ -312,16 +292,13 @@ impl<'a> ImpactFigure<'a> {
                 .map(|p| p.1)
                 .chain(report.run.slos.iter().map(|s| s.threshold_ms)),
         );
-        let mut chart = ChartBuilder::on(area)
-            .caption(
-                "Latency distribution",
-                (FAMILY, 18).into_font().color(&TEXT),
-            )
-            .margin(10)
-            .x_label_area_size(40)
-            .y_label_area_size(64)
-            .build_cartesian_2d(0.0..MAX_NINES, axis.range())
-            .map_err(drawing)?;
+        let mut chart = chart_on(
+            area,
+            "Latency distribution",
+            64,
+            0.0..MAX_NINES,
+            axis.range(),
+        )?;
         let y_label = |v: &f64| axis.label(*v);
         let x_label = |v: &f64| nines_label(*v);
         chart
@@ -360,30 +337,9 @@ impl<'a> ImpactFigure<'a> {
                 )])
                 .map_err(drawing)?;
         }
-        if !base.is_empty() {
-            let style = BASELINE.stroke_width(2);
-            chart
-                .draw_series(DashedLineSeries::new(
-                    base.iter().map(|&(x, y)| (x, axis.at(y))),
-                    5,
-                    3,
-                    style,
-                ))
-                .map_err(drawing)?
-                .label("baseline")
-                .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], style));
-        }
-        if !fault.is_empty() {
-            let style = P99.stroke_width(2);
-            chart
-                .draw_series(LineSeries::new(
-                    fault.iter().map(|&(x, y)| (x, axis.at(y))),
-                    style,
-                ))
-                .map_err(drawing)?
-                .label("with the fault")
-                .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], style));
-        }
+        let mapped = |points: &[(f64, f64)]| points.iter().map(|&(x, y)| (x, axis.at(y))).collect();
+        series_line(&mut chart, mapped(&base), BASELINE, "baseline", true)?;
+        series_line(&mut chart, mapped(&fault), P99, "with the fault", false)?;
         legend(&mut chart)?;
         Ok(PlotFrame::of(
             &chart,
@@ -421,16 +377,13 @@ impl<'a> ImpactFigure<'a> {
             .max(4.0)
             * 1.15)
             .ceil();
-        let mut chart = ChartBuilder::on(area)
-            .caption(
-                "Errors and timeouts per second",
-                (FAMILY, 18).into_font().color(&TEXT),
-            )
-            .margin(10)
-            .x_label_area_size(40)
-            .y_label_area_size(64)
-            .build_cartesian_2d(0.0..seconds, 0.0..top)
-            .map_err(drawing)?;
+        let mut chart = chart_on(
+            area,
+            "Errors and timeouts per second",
+            64,
+            0.0..seconds,
+            0.0..top,
+        )?;
         let y_label = |v: &f64| format!("{v:.0}");
         chart
             .configure_mesh()
@@ -470,25 +423,7 @@ impl<'a> ImpactFigure<'a> {
                 .map_err(drawing)?;
         }
         let mut line = |points: &[(f64, f64)], colour: RGBColor, name: &str, dashed: bool| {
-            if points.is_empty() {
-                return Ok::<(), ChartError>(());
-            }
-            let style = colour.stroke_width(2);
-            let legend = move |(x, y): (i32, i32)| PathElement::new([(x, y), (x + 18, y)], style);
-            if dashed {
-                chart
-                    .draw_series(DashedLineSeries::new(points.iter().copied(), 5, 3, style))
-                    .map_err(drawing)?
-                    .label(name)
-                    .legend(legend);
-            } else {
-                chart
-                    .draw_series(LineSeries::new(points.iter().copied(), style))
-                    .map_err(drawing)?
-                    .label(name)
-                    .legend(legend);
-            }
-            Ok(())
+            series_line(&mut chart, points.to_vec(), colour, name, dashed)
         };
         line(&base_errors, BASELINE, "baseline errors", true)?;
         line(&errors, ERRORS, "errors (timeouts included)", false)?;
@@ -532,6 +467,30 @@ fn nines_label(x: f64) -> String {
         .map_or_else(String::new, |l| (*l).to_owned())
 }
 
+/// `points` as a line (dashed: a baseline) named `name` in the legend; nothing without points.
+fn series_line<'a, DB: DrawingBackend + 'a>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    points: Vec<(f64, f64)>,
+    colour: RGBColor,
+    name: &str,
+    dashed: bool,
+) -> Result<(), ChartError> {
+    if points.is_empty() {
+        return Ok(());
+    }
+    let style = colour.stroke_width(2);
+    let drawn = if dashed {
+        chart.draw_series(DashedLineSeries::new(points, 5, 3, style))
+    } else {
+        chart.draw_series(LineSeries::new(points, style))
+    };
+    drawn
+        .map_err(drawing)?
+        .label(name)
+        .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], style));
+    Ok(())
+}
+
 /// The series legend, top left, on a white box.
 fn legend<'a, DB: DrawingBackend + 'a, X, Y>(
     chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
@@ -552,12 +511,8 @@ where
 
 impl Figure for ImpactFigure<'_> {
     fn height(&self) -> u32 {
-        let header = if self.with_header {
-            header::height(self.header_lines().len())
-        } else {
-            0
-        };
-        header + self.charts.iter().map(|c| c.height()).sum::<u32>()
+        let header = self.with_header.then(|| self.header_lines().len());
+        stacked_height(header, &self.chart_heights())
     }
 
     fn alt_text(&self) -> String {
@@ -568,25 +523,17 @@ impl Figure for ImpactFigure<'_> {
         &self,
         root: &DrawingArea<DB, Shift>,
     ) -> Result<Vec<PlotFrame>, ChartError> {
-        root.fill(&WHITE).map_err(drawing)?;
-        let mut frames = Vec::new();
-        let mut rest = root.clone();
-        if self.with_header {
-            let lines = self.header_lines();
-            let (top, below) = rest.split_vertically(header::height(lines.len()));
-            header::draw(&top, &lines)?;
-            rest = below;
-        }
-        for chart in self.charts {
-            let (area, below) = rest.split_vertically(chart.height());
-            frames.push(match chart {
-                ImpactChart::LatencyOverTime => self.draw_latency(&area)?,
-                ImpactChart::Distribution => self.draw_distribution(&area)?,
-                ImpactChart::ErrorsOverTime => self.draw_errors(&area)?,
-            });
-            rest = below;
-        }
-        Ok(frames)
+        let header = self.with_header.then(|| self.header_lines());
+        stack(
+            root,
+            header.as_deref(),
+            &self.chart_heights(),
+            |i, area| match self.charts[i] {
+                ImpactChart::LatencyOverTime => self.draw_latency(area),
+                ImpactChart::Distribution => self.draw_distribution(area),
+                ImpactChart::ErrorsOverTime => self.draw_errors(area),
+            },
+        )
     }
 }
 
