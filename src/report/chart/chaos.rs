@@ -9,8 +9,8 @@ use plotters::{
 };
 
 use super::{
-    ChartError, Figure, PlotFrame, chart_on, drawing, font::FAMILY, legend, palette::*, stack,
-    stacked_height,
+    ChartError, Figure, PlotFrame, chart_on, drawing, font::FAMILY, header, legend, palette::*,
+    stack, stacked_height,
 };
 use crate::report::mcp::{
     ChaosReport, ToolFigures,
@@ -150,7 +150,7 @@ impl<'a> ChaosFigure<'a> {
         if let Some(why) = self.inconclusive() {
             lines.push((format!("Inconclusive: {why}"), WARNING));
         }
-        lines
+        header::wrapped(lines)
     }
 
     /// Why the run says nothing about the faults: some were planned and none was injected.

@@ -7,8 +7,28 @@ use super::{ChartError, drawing, font::FAMILY};
 
 const LINE: u32 = 22;
 const PADDING: u32 = 12;
-/// Characters a line keeps at the chart's width (the rest is cut with an ellipsis).
+/// Characters a line holds at the chart's width: a longer text wraps at a space, and a longer word is cut with
+/// an ellipsis.
 const MAX_CHARS: usize = 105;
+
+/// `lines` with each text wrapped to the chart's width, its colour kept.
+pub(super) fn wrapped(lines: Vec<(String, RGBColor)>) -> Vec<(String, RGBColor)> {
+    let mut out = Vec::with_capacity(lines.len());
+    for (text, colour) in lines {
+        let mut line = String::new();
+        for word in text.split(' ') {
+            if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > MAX_CHARS {
+                out.push((std::mem::take(&mut line), colour));
+            }
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+        out.push((line, colour));
+    }
+    out
+}
 
 /// Height of a header of `lines` lines.
 pub(super) fn height(lines: usize) -> u32 {

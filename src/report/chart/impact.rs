@@ -11,7 +11,7 @@ use plotters::{
 
 use super::{
     ChartError, Figure, PlotFrame, WIDTH, chart_on, columns::per_column, drawing, font::FAMILY,
-    palette::*, stack, stacked_height, value_axis,
+    header, palette::*, stack, stacked_height, value_axis,
 };
 use crate::report::{
     SecondFigures,
@@ -136,7 +136,7 @@ impl<'a> ImpactFigure<'a> {
         if let Some(why) = &report.inconclusive {
             lines.push((format!("Inconclusive: {why}"), WARNING));
         }
-        lines
+        header::wrapped(lines)
     }
 
     /// Each fault's active window, in seconds of the run.
@@ -479,6 +479,12 @@ fn series_line<'a, DB: DrawingBackend + 'a>(
         return Ok(());
     }
     let style = colour.stroke_width(2);
+    // A line needs two points: one second of data is a dot.
+    if points.len() == 1 {
+        chart
+            .draw_series(points.iter().map(|&p| Circle::new(p, 3, colour.filled())))
+            .map_err(drawing)?;
+    }
     let drawn = if dashed {
         chart.draw_series(DashedLineSeries::new(points, 5, 3, style))
     } else {
