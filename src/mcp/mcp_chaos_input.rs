@@ -123,6 +123,9 @@ pub(super) struct McpChaosInput {
     /// Run the same calls without faults first and add a with/without table. Default false.
     #[serde(default)]
     baseline: Lenient<bool>,
+    /// Also write the report as one self-contained HTML page (the report, its charts, the figures as JSON;
+    /// opens from disk with no network) to this path, e.g. "/tmp/chaos.html". Checked before the run: its
+    /// directory must exist and be writable. Default: no file.
     #[serde(default)]
     report_path: Lenient<String>,
 }
