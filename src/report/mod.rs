@@ -11,6 +11,7 @@
 pub mod chart;
 pub mod impact;
 pub mod mcp;
+pub mod proxy;
 
 use std::time::Duration;
 

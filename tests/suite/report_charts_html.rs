@@ -240,3 +240,81 @@ async fn mcp_proxy_report_html_is_the_sessions_page() {
     assert_eq!(figures["report"]["run"]["overall"]["calls"], 4);
     assert_eq!(figures["report"]["run"]["overall"]["faults_injected"], 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fault_run_report_html_is_the_sessions_page() {
+    use std::io::{Read, Write};
+    let upstream = scenario_support::upstream().await;
+    let port = scenario_support::free_port().await;
+    let page = chart_dir().join("run.html");
+    let (mapping, page_arg) = (
+        format!("{port}={}", upstream.addr),
+        page.display().to_string(),
+    );
+    let mut run = common::fault_command(&[
+        "run",
+        "--proxy",
+        &mapping,
+        "--duration",
+        "3s",
+        "--with-latency",
+        "--latency-mean",
+        "20",
+        "--report",
+        &page_arg,
+    ]);
+    let mut child = run.spawn().expect("start fault run");
+    // Requests through the proxy for two seconds, from a plain socket.
+    let answered = tokio::task::spawn_blocking(move || {
+        let mut answered = 0;
+        let deadline = Instant::now() + std::time::Duration::from_secs(2);
+        while Instant::now() < deadline {
+            if let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+                let _ = stream
+                    .write_all(b"GET /todos/1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+                let mut answer = Vec::new();
+                let _ = stream.read_to_end(&mut answer);
+                answered += usize::from(answer.starts_with(b"HTTP/1.1 200"));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        answered
+    })
+    .await
+    .unwrap();
+    assert!(child.wait().await.expect("fault run ends").success());
+    assert!(answered >= 5, "{answered} answers through the proxy");
+    let html = checked_page(&page, "Fault Proxy Report", &["traffic", "bytes"]);
+    let report = &page_figures(&html)["report"];
+    assert_eq!(page_figures(&html)["kind"], "proxy");
+    assert!(
+        report["connections"].as_u64().unwrap() >= answered as u64,
+        "{report}"
+    );
+    assert!(
+        report["fault_applications"]["latency"].as_u64().unwrap() > 0,
+        "{report}"
+    );
+    let opened: u64 = report["per_second"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["connections_opened"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        opened,
+        report["connections"].as_u64().unwrap(),
+        "every second accounted for"
+    );
+}
+
+#[tokio::test]
+async fn fault_run_refuses_a_report_in_a_missing_directory_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("missing/run.html").display().to_string();
+    let mut run = common::fault_command(&["run", "--proxy", "0=127.0.0.1:9", "--report", &page]);
+    let status = run.status().await.expect("run fault run");
+    assert!(!status.success());
+    let stderr = run.sandbox().stderr();
+    assert!(stderr.contains("--report: no such directory"), "{stderr}");
+}

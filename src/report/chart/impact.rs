@@ -4,14 +4,20 @@
 //! tail is far above the median), and errors and timeouts per second.
 
 use plotters::{
-    coord::{Shift, types::RangedCoordf64},
+    coord::Shift,
     prelude::*,
     style::text_anchor::{HPos, Pos, VPos},
 };
 
 use super::{
-    ChartError, Figure, PlotFrame, WIDTH, chart_on, columns::per_column, drawing, font::FAMILY,
-    header, palette::*, stack, stacked_height, value_axis,
+    ChartError, Figure, PlotFrame, WIDTH, chart_on,
+    columns::per_column,
+    drawing,
+    font::FAMILY,
+    header,
+    palette::*,
+    series::{legend, series_line},
+    stack, stacked_height, value_axis,
 };
 use crate::report::{
     SecondFigures,
@@ -465,54 +471,6 @@ fn nines_label(x: f64) -> String {
     LABELS
         .get(nearest as usize)
         .map_or_else(String::new, |l| (*l).to_owned())
-}
-
-/// `points` as a line (dashed: a baseline) named `name` in the legend; nothing without points.
-fn series_line<'a, DB: DrawingBackend + 'a>(
-    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
-    points: Vec<(f64, f64)>,
-    colour: RGBColor,
-    name: &str,
-    dashed: bool,
-) -> Result<(), ChartError> {
-    if points.is_empty() {
-        return Ok(());
-    }
-    let style = colour.stroke_width(2);
-    // A line needs two points: one second of data is a dot.
-    if points.len() == 1 {
-        chart
-            .draw_series(points.iter().map(|&p| Circle::new(p, 3, colour.filled())))
-            .map_err(drawing)?;
-    }
-    let drawn = if dashed {
-        chart.draw_series(DashedLineSeries::new(points, 5, 3, style))
-    } else {
-        chart.draw_series(LineSeries::new(points, style))
-    };
-    drawn
-        .map_err(drawing)?
-        .label(name)
-        .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], style));
-    Ok(())
-}
-
-/// The series legend, top left, on a white box.
-fn legend<'a, DB: DrawingBackend + 'a, X, Y>(
-    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
-) -> Result<(), ChartError>
-where
-    X: plotters::coord::ranged1d::Ranged<ValueType = f64>,
-    Y: plotters::coord::ranged1d::Ranged<ValueType = f64>,
-{
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(GRID)
-        .label_font((FAMILY, 12).into_font().color(&TEXT))
-        .draw()
-        .map_err(drawing)
 }
 
 impl Figure for ImpactFigure<'_> {

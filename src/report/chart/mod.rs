@@ -16,6 +16,8 @@ pub mod page;
 pub mod page_file;
 mod palette;
 pub mod png;
+pub mod proxy;
+mod series;
 
 use plotters::{
     coord::types::RangedCoordf64,

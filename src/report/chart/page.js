@@ -59,6 +59,16 @@ function faultCharts(report) {
       const group = m.calls > 1 ? ` (the worst of ${m.calls} calls here)` : "";
       return `${t.tools[row]} at ${(m.start_ms / 1000).toFixed(2)} s: ${m.kind.replace(/_/g, " ")}, ${m.latency_ms} ms${group}`;
     },
+    traffic(x) {
+      const f = report.per_second && report.per_second[Math.floor(x)];
+      if (!f || f.connections_opened === undefined) return null;
+      return `second ${f.second}: ${f.connections_opened} connections opened, ${f.fault_applications} fault applications`;
+    },
+    bytes(x) {
+      const f = report.per_second && report.per_second[Math.floor(x)];
+      if (!f || f.bytes_to_upstream === undefined) return null;
+      return `second ${f.second}: ${f.bytes_to_upstream} bytes to upstream, ${f.bytes_to_client} bytes to clients`;
+    },
     availability(x, y) {
       const tools = report.run.tools;
       const t = tools[Math.floor(y * tools.length)];

@@ -13,9 +13,10 @@ use super::{
     ChartError, Figure, PlotFrame,
     chaos::{ChaosChart, ChaosFigure},
     impact::{ImpactChart, ImpactFigure},
+    proxy::{ProxyChart, ProxyFigure},
     svg,
 };
-use crate::report::{impact::Report, mcp::ChaosReport};
+use crate::report::{impact::Report, mcp::ChaosReport, proxy::ProxyReport};
 
 const STYLE: &str = include_str!("page.css");
 /// Defines `faultCharts(report)`, which wires the charts on the page to `report`'s figures.
@@ -73,6 +74,24 @@ pub fn impact_body(report: &Report) -> Result<String, ChartError> {
         &crate::report::impact::render(report),
         &panels,
     )
+}
+
+/// The standalone page of a `fault run` session.
+pub fn proxy_page(report: &ProxyReport) -> Result<String, ChartError> {
+    let panels = ProxyChart::ALL
+        .iter()
+        .map(|chart| panel(&ProxyFigure::one(report, chart), chart.id(), chart.series()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let body = body(
+        &report.title,
+        &crate::report::proxy::render(report),
+        &panels,
+    )?;
+    let data = PageData {
+        kind: "proxy",
+        report,
+    };
+    page(&body, &report.title, &data)
 }
 
 /// What a page shows of an MCP chaos report, as [`impact_body`].
