@@ -16,7 +16,7 @@ use super::{
     font::FAMILY,
     header,
     palette::*,
-    series::{legend, series_line},
+    series::{fault_window, legend, series_line},
     stack, stacked_height, value_axis,
 };
 use crate::report::{
@@ -216,20 +216,8 @@ impl<'a> ImpactFigure<'a> {
         axis.draw_ticks(&mut chart, (0.0, seconds))?;
         let (low, high) = axis.bounds();
         for (from, until) in self.fault_windows() {
-            chart
-                .draw_series([Rectangle::new(
-                    [(from, low), (until, high)],
-                    FAULT_WINDOW.filled(),
-                )])
-                .map_err(drawing)?;
-            chart
-                .draw_series([EmptyElement::at((from, low))
-                    + Text::new(
-                        format!("fault active ({from:.0}–{until:.0} s)"),
-                        (4, -16),
-                        (FAMILY, 12).into_font().color(&FAULT_LABEL),
-                    )])
-                .map_err(drawing)?;
+            let label = format!("fault active ({from:.0}–{until:.0} s)");
+            fault_window(&mut chart, (from, until), (low, high), &label)?;
         }
         for slo in &report.run.slos {
             let colour = if slo.passed { SLO } else { SLO_MISSED };
@@ -403,21 +391,8 @@ impl<'a> ImpactFigure<'a> {
             .axis_desc_style((FAMILY, 13).into_font().color(&TEXT))
             .draw()
             .map_err(drawing)?;
-        for (from, until) in self.fault_windows() {
-            chart
-                .draw_series([Rectangle::new(
-                    [(from, 0.0), (until, top)],
-                    FAULT_WINDOW.filled(),
-                )])
-                .map_err(drawing)?;
-            chart
-                .draw_series([EmptyElement::at((from, 0.0))
-                    + Text::new(
-                        "fault active",
-                        (4, -16),
-                        (FAMILY, 12).into_font().color(&FAULT_LABEL),
-                    )])
-                .map_err(drawing)?;
+        for window in self.fault_windows() {
+            fault_window(&mut chart, window, (0.0, top), "fault active")?;
         }
         if report.run.errors == 0 {
             chart

@@ -13,7 +13,7 @@ use super::{
     font::FAMILY,
     header,
     palette::*,
-    series::{legend, series_line},
+    series::{fault_window, legend, series_line},
     stack, stacked_height,
 };
 use crate::report::proxy::{ProxyReport, ProxySecond};
@@ -168,21 +168,8 @@ fn fault_windows<'a, DB: DrawingBackend + 'a>(
     top: f64,
 ) -> Result<(), ChartError> {
     for fault in &report.faults {
-        let (from, until) = (fault.active_from_s, fault.active_until_s.unwrap_or(seconds));
-        chart
-            .draw_series([Rectangle::new(
-                [(from, 0.0), (until, top)],
-                FAULT_WINDOW.filled(),
-            )])
-            .map_err(drawing)?;
-        chart
-            .draw_series([EmptyElement::at((from, 0.0))
-                + Text::new(
-                    "fault active",
-                    (4, -16),
-                    (FAMILY, 12).into_font().color(&FAULT_LABEL),
-                )])
-            .map_err(drawing)?;
+        let window = (fault.active_from_s, fault.active_until_s.unwrap_or(seconds));
+        fault_window(chart, window, (0.0, top), "fault active")?;
     }
     Ok(())
 }

@@ -5,7 +5,7 @@ use plotters::{coord::types::RangedCoordf64, prelude::*};
 use super::{
     ChartError, drawing,
     font::FAMILY,
-    palette::{GRID, TEXT},
+    palette::{FAULT_LABEL, FAULT_WINDOW, GRID, TEXT},
 };
 
 /// `points` as a line (dashed: a baseline) named `name` in the legend; nothing without points.
@@ -54,4 +54,29 @@ where
         .label_font((FAMILY, 12).into_font().color(&TEXT))
         .draw()
         .map_err(drawing)
+}
+
+/// A fault's active window from `from` to `until` (x), shaded over `low..high` (y) and labelled `label` in
+/// its lower left corner.
+pub(super) fn fault_window<'a, DB: DrawingBackend + 'a>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    (from, until): (f64, f64),
+    (low, high): (f64, f64),
+    label: &str,
+) -> Result<(), ChartError> {
+    chart
+        .draw_series([Rectangle::new(
+            [(from, low), (until, high)],
+            FAULT_WINDOW.filled(),
+        )])
+        .map_err(drawing)?;
+    chart
+        .draw_series([EmptyElement::at((from, low))
+            + Text::new(
+                label.to_owned(),
+                (4, -16),
+                (FAMILY, 12).into_font().color(&FAULT_LABEL),
+            )])
+        .map_err(drawing)?;
+    Ok(())
 }
