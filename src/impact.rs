@@ -138,6 +138,7 @@ pub async fn run(
         None
     };
     let faulted = run_once(spec, vec![spec.fault.clone()], cancel, progress).await?;
+    let (active_from_percent, active_until_percent) = active_percent(spec);
 
     let input = ReportInput {
         call: CallInfo {
@@ -160,8 +161,8 @@ pub async fn run(
         faults: vec![FaultInfo {
             kind: spec.fault.kind().to_owned(),
             description: spec.fault.describe(),
-            active_from_percent: 0.0,
-            active_until_percent: 100.0,
+            active_from_percent,
+            active_until_percent,
             applied_on: format!(
                 "{} ({})",
                 faulted
@@ -177,6 +178,19 @@ pub async fn run(
     };
     let report = report::build(input, &faulted.load, baseline.as_ref().map(|b| &b.load));
     Ok(report.with_proxy(faulted.proxy_figures))
+}
+
+/// The share of the faulted run (start, end, in percent) during which the fault was active: its schedule's
+/// window (the proxy started it with the same run duration), else the whole run.
+fn active_percent(spec: &ImpactSpec) -> (f64, f64) {
+    let run = spec.duration.as_secs_f64();
+    match spec.fault.window(Some(spec.duration)) {
+        Ok(Some((start, end))) if run > 0.0 => {
+            let share = |d: Duration| (d.as_secs_f64() / run * 100.0).clamp(0.0, 100.0);
+            (share(start), end.map_or(100.0, share))
+        }
+        _ => (0.0, 100.0),
+    }
 }
 
 struct RunOutcome {

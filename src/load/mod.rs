@@ -209,12 +209,11 @@ impl SampleRecorder {
         outcome: RequestOutcome,
         body_bytes: u64,
     ) {
-        let is_error = outcome != RequestOutcome::Success;
+        if let Some(slot) = self.seconds.get(second) {
+            lock(slot).add(latency, &outcome);
+        }
         let shard = &self.shards[client as usize % self.shards.len()];
         lock(shard).record(second, latency, outcome, body_bytes);
-        if let Some(slot) = self.seconds.get(second) {
-            lock(slot).add(latency, is_error);
-        }
     }
 
     /// Everything recorded so far, merged.

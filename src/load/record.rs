@@ -39,6 +39,8 @@ pub struct SecondSamples {
     pub latency_us: Histogram<u64>,
     pub requests: u64,
     pub errors: u64,
+    /// Of the errors, timeouts.
+    pub timeouts: u64,
 }
 
 impl SecondSamples {
@@ -47,13 +49,15 @@ impl SecondSamples {
             latency_us: histogram(2),
             requests: 0,
             errors: 0,
+            timeouts: 0,
         }
     }
 
-    pub(super) fn add(&mut self, latency: Duration, is_error: bool) {
+    pub(super) fn add(&mut self, latency: Duration, outcome: &RequestOutcome) {
         self.latency_us.saturating_record(micros(latency));
         self.requests += 1;
-        self.errors += u64::from(is_error);
+        self.errors += u64::from(*outcome != RequestOutcome::Success);
+        self.timeouts += u64::from(*outcome == RequestOutcome::Timeout);
     }
 }
 
@@ -123,7 +127,9 @@ impl Samples {
         self.all_us.saturating_record(us);
         self.sum_us += u128::from(us);
         self.body_bytes += body_bytes;
-        let is_error = outcome != RequestOutcome::Success;
+        if let Some(slot) = self.per_second.get_mut(second) {
+            slot.add(latency, &outcome);
+        }
         match outcome {
             RequestOutcome::Success => {
                 self.success += 1;
@@ -140,9 +146,6 @@ impl Samples {
             }
             RequestOutcome::Timeout => self.timeouts += 1,
             RequestOutcome::NotStarted => self.not_started += 1,
-        }
-        if let Some(slot) = self.per_second.get_mut(second) {
-            slot.add(latency, is_error);
         }
     }
 
@@ -170,6 +173,7 @@ impl Samples {
             let _ = mine.latency_us.add(&theirs.latency_us);
             mine.requests += theirs.requests;
             mine.errors += theirs.errors;
+            mine.timeouts += theirs.timeouts;
         }
     }
 }

@@ -16,12 +16,17 @@ use rmcp::{
 };
 
 use super::impact_input::{InputError, impact_spec, input_schema};
-use super::{FaultServer, output_schema, text_and_structured, tool_error};
+use super::{
+    FaultServer, output_schema, text_and_structured, tool_error, with_chart, with_page, with_view,
+};
 use crate::{
     impact::{self, ImpactSpec},
     load,
     proxy::faults::{self, EachFault, TcpFaultSpec},
-    report::impact::Report,
+    report::{
+        chart::{self, impact::ImpactFigure, page_file::PageFile},
+        impact::Report,
+    },
 };
 
 /// How long a new scenario waits for a cancelled one to finish stopping (its proxies closing).
@@ -74,14 +79,15 @@ impl FaultServer {
     /// Validates, takes the scenario slot, runs, and shapes the report; progress each second if asked.
     async fn run_impact(
         &self,
-        spec: Result<ImpactSpec, InputError>,
+        spec: Result<(ImpactSpec, Option<PageFile>), InputError>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
-        let spec = match spec {
+        let (spec, page) = match spec {
             Ok(spec) => spec,
             Err(e) => return Ok(tool_error(e)),
         };
         let Some(_slot) = self.impact_slot.take(&context.ct).await else {
+            page.into_iter().for_each(PageFile::discard);
             return Ok(tool_error(
                 "another impact scenario is running; they run one at a time (they bind ports and measure \
                  latency). Try again when it has finished.",
@@ -94,16 +100,27 @@ impl FaultServer {
             spec.planned_requests(),
             "requests",
         );
+        let apps = super::declared_apps(&context);
         let outcome = impact::run(&spec, &context.ct, progress).await;
         if let Some(ticker) = ticker {
             ticker.abort();
         }
         match outcome {
-            Ok(report) => Ok(text_and_structured(
-                crate::report::impact::render(&report),
-                &report,
-            )),
-            Err(e) => Ok(tool_error(e)),
+            Ok(report) => {
+                let result = with_chart(
+                    text_and_structured(crate::report::impact::render(&report), &report),
+                    &ImpactFigure::all(&report),
+                );
+                let result =
+                    with_view(result, apps, "impact", || chart::page::impact_body(&report));
+                Ok(with_page(result, page, || {
+                    chart::page::impact_page(&report)
+                }))
+            }
+            Err(e) => {
+                page.into_iter().for_each(PageFile::discard);
+                Ok(tool_error(e))
+            }
         }
     }
 }

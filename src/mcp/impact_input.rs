@@ -13,7 +13,7 @@ use crate::{
     lenient::{self, Lenient, Number, Scalar, Strings, blank_as_default, blank_as_none},
     load::{self, Target},
     proxy::{Direction, FaultCommon, Side, TcpFault, faults::TcpFaultSpec},
-    report::impact::LatencySlo,
+    report::{chart::page_file::PageFile, impact::LatencySlo},
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -142,6 +142,19 @@ struct CommonInput {
     /// Default false.
     #[serde(default)]
     baseline: Lenient<bool>,
+    /// Also write the report as one self-contained HTML page (the report, its charts, the figures as JSON;
+    /// opens from disk with no network) to this path, e.g. "/tmp/impact.html". Checked before the run: its
+    /// directory must exist and be writable. Default: no file.
+    #[serde(default)]
+    report_path: Lenient<String>,
+}
+
+/// A scenario tool's `report_path`: the HTML page's file, created before the run (an error names the field).
+pub(super) fn report_page(path: Option<String>) -> Result<Option<PageFile>, InputError> {
+    path.map(|path| {
+        PageFile::create(std::path::Path::new(&path)).map_err(|e| bad("report_path", e.to_string()))
+    })
+    .transpose()
 }
 
 impl CommonInput {
@@ -351,13 +364,17 @@ pub(super) fn read<T: DeserializeOwned>(args: &JsonObject) -> Result<T, InputErr
 pub(super) fn impact_spec<S: TcpFaultSpec>(
     args: &JsonObject,
     limits: &Limits,
-) -> Result<ImpactSpec, InputError> {
+) -> Result<(ImpactSpec, Option<PageFile>), InputError> {
     let spec: S = read(&lenient::blanks_left_out(args, &schema_for_type::<S>()))?;
     let mut fault: TcpFault = spec.into();
     if let Some(placeable) = S::PLACEABLE {
         *fault.common_mut() = read::<PlacementInput>(args)?.validate(placeable.tool_direction);
     }
-    read::<CommonInput>(args)?.validate(fault, limits)
+    let mut common = read::<CommonInput>(args)?;
+    let report_path = common.report_path.0.take();
+    let spec = common.validate(fault, limits)?;
+    // Last, once everything else is accepted: it creates the file.
+    Ok((spec, report_page(report_path)?))
 }
 
 /// The input schema of fault `S`'s tool: the properties of the common, placement and fault inputs together.

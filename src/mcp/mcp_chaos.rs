@@ -12,11 +12,16 @@ use rmcp::{
 
 use super::impact::progress_ticker;
 use super::mcp_chaos_input::{chaos_input_schema, chaos_spec};
-use super::{FaultServer, output_schema, text_and_structured, tool_error};
+use super::{
+    FaultServer, output_schema, text_and_structured, tool_error, with_chart, with_page, with_view,
+};
 use crate::{
     load::LoadProgress,
     mcp_chaos,
-    report::mcp::{self as chaos_report, ChaosReport},
+    report::{
+        chart::{self, chaos::ChaosFigure, page_file::PageFile},
+        mcp::{self as chaos_report, ChaosReport},
+    },
 };
 
 #[tool_router(router = mcp_chaos_router, vis = "pub(super)")]
@@ -49,20 +54,31 @@ HTTP MCP server directly (no plan: it measures the server as it is).",
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
-        let spec = match chaos_spec(&arguments, &self.settings.scenario) {
+        let (spec, page) = match chaos_spec(&arguments, &self.settings.scenario) {
             Ok(spec) => spec,
             Err(e) => return Ok(tool_error(e)),
         };
         let total = spec.planned_calls() * if spec.baseline { 2 } else { 1 };
         let progress = Arc::new(LoadProgress::default());
         let ticker = progress_ticker(&context, progress.clone(), total, "calls");
+        let apps = super::declared_apps(&context);
         let outcome = mcp_chaos::run(&spec, &context.ct, progress).await;
         if let Some(ticker) = ticker {
             ticker.abort();
         }
         match outcome {
-            Ok(report) => Ok(text_and_structured(chaos_report::render(&report), &report)),
-            Err(e) => Ok(tool_error(e)),
+            Ok(report) => {
+                let result = with_chart(
+                    text_and_structured(chaos_report::render(&report), &report),
+                    &ChaosFigure::all(&report),
+                );
+                let result = with_view(result, apps, "chaos", || chart::page::chaos_body(&report));
+                Ok(with_page(result, page, || chart::page::chaos_page(&report)))
+            }
+            Err(e) => {
+                page.into_iter().for_each(PageFile::discard);
+                Ok(tool_error(e))
+            }
         }
     }
 }

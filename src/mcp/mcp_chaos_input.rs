@@ -8,7 +8,7 @@ use rmcp::{model::JsonObject, schemars::JsonSchema};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::impact_input::{InputError, bad, duration, read, whole, within};
+use super::impact_input::{InputError, bad, duration, read, report_page, whole, within};
 use crate::lenient::{Lenient, Strings};
 use crate::{
     impact::Limits,
@@ -19,6 +19,7 @@ use crate::{
         stdio::ServerCommand,
     },
     mcp_wire::{endpoint::parse_endpoint, http_session::header_map},
+    report::chart::page_file::PageFile,
 };
 
 /// Logical calls one run may make.
@@ -122,6 +123,11 @@ pub(super) struct McpChaosInput {
     /// Run the same calls without faults first and add a with/without table. Default false.
     #[serde(default)]
     baseline: Lenient<bool>,
+    /// Also write the report as one self-contained HTML page (the report, its charts, the figures as JSON;
+    /// opens from disk with no network) to this path, e.g. "/tmp/chaos.html". Checked before the run: its
+    /// directory must exist and be writable. Default: no file.
+    #[serde(default)]
+    report_path: Lenient<String>,
 }
 
 impl McpChaosInput {
@@ -355,8 +361,15 @@ fn plan(plan: Option<Value>) -> Result<Plan, InputError> {
 }
 
 /// The scenario of a tool call.
-pub(super) fn chaos_spec(args: &JsonObject, limits: &Limits) -> Result<ChaosSpec, InputError> {
-    read::<McpChaosInput>(args)?.validate(limits)
+pub(super) fn chaos_spec(
+    args: &JsonObject,
+    limits: &Limits,
+) -> Result<(ChaosSpec, Option<PageFile>), InputError> {
+    let mut input = read::<McpChaosInput>(args)?;
+    let report_path = input.report_path.0.take();
+    let spec = input.validate(limits)?;
+    // Last, once everything else is accepted: it creates the file.
+    Ok((spec, report_page(report_path)?))
 }
 
 /// The tool's input schema.

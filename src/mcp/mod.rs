@@ -17,7 +17,9 @@ use rmcp::{
     handler::server::{router::tool::ToolRouter, tool::ToolCallContext},
     model::{
         CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode,
-        Implementation, JsonObject, ServerCapabilities, ServerConfig,
+        Implementation, JsonObject, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+        ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+        ResourceContents, ServerCapabilities, ServerConfig,
     },
     service::RequestContext,
     tool_handler,
@@ -27,11 +29,13 @@ use serde_json::Value;
 use crate::{
     index::StoreSettings,
     llm::LlmSettings,
+    report::chart::app,
     serve::{ServeError, Transport, TransportArgs, serve_on},
 };
 // The result shaping every tool family uses.
 pub(crate) use crate::serve::{
-    json_and_structured, output_schema, text_and_structured, tool_error,
+    json_and_structured, output_schema, text_and_structured, tool_error, with_chart, with_page,
+    with_view,
 };
 
 /// What the server tells a client at `initialize`: its tools by family, the impact-scenario tools as the TCP
@@ -119,9 +123,65 @@ impl FaultServer {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for FaultServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("fault", env!("CARGO_PKG_VERSION")))
-            .with_instructions(instructions())
+        // Resources: the MCP App view of the scenario reports (`ui://fault/report`).
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
+        .with_server_info(Implementation::new("fault", env!("CARGO_PKG_VERSION")))
+        .with_instructions(instructions())
+    }
+
+    /// The tools; for a client that declared MCP Apps, the scenario tools name their report view.
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, rmcp::ErrorData> {
+        let mut tools = self.tool_router.list_all();
+        if declared_apps(&context) {
+            for tool in tools.iter_mut().filter(|t| shows_report(&t.name)) {
+                tool.meta = Some(app::tool_meta());
+            }
+        }
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, rmcp::ErrorData> {
+        let view = Resource::new(app::VIEW_URI, "fault_report")
+            .with_title("fault scenario report")
+            .with_description(
+                "The charts and report of an impact or MCP chaos scenario, with the values under the pointer \
+                 (an MCP App view)",
+            )
+            .with_mime_type(app::MIME_TYPE);
+        Ok(ListResourcesResult::with_all_items(vec![view]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, rmcp::ErrorData> {
+        if request.uri != app::VIEW_URI {
+            return Err(rmcp::ErrorData::resource_not_found(
+                format!(
+                    "no resource {}; the one resource is {}",
+                    request.uri,
+                    app::VIEW_URI
+                ),
+                None,
+            ));
+        }
+        let contents =
+            ResourceContents::text(app::view_html(), app::VIEW_URI).with_mime_type(app::MIME_TYPE);
+        Ok(ReadResourceResult::new(vec![contents]).into())
     }
 
     /// Every required field the call lacks is named in one error, before the tool reads its input.
@@ -171,6 +231,19 @@ impl ServerHandler for FaultServer {
         };
         Err(rmcp::ErrorData::new(code, message, None))
     }
+}
+
+/// Whether the client of `context` declared MCP Apps with HTML views.
+pub(crate) fn declared_apps(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .peer
+        .peer_info()
+        .is_some_and(|info| app::declared(&info.capabilities))
+}
+
+/// Whether tool `name`'s results are a scenario report (and so have a view).
+fn shows_report(name: &str) -> bool {
+    name == "fault_run_mcp_chaos_scenario" || impact::tool_names().iter().any(|t| t == name)
 }
 
 /// The fields `schema` lists as required that `arguments` lacks or holds as null.

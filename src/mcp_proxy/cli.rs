@@ -60,8 +60,9 @@ pub struct McpProxyArgs {
     #[arg(long, value_name = "FILE")]
     pub events: Option<PathBuf>,
 
-    /// Write the MCP chaos report here (markdown; JSON when FILE ends in `.json`) when the session ends (the
-    /// client closes, the server exits, or SIGTERM/SIGINT), and whenever the proxy gets SIGUSR1.
+    /// Write the MCP chaos report here (markdown; JSON when FILE ends in `.json`; one self-contained HTML page
+    /// with the charts when it ends in `.html`) when the session ends (the client closes, the server exits,
+    /// or SIGTERM/SIGINT), and whenever the proxy gets SIGUSR1.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
 

@@ -96,16 +96,19 @@ impl ReportObserver {
         std::mem::take(&mut self.records)
     }
 
-    /// Writes the report to `path`: JSON when it ends in `.json`, else markdown.
+    /// Writes the report to `path`: JSON when it ends in `.json`, a self-contained HTML page with the charts
+    /// when it ends in `.html` or `.htm`, else markdown.
     pub fn write(&self, path: &Path) -> std::io::Result<()> {
         let report = self.report();
-        let json = path
+        let extension = path
             .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("json"));
-        let text = if json {
-            serde_json::to_string_pretty(&report).map_err(std::io::Error::other)?
-        } else {
-            report::render(&report)
+            .map(|e| e.to_string_lossy().to_ascii_lowercase());
+        let text = match extension.as_deref() {
+            Some("json") => serde_json::to_string_pretty(&report).map_err(std::io::Error::other)?,
+            Some("html" | "htm") => {
+                crate::report::chart::page::chaos_page(&report).map_err(std::io::Error::other)?
+            }
+            _ => report::render(&report),
         };
         std::fs::write(path, text)
     }

@@ -9,6 +9,10 @@ use super::config::ProxyConfig;
 use super::faults::FaultFlags;
 use super::mapping::Mapping;
 use super::{ProxyError, ProxyStats};
+use crate::report::{
+    chart::page_file::{PageFile, PageFileError},
+    proxy::{ProxyFaultInfo, ProxyReport, ProxySampler},
+};
 
 /// A run length such as 30s, 5m, 1h30m.
 fn parse_run_duration(raw: &str) -> Result<Duration, String> {
@@ -73,6 +77,12 @@ pub struct RunArgs {
     #[arg(long, env = "FAULT_PROXY_EXTRA_CA", value_name = "PATH")]
     pub upstream_ca: Option<PathBuf>,
 
+    /// Write the session's report here when it ends: connections, bytes and fault applications per second
+    /// (markdown; JSON when FILE ends in `.json`; one self-contained HTML page with the charts when it ends in
+    /// `.html`). Checked, and the file created, at start.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+
     #[command(flatten)]
     pub faults: FaultFlags,
 }
@@ -102,6 +112,8 @@ pub enum RunError {
     Proxy(#[from] ProxyError),
     #[error("--upstream-ca: {0}")]
     UpstreamCa(#[source] crate::tls::TlsSetupError),
+    #[error("--report: {0}")]
+    Report(#[source] PageFileError),
 }
 
 /// The fault's description with where, how often and when it applies.
@@ -145,8 +157,26 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
     if let Some(path) = &args.upstream_ca {
         crate::tls::extra_ca_certificates(path).map_err(RunError::UpstreamCa)?;
     }
+    // Where the report goes is checked (and the file created) now, not when the session has been run.
+    let report_file = match &args.report {
+        Some(path) => Some(PageFile::create(path).map_err(RunError::Report)?),
+        None => None,
+    };
     let config = ProxyConfig::from(&args);
     let faults: Vec<String> = config.faults.iter().map(describe).collect();
+    let fault_windows: Vec<ProxyFaultInfo> = config
+        .faults
+        .iter()
+        .zip(&faults)
+        .map(|(spec, description)| {
+            let window = spec.window(args.duration).ok().flatten();
+            ProxyFaultInfo {
+                description: description.clone(),
+                active_from_s: window.map_or(0.0, |(start, _)| start.as_secs_f64()),
+                active_until_s: window.and_then(|(_, end)| end).map(|end| end.as_secs_f64()),
+            }
+        })
+        .collect();
     let handle = super::start(config).await?;
     let mut stderr = std::io::stderr();
     for mapping in handle.mappings() {
@@ -167,6 +197,9 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
     };
     tokio::pin!(deadline);
     let mut tick = tokio::time::interval(Duration::from_millis(500));
+    let mut second = tokio::time::interval(Duration::from_secs(1));
+    second.tick().await;
+    let mut sampler = ProxySampler::default();
     loop {
         tokio::select! {
             _ = &mut deadline => break,
@@ -177,6 +210,7 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
                 }
                 break;
             }
+            _ = second.tick(), if report_file.is_some() => sampler.sample(&handle.stats()),
             _ = tick.tick(), if live => {
                 let _ = write!(stderr, "\r\x1b[2K{}", status_line(&handle.stats()));
                 let _ = stderr.flush();
@@ -184,10 +218,38 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
         }
     }
     let final_stats = handle.stats();
+    let mappings: Vec<String> = handle.mappings().iter().map(ToString::to_string).collect();
     handle.stop().await;
     if live {
         let _ = writeln!(stderr);
     }
     let _ = writeln!(stderr, "fault: stopped; {}", status_line(&final_stats));
+    if let Some(file) = report_file {
+        let report = sampler.report(&final_stats, mappings, fault_windows);
+        let written = report_text(file.path(), &report)
+            .and_then(|text| file.write(&text).map_err(|e| e.to_string()));
+        match written {
+            Ok(path) => {
+                let _ = writeln!(stderr, "fault: report written to {}", path.display());
+            }
+            Err(e) => {
+                let _ = writeln!(stderr, "fault: the report was not written: {e}");
+            }
+        }
+    }
     Ok(())
+}
+
+/// `report` as the file at `path` holds it: JSON for `.json`, the HTML page for `.html`, else markdown.
+fn report_text(path: &std::path::Path, report: &ProxyReport) -> Result<String, String> {
+    let extension = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    match extension.as_deref() {
+        Some("json") => serde_json::to_string_pretty(report).map_err(|e| e.to_string()),
+        Some("html" | "htm") => {
+            crate::report::chart::page::proxy_page(report).map_err(|e| e.to_string())
+        }
+        _ => Ok(crate::report::proxy::render(report)),
+    }
 }

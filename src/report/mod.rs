@@ -8,8 +8,10 @@
 //! latency. Percentiles come from hdrhistogram (three significant figures), each value the middle of its
 //! bucket.
 
+pub mod chart;
 pub mod impact;
 pub mod mcp;
+pub mod proxy;
 
 use std::time::Duration;
 
@@ -22,8 +24,13 @@ pub struct SecondFigures {
     pub second: u32,
     pub requests: u64,
     pub errors: u64,
+    /// Of the errors, requests (or calls) that timed out.
+    #[serde(default)]
+    pub timeouts: u64,
     pub p50_ms: Option<f64>,
     pub p95_ms: Option<f64>,
+    #[serde(default)]
+    pub p99_ms: Option<f64>,
 }
 
 /// Milliseconds of `d`, rounded to the microsecond.

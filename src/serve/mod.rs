@@ -8,12 +8,15 @@ mod options;
 
 use std::sync::Arc;
 
+use base64::Engine;
 use rmcp::{
     ServerHandler, ServiceExt,
     model::{CallToolResult, ContentBlock},
 };
 use serde::Serialize;
 use url::Url;
+
+use crate::report::chart::{self, ChartError, Figure, page_file::PageFile};
 
 pub use http::terminated;
 pub use options::{DEFAULT_LISTEN, DEFAULT_PATH, Transport, TransportArgs};
@@ -91,6 +94,70 @@ pub(crate) fn text_and_structured(
     match serde_json::to_value(structured) {
         Ok(value) => result.structured_content = Some(value),
         Err(e) => return tool_error(format!("internal error: cannot encode the result: {e}")),
+    }
+    result
+}
+
+/// `result` with `figure` after its content as a PNG image block, whose `_meta.alt` is the figure's text
+/// alternative and whose audience is the user (a model has the same figures as text). A chart that cannot be
+/// drawn leaves the result as it is: the report stands without its picture.
+pub(crate) fn with_chart(mut result: CallToolResult, figure: &impl Figure) -> CallToolResult {
+    match chart::png::png(figure) {
+        Ok(png) => {
+            let mut meta = rmcp::model::MetaObject::new();
+            meta.0.insert("alt".into(), figure.alt_text().into());
+            let image = rmcp::model::ImageContent::new(
+                base64::engine::general_purpose::STANDARD.encode(png),
+                "image/png",
+            )
+            .with_meta(meta)
+            .with_annotations(
+                rmcp::model::Annotations::default().with_audience(vec![rmcp::model::Role::User]),
+            );
+            result.content.push(ContentBlock::Image(image));
+        }
+        Err(e) => tracing::warn!(error = %e, "the report's chart was not drawn"),
+    }
+    result
+}
+
+/// `result`, once the run's HTML page is in `page` (the tool's `report_path`) when one was asked for. A page
+/// that cannot be made or written adds a text block saying so: the report itself is still the result.
+pub(crate) fn with_page(
+    mut result: CallToolResult,
+    page: Option<PageFile>,
+    render: impl FnOnce() -> Result<String, ChartError>,
+) -> CallToolResult {
+    let Some(page) = page else {
+        return result;
+    };
+    let path = page.path().display().to_string();
+    let written = render()
+        .map_err(|e| e.to_string())
+        .and_then(|html| page.write(&html).map_err(|e| e.to_string()));
+    if let Err(e) = written {
+        tracing::warn!(%path, error = %e, "the HTML report was not written");
+        result.content.push(ContentBlock::text(format!(
+            "report_path: the HTML report was not written to {path}: {e}"
+        )));
+    }
+    result
+}
+
+/// `result` with what the MCP App view shows of it in its `_meta` (the charts and the report, `body`), for a
+/// client that declared MCP Apps (`declared`); others get `result` as it is.
+pub(crate) fn with_view(
+    mut result: CallToolResult,
+    declared: bool,
+    kind: &str,
+    body: impl FnOnce() -> Result<String, ChartError>,
+) -> CallToolResult {
+    if !declared {
+        return result;
+    }
+    match body() {
+        Ok(body) => result.meta = Some(chart::app::result_meta(kind, body)),
+        Err(e) => tracing::warn!(error = %e, "the report's view was not drawn"),
     }
     result
 }

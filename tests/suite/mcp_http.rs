@@ -528,7 +528,7 @@ anyio.run(main)
 }
 
 /// The MCP Inspector: `$FAULT_TEST_MCP_INSPECTOR`, else the copy `.ci/run` installs.
-fn inspector() -> Result<PathBuf, String> {
+pub(crate) fn inspector() -> Result<PathBuf, String> {
     let path = std::env::var_os("FAULT_TEST_MCP_INSPECTOR")
         .map(PathBuf::from)
         .or_else(|| {

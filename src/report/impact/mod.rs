@@ -18,7 +18,7 @@ use crate::load::{LoadReport, Samples};
 
 pub use markdown::render;
 
-use super::{SecondFigures, ms, percent, quantile, round2, sparklines};
+use super::{SecondFigures, ms, percent, quantile, round2, round4, sparklines};
 
 /// A service level objective: `objective`% of requests succeed within `threshold_ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -128,6 +128,41 @@ pub struct PercentileRow {
     pub percent_of_total: f64,
 }
 
+/// One point of the latency distribution.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CurvePoint {
+    /// 0..100.
+    pub percentile: f64,
+    pub latency_ms: f64,
+}
+
+/// Steps of the distribution per decade of "nines" (90%, 99%, 99.9%, ...).
+const CURVE_STEPS_PER_NINE: u32 = 10;
+/// Nines the curve goes down to (99.99%); the maximum closes it.
+const CURVE_NINES: u32 = 4;
+
+/// The percentiles of [`RunFigures::latency_curve`]: 1 − 10^(−k/10) for k = 0..=40, then 100.
+fn curve_percentiles() -> impl Iterator<Item = f64> {
+    (0..=CURVE_STEPS_PER_NINE * CURVE_NINES)
+        .map(|k| {
+            round4(100.0 * (1.0 - 10f64.powf(-f64::from(k) / f64::from(CURVE_STEPS_PER_NINE))))
+        })
+        .chain(std::iter::once(100.0))
+}
+
+/// The latency at each of [`curve_percentiles`] (empty without requests).
+pub(crate) fn latency_curve(histogram: &hdrhistogram::Histogram<u64>) -> Vec<CurvePoint> {
+    if histogram.is_empty() {
+        return Vec::new();
+    }
+    curve_percentiles()
+        .map(|percentile| CurvePoint {
+            percentile,
+            latency_ms: ms(quantile(histogram, percentile / 100.0)),
+        })
+        .collect()
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct SloVerdict {
     /// e.g. "99% @ 350ms".
@@ -172,6 +207,10 @@ pub struct RunFigures {
     /// Number of SLOs not met.
     pub slo_failures: u64,
     pub per_second: Vec<SecondFigures>,
+    /// The latency distribution: the latency at each of a fixed set of percentiles (denser towards the
+    /// tail), empty without requests.
+    #[serde(default)]
+    pub latency_curve: Vec<CurvePoint>,
     /// p50 per second as Unicode blocks (space = no request that second).
     pub sparkline_p50: String,
     pub sparkline_p95: String,
@@ -276,20 +315,15 @@ pub fn figures(load: &LoadReport, slos: &[LatencySlo]) -> RunFigures {
         .iter()
         .enumerate()
         .map(|(second, s)| {
-            let (p50, p95) = if s.requests == 0 {
-                (None, None)
-            } else {
-                (
-                    Some(ms(quantile(&s.latency_us, 0.50))),
-                    Some(ms(quantile(&s.latency_us, 0.95))),
-                )
-            };
+            let at = |q: f64| (s.requests > 0).then(|| ms(quantile(&s.latency_us, q)));
             SecondFigures {
                 second: second as u32,
                 requests: s.requests,
                 errors: s.errors,
-                p50_ms: p50,
-                p95_ms: p95,
+                timeouts: s.timeouts,
+                p50_ms: at(0.50),
+                p95_ms: at(0.95),
+                p99_ms: at(0.99),
             }
         })
         .collect();
@@ -341,6 +375,7 @@ pub fn figures(load: &LoadReport, slos: &[LatencySlo]) -> RunFigures {
         slo_failures: slo_verdicts.iter().filter(|v| !v.passed).count() as u64,
         slos: slo_verdicts,
         per_second,
+        latency_curve: latency_curve(&samples.all_us),
         sparkline_p50,
         sparkline_p95,
         started_at: load.started_at.to_string(),

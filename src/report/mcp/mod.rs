@@ -20,11 +20,13 @@ pub mod head_of_line;
 pub mod latency;
 pub mod markdown;
 pub mod record;
+pub mod timeline;
 
 use head_of_line::{HeadOfLine, head_of_line};
 pub use latency::LatencyFigures;
 use latency::latency;
 use record::{CallOutcome, CallRecord, infer_logical};
+use timeline::{CallTimeline, timeline};
 
 pub use markdown::render;
 
@@ -168,6 +170,10 @@ pub struct ChaosFigures {
     pub not_started: u64,
     /// Whether slow calls delayed others.
     pub head_of_line: HeadOfLine,
+    /// Every call as a mark per tool, coloured by how it ended (bounded: the most severe call of each tool
+    /// per column of the run).
+    #[serde(default)]
+    pub timeline: CallTimeline,
 }
 
 /// One row of the with/without comparison.
@@ -401,27 +407,35 @@ pub fn figures(mut records: Vec<CallRecord>, duration_ms: f64) -> ChaosFigures {
         .map(|r| (r.start_ms.max(0.0) / 1000.0) as usize + 1)
         .max()
         .unwrap_or(0);
-    let mut buckets: Vec<(u64, u64, hdrhistogram::Histogram<u64>)> =
-        (0..seconds).map(|_| (0, 0, latency_histogram())).collect();
+    let mut buckets: Vec<(u64, u64, u64, hdrhistogram::Histogram<u64>)> = (0..seconds)
+        .map(|_| (0, 0, 0, latency_histogram()))
+        .collect();
     for r in &records {
-        let (calls, failed, h) = &mut buckets[(r.start_ms.max(0.0) / 1000.0) as usize];
+        let (calls, failed, timed_out, h) = &mut buckets[(r.start_ms.max(0.0) / 1000.0) as usize];
         *calls += 1;
         *failed += u64::from(r.outcome != CallOutcome::Ok);
+        *timed_out += u64::from(r.outcome == CallOutcome::Timeout);
         h.saturating_record((r.latency_ms * 1000.0).round().max(1.0) as u64);
     }
     let per_second: Vec<SecondFigures> = buckets
         .iter()
         .enumerate()
-        .map(|(second, (calls, failed, h))| SecondFigures {
-            second: second as u32,
-            requests: *calls,
-            errors: *failed,
-            p50_ms: (*calls > 0).then(|| ms(quantile(h, 0.50))),
-            p95_ms: (*calls > 0).then(|| ms(quantile(h, 0.95))),
+        .map(|(second, (calls, failed, timed_out, h))| {
+            let at = |q: f64| (*calls > 0).then(|| ms(quantile(h, q)));
+            SecondFigures {
+                second: second as u32,
+                requests: *calls,
+                errors: *failed,
+                timeouts: *timed_out,
+                p50_ms: at(0.50),
+                p95_ms: at(0.95),
+                p99_ms: at(0.99),
+            }
         })
         .collect();
     let (sparkline_p50, sparkline_p95) = sparklines(&per_second);
     ChaosFigures {
+        timeline: timeline(&records, duration_ms),
         duration_ms: round2(duration_ms),
         tasks: task_figures(&records),
         overall,

@@ -1,0 +1,82 @@
+//! A time series as a line with its legend entry, and the legend box: what every line chart draws the same way.
+
+use plotters::{coord::types::RangedCoordf64, prelude::*};
+
+use super::{
+    ChartError, drawing,
+    font::FAMILY,
+    palette::{FAULT_LABEL, FAULT_WINDOW, GRID, TEXT},
+};
+
+/// `points` as a line (dashed: a baseline) named `name` in the legend; nothing without points.
+pub(super) fn series_line<'a, DB: DrawingBackend + 'a>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    points: Vec<(f64, f64)>,
+    colour: RGBColor,
+    name: &str,
+    dashed: bool,
+) -> Result<(), ChartError> {
+    if points.is_empty() {
+        return Ok(());
+    }
+    let style = colour.stroke_width(2);
+    // A line needs two points: one second of data is a dot.
+    if points.len() == 1 {
+        chart
+            .draw_series(points.iter().map(|&p| Circle::new(p, 3, colour.filled())))
+            .map_err(drawing)?;
+    }
+    let drawn = if dashed {
+        chart.draw_series(DashedLineSeries::new(points, 5, 3, style))
+    } else {
+        chart.draw_series(LineSeries::new(points, style))
+    };
+    drawn
+        .map_err(drawing)?
+        .label(name)
+        .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], style));
+    Ok(())
+}
+
+/// The series legend, top left, on a white box.
+pub(super) fn legend<'a, DB: DrawingBackend + 'a, X, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+) -> Result<(), ChartError>
+where
+    X: plotters::coord::ranged1d::Ranged<ValueType = f64>,
+    Y: plotters::coord::ranged1d::Ranged<ValueType = f64>,
+{
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(GRID)
+        .label_font((FAMILY, 12).into_font().color(&TEXT))
+        .draw()
+        .map_err(drawing)
+}
+
+/// A fault's active window from `from` to `until` (x), shaded over `low..high` (y) and labelled `label` in
+/// its lower left corner.
+pub(super) fn fault_window<'a, DB: DrawingBackend + 'a>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    (from, until): (f64, f64),
+    (low, high): (f64, f64),
+    label: &str,
+) -> Result<(), ChartError> {
+    chart
+        .draw_series([Rectangle::new(
+            [(from, low), (until, high)],
+            FAULT_WINDOW.filled(),
+        )])
+        .map_err(drawing)?;
+    chart
+        .draw_series([EmptyElement::at((from, low))
+            + Text::new(
+                label.to_owned(),
+                (4, -16),
+                (FAMILY, 12).into_font().color(&FAULT_LABEL),
+            )])
+        .map_err(drawing)?;
+    Ok(())
+}

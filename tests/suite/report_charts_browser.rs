@@ -1,0 +1,272 @@
+//! The report pages in a real browser: Chromium, driven by Playwright from Python, opens the standalone HTML
+//! of a real impact run and of a real MCP chaos run and checks what a person sees: every chart drawn,
+//! hovering a chart shows the values under the pointer, a series toggle hides that series, no console error,
+//! no request beyond the file itself. The screenshots it takes are the README's (`FAULT_UPDATE_SCREENSHOTS=1`
+//! copies them to `docs/charts/`). Needs Chromium (`$FAULT_TEST_CHROMIUM`, else `chromium` on PATH) and a
+//! Python with Playwright; skips out loud without them.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::common;
+use crate::optional;
+use crate::report_charts::chart_dir;
+use crate::scenario_support;
+
+/// Chromium and a Python that can drive it, or why not.
+fn browser() -> Result<(String, String), String> {
+    let chromium = std::env::var("FAULT_TEST_CHROMIUM")
+        .ok()
+        .map(PathBuf::from)
+        .or_else(|| {
+            ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+                .iter()
+                .map(PathBuf::from)
+                .find(|p| p.exists())
+        })
+        .ok_or("no Chromium (apt-get install chromium, or set FAULT_TEST_CHROMIUM)")?;
+    let python = common::python_with(&["playwright"])?;
+    Ok((chromium.display().to_string(), python))
+}
+
+/// What the browser saw of `page`; screenshots named `prefix-<chart>.png` in the chart directory.
+fn open_in_browser(chromium: &str, python: &str, page: &Path, prefix: &str) -> Value {
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/suite/report_browser/check_page.py");
+    let sandbox = common::Sandbox::new("report-browser");
+    let output = common::python_command(python, &sandbox)
+        .arg(script)
+        .args([
+            chromium,
+            &page.display().to_string(),
+            &chart_dir().display().to_string(),
+            prefix,
+        ])
+        .output()
+        .expect("run the browser script");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "browser script failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+/// The page made no request but for its own file, and logged no error.
+fn assert_self_contained(seen: &Value, page: &Path) {
+    assert_eq!(seen["console_errors"], json!([]), "console errors");
+    let own = format!("file://{}", page.display());
+    let requests: Vec<&str> = seen["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(requests, [own.as_str()], "the page fetched something");
+}
+
+fn keep_screenshots(names: &[&str]) {
+    if std::env::var("FAULT_UPDATE_SCREENSHOTS").is_ok_and(|v| v == "1") {
+        let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/charts");
+        std::fs::create_dir_all(&docs).unwrap();
+        for name in names {
+            std::fs::copy(chart_dir().join(name), docs.join(name)).unwrap();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_impact_page_draws_its_charts_and_shows_values_on_hover_in_chromium() {
+    let test = "the_impact_page_draws_its_charts_and_shows_values_on_hover_in_chromium";
+    let (chromium, python) = match browser() {
+        Ok(found) => found,
+        Err(why) => return optional::skip(test, &why),
+    };
+    let upstream = scenario_support::upstream().await;
+    let client = common::spawn().await;
+    let page = chart_dir().join("browser-impact.html");
+    common::call_ok(
+        &client,
+        "fault_run_latency_impact_scenario",
+        json!({
+            "url": upstream.url("/todos/1"),
+            "duration": "6s",
+            "rps": 25,
+            "latency": 150,
+            "deviation": 60,
+            "baseline": true,
+            "seed": 3,
+            "report_path": page.display().to_string(),
+        }),
+    )
+    .await;
+    client.cancel().await.unwrap();
+    let seen = open_in_browser(&chromium, &python, &page, "impact");
+    assert_self_contained(&seen, &page);
+    let charts = &seen["charts"];
+    for chart in ["latency", "distribution", "errors"] {
+        assert!(
+            charts[chart]["marks"].as_u64().unwrap() > 10,
+            "{chart} drawn: {seen}"
+        );
+        assert!(
+            charts[chart]["series_hidden"].as_u64().unwrap() > 0,
+            "{chart} toggle: {seen}"
+        );
+        assert_eq!(
+            charts[chart]["series_hidden"], charts[chart]["series_drawn"],
+            "{chart}"
+        );
+    }
+    let hover = |chart: &str| {
+        charts[chart]["hover"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(hover("latency").starts_with("second "), "{seen}");
+    assert!(
+        hover("latency").contains("p99 ") && hover("latency").contains("baseline"),
+        "{seen}"
+    );
+    assert!(hover("distribution").contains("with the fault"), "{seen}");
+    assert!(hover("errors").contains("errors"), "{seen}");
+    keep_screenshots(&[
+        "impact-latency.png",
+        "impact-distribution.png",
+        "impact-errors.png",
+    ]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_chaos_page_draws_its_timeline_and_shows_calls_on_hover_in_chromium() {
+    let test = "the_chaos_page_draws_its_timeline_and_shows_calls_on_hover_in_chromium";
+    let (chromium, python) = match browser() {
+        Ok(found) => found,
+        Err(why) => return optional::skip(test, &why),
+    };
+    let client = common::spawn().await;
+    let page = chart_dir().join("browser-chaos.html");
+    common::call_ok(
+        &client,
+        "fault_run_mcp_chaos_scenario",
+        json!({
+            "server": {"command": common::fault_bin(), "args": ["mcp-test-server"]},
+            "plan": {"seed": 7, "faults": [
+                {"type": "error", "tools": ["echo"], "probability": 0.2},
+                {"type": "schema_drift", "tools": ["get_item"], "probability": 0.2},
+                {"type": "latency", "tools": ["list_items"], "ms": 40},
+                {"type": "hang", "tools": ["slow"], "first_n": 3},
+            ]},
+            "calls": [
+                {"tool": "echo", "arguments": {"text": "a"}},
+                {"tool": "get_item", "arguments": {"id": 3}},
+                {"tool": "list_items", "arguments": {"count": 3}},
+                {"tool": "slow", "arguments": {"milliseconds": 1}},
+            ],
+            "duration": "5s",
+            "rate": "16",
+            "concurrency": 4,
+            "client": {"timeout_ms": 300, "retries": 1},
+            "report_path": page.display().to_string(),
+        }),
+    )
+    .await;
+    client.cancel().await.unwrap();
+    let seen = open_in_browser(&chromium, &python, &page, "chaos");
+    assert_self_contained(&seen, &page);
+    let charts = &seen["charts"];
+    for chart in ["timeline", "availability"] {
+        assert!(
+            charts[chart]["marks"].as_u64().unwrap() > 10,
+            "{chart} drawn: {seen}"
+        );
+    }
+    assert!(
+        charts["timeline"]["series_hidden"].as_u64().unwrap() > 0,
+        "{seen}"
+    );
+    let hover = charts["timeline"]["hover"].as_str().unwrap_or_default();
+    assert!(hover.contains(" s: ") && hover.contains(" ms"), "{seen}");
+    assert!(
+        charts["availability"]["hover"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("A×C"),
+        "{seen}"
+    );
+    keep_screenshots(&["chaos-timeline.png"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mcp_app_view_shows_the_chaos_report_in_a_minimal_host() {
+    let test = "the_mcp_app_view_shows_the_chaos_report_in_a_minimal_host";
+    let (chromium, python) = match browser() {
+        Ok(found) => found,
+        Err(why) => return optional::skip(test, &why),
+    };
+    if let Err(why) = common::python_with(&["mcp", "playwright"]) {
+        return optional::skip(test, &why);
+    }
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/suite/report_browser/app_host.py");
+    let sandbox = common::Sandbox::new("report-app");
+    let output = common::python_command(&python, &sandbox)
+        .arg(script)
+        .args([
+            common::fault_bin(),
+            &chromium,
+            &chart_dir().display().to_string(),
+        ])
+        .output()
+        .expect("run the host script");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "host script failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let seen: Value =
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    // The client that declared MCP Apps: the tool names the view, the view is an MCP App, the result has the
+    // image and what the view shows.
+    assert_eq!(
+        seen["tool_meta"],
+        json!({"ui": {"resourceUri": "ui://fault/report"}})
+    );
+    assert_eq!(seen["view_mime"], "text/html;profile=mcp-app");
+    assert_eq!(seen["content_types"], json!(["text", "image"]));
+    assert_eq!(seen["result_meta_keys"], json!(["io.github.fault/view"]));
+    // A client that declared nothing: no view named, nothing in _meta; the text and the image.
+    assert_eq!(seen["plain_tool_meta"], Value::Null);
+    assert_eq!(seen["plain_result_meta"], Value::Null);
+    assert_eq!(seen["plain_content_types"], json!(["text", "image"]));
+    // In the host's frame: the handshake as the specification orders it, the charts, a value on hover, the
+    // frame grown to the view, no error and no fetch.
+    let log: Vec<&str> = seen["host_log"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(
+        log[..2],
+        ["ui/initialize", "ui/notifications/initialized"],
+        "{log:?}"
+    );
+    assert!(log.contains(&"ui/notifications/size-changed"), "{log:?}");
+    assert_eq!(seen["charts"], 2, "{seen}");
+    assert!(seen["frame_height"].as_f64().unwrap() > 600.0, "{seen}");
+    let hover = seen["hover"].as_str().unwrap_or_default();
+    assert!(hover.contains(" s: "), "{seen}");
+    assert_eq!(seen["console_errors"], json!([]));
+    let requests: Vec<&str> = seen["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(requests.len(), 1, "only the host page itself: {requests:?}");
+}
