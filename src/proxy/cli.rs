@@ -11,7 +11,7 @@ use super::mapping::Mapping;
 use super::{ProxyError, ProxyStats};
 use crate::report::{
     chart::page_file::{PageFile, PageFileError},
-    proxy::{ProxyFaultInfo, ProxyReport, ProxySampler},
+    proxy::{ProxyCounters, ProxyFaultInfo, ProxyReport, ProxySampler},
 };
 
 /// A run length such as 30s, 5m, 1h30m.
@@ -210,7 +210,7 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
                 }
                 break;
             }
-            _ = second.tick(), if report_file.is_some() => sampler.sample(&handle.stats()),
+            _ = second.tick(), if report_file.is_some() => sampler.sample(&counters(&handle.stats())),
             _ = tick.tick(), if live => {
                 let _ = write!(stderr, "\r\x1b[2K{}", status_line(&handle.stats()));
                 let _ = stderr.flush();
@@ -225,7 +225,7 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
     }
     let _ = writeln!(stderr, "fault: stopped; {}", status_line(&final_stats));
     if let Some(file) = report_file {
-        let report = sampler.report(&final_stats, mappings, fault_windows);
+        let report = sampler.report(&counters(&final_stats), mappings, fault_windows);
         let written = report_text(file.path(), &report)
             .and_then(|text| file.write(&text).map_err(|e| e.to_string()));
         match written {
@@ -238,6 +238,17 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
         }
     }
     Ok(())
+}
+
+/// The counters the report reads, from the proxy's statistics.
+fn counters(stats: &ProxyStats) -> ProxyCounters {
+    ProxyCounters {
+        connections_total: stats.connections_total,
+        upstream_failures: stats.upstream_failures,
+        bytes_to_upstream: stats.bytes_to_upstream,
+        bytes_to_client: stats.bytes_to_client,
+        faults_applied: stats.faults_applied.clone(),
+    }
 }
 
 /// `report` as the file at `path` holds it: JSON for `.json`, the HTML page for `.html`, else markdown.

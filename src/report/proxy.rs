@@ -6,7 +6,17 @@ use std::{collections::BTreeMap, fmt::Write, time::Instant};
 
 use serde::Serialize;
 
-use crate::proxy::ProxyStats;
+/// The proxy's counters at one moment, as the report reads them (the `fault run` command fills it from the
+/// proxy's own statistics).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProxyCounters {
+    pub connections_total: u64,
+    pub upstream_failures: u64,
+    pub bytes_to_upstream: u64,
+    pub bytes_to_client: u64,
+    /// Chunks each fault kind acted on.
+    pub faults_applied: BTreeMap<String, u64>,
+}
 
 /// One fault of the session and when it was active, in seconds from the start.
 #[derive(Debug, Clone, Serialize)]
@@ -52,7 +62,7 @@ pub struct ProxyReport {
 pub struct ProxySampler {
     started: Instant,
     started_at: chrono::DateTime<chrono::Utc>,
-    last: ProxyStats,
+    last: ProxyCounters,
     per_second: Vec<ProxySecond>,
 }
 
@@ -61,19 +71,19 @@ impl Default for ProxySampler {
         Self {
             started: Instant::now(),
             started_at: chrono::Utc::now(),
-            last: ProxyStats::default(),
+            last: ProxyCounters::default(),
             per_second: Vec::new(),
         }
     }
 }
 
-fn applications(stats: &ProxyStats) -> u64 {
+fn applications(stats: &ProxyCounters) -> u64 {
     stats.faults_applied.values().sum()
 }
 
 impl ProxySampler {
     /// Records what changed since the last sample as the next second.
-    pub fn sample(&mut self, stats: &ProxyStats) {
+    pub fn sample(&mut self, stats: &ProxyCounters) {
         let last = &self.last;
         self.per_second.push(ProxySecond {
             second: self.per_second.len() as u32,
@@ -92,7 +102,7 @@ impl ProxySampler {
     /// The report of the session, whose last counters are `stats`.
     pub fn report(
         mut self,
-        stats: &ProxyStats,
+        stats: &ProxyCounters,
         mappings: Vec<String>,
         faults: Vec<ProxyFaultInfo>,
     ) -> ProxyReport {
@@ -182,10 +192,10 @@ mod tests {
     #[test]
     fn each_second_holds_what_changed_in_it() {
         let mut sampler = ProxySampler::default();
-        let mut stats = ProxyStats {
+        let mut stats = ProxyCounters {
             connections_total: 3,
             faults_applied: BTreeMap::from([("latency".to_owned(), 5)]),
-            ..ProxyStats::default()
+            ..ProxyCounters::default()
         };
         sampler.sample(&stats);
         stats.connections_total = 4;
