@@ -191,3 +191,113 @@ fn mcp_chaos_example_prints_the_report() {
     assert_eq!(slow["client"]["cancels"], 2);
     assert_eq!(slow["faults_by_type"]["hang"], 2);
 }
+
+/// A local port free now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits until something accepts on `port`, for at most 30 s.
+fn wait_for_port(port: u16, what: &str) {
+    let started = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "{what} did not listen on {port}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// A child process killed when the test ends, however it ends.
+struct Background(std::process::Child);
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn the_guides_impact_scripts_print_their_reports_beside_the_image_block() {
+    let test = "mcp_examples::the_guides_impact_scripts_print_their_reports_beside_the_image_block";
+    // The demo app of the guide: FastAPI on uvicorn, calling its upstream with httpx.
+    let Some(python) = common::python_with(&["fastmcp", "fastapi", "uvicorn", "httpx"])
+        .map_err(|why| optional::skip(test, &why))
+        .ok()
+    else {
+        return;
+    };
+    let app_dir = root().join("examples/app");
+    let (upstream_port, app_port) = (free_port(), free_port());
+    let sandbox = common::Sandbox::new("the demo app");
+    let _upstream = Background(
+        common::python_command(&python, &sandbox)
+            .arg(app_dir.join("upstream.py"))
+            .args(["--port", &upstream_port.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start the upstream"),
+    );
+    // The scripts put their fault proxy on 127.0.0.1:34000, in front of the upstream.
+    let _app = Background(
+        common::python_command(&python, &sandbox)
+            .args(["-m", "uvicorn", "app:app", "--host", "127.0.0.1"])
+            .args(["--port", &app_port.to_string()])
+            .current_dir(&app_dir)
+            .env("UPSTREAM_URL", "http://127.0.0.1:34000")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start the app"),
+    );
+    wait_for_port(upstream_port, "the upstream");
+    wait_for_port(app_port, "the app");
+    // The scripts find `fault` on PATH, as the guide has it.
+    let bin = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(common::fault_bin(), bin.path().join("fault")).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let (app, upstream) = (
+        format!("http://127.0.0.1:{app_port}"),
+        format!("http://127.0.0.1:{upstream_port}"),
+    );
+    // One after another: each holds port 34000 while it runs.
+    for script in [
+        "inject_latency.py",
+        "inject_jitter.py",
+        "inject_bandwidth.py",
+        "inject_packet_loss.py",
+        "inject_http_error.py",
+        "inject_blackhole.py",
+    ] {
+        let run = common::Sandbox::new(script);
+        let output = common::python_command(&python, &run)
+            .arg(root().join("examples").join(script))
+            .args([app.as_str(), upstream.as_str()])
+            .env("PATH", &path)
+            .output()
+            .expect("run the script");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{script}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        // The report's markdown, whole: the image block after it changes nothing the script prints.
+        assert!(
+            stdout.contains("## Scenario: Evaluating runtime performance of")
+                && stdout.contains(&format!("`GET` {app}")),
+            "{script}:\n{stdout}"
+        );
+    }
+}
