@@ -105,10 +105,15 @@ pub enum LlmError {
         url: String,
         detail: String,
     },
-    #[error("{provider} refused the request for model '{model}' (HTTP {status}): {message}")]
+    #[error(
+        "{provider} at {url} refused the request for model '{model}' (HTTP {status}): {shown}{hint}",
+        shown = if message.trim().is_empty() { "no message" } else { message.as_str() },
+        hint = status_hint(*status)
+    )]
     Api {
         provider: &'static str,
         model: String,
+        url: String,
         status: u16,
         message: String,
     },
@@ -158,6 +163,20 @@ pub enum LlmError {
     },
     #[error("the request was cancelled")]
     Cancelled,
+}
+
+/// What to do about a refusal with this HTTP status, after the retries of [`RetryPolicy`].
+fn status_hint(status: u16) -> String {
+    match status {
+        401 | 403 => "; check the API key it was given".into(),
+        429 => format!(
+            "; it is limiting the rate, and still was after the retries ({MAX_RETRIES_ENV}): wait, then run again"
+        ),
+        500..=599 => format!(
+            "; it failed, and still did after the retries ({MAX_RETRIES_ENV}): run again when it is back"
+        ),
+        _ => String::new(),
+    }
 }
 
 /// Why a model's answer ended unfinished: at the limit asked for (it kept writing), or earlier, when its

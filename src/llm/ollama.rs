@@ -77,6 +77,7 @@ impl OllamaApi {
             return Err(LlmError::Api {
                 provider: PROVIDER,
                 model: model.to_owned(),
+                url: shown_url.clone(),
                 status: status.as_u16(),
                 message: error_message(&bytes),
             });

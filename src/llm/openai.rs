@@ -231,6 +231,7 @@ fn map_error(
         OpenAIError::ApiError(api) => LlmError::Api {
             provider: endpoint.provider,
             model: model.to_owned(),
+            url,
             status: api.status_code.as_u16(),
             message: api.api_error.message,
         },
@@ -240,6 +241,7 @@ fn map_error(
                 Some(status) => LlmError::Api {
                     provider: endpoint.provider,
                     model: model.to_owned(),
+                    url,
                     status,
                     message: snippet_of(&content),
                 },
@@ -485,6 +487,7 @@ fn no_embeddings_hint(error: LlmError, endpoint: &Endpoint) -> LlmError {
             model,
             status,
             message,
+            ..
         } if status == 404
             || status == 405
             || (status == 400 && message.to_lowercase().contains("model")) =>

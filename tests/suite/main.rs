@@ -12,6 +12,7 @@ mod scenario_support;
 mod advice_examples;
 mod advice_tools;
 mod code_reference_parsers;
+mod dependency_faults;
 mod index_context;
 mod index_embedded;
 mod index_example;
