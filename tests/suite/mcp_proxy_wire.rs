@@ -14,7 +14,7 @@ use crate::common;
 /// A client that writes and reads raw lines to `fault` run in its own sandbox (its stderr, with the
 /// server's, is kept there and printed if the test fails).
 struct Raw {
-    _child: Child,
+    child: Child,
     stdin: ChildStdin,
     out: BufReader<ChildStdout>,
     _command: common::FaultCommand,
@@ -32,7 +32,7 @@ impl Raw {
         Raw {
             stdin: child.stdin.take().unwrap(),
             out: BufReader::new(child.stdout.take().unwrap()),
-            _child: child,
+            child,
             _command: command,
         }
     }
@@ -49,6 +49,19 @@ impl Raw {
         raw.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
             .await;
         raw
+    }
+
+    /// Ends the session as a client does, by closing stdin, and waits (at most 10 s) for the proxy to exit:
+    /// what it writes at the end (the last events, the report) is then on disk.
+    async fn end(self) {
+        let Raw {
+            mut child, stdin, ..
+        } = self;
+        drop(stdin);
+        tokio::time::timeout(Duration::from_secs(10), child.wait())
+            .await
+            .expect("the proxy ends within 10 s of stdin closing")
+            .unwrap();
     }
 
     async fn send(&mut self, line: &[u8]) {
@@ -492,7 +505,7 @@ async fn the_event_records_what_the_client_received() {
         serde_json::from_slice(&raw.call(3, "list_items", json!({"count": 1})).await).unwrap();
     assert_eq!(error["error"]["code"], -32603, "{error}");
     assert_eq!(error["error"]["data"]["category"], "protocol", "{error}");
-    drop(raw);
+    raw.end().await;
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     let recorded = loop {
         let text = std::fs::read_to_string(&events).unwrap_or_default();
