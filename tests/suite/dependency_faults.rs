@@ -18,7 +18,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use fault::proxy::{self, ProxyConfig, cli::parse_fault_flags};
+use fault::proxy::{self, ProxyConfig, ProxyHandle, cli::parse_fault_flags};
 use index_support::{agent_args, fixture_repo, server_env};
 use serde_json::{Value, json};
 
@@ -26,7 +26,27 @@ use serde_json::{Value, json};
 /// backoff and the walk, with room for a loaded machine.
 const BOUND: Duration = Duration::from_secs(45);
 
-async fn index_call(client: &common::Client, repo: &Path) -> rmcp::model::CallToolResult {
+/// Our fault proxy in front of `upstream`'s port with the faults of `flags` (as `fault run` takes them), and
+/// `upstream` with the proxy's port instead.
+async fn behind_the_proxy(upstream: &url::Url, flags: &str) -> (ProxyHandle, String) {
+    let port = upstream.port_or_known_default().unwrap();
+    let proxy = proxy::start(ProxyConfig {
+        mappings: vec![format!("0=127.0.0.1:{port}").parse().unwrap()],
+        faults: parse_fault_flags(flags).unwrap(),
+        seed: Some(1),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let mut faulted = upstream.clone();
+    faulted
+        .set_port(Some(proxy.local_addrs()[0].port()))
+        .unwrap();
+    let faulted = faulted.as_str().trim_end_matches('/').to_owned();
+    (proxy, faulted)
+}
+
+async fn index_on(client: &common::Client, repo: &Path) -> rmcp::model::CallToolResult {
     common::call(
         client,
         "fault_index_source_code",
@@ -69,14 +89,13 @@ async fn each_fault_in_front_of_the_embeddings_ends_the_index_clearly_and_loses_
         return;
     };
     let upstream = url::Url::parse(&embed_base).unwrap();
-    let upstream_port = upstream.port_or_known_default().unwrap();
 
     // A fault-free index of the same tree: what every run must end with.
     let work = tempfile::tempdir().unwrap();
     let repo = fixture_repo(&work.path().join("faults-demo"));
     let clean_data = tempfile::tempdir().unwrap();
     let clean = server(clean_data.path(), &embed_base, false).await;
-    let expected = index_call(&clean, &repo).await;
+    let expected = index_on(&clean, &repo).await;
     assert!(!common::is_error(&expected), "{}", common::text(&expected));
     let expected = expected.structured_content.unwrap()["chunks_total"].clone();
     clean.cancel().await.unwrap();
@@ -113,23 +132,12 @@ async fn each_fault_in_front_of_the_embeddings_ends_the_index_clearly_and_loses_
         ),
     ];
     for (flags, says) in cases {
-        let config = ProxyConfig {
-            mappings: vec![format!("0=127.0.0.1:{upstream_port}").parse().unwrap()],
-            faults: parse_fault_flags(flags).unwrap(),
-            seed: Some(1),
-            ..Default::default()
-        };
-        let proxy = proxy::start(config).await.unwrap();
-        let mut faulted = upstream.clone();
-        faulted
-            .set_port(Some(proxy.local_addrs()[0].port()))
-            .unwrap();
-        let faulted = faulted.as_str().trim_end_matches('/').to_owned();
+        let (proxy, faulted) = behind_the_proxy(&upstream, flags).await;
 
         let data = tempfile::tempdir().unwrap();
         let client = server(data.path(), &faulted, true).await;
         let started = Instant::now();
-        let result = index_call(&client, &repo).await;
+        let result = index_on(&client, &repo).await;
         let took = started.elapsed();
         let message = common::text(&result).to_owned();
         println!("{flags}: {:.1} s: {message}", took.as_secs_f64());
@@ -159,7 +167,7 @@ async fn each_fault_in_front_of_the_embeddings_ends_the_index_clearly_and_loses_
 
         // Nothing half-written: the next run, without the fault, ends with the fault-free index's chunks.
         let healed = server(data.path(), &embed_base, false).await;
-        let result = index_call(&healed, &repo).await;
+        let result = index_on(&healed, &repo).await;
         assert!(
             !common::is_error(&result),
             "{flags}: {}",
@@ -190,7 +198,6 @@ async fn each_fault_in_front_of_the_chat_model_ends_the_llm_tool_clearly() {
         return;
     };
     let upstream = url::Url::parse(&chat_base).unwrap();
-    let upstream_port = upstream.port_or_known_default().unwrap();
     let cases: [(&str, &[&str]); 5] = [
         (
             "--with-http-error --http-error-status-code 503",
@@ -221,18 +228,7 @@ async fn each_fault_in_front_of_the_chat_model_ends_the_llm_tool_clearly() {
     )
     .unwrap();
     for (flags, says) in cases {
-        let config = ProxyConfig {
-            mappings: vec![format!("0=127.0.0.1:{upstream_port}").parse().unwrap()],
-            faults: parse_fault_flags(flags).unwrap(),
-            seed: Some(1),
-            ..Default::default()
-        };
-        let proxy = proxy::start(config).await.unwrap();
-        let mut faulted = upstream.clone();
-        faulted
-            .set_port(Some(proxy.local_addrs()[0].port()))
-            .unwrap();
-        let faulted = faulted.as_str().trim_end_matches('/').to_owned();
+        let (proxy, faulted) = behind_the_proxy(&upstream, flags).await;
         let data = tempfile::tempdir().unwrap();
         let mut env: HashMap<String, String> = server_env(data.path());
         // The HTTP error fault replaces the model's answer when it comes: a short answer keeps that quick.

@@ -7,7 +7,7 @@ use crate::index_support;
 
 use std::{collections::BTreeSet, path::Path, time::Duration};
 
-use fault::{index, llm::LlmSettings};
+use fault::index;
 use index_support::{EmbedConfig, EmbedServer, agent_args, fixture_repo, server_env};
 use serde_json::{Value, json};
 
@@ -44,15 +44,6 @@ async fn index(client: &common::Client, dir: &Path, lang: Value) -> rmcp::model:
     )
     .await
     .expect("tool call")
-}
-
-fn options_for(embed: &EmbedServer) -> LlmSettings {
-    LlmSettings {
-        embed_base_url: Some(embed.base_url.parse().unwrap()),
-        embed_model: index_support::embed_model(),
-        embed_dimension: index_support::DIMENSION as u32,
-        ..LlmSettings::default()
-    }
 }
 
 fn count(v: &Value, field: &str) -> u64 {
@@ -157,7 +148,7 @@ async fn reindex_embeds_exactly_the_changed_chunks_and_removes_deleted_ones() {
     );
 
     // Retrieval finds the function a question is about, with its absolute path and lines.
-    let options = options_for(&embed);
+    let options = index_support::llm_settings(&embed);
     let hits = index::retrieve_context_in(
         data.path(),
         &options,

@@ -14,27 +14,26 @@ use crate::qdrant_fake;
 
 use std::{
     collections::HashMap,
-    path::{Path, PathBuf},
+    path::PathBuf,
     time::{Duration, Instant},
 };
 
-use fault::{
-    index::{
-        self,
-        project::{ProjectRecord, Registry, collection_name},
-        store::{
-            ChunkMeta, ChunkPoint, FileStamp, LineMove, SearchFilter, VectorStore,
-            qdrant::{ClusterLayout, QdrantStore},
-        },
+use fault::index::{
+    self,
+    project::{ProjectRecord, Registry, collection_name},
+    store::{
+        ChunkMeta, ChunkPoint, FileStamp, LineMove, SearchFilter, VectorStore,
+        qdrant::{ClusterLayout, QdrantStore},
     },
-    llm::LlmSettings,
 };
-use index_support::{EmbedConfig, EmbedServer, agent_args, fixture_repo, server_env};
+use index_support::{
+    EmbedConfig, EmbedServer, agent_args, fixture_repo, generated_files, index_call, index_with,
+};
 use qdrant_client::{
     Qdrant,
     qdrant::{CountPointsBuilder, Distance, Filter, ScrollPointsBuilder, vectors_config},
 };
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// The real Qdrant's gRPC URL, or `None` after a skip notice (also when it is set but does not answer).
 async fn real_qdrant(test: &str) -> Option<String> {
@@ -246,78 +245,10 @@ async fn store_creates_upserts_searches_moves_and_deletes_on_a_real_qdrant() {
     drop_collection(&url, &name).await;
 }
 
-fn options_for(embed: &EmbedServer) -> LlmSettings {
-    LlmSettings {
-        embed_base_url: Some(embed.base_url.parse().unwrap()),
-        embed_model: index_support::embed_model(),
-        embed_dimension: index_support::DIMENSION as u32,
-        ..LlmSettings::default()
-    }
-}
-
 fn qdrant_args(embed: &EmbedServer, url: &str) -> Vec<String> {
     let mut args = agent_args(&embed.base_url, "qdrant");
     args.extend(["--qdrant-url".to_string(), url.to_owned()]);
     args
-}
-
-/// One `fault_index_source_code` call on a server of its own; the result, error or not.
-async fn index_call(
-    data_dir: &Path,
-    args: &[String],
-    extra_env: &[(&str, &str)],
-    repo: &Path,
-) -> rmcp::model::CallToolResult {
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut env = server_env(data_dir);
-    env.extend(
-        extra_env
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string())),
-    );
-    let client = common::spawn_with(common::ServerSpec {
-        agent_args: &args,
-        env,
-        ..Default::default()
-    })
-    .await;
-    let result = common::call(
-        &client,
-        "fault_index_source_code",
-        json!({"source_dir": repo.display().to_string(), "lang": "auto"}),
-    )
-    .await
-    .expect("tool call");
-    client.cancel().await.unwrap();
-    result
-}
-
-/// [`index_call`] that must succeed; its structured summary.
-async fn index_with(
-    data_dir: &Path,
-    args: &[String],
-    extra_env: &[(&str, &str)],
-    repo: &Path,
-) -> Value {
-    let result = index_call(data_dir, args, extra_env, repo).await;
-    assert!(!common::is_error(&result), "{}", common::text(&result));
-    assert_eq!(common::text(&result), "done");
-    result.structured_content.unwrap()
-}
-
-/// `files` Python files of `functions` functions each under `dir`.
-fn generated_files(dir: &Path, files: usize, functions: usize) {
-    std::fs::create_dir_all(dir).unwrap();
-    for f in 0..files {
-        let source: String = (0..functions)
-            .map(|g| {
-                format!(
-                    "def step_{f}_{g}(request):\n    \"\"\"Step {g} of stage {f}.\"\"\"\n    return request.get(\"{f}-{g}\")\n\n\n"
-                )
-            })
-            .collect();
-        std::fs::write(dir.join(format!("stage_{f:03}.py")), source).unwrap();
-    }
 }
 
 #[tokio::test]
@@ -401,7 +332,7 @@ async fn index_tool_writes_batches_reindexes_incrementally_and_deletes_by_file()
 
     let hits = index::retrieve_context_in(
         data.path(),
-        &options_for(&embed),
+        &index_support::llm_settings(&embed),
         Some(&repo.join("app/server.py")),
         "retry a flaky call with exponential backoff",
         2,
@@ -585,7 +516,7 @@ async fn retrieval_through_qdrant_returns_the_embedded_stores_top_5() {
     )
     .await;
     assert_eq!(q["chunks_total"], e["chunks_total"]);
-    let options = options_for(&embed);
+    let options = index_support::llm_settings(&embed);
 
     let mut same_order = 0;
     let mut differences = Vec::new();

@@ -14,8 +14,11 @@ use std::{
     time::Duration,
 };
 
-use fault::{index, index::store::qdrant::QdrantStore, llm::LlmSettings};
-use index_support::{EmbedConfig, EmbedServer, agent_args, fixture_repo, server_env};
+use fault::{index, index::store::qdrant::QdrantStore};
+use index_support::{
+    EmbedConfig, EmbedServer, agent_args, fixture_repo, generated_files, index_call, index_with,
+    llm_settings,
+};
 use qdrant_client::{Qdrant, qdrant::CountPointsBuilder};
 use serde_json::{Value, json};
 
@@ -131,55 +134,6 @@ async fn collection_params(rest: &str, collection: &str) -> Value {
 /// The tests kill and restart nodes of the one cluster: one at a time.
 static CLUSTER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// One `fault_index_source_code` call on a server of its own with `args`; its structured summary.
-async fn index_with(data_dir: &Path, args: &[String], repo: &Path) -> Value {
-    let result = index_call(data_dir, args, repo).await;
-    assert!(!common::is_error(&result), "{}", common::text(&result));
-    result.structured_content.unwrap()
-}
-
-/// [`index_with`], the result whatever it is.
-async fn index_call(data_dir: &Path, args: &[String], repo: &Path) -> rmcp::model::CallToolResult {
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let client = common::spawn_with(common::ServerSpec {
-        agent_args: &args,
-        env: server_env(data_dir),
-        ..Default::default()
-    })
-    .await;
-    let result = common::call(
-        &client,
-        "fault_index_source_code",
-        json!({"source_dir": repo.display().to_string(), "lang": "auto"}),
-    )
-    .await
-    .expect("tool call");
-    client.cancel().await.unwrap();
-    result
-}
-
-fn embed_settings(embed: &EmbedServer) -> LlmSettings {
-    LlmSettings {
-        embed_base_url: Some(embed.base_url.parse().unwrap()),
-        embed_model: index_support::embed_model(),
-        embed_dimension: index_support::DIMENSION as u32,
-        ..LlmSettings::default()
-    }
-}
-
-/// `files` Python files of `functions` functions each under `dir`: enough chunks for several batches.
-fn generated_files(dir: &Path, files: usize, functions: usize) {
-    std::fs::create_dir_all(dir).unwrap();
-    for f in 0..files {
-        let source: String = (0..functions)
-            .map(|g| {
-                format!("def step_{f}_{g}(request):\n    return request.get(\"{f}-{g}\")\n\n\n")
-            })
-            .collect();
-        std::fs::write(dir.join(format!("stage_{f:03}.py")), source).unwrap();
-    }
-}
-
 #[tokio::test]
 async fn a_collection_laid_out_over_the_cluster_answers_with_a_node_killed() {
     let Some(cluster) = cluster(
@@ -213,7 +167,7 @@ async fn a_collection_laid_out_over_the_cluster_answers_with_a_node_killed() {
     };
 
     // Created as asked: 3 shards, 2 copies of each, as every node reports it.
-    let first = index_with(data.path(), &layout("2"), &repo).await;
+    let first = index_with(data.path(), &layout("2"), &[], &repo).await;
     let collection = first["collection"].as_str().unwrap().to_owned();
     let total = first["chunks_embedded"].as_u64().unwrap();
     assert!(total > 0 && first.get("notes").is_none(), "{first}");
@@ -238,7 +192,7 @@ async fn a_collection_laid_out_over_the_cluster_answers_with_a_node_killed() {
         assert_eq!(count(&cluster.grpc[0], &collection).await, total);
         let hits = index::retrieve_context_in(
             data.path(),
-            &embed_settings(&embed),
+            &llm_settings(&embed),
             Some(&repo.join("app/server.py")),
             "retry a flaky call with exponential backoff",
             2,
@@ -246,7 +200,7 @@ async fn a_collection_laid_out_over_the_cluster_answers_with_a_node_killed() {
         .await
         .unwrap();
         assert_eq!(hits[0].function, "retry_with_backoff", "{hits:#?}");
-        let again = index_with(data.path(), &layout("2"), &repo).await;
+        let again = index_with(data.path(), &layout("2"), &[], &repo).await;
         assert_eq!(
             (&again["chunks_embedded"], &again["chunks_unchanged"]),
             (&json!(0), &json!(total)),
@@ -255,7 +209,7 @@ async fn a_collection_laid_out_over_the_cluster_answers_with_a_node_killed() {
     }
 
     // An existing collection keeps its layout; a run asking for another says so.
-    let other = index_with(data.path(), &layout("3"), &repo).await;
+    let other = index_with(data.path(), &layout("3"), &[], &repo).await;
     let notes = other["notes"].to_string();
     assert!(
         notes.contains(
@@ -308,7 +262,7 @@ async fn an_index_goes_on_through_the_next_node_when_its_node_is_killed_mid_way(
 
     let running = {
         let (data, args, repo) = (data.path().to_owned(), args.clone(), repo.clone());
-        tokio::spawn(async move { index_call(&data, &args, &repo).await })
+        tokio::spawn(async move { index_call(&data, &args, &[], &repo).await })
     };
     let started = std::time::Instant::now();
     while embed.answered() < 1 {
@@ -326,7 +280,7 @@ async fn an_index_goes_on_through_the_next_node_when_its_node_is_killed_mid_way(
         let message = common::text(&result);
         println!("the run under the kill was refused: {message}");
         assert!(message.contains("Qdrant"), "{message}");
-        index_with(data.path(), &args, &repo).await
+        index_with(data.path(), &args, &[], &repo).await
     } else {
         println!("the run under the kill completed");
         result.structured_content.unwrap()
@@ -337,7 +291,7 @@ async fn an_index_goes_on_through_the_next_node_when_its_node_is_killed_mid_way(
     assert!(total > 200, "{summary}");
     // Every chunk there, once: the point count is the tree's chunk count, read through a live node.
     assert_eq!(count(&cluster.grpc[1], &collection).await, total);
-    let again = index_with(data.path(), &args, &repo).await;
+    let again = index_with(data.path(), &args, &[], &repo).await;
     assert_eq!(
         (&again["chunks_embedded"], &again["chunks_total"]),
         (&json!(0), &json!(total)),
@@ -346,7 +300,7 @@ async fn an_index_goes_on_through_the_next_node_when_its_node_is_killed_mid_way(
     // A query with node 1 still down goes to the next node too.
     let hits = index::retrieve_context_in(
         data.path(),
-        &embed_settings(&embed),
+        &llm_settings(&embed),
         Some(&repo.join("app/server.py")),
         "retry a flaky call with exponential backoff",
         2,

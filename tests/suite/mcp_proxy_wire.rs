@@ -13,6 +13,26 @@ use crate::common;
 
 /// A client that writes and reads raw lines to `fault` run in its own sandbox (its stderr, with the
 /// server's, is kept there and printed if the test fails).
+/// Runs `command` with no input and checks that it is refused: it exits unsuccessfully within 5 s with nothing
+/// on stdout. Its stderr; `what` names the case in a failure.
+async fn refused_within_5_s(command: &mut tokio::process::Command, what: &str) -> String {
+    let out = tokio::time::timeout(
+        Duration::from_secs(5),
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .output(),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("{what}: no answer within 5 s"))
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "{what}: {stderr}");
+    assert!(out.stdout.is_empty(), "{what}: stdout {:?}", out.stdout);
+    stderr
+}
+
 struct Raw {
     child: Child,
     stdin: ChildStdin,
@@ -336,20 +356,7 @@ async fn a_plan_that_is_not_a_bounded_file_is_refused_at_once() {
             common::fault_bin(),
             "mcp-test-server",
         ]);
-        let out = tokio::time::timeout(
-            Duration::from_secs(5),
-            command
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .output(),
-        )
-        .await
-        .unwrap_or_else(|_| panic!("{plan}: no answer within 5 s"))
-        .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{plan}");
-        assert!(out.stdout.is_empty(), "{plan}: stdout {:?}", out.stdout);
+        let stderr = refused_within_5_s(&mut command, &plan).await;
         assert!(
             stderr.contains(&plan) && stderr.contains(problem),
             "{plan}: {stderr}"
@@ -437,20 +444,7 @@ async fn every_path_and_number_flag_refuses_what_it_cannot_use_at_start() {
             all.extend(["--", "sleep", marker]);
         }
         let mut command = common::fault_command(&all);
-        let out = tokio::time::timeout(
-            Duration::from_secs(5),
-            command
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .output(),
-        )
-        .await
-        .unwrap_or_else(|_| panic!("{args:?}: no answer within 5 s"))
-        .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{args:?}: {stderr}");
-        assert!(out.stdout.is_empty(), "{args:?}: stdout {:?}", out.stdout);
+        let stderr = refused_within_5_s(&mut command, &format!("{args:?}")).await;
         assert!(stderr.contains(problem), "{args:?}: {stderr}");
         let flag = args[args.len().saturating_sub(2)..]
             .iter()

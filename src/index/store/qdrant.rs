@@ -112,17 +112,16 @@ impl QdrantStore {
             .map(str::trim)
             .filter(|url| !url.is_empty())
             .map(|url| {
-                let client = Qdrant::from_url(url)
-                    .api_key(api_key.clone())
-                    .timeout(Duration::from_secs(60))
-                    .connect_timeout(Duration::from_secs(3))
-                    // The compatibility check prints to stdout, which carries JSON-RPC here.
-                    .skip_compatibility_check()
-                    .build()
-                    .map_err(|e| StoreError::Qdrant {
-                        url: crate::redact::redacted_text(url),
-                        message: crate::redact::redacted_text(&e.to_string()),
-                    })?;
+                let client = client(
+                    url,
+                    api_key.clone(),
+                    Duration::from_secs(60),
+                    Duration::from_secs(3),
+                )
+                .map_err(|e| StoreError::Qdrant {
+                    url: crate::redact::redacted_text(url),
+                    message: crate::redact::redacted_text(&e.to_string()),
+                })?;
                 Ok(Node {
                     client,
                     url: crate::redact::redacted_text(url),
@@ -145,13 +144,7 @@ impl QdrantStore {
 
     /// Whether a Qdrant answers a health check at `url` within `within`.
     pub async fn answers(url: &str, api_key: Option<String>, within: Duration) -> bool {
-        let Ok(client) = Qdrant::from_url(url)
-            .api_key(api_key)
-            .timeout(within)
-            .connect_timeout(within)
-            .skip_compatibility_check()
-            .build()
-        else {
+        let Ok(client) = client(url, api_key, within, within) else {
             return false;
         };
         matches!(
@@ -213,6 +206,22 @@ impl QdrantStore {
     fn path_filter(paths: &[String]) -> Filter {
         Filter::should(paths.iter().map(|p| Condition::matches("path", p.clone())))
     }
+}
+
+/// A gRPC client for one node; nothing is sent until it is used.
+fn client(
+    url: &str,
+    api_key: Option<String>,
+    timeout: Duration,
+    connect_timeout: Duration,
+) -> Result<Qdrant, QdrantError> {
+    Qdrant::from_url(url)
+        .api_key(api_key)
+        .timeout(timeout)
+        .connect_timeout(connect_timeout)
+        // The compatibility check prints to stdout, which carries JSON-RPC here.
+        .skip_compatibility_check()
+        .build()
 }
 
 /// Whether `error` says the node could not be reached at all (refused, down, unreachable), so that another

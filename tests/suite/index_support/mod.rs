@@ -347,3 +347,77 @@ pub fn agent_args(embed_url: &str, store: &str) -> Vec<String> {
         store.into(),
     ]
 }
+
+/// Settings for the library's retrieval with the embeddings at `embed` (its model and dimension).
+pub fn llm_settings(embed: &EmbedServer) -> fault::llm::LlmSettings {
+    fault::llm::LlmSettings {
+        embed_base_url: Some(embed.base_url.parse().unwrap()),
+        embed_model: embed_model(),
+        embed_dimension: DIMENSION as u32,
+        ..fault::llm::LlmSettings::default()
+    }
+}
+
+/// `files` Python files of `functions` functions each under `dir`: chunks for several batches.
+pub fn generated_files(dir: &Path, files: usize, functions: usize) {
+    std::fs::create_dir_all(dir).unwrap();
+    for f in 0..files {
+        let source: String = (0..functions)
+            .map(|g| {
+                format!(
+                    "def step_{f}_{g}(request):\n    \"\"\"Step {g} of stage {f}.\"\"\"\n    return request.get(\"{f}-{g}\")\n\n\n"
+                )
+            })
+            .collect();
+        std::fs::write(dir.join(format!("stage_{f:03}.py")), source).unwrap();
+    }
+}
+
+/// One `fault_index_source_code` call of `repo` on a server of its own (`args`, the test env plus
+/// `extra_env`); the result, error or not.
+pub async fn index_call(
+    data_dir: &Path,
+    args: &[String],
+    extra_env: &[(&str, &str)],
+    repo: &Path,
+) -> rmcp::model::CallToolResult {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut env = server_env(data_dir);
+    env.extend(
+        extra_env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string())),
+    );
+    let client = crate::common::spawn_with(crate::common::ServerSpec {
+        agent_args: &args,
+        env,
+        ..Default::default()
+    })
+    .await;
+    let result = crate::common::call(
+        &client,
+        "fault_index_source_code",
+        json!({"source_dir": repo.display().to_string(), "lang": "auto"}),
+    )
+    .await
+    .expect("tool call");
+    client.cancel().await.unwrap();
+    result
+}
+
+/// [`index_call`] that must succeed; its structured summary.
+pub async fn index_with(
+    data_dir: &Path,
+    args: &[String],
+    extra_env: &[(&str, &str)],
+    repo: &Path,
+) -> Value {
+    let result = index_call(data_dir, args, extra_env, repo).await;
+    assert!(
+        !crate::common::is_error(&result),
+        "{}",
+        crate::common::text(&result)
+    );
+    assert_eq!(crate::common::text(&result), "done");
+    result.structured_content.unwrap()
+}
