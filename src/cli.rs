@@ -1,7 +1,7 @@
 //! Command line: global logging flags, `run` (the fault proxy) and `agent [OPTIONS] tool [--transport stdio|http]`
 //! (the MCP server).
 
-use std::{path::PathBuf, time::Duration};
+use std::{path::PathBuf, process::ExitCode, time::Duration};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use url::Url;
@@ -13,6 +13,59 @@ use crate::{
     mcp::AgentSettings,
     serve::{TransportArgs, parse_http_url},
 };
+
+/// The whole of `fault`'s `main` after its allocator set-up: parse the command line, start logging and the
+/// runtime, run the command. It lives in the library so that the code of every command is generated once, with
+/// the rest of the library (a binary crate generates again each generic and async body it reaches).
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Err(e) = crate::logging::init(cli.log_file.as_deref(), &cli.log_level) {
+        eprintln!("fault: {e}");
+        return ExitCode::from(2);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("fault: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let outcome = runtime.block_on(async move {
+        match cli.command {
+            Command::Run(args) => crate::proxy::cli::run(*args)
+                .await
+                .map_err(|e| e.to_string()),
+            Command::McpProxy(args) => crate::mcp_proxy::run(*args)
+                .await
+                .map_err(|e| e.to_string()),
+            Command::McpTestServer(args) => crate::mcp_test_server::serve(args)
+                .await
+                .map_err(|e| e.to_string()),
+            Command::Agent(agent) => match agent.command {
+                AgentSubcommand::Tool(tool) => {
+                    let options = agent.options.resolve_env().map_err(|e| e.to_string())?;
+                    tracing::info!(options = ?options.redacted(), "fault agent tool: options");
+                    crate::mcp::serve(options.settings(), &tool.transport)
+                        .await
+                        .map_err(|e| e.to_string())
+                }
+            },
+        }
+    });
+    // Background tasks (e.g. a blocked stdin reader) must not keep the process alive.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e}");
+            eprintln!("fault: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
 
 /// Reliability tools for coding assistants, and a fault-injecting TCP proxy.
 #[derive(Debug, Parser)]
@@ -188,6 +241,12 @@ pub struct AgentOptions {
           value_parser = clap::value_parser!(u32).range(1..=64))]
     pub qdrant_write_consistency: Option<u32>,
 
+    /// How long one request to Qdrant may take before the index call ends with an error naming the node,
+    /// e.g. 60s, 2m.
+    #[arg(long, env = "FAULT_QDRANT_TIMEOUT", global = true, value_name = "DURATION",
+          default_value = "60s", value_parser = parse_qdrant_timeout)]
+    pub qdrant_timeout: Duration,
+
     /// Vector store for the source index: auto, embedded or qdrant.
     #[arg(
         long,
@@ -319,6 +378,7 @@ impl AgentOptions {
                     replication_factor: self.qdrant_replication_factor,
                     write_consistency: self.qdrant_write_consistency,
                 },
+                qdrant_timeout: self.qdrant_timeout,
                 vector_cache_bytes: self.vector_cache_mib * 1024 * 1024,
             },
             scenario: impact::Limits {
@@ -333,12 +393,21 @@ impl AgentOptions {
 
 /// A duration such as "2m" or "30s", more than 0 and at most the load generator's ceiling.
 fn parse_scenario_duration(raw: &str) -> Result<Duration, String> {
+    parse_duration_up_to(raw, impact::CEILING_SCENARIO_DURATION)
+}
+
+fn parse_qdrant_timeout(raw: &str) -> Result<Duration, String> {
+    parse_duration_up_to(raw, Duration::from_secs(3600))
+}
+
+/// A duration written as humantime reads it (30s, 2m), more than zero and at most `ceiling`.
+fn parse_duration_up_to(raw: &str, ceiling: Duration) -> Result<Duration, String> {
     let duration = humantime::parse_duration(raw.trim())
         .map_err(|e| format!("'{raw}' is not a duration ({e}); use e.g. 30s, 2m, 10m"))?;
-    if duration.is_zero() || duration > impact::CEILING_SCENARIO_DURATION {
+    if duration.is_zero() || duration > ceiling {
         return Err(format!(
             "'{raw}' is out of range; accepted: more than 0s and at most {}",
-            humantime::format_duration(impact::CEILING_SCENARIO_DURATION)
+            humantime::format_duration(ceiling)
         ));
     }
     Ok(duration)

@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 
 use super::{
     project::Project,
-    store::{ChunkMeta, FileStamp, LineMove, StoredPoint},
+    store::{ChunkMeta, FileChanges, FileStamp, LineMove, StoredPoint},
 };
 use crate::{
     code::{
@@ -55,7 +55,7 @@ pub(super) struct PendingChunk {
 
 /// The chunks of one file to embed, by id: their text is read again when their batch comes.
 pub(super) struct FileWork {
-    rel_path: String,
+    pub(super) rel_path: String,
     path: PathBuf,
     lang: Language,
     ids: HashSet<String>,
@@ -71,10 +71,15 @@ pub(super) struct WorkList {
     /// Files with chunks to embed, in walk order, and how many chunks in all.
     pub(super) to_embed: Vec<FileWork>,
     pub(super) chunks_to_embed: u64,
-    pub(super) moves: Vec<LineMove>,
-    pub(super) stamps: Vec<FileStamp>,
-    pub(super) stale_ids: Vec<String>,
+    /// Each changed file's moves, stale ids and stamp, by path; its new chunks join them once embedded.
+    pub(super) changes: HashMap<String, FileChanges>,
     pub(super) unchanged: u64,
+}
+
+/// Chunks to embed, and the files whose every chunk to embed is now in this batch or an earlier one.
+pub(super) struct Batch {
+    pub(super) chunks: Vec<PendingChunk>,
+    pub(super) files_done: Vec<String>,
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -234,6 +239,10 @@ fn plan_file(
     let by_id: HashMap<&str, &StoredPoint> = stored.iter().map(|p| (p.id.as_str(), p)).collect();
     let mut current_ids = HashSet::new();
     let mut restamp = false;
+    let mut changes = FileChanges {
+        path: rel_path.to_owned(),
+        ..Default::default()
+    };
     let mut ids_to_embed = HashSet::new();
     for pending in pieces {
         let PendingChunk { id, meta, .. } = pending;
@@ -244,7 +253,7 @@ fn plan_file(
                 restamp |=
                     old.meta.file_hash != meta.file_hash || old.meta.file_chunks != file_chunks;
                 if (old.meta.start_line, old.meta.end_line) != (meta.start_line, meta.end_line) {
-                    plan.moves.push(LineMove {
+                    changes.moves.push(LineMove {
                         id,
                         start_line: meta.start_line,
                         end_line: meta.end_line,
@@ -266,18 +275,19 @@ fn plan_file(
         });
     }
     if restamp {
-        plan.stamps.push(FileStamp {
+        changes.stamp = Some(FileStamp {
             path: rel_path.to_owned(),
             file_hash,
             file_chunks,
         });
     }
-    plan.stale_ids.extend(
+    changes.stale_ids.extend(
         stored
             .iter()
             .filter(|p| !current_ids.contains(&p.id))
             .map(|p| p.id.clone()),
     );
+    plan.changes.insert(rel_path.to_owned(), changes);
 }
 
 /// A file's text through the one reader ([`files::read_text`]): a regular file of at most `max_file_bytes`
@@ -345,16 +355,18 @@ fn file_pending(
     out
 }
 
-/// Reads the planned files again and sends their chunks to embed in batches of `batch_size`; stops when
-/// the receiver is gone (the run ended). A file that changed since the walk gives its current chunks.
+/// Reads the planned files again and sends their chunks to embed in batches of `batch_size`, each naming the
+/// files it completes; stops when the receiver is gone (the run ended). A file that changed since the walk
+/// gives its current chunks; one that cannot be read any more is never named done, so it stays as stored.
 pub(super) fn produce_batches(
     work: Vec<FileWork>,
     model_key: &str,
     settings: &IndexSettings,
-    batches: &tokio::sync::mpsc::Sender<Vec<PendingChunk>>,
+    batches: &tokio::sync::mpsc::Sender<Batch>,
 ) {
     let batch_size = settings.batch_size.max(1);
     let mut batch = Vec::with_capacity(batch_size);
+    let mut files_done = Vec::new();
     for file in work {
         let source = match read_source(&file.path, settings) {
             Ok(source) => source,
@@ -374,21 +386,26 @@ pub(super) fn produce_batches(
             settings,
         );
         for p in pending.into_iter().filter(|p| file.ids.contains(&p.id)) {
-            batch.push(p);
-            if batch.len() == batch_size
-                && batches
-                    .blocking_send(std::mem::replace(
-                        &mut batch,
-                        Vec::with_capacity(batch_size),
-                    ))
-                    .is_err()
-            {
-                return;
+            // Sent when the next chunk comes rather than when full: a file that ends with the batch is then
+            // named done in it.
+            if batch.len() == batch_size {
+                let full = Batch {
+                    chunks: std::mem::replace(&mut batch, Vec::with_capacity(batch_size)),
+                    files_done: std::mem::take(&mut files_done),
+                };
+                if batches.blocking_send(full).is_err() {
+                    return;
+                }
             }
+            batch.push(p);
         }
+        files_done.push(file.rel_path);
     }
-    if !batch.is_empty() {
-        let _ = batches.blocking_send(batch);
+    if !batch.is_empty() || !files_done.is_empty() {
+        let _ = batches.blocking_send(Batch {
+            chunks: batch,
+            files_done,
+        });
     }
 }
 

@@ -59,6 +59,16 @@ pub enum IndexError {
         committed: u64,
         remaining: u64,
     },
+    #[error(
+        "storing failed after {committed} chunks were committed ({remaining} left; they are kept, and running \
+         the index again continues from there): {source}"
+    )]
+    Storing {
+        #[source]
+        source: StoreError,
+        committed: u64,
+        remaining: u64,
+    },
     #[error("embedding provider answered unexpectedly: {0}")]
     EmbeddingShape(String),
     #[error(
@@ -102,6 +112,8 @@ pub struct StoreSettings {
     pub qdrant_urls: Vec<url::Url>,
     /// How a new Qdrant collection is spread over a cluster.
     pub qdrant_layout: ClusterLayout,
+    /// How long one request to Qdrant may take.
+    pub qdrant_timeout: std::time::Duration,
     /// Ceiling of the embedded store's vector copies of all projects together, in bytes.
     pub vector_cache_bytes: u64,
 }
@@ -112,6 +124,7 @@ impl Default for StoreSettings {
             choice: StoreChoice::default(),
             qdrant_urls: Vec::new(),
             qdrant_layout: ClusterLayout::default(),
+            qdrant_timeout: store::qdrant::DEFAULT_TIMEOUT,
             vector_cache_bytes: store::vectors::DEFAULT_CACHE_CEILING,
         }
     }
@@ -175,6 +188,7 @@ pub async fn open_store(
             qdrant_api_key(),
             &project.collection,
             settings.qdrant_layout,
+            settings.qdrant_timeout,
         )?))
     };
     // The nodes as one comma-separated location, as the project record keeps it.
@@ -397,6 +411,7 @@ pub async fn retrieve_from(
             qdrant_api_key(),
             &record.collection,
             ClusterLayout::default(),
+            store::qdrant::DEFAULT_TIMEOUT,
         )?),
         _ => SqliteStore::open(Path::new(&record.location), &record.collection)?,
     };

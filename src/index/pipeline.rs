@@ -1,5 +1,6 @@
-//! Indexing as a straight line: walk → compare with what is stored → delete stale → embed changed chunks in
-//! batches → upsert each batch (committed on its own, so an interruption keeps every finished batch).
+//! Indexing as a straight line: walk → compare with what is stored → delete the files gone → embed changed
+//! chunks in batches → write each file whole once its chunks are embedded (its new chunks, moved lines, stale
+//! chunks and stamp together), so a query never sees half a file and an interruption keeps every file written.
 //!
 //! The comparison ([`super::changes`]) keeps only the ids of the chunks to embed, per file; their text is
 //! produced again file by file while embedding, a few batches ahead through a bounded channel, so a large
@@ -17,9 +18,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     IndexError,
-    changes::{IndexSettings, PendingChunk, plan, produce_batches},
+    changes::{Batch, IndexSettings, plan, produce_batches},
     project::Project,
-    store::{ChunkPoint, StoreKind, StoredPoint, VectorStore},
+    store::{ChunkPoint, FileChanges, StoreKind, StoredPoint, VectorStore},
 };
 use crate::{code::Language, llm::Embedder};
 
@@ -120,35 +121,47 @@ pub async fn index_project(
         .collect();
     let files_deleted = gone.len() as u64;
     let mut chunks_deleted = store.delete_paths(gone).await?;
-    chunks_deleted += store.delete_ids(plan.stale_ids).await?;
-    let chunks_moved = plan.moves.len() as u64;
-    if !plan.moves.is_empty() {
-        store.move_lines(plan.moves).await?;
-    }
+    let mut changes = plan.changes;
+    let chunks_moved = changes.values().map(|f| f.moves.len() as u64).sum();
+    // Files with nothing to embed are written at once; the others when their last chunk is embedded.
+    let to_embed: HashSet<&str> = plan.to_embed.iter().map(|f| f.rel_path.as_str()).collect();
+    let ready: Vec<FileChanges> = changes
+        .extract_if(|path, _| !to_embed.contains(path.as_str()))
+        .map(|(_, file)| file)
+        .collect();
+    chunks_deleted += store.apply(ready).await?;
 
     let total = plan.chunks_to_embed;
     let mut embedded = 0u64;
     let mut requests = 0u64;
-    let (sender, mut batches) = tokio::sync::mpsc::channel::<Vec<PendingChunk>>(BATCHES_AHEAD);
+    let (sender, mut batches) = tokio::sync::mpsc::channel::<Batch>(BATCHES_AHEAD);
     let producer = {
         let work = plan.to_embed;
         let settings = settings.clone();
         let model_key = model_key.clone();
         tokio::task::spawn_blocking(move || produce_batches(work, &model_key, &settings, &sender))
     };
-    while let Some(batch) = batches.recv().await {
+    while let Some(Batch {
+        chunks: batch,
+        files_done,
+    }) = batches.recv().await
+    {
         let inputs: Vec<String> = batch.iter().map(|p| p.input.clone()).collect();
-        let vectors = tokio::select! {
-            _ = ct.cancelled() => {
-                return Err(IndexError::Cancelled { committed: embedded, remaining: total.saturating_sub(embedded) });
+        let vectors = if batch.is_empty() {
+            Vec::new()
+        } else {
+            tokio::select! {
+                _ = ct.cancelled() => {
+                    return Err(IndexError::Cancelled { committed: embedded, remaining: total.saturating_sub(embedded) });
+                }
+                result = embedder.embed(&inputs) => result.map_err(|source| IndexError::Embedding {
+                    source,
+                    committed: embedded,
+                    remaining: total.saturating_sub(embedded),
+                })?,
             }
-            result = embedder.embed(&inputs) => result.map_err(|source| IndexError::Embedding {
-                source,
-                committed: embedded,
-                remaining: total.saturating_sub(embedded),
-            })?,
         };
-        requests += 1;
+        requests += u64::from(!batch.is_empty());
         if vectors.len() != batch.len() {
             return Err(IndexError::EmbeddingShape(format!(
                 "asked for {} vectors, got {} ({embedded} chunks committed before this batch)",
@@ -164,10 +177,14 @@ pub async fn index_project(
                 bad.len()
             )));
         }
-        let points: Vec<ChunkPoint> = batch
-            .into_iter()
-            .zip(vectors)
-            .map(|(p, vector)| ChunkPoint {
+        for (p, vector) in batch.into_iter().zip(vectors) {
+            let file = changes
+                .entry(p.meta.path.clone())
+                .or_insert_with(|| FileChanges {
+                    path: p.meta.path.clone(),
+                    ..Default::default()
+                });
+            file.upserts.push(ChunkPoint {
                 id: p.id,
                 meta: p.meta,
                 kind: p.chunk.kind.as_str().to_owned(),
@@ -175,10 +192,24 @@ pub async fn index_project(
                 qualified_name: p.chunk.qualified_name.unwrap_or_default(),
                 text: p.chunk.text,
                 vector,
-            })
+            });
+        }
+        let ready: Vec<FileChanges> = files_done
+            .iter()
+            .filter_map(|path| changes.remove(path))
             .collect();
-        let count = points.len() as u64;
-        store.upsert(points).await?;
+        if ready.is_empty() {
+            continue;
+        }
+        let count: u64 = ready.iter().map(|f| f.upserts.len() as u64).sum();
+        chunks_deleted += store
+            .apply(ready)
+            .await
+            .map_err(|source| IndexError::Storing {
+                source,
+                committed: embedded,
+                remaining: total.saturating_sub(embedded),
+            })?;
         embedded += count;
         tracing::debug!(embedded, total, "index batch committed");
         if let Some(progress) = progress {
@@ -196,12 +227,6 @@ pub async fn index_project(
     producer
         .await
         .map_err(|e| IndexError::Internal(format!("chunk reader failed: {e}")))?;
-
-    // Last: a file is marked complete only once every one of its chunks is stored, so a run interrupted
-    // before this point re-examines the file next time instead of skipping it.
-    if !plan.stamps.is_empty() {
-        store.stamp_files(plan.stamps).await?;
-    }
 
     let chunks_total = store
         .collection_info()

@@ -18,7 +18,7 @@ use futures::future::BoxFuture;
 use url::Url;
 
 pub use structured::{AnswerCheck, JsonAnswer, OutputSchema, RepairNotice, ask_json};
-pub use transport::{MAX_RETRIES_ENV, MAX_TOKENS_ENV, RetryPolicy, TIMEOUT_ENV};
+pub use transport::{MAX_RETRIES_ENV, MAX_TOKENS_ENV, RETRY_WINDOW_ENV, RetryPolicy, TIMEOUT_ENV};
 
 /// OpenAI's API key variable.
 pub const OPENAI_KEY_ENV: &str = "OPENAI_API_KEY";
@@ -170,10 +170,10 @@ fn status_hint(status: u16) -> String {
     match status {
         401 | 403 => "; check the API key it was given".into(),
         429 => format!(
-            "; it is limiting the rate, and still was after the retries ({MAX_RETRIES_ENV}): wait, then run again"
+            "; it is limiting the rate, and still was after the retries ({MAX_RETRIES_ENV}, {RETRY_WINDOW_ENV}): wait, then run again"
         ),
         500..=599 => format!(
-            "; it failed, and still did after the retries ({MAX_RETRIES_ENV}): run again when it is back"
+            "; it failed, and still did after the retries ({MAX_RETRIES_ENV}, {RETRY_WINDOW_ENV}): run again when it is back"
         ),
         _ => String::new(),
     }

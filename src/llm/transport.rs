@@ -1,5 +1,6 @@
 //! The HTTP transport shared by both providers: one reqwest client with a request timeout, and bounded
-//! retries with exponential backoff and jitter on 429, 5xx and connection errors.
+//! retries with exponential backoff and jitter on 429, 5xx and connections refused or lost. A call ends within
+//! `retry_window + timeout`: no retry starts after the window, and each try lasts at most the timeout.
 
 use std::{sync::Mutex, time::Duration};
 
@@ -15,9 +16,12 @@ pub const TIMEOUT_ENV: &str = "FAULT_LLM_TIMEOUT_SECS";
 pub const MAX_TOKENS_ENV: &str = "FAULT_LLM_MAX_TOKENS";
 /// Environment variable: how many times a request is retried after a 429, 5xx or connection error (default 3).
 pub const MAX_RETRIES_ENV: &str = "FAULT_LLM_MAX_RETRIES";
+/// Environment variable: seconds from a request's first try after which no retry starts (default 60).
+pub const RETRY_WINDOW_ENV: &str = "FAULT_LLM_RETRY_WINDOW_SECS";
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 const DEFAULT_MAX_RETRIES: u32 = 3;
+const DEFAULT_RETRY_WINDOW: Duration = Duration::from_secs(60);
 /// Upper bound of any single wait, including a server's Retry-After.
 const MAX_BACKOFF: Duration = Duration::from_secs(20);
 
@@ -27,6 +31,8 @@ pub struct RetryPolicy {
     pub timeout: Duration,
     pub max_retries: u32,
     pub base_delay: Duration,
+    /// Time from the first try after which no retry starts: a retry whose wait would end later is not made.
+    pub retry_window: Duration,
 }
 
 impl Default for RetryPolicy {
@@ -35,25 +41,21 @@ impl Default for RetryPolicy {
             timeout: DEFAULT_TIMEOUT,
             max_retries: DEFAULT_MAX_RETRIES,
             base_delay: Duration::from_millis(250),
+            retry_window: DEFAULT_RETRY_WINDOW,
         }
     }
 }
 
 impl RetryPolicy {
-    /// The defaults, overridden by `FAULT_LLM_TIMEOUT_SECS` and `FAULT_LLM_MAX_RETRIES` when set.
+    /// The defaults, overridden by `FAULT_LLM_TIMEOUT_SECS`, `FAULT_LLM_MAX_RETRIES` and
+    /// `FAULT_LLM_RETRY_WINDOW_SECS` when set.
     pub fn from_env() -> Result<Self, LlmError> {
         let mut policy = Self::default();
-        if let Some(raw) = non_empty_env(TIMEOUT_ENV) {
-            let secs: f64 = raw
-                .parse()
-                .ok()
-                .filter(|s: &f64| s.is_finite() && *s > 0.0)
-                .ok_or_else(|| {
-                    LlmError::Config(format!(
-                        "{TIMEOUT_ENV}='{raw}' is not a positive number of seconds"
-                    ))
-                })?;
-            policy.timeout = Duration::from_secs_f64(secs);
+        if let Some(timeout) = seconds_from_env(TIMEOUT_ENV, false)? {
+            policy.timeout = timeout;
+        }
+        if let Some(window) = seconds_from_env(RETRY_WINDOW_ENV, true)? {
+            policy.retry_window = window;
         }
         if let Some(raw) = non_empty_env(MAX_RETRIES_ENV) {
             policy.max_retries = raw.parse().ok().filter(|n| *n <= 10).ok_or_else(|| {
@@ -75,6 +77,23 @@ impl RetryPolicy {
         let jitter_ms = rand::random_range(0..=half.as_millis().max(1) as u64);
         half + Duration::from_millis(jitter_ms)
     }
+}
+
+/// A number of seconds from `name` when set: positive (or zero, when `zero_allowed`), at most a day.
+fn seconds_from_env(name: &str, zero_allowed: bool) -> Result<Option<Duration>, LlmError> {
+    let Some(raw) = non_empty_env(name) else {
+        return Ok(None);
+    };
+    raw.parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && (*s > 0.0 || (zero_allowed && *s == 0.0)) && *s <= 86_400.0)
+        .map(|s| Some(Duration::from_secs_f64(s)))
+        .ok_or_else(|| {
+            let accepted = if zero_allowed { "0" } else { "more than 0" };
+            LlmError::Config(format!(
+                "{name}='{raw}' is not a number of seconds from {accepted} to 86400"
+            ))
+        })
 }
 
 /// `FAULT_LLM_MAX_TOKENS` when set.
@@ -146,6 +165,7 @@ impl ProviderTransport {
         build: impl Fn() -> BoxFuture<'static, Result<Request, E>>,
     ) -> Result<Result<Response, reqwest::Error>, E> {
         let mut retry = 0;
+        let first_try = tokio::time::Instant::now();
         loop {
             let request = build().await?;
             let url = request.url().clone();
@@ -154,11 +174,17 @@ impl ProviderTransport {
                 Ok(response) if is_retryable_status(response.status()) => {
                     Some(retry_after(response).unwrap_or_else(|| self.policy.backoff(retry)))
                 }
-                Err(e) if e.is_connect() => Some(self.policy.backoff(retry)),
+                // Refused, or lost before an answer (a server restarting, a pooled connection it closed); a
+                // request that ran out of time is not sent again.
+                Err(e) if !e.is_timeout() && (e.is_connect() || e.is_request()) => {
+                    Some(self.policy.backoff(retry))
+                }
                 _ => None,
             };
+            let within_window =
+                |delay: Duration| first_try.elapsed() + delay <= self.policy.retry_window;
             match retry_after {
-                Some(delay) if retry < self.policy.max_retries => {
+                Some(delay) if retry < self.policy.max_retries && within_window(delay) => {
                     let status = outcome.as_ref().map(|r| r.status().as_u16()).ok();
                     tracing::info!(
                         url = %redacted(&url),

@@ -32,7 +32,11 @@ async fn behind_the_proxy(upstream: &url::Url, flags: &str) -> (ProxyHandle, Str
     let port = upstream.port_or_known_default().unwrap();
     let proxy = proxy::start(ProxyConfig {
         mappings: vec![format!("0=127.0.0.1:{port}").parse().unwrap()],
-        faults: parse_fault_flags(flags).unwrap(),
+        faults: if flags.is_empty() {
+            Vec::new()
+        } else {
+            parse_fault_flags(flags).unwrap()
+        },
         seed: Some(1),
         ..Default::default()
     })
@@ -276,4 +280,372 @@ async fn each_fault_in_front_of_the_chat_model_ends_the_llm_tool_clearly() {
         client.cancel().await.unwrap();
         proxy.stop().await;
     }
+}
+
+/// The chunks a store holds, as (path, lines, content hash), sorted; and whether any chunk is there twice.
+async fn stored_chunks(
+    store: &dyn fault::index::store::VectorStore,
+) -> (Vec<(String, u32, u32, String)>, usize) {
+    let points = store.list_points().await.unwrap();
+    let mut chunks: Vec<_> = points
+        .iter()
+        .map(|p| {
+            (
+                p.meta.path.clone(),
+                p.meta.start_line,
+                p.meta.end_line,
+                p.meta.content_hash.clone(),
+            )
+        })
+        .collect();
+    chunks.sort();
+    let before = chunks.len();
+    let mut unique = chunks.clone();
+    unique.dedup();
+    (chunks, before - unique.len())
+}
+
+/// The (path, first line) of the top 5 chunks for each query.
+async fn top_5(data: &Path, llm: &fault::llm::LlmSettings) -> Vec<Vec<(String, u32)>> {
+    let mut found = Vec::new();
+    for query in [
+        "retry the request",
+        "open a database connection",
+        "histogram of latencies",
+    ] {
+        let hits = fault::index::retrieve_context_in(data, llm, None, query, 5)
+            .await
+            .unwrap();
+        found.push(
+            hits.iter()
+                .map(|h| {
+                    let name = h.path.file_name().unwrap().to_string_lossy().into_owned();
+                    (name, h.start_line)
+                })
+                .collect(),
+        );
+    }
+    found
+}
+
+#[tokio::test]
+async fn each_fault_in_front_of_qdrant_ends_the_index_clearly_and_the_rerun_equals_a_fault_free_index()
+ {
+    let test = "dependency_faults::each_fault_in_front_of_qdrant_ends_the_index_clearly_and_the_rerun_equals_a_fault_free_index";
+    let (Some(embed_base), Some(qdrant_url)) = (
+        std::env::var("FAULT_TEST_EMBED_BASE_URL")
+            .ok()
+            .filter(|u| !u.trim().is_empty()),
+        std::env::var("FAULT_TEST_QDRANT_URL")
+            .ok()
+            .filter(|u| !u.trim().is_empty()),
+    ) else {
+        optional::skip(
+            test,
+            "the local embedding server and a Qdrant: FAULT_TEST_EMBED_BASE_URL and FAULT_TEST_QDRANT_URL are not \
+             set (run `bash ../shared/llm/local-llm.sh start` and `bash ../shared/qdrant/qdrant.sh start`, and \
+             export what they print)",
+        );
+        return;
+    };
+    let qdrant = url::Url::parse(&qdrant_url).unwrap();
+    let llm = fault::llm::LlmSettings {
+        embed_base_url: Some(embed_base.parse().unwrap()),
+        embed_model: index_support::embed_model(),
+        embed_dimension: index_support::DIMENSION as u32,
+        ..fault::llm::LlmSettings::default()
+    };
+    // Several batches (64 chunks each), so that a cut can come after some were stored.
+    let work = tempfile::tempdir().unwrap();
+    let tree = |name: &str| {
+        let repo = fixture_repo(&work.path().join(name));
+        index_support::generated_files(&repo.join("stages"), 30, 5);
+        repo
+    };
+
+    // The fault-free index, in the embedded store: what every faulted-then-healed index must equal.
+    let reference_data = tempfile::tempdir().unwrap();
+    let reference_repo = tree("reference");
+    let reference = index_support::index_with(
+        reference_data.path(),
+        &agent_args(&embed_base, "embedded"),
+        &[],
+        &reference_repo,
+    )
+    .await;
+    let reference_store = fault::index::store::sqlite::SqliteStore::open_uncached(
+        Path::new(reference["store_location"].as_str().unwrap()),
+        reference["collection"].as_str().unwrap(),
+    )
+    .unwrap();
+    let (reference_chunks, _) = stored_chunks(&reference_store).await;
+    let reference_top = top_5(reference_data.path(), &llm).await;
+    assert!(reference_chunks.len() > 128, "{}", reference_chunks.len());
+
+    // The fault (on the gRPC connection to Qdrant), and what the error must say about it.
+    let cases: [(&str, &[&str]); 4] = [
+        (
+            "--with-blackhole",
+            &["did not answer within 3s", "--qdrant-timeout"],
+        ),
+        (
+            "--with-latency --latency-mean 5000",
+            &["did not answer within 3s", "--qdrant-timeout"],
+        ),
+        (
+            "--with-reset --reset-after-bytes 0",
+            &["lost the connection"],
+        ),
+        // The request flow cut after the first batch or two were stored.
+        (
+            "--with-limit-data --limit-data-bytes 60000 --limit-data-direction egress",
+            &[
+                "lost the connection",
+                "running the index again continues from there",
+            ],
+        ),
+    ];
+    for (case, (flags, says)) in cases.into_iter().enumerate() {
+        let repo = tree(&format!("qdrant-case-{case}"));
+        let (proxy, faulted) = behind_the_proxy(&qdrant, flags).await;
+        let data = tempfile::tempdir().unwrap();
+        let mut args = agent_args(&embed_base, "qdrant");
+        args.extend([
+            "--qdrant-url".into(),
+            faulted.clone(),
+            "--qdrant-timeout".into(),
+            "3s".into(),
+        ]);
+        let started = Instant::now();
+        let result = index_support::index_call(data.path(), &args, &[], &repo).await;
+        let took = started.elapsed();
+        let message = common::text(&result).to_owned();
+        println!(
+            "{flags}: {:.1} s: {message} ({:?})",
+            took.as_secs_f64(),
+            proxy.stats()
+        );
+        assert!(common::is_error(&result), "{flags}: {message}");
+        assert!(took < BOUND, "{flags}: {took:?}");
+        let address = format!("127.0.0.1:{}", proxy.local_addrs()[0].port());
+        assert!(message.contains(&address), "{flags}: {message}");
+        assert!(message.contains("Qdrant"), "{flags}: {message}");
+        for word in says {
+            assert!(message.contains(word), "{flags}: {message}");
+        }
+        proxy.stop().await;
+
+        // The re-run straight to Qdrant continues and ends with the fault-free index: the same chunks, each once,
+        // and the same answers to queries.
+        let mut args = agent_args(&embed_base, "qdrant");
+        args.extend(["--qdrant-url".into(), qdrant_url.clone()]);
+        let healed = index_support::index_with(data.path(), &args, &[], &repo).await;
+        println!(
+            "{flags}: re-run embedded {} chunks",
+            healed["chunks_embedded"]
+        );
+        let store = fault::index::store::qdrant::QdrantStore::connect(
+            &qdrant_url,
+            std::env::var("QDRANT_API_KEY")
+                .ok()
+                .filter(|k| !k.is_empty()),
+            healed["collection"].as_str().unwrap(),
+            Default::default(),
+            fault::index::store::qdrant::DEFAULT_TIMEOUT,
+        )
+        .unwrap();
+        let (chunks, twice) = stored_chunks(&store).await;
+        assert_eq!(twice, 0, "{flags}: chunks stored twice");
+        assert_eq!(chunks, reference_chunks, "{flags}");
+        assert_eq!(top_5(data.path(), &llm).await, reference_top, "{flags}");
+        // Each case's tree has a collection of its own: gone with the case.
+        qdrant_client::Qdrant::from_url(&qdrant_url)
+            .api_key(
+                std::env::var("QDRANT_API_KEY")
+                    .ok()
+                    .filter(|k| !k.is_empty()),
+            )
+            .skip_compatibility_check()
+            .build()
+            .unwrap()
+            .delete_collection(healed["collection"].as_str().unwrap())
+            .await
+            .unwrap();
+    }
+}
+
+/// How long the 429 storm of the rate-limit test lasts, and the `Retry-After` its answers carry.
+const STORM: Duration = Duration::from_secs(3);
+const STORM_RETRY_AFTER_SECS: u64 = 1;
+
+#[tokio::test]
+async fn a_429_storm_with_retry_after_is_waited_out_with_the_fewest_requests() {
+    let test =
+        "dependency_faults::a_429_storm_with_retry_after_is_waited_out_with_the_fewest_requests";
+    let Some(embed_base) = std::env::var("FAULT_TEST_EMBED_BASE_URL")
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+    else {
+        optional::skip(
+            test,
+            "the local embedding server: FAULT_TEST_EMBED_BASE_URL is not set (run `bash \
+             ../shared/llm/local-llm.sh start` and export what it prints)",
+        );
+        return;
+    };
+    let upstream = url::Url::parse(&embed_base).unwrap();
+    let upstream_port = upstream.port_or_known_default().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let repo = fixture_repo(&work.path().join("storm"));
+
+    // The storm: our proxy answers every request with a 429 and `Retry-After: 1` in place of an upstream that
+    // answers at once (the proxy waits for an answer to replace, and the real model takes its time), which
+    // counts the requests. After STORM the real embeddings answer on the same port.
+    let instant = crate::llm_fakes::FakeServer::start(|_, _| {
+        crate::llm_fakes::Reply::json(200, json!({"data": []}))
+    })
+    .await;
+    let storm_upstream = url::Url::parse(&format!("{}/v1", instant.url())).unwrap();
+    let (storm, _) = behind_the_proxy(
+        &storm_upstream,
+        &format!(
+            "--with-http-error --http-error-status-code 429 --http-error-retry-after {STORM_RETRY_AFTER_SECS}"
+        ),
+    )
+    .await;
+    let port = storm.local_addrs()[0].port();
+    let mut faulted = upstream.clone();
+    faulted.set_port(Some(port)).unwrap();
+    let faulted = faulted.as_str().trim_end_matches('/').to_owned();
+    let data = tempfile::tempdir().unwrap();
+    let args = agent_args(&faulted, "embedded");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut env: HashMap<String, String> = server_env(data.path());
+    env.insert("FAULT_LLM_MAX_RETRIES".into(), "10".into());
+    let client = common::spawn_with(common::ServerSpec {
+        agent_args: &args,
+        env,
+        ..Default::default()
+    })
+    .await;
+    let started = Instant::now();
+    let (result, healthy) = tokio::join!(index_on(&client, &repo), async {
+        tokio::time::sleep(STORM).await;
+        storm.stop().await;
+        proxy::start(ProxyConfig {
+            mappings: vec![format!("{port}=127.0.0.1:{upstream_port}").parse().unwrap()],
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+    });
+    let refused = instant.requests().len() as u64;
+    let took = started.elapsed();
+    let message = common::text(&result).to_owned();
+    assert!(!common::is_error(&result), "{message}");
+    // The fewest requests a client honouring `Retry-After` can send into the storm: one per wait.
+    let fewest = STORM.as_secs() / STORM_RETRY_AFTER_SECS;
+    println!(
+        "429 storm of {} s with Retry-After: {STORM_RETRY_AFTER_SECS}: {refused} requests refused (fewest honouring \
+         it: {fewest}, ratio {:.2}); the index ended after {:.1} s",
+        STORM.as_secs(),
+        refused as f64 / fewest as f64,
+        took.as_secs_f64()
+    );
+    // Each wait is the server's second, not the 0.25 s first backoff: no more than one request per second, and
+    // not fewer than the storm forces.
+    assert!(
+        (fewest..=fewest + 1).contains(&refused),
+        "{refused} refused"
+    );
+    assert!(took >= STORM, "{took:?}");
+    client.cancel().await.unwrap();
+    healthy.stop().await;
+}
+
+#[tokio::test]
+async fn a_cancelled_llm_call_closes_its_connection_to_the_model_at_once() {
+    let test = "dependency_faults::a_cancelled_llm_call_closes_its_connection_to_the_model_at_once";
+    let (Some(chat_base), Some(model)) = (
+        std::env::var("FAULT_TEST_OPENAI_BASE_URL")
+            .ok()
+            .filter(|u| !u.trim().is_empty()),
+        std::env::var("FAULT_TEST_OPENAI_MODEL")
+            .ok()
+            .filter(|m| !m.trim().is_empty()),
+    ) else {
+        optional::skip(
+            test,
+            "the local chat model: FAULT_TEST_OPENAI_BASE_URL and FAULT_TEST_OPENAI_MODEL are not set (run \
+             `bash ../shared/llm/local-llm.sh start` and export what it prints)",
+        );
+        return;
+    };
+    use rmcp::model::{CallToolRequestParams, ClientRequest, Request};
+    use rmcp::service::PeerRequestOptions;
+
+    // Our proxy, without a fault, sees the connection to the model open and close.
+    let upstream = url::Url::parse(&chat_base).unwrap();
+    let (proxy, faulted) = behind_the_proxy(&upstream, "").await;
+    let data = tempfile::tempdir().unwrap();
+    let mut env: HashMap<String, String> = server_env(data.path());
+    env.insert("FAULT_LLM_TIMEOUT_SECS".into(), "120".into());
+    let client = common::spawn_with(common::ServerSpec {
+        agent_args: &[
+            "--llm-base-url",
+            faulted.as_str(),
+            "--llm-prompt-reasoning-model",
+            model.as_str(),
+        ],
+        env,
+        ..Default::default()
+    })
+    .await;
+    let arguments = json!({"snippet": "def fetch(url):\n    return requests.get(url).json()", "lang": "python"});
+    let request = ClientRequest::CallToolRequest(Request::new(
+        CallToolRequestParams::new("fault_score_reliability")
+            .with_arguments(arguments.as_object().unwrap().clone()),
+    ));
+    let handle = client
+        .send_cancellable_request(request, PeerRequestOptions::no_options())
+        .await
+        .unwrap();
+    // Cancelled once the request has reached the model (the local model takes seconds to answer).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while proxy.stats().bytes_to_upstream == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the request never reached the model"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(proxy.stats().connections_active, 1, "{:?}", proxy.stats());
+    assert_eq!(
+        proxy.stats().bytes_to_client,
+        0,
+        "the model answered already"
+    );
+    let cancelled = Instant::now();
+    handle
+        .cancel(Some("the user moved on".into()))
+        .await
+        .unwrap();
+    while proxy.stats().connections_active > 0 {
+        assert!(
+            cancelled.elapsed() < Duration::from_secs(5),
+            "the connection to the model is still open 5 s after the cancel"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let closed_after = cancelled.elapsed();
+    println!(
+        "cancel to upstream close: {:.1} ms",
+        closed_after.as_secs_f64() * 1e3
+    );
+    // The server still serves.
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "fault_score_reliability"));
+    client.cancel().await.unwrap();
+    proxy.stop().await;
 }

@@ -85,7 +85,7 @@ fn tool_result(result: ServerResult) -> CallToolResult {
 async fn progress_is_notified_per_batch_and_cancellation_keeps_committed_batches() {
     let data = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
-    let repo = generated_repo(&work.path().join("progress"), 20, 10); // 200 chunks: 64+64+64+8
+    let repo = generated_repo(&work.path().join("progress"), 25, 8); // 200 chunks, 8 a file: batches of 64+64+64+8, each ending with a file
     let embed = EmbedServer::start(EmbedConfig {
         local_only: true,
         delay: Duration::from_millis(300),

@@ -22,8 +22,8 @@ use fault::index::{
     self,
     project::{ProjectRecord, Registry, collection_name},
     store::{
-        ChunkMeta, ChunkPoint, FileStamp, LineMove, SearchFilter, VectorStore,
-        qdrant::{ClusterLayout, QdrantStore},
+        ChunkMeta, ChunkPoint, FileChanges, FileStamp, LineMove, SearchFilter, VectorStore,
+        qdrant::{self, ClusterLayout, QdrantStore},
     },
 };
 use index_support::{
@@ -136,7 +136,14 @@ async fn store_creates_upserts_searches_moves_and_deletes_on_a_real_qdrant() {
         return;
     };
     let name = unique_collection("store");
-    let store = QdrantStore::connect(&url, api_key(), &name, ClusterLayout::default()).unwrap();
+    let store = QdrantStore::connect(
+        &url,
+        api_key(),
+        &name,
+        ClusterLayout::default(),
+        qdrant::DEFAULT_TIMEOUT,
+    )
+    .unwrap();
 
     // Creation: the right dimension, cosine distance, a keyword index on path; idempotent.
     assert!(store.collection_info().await.unwrap().is_none());
@@ -209,23 +216,31 @@ async fn store_creates_upserts_searches_moves_and_deletes_on_a_real_qdrant() {
     assert_eq!(hits.len(), 1);
     assert_eq!(hits[0].path, "a.py");
 
-    // Line moves and file stamps update payloads only.
-    store
-        .move_lines(vec![LineMove {
-            id: A.into(),
-            start_line: 10,
-            end_line: 12,
-        }])
+    // Line moves and file stamps update payloads only; each file's changes go in one request.
+    let deleted = store
+        .apply(vec![
+            FileChanges {
+                path: "a.py".into(),
+                moves: vec![LineMove {
+                    id: A.into(),
+                    start_line: 10,
+                    end_line: 12,
+                }],
+                ..Default::default()
+            },
+            FileChanges {
+                path: "b.go".into(),
+                stamp: Some(FileStamp {
+                    path: "b.go".into(),
+                    file_hash: "new".into(),
+                    file_chunks: 2,
+                }),
+                ..Default::default()
+            },
+        ])
         .await
         .unwrap();
-    store
-        .stamp_files(vec![FileStamp {
-            path: "b.go".into(),
-            file_hash: "new".into(),
-            file_chunks: 2,
-        }])
-        .await
-        .unwrap();
+    assert_eq!(deleted, 0);
     let listed = store.list_points().await.unwrap();
     let a = listed.iter().find(|p| p.id == A).unwrap();
     assert_eq!((a.meta.start_line, a.meta.end_line), (10, 12));
@@ -240,7 +255,12 @@ async fn store_creates_upserts_searches_moves_and_deletes_on_a_real_qdrant() {
     // Delete by path (a filter) and by id.
     assert_eq!(store.delete_paths(vec!["b.go".into()]).await.unwrap(), 2);
     assert_eq!(count(&url, &name, None).await, 1);
-    store.delete_ids(vec![A.into()]).await.unwrap();
+    let stale = FileChanges {
+        path: "a.py".into(),
+        stale_ids: vec![A.into()],
+        ..Default::default()
+    };
+    assert_eq!(store.apply(vec![stale]).await.unwrap(), 1);
     assert_eq!(store.collection_info().await.unwrap().unwrap().points, 0);
     drop_collection(&url, &name).await;
 }
@@ -362,11 +382,17 @@ async fn a_collection_of_another_dimension_is_refused_naming_both_and_the_fix() 
     let work = tempfile::tempdir().unwrap();
     let repo = fixture_repo(&work.path().join("dimensions"));
     let collection = collection_name(&repo);
-    QdrantStore::connect(&url, api_key(), &collection, ClusterLayout::default())
-        .unwrap()
-        .ensure_collection(8)
-        .await
-        .unwrap();
+    QdrantStore::connect(
+        &url,
+        api_key(),
+        &collection,
+        ClusterLayout::default(),
+        qdrant::DEFAULT_TIMEOUT,
+    )
+    .unwrap()
+    .ensure_collection(8)
+    .await
+    .unwrap();
     let result = index_call(data.path(), &qdrant_args(&embed, &url), &[], &repo).await;
     let message = common::text(&result).to_owned();
     drop_collection(&url, &collection).await;

@@ -22,6 +22,7 @@ fn quick_policy() -> RetryPolicy {
         timeout: Duration::from_secs(2),
         max_retries: 2,
         base_delay: Duration::from_millis(10),
+        ..RetryPolicy::default()
     }
 }
 

@@ -61,6 +61,40 @@ pub struct FileStamp {
     pub file_chunks: u32,
 }
 
+/// What a run changes in one file, written together (one request to Qdrant, one SQLite transaction), so that a
+/// query sees the file's chunks as they were or as they are, never half of each, and an interrupted run leaves
+/// every file whole.
+#[derive(Debug, Clone, Default)]
+pub struct FileChanges {
+    pub path: String,
+    /// New chunks, and chunks whose content changed.
+    pub upserts: Vec<ChunkPoint>,
+    /// Unchanged chunks at new lines.
+    pub moves: Vec<LineMove>,
+    /// Chunks the file no longer has.
+    pub stale_ids: Vec<String>,
+    /// The file's hash and chunk count, written on all its points last; `None` when they carry them already.
+    pub stamp: Option<FileStamp>,
+}
+
+impl FileChanges {
+    /// The changes of `points`' files that only insert or replace those points.
+    pub fn upserts_by_file(points: Vec<ChunkPoint>) -> Vec<FileChanges> {
+        let mut files: std::collections::BTreeMap<String, FileChanges> = Default::default();
+        for point in points {
+            files
+                .entry(point.meta.path.clone())
+                .or_insert_with(|| FileChanges {
+                    path: point.meta.path.clone(),
+                    ..Default::default()
+                })
+                .upserts
+                .push(point);
+        }
+        files.into_values().collect()
+    }
+}
+
 /// Restricts a search; empty lists mean no restriction.
 #[derive(Debug, Clone, Default)]
 pub struct SearchFilter {
@@ -160,11 +194,13 @@ pub trait VectorStore: Send + Sync {
     fn collection_info(&self) -> BoxFuture<'_, Result<Option<CollectionInfo>, StoreError>>;
     /// Every stored point's id and comparison metadata (no text, no vector).
     fn list_points(&self) -> BoxFuture<'_, Result<Vec<StoredPoint>, StoreError>>;
-    /// Inserts or replaces points, atomically for the batch where the store allows it.
-    fn upsert(&self, points: Vec<ChunkPoint>) -> BoxFuture<'_, Result<(), StoreError>>;
-    fn move_lines(&self, moves: Vec<LineMove>) -> BoxFuture<'_, Result<(), StoreError>>;
-    fn stamp_files(&self, stamps: Vec<FileStamp>) -> BoxFuture<'_, Result<(), StoreError>>;
-    fn delete_ids(&self, ids: Vec<String>) -> BoxFuture<'_, Result<u64, StoreError>>;
+    /// Writes the changes of each file whole (see [`FileChanges`]); the number of stale points deleted.
+    fn apply(&self, files: Vec<FileChanges>) -> BoxFuture<'_, Result<u64, StoreError>>;
+    /// Inserts or replaces points: [`VectorStore::apply`] of their files with nothing else.
+    fn upsert(&self, points: Vec<ChunkPoint>) -> BoxFuture<'_, Result<(), StoreError>> {
+        let applied = self.apply(FileChanges::upserts_by_file(points));
+        Box::pin(async move { applied.await.map(|_| ()) })
+    }
     /// Removes every point of these relative paths.
     fn delete_paths(&self, paths: Vec<String>) -> BoxFuture<'_, Result<u64, StoreError>>;
     /// The `k` nearest points to `vector` by cosine similarity, best first.

@@ -12,15 +12,20 @@ use qdrant_client::{
     Payload, Qdrant, QdrantError,
     qdrant::{
         Condition, CreateCollectionBuilder, CreateFieldIndexCollectionBuilder, DeletePointsBuilder,
-        Distance, FieldType, Filter, PayloadIncludeSelector, PointId, PointStruct, PointsIdsList,
-        QueryPointsBuilder, ScrollPointsBuilder, SetPayloadPointsBuilder, UpsertPointsBuilder,
-        Value, VectorParamsBuilder, point_id::PointIdOptions, value::Kind, vectors_config,
+        Distance, FieldType, Filter, PayloadIncludeSelector, PointId, PointStruct, PointsSelector,
+        PointsUpdateOperation, QueryPointsBuilder, ScrollPointsBuilder, UpdateBatchPointsBuilder,
+        Value, VectorParamsBuilder,
+        point_id::PointIdOptions,
+        points_selector::PointsSelectorOneOf,
+        points_update_operation::{DeletePoints, Operation, PointStructList, SetPayload},
+        value::Kind,
+        vectors_config,
     },
 };
 
 use super::{
-    ChunkMeta, ChunkPoint, CollectionInfo, FileStamp, LineMove, SearchFilter, SearchHit,
-    StoreError, StoreKind, StoredPoint, VectorStore,
+    ChunkMeta, ChunkPoint, CollectionInfo, FileChanges, SearchFilter, SearchHit, StoreError,
+    StoreKind, StoredPoint, VectorStore,
 };
 
 /// Fields read back when comparing runs (never the text or the vector).
@@ -42,7 +47,14 @@ pub struct QdrantStore {
     current: AtomicUsize,
     collection: String,
     layout: ClusterLayout,
+    /// How long one request may take, said in the error of a request that took longer.
+    timeout: Duration,
 }
+
+/// How long a request to Qdrant may take by default (`--qdrant-timeout`).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long connecting to one node may take before the next is asked.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 
 struct Node {
     client: Qdrant,
@@ -100,28 +112,27 @@ impl ClusterLayout {
 
 impl QdrantStore {
     /// A client for `urls` (gRPC, usually port 6334): one URL, or several nodes of a cluster separated by commas,
-    /// each asked in turn while the one before cannot be reached. Nothing is sent until the first call.
+    /// each asked in turn while the one before cannot be reached. Each request may take `timeout`. Nothing is
+    /// sent until the first call.
     pub fn connect(
         urls: &str,
         api_key: Option<String>,
         collection: &str,
         layout: ClusterLayout,
+        timeout: Duration,
     ) -> Result<QdrantStore, StoreError> {
         let nodes = urls
             .split(',')
             .map(str::trim)
             .filter(|url| !url.is_empty())
             .map(|url| {
-                let client = client(
-                    url,
-                    api_key.clone(),
-                    Duration::from_secs(60),
-                    Duration::from_secs(3),
-                )
-                .map_err(|e| StoreError::Qdrant {
-                    url: crate::redact::redacted_text(url),
-                    message: crate::redact::redacted_text(&e.to_string()),
-                })?;
+                let client =
+                    client(url, api_key.clone(), timeout, CONNECT_TIMEOUT).map_err(|e| {
+                        StoreError::Qdrant {
+                            url: crate::redact::redacted_text(url),
+                            message: crate::redact::redacted_text(&e.to_string()),
+                        }
+                    })?;
                 Ok(Node {
                     client,
                     url: crate::redact::redacted_text(url),
@@ -139,6 +150,7 @@ impl QdrantStore {
             current: AtomicUsize::new(0),
             collection: collection.to_owned(),
             layout,
+            timeout,
         })
     }
 
@@ -161,7 +173,9 @@ impl QdrantStore {
         op: impl for<'c> Fn(&'c Qdrant) -> BoxFuture<'c, Result<T, QdrantError>>,
     ) -> Result<T, StoreError> {
         // The client's errors quote the address it was given, credentials and all.
-        let message = |e: &QdrantError| crate::redact::redacted_text(&format!("{what}{e}"));
+        let message = |e: &QdrantError| {
+            crate::redact::redacted_text(&format!("{what}{}", explained(e, self.timeout)))
+        };
         let count = self.nodes.len();
         let first = self.current.load(Ordering::Relaxed) % count;
         let mut unreachable = Vec::new();
@@ -222,6 +236,33 @@ fn client(
         // The compatibility check prints to stdout, which carries JSON-RPC here.
         .skip_compatibility_check()
         .build()
+}
+
+/// The client's error with what it means for the user: a request that took longer than `timeout`, or a
+/// connection that could not be made or was lost; any other error as Qdrant said it.
+fn explained(error: &QdrantError, timeout: Duration) -> String {
+    let QdrantError::ResponseError { status } = error else {
+        return error.to_string();
+    };
+    let detail = status.message();
+    let timed_out = matches!(
+        status.code(),
+        tonic::Code::Cancelled | tonic::Code::DeadlineExceeded
+    ) && detail.to_ascii_lowercase().contains("timeout");
+    if timed_out {
+        format!(
+            "did not answer within {} (--qdrant-timeout); it may be overloaded, or the network to it may be \
+             dropping traffic",
+            humantime::format_duration(timeout)
+        )
+    } else if cannot_reach(error) {
+        format!(
+            "lost the connection, or could not make one ({detail}); check that Qdrant is up and reachable, then \
+             run again"
+        )
+    } else {
+        error.to_string()
+    }
 }
 
 /// Whether `error` says the node could not be reached at all (refused, down, unreachable), so that another
@@ -447,73 +488,71 @@ impl VectorStore for QdrantStore {
         .boxed()
     }
 
-    fn upsert(&self, points: Vec<ChunkPoint>) -> BoxFuture<'_, Result<(), StoreError>> {
+    fn apply(&self, files: Vec<FileChanges>) -> BoxFuture<'_, Result<u64, StoreError>> {
         async move {
-            if points.is_empty() {
-                return Ok(());
+            // One batch request, each file's operations in order: its new points, its moved lines, its stale
+            // points gone, its stamp. Qdrant applies them in that order, together.
+            let mut operations = Vec::new();
+            let mut deleted = 0u64;
+            for file in files {
+                if !file.upserts.is_empty() {
+                    let points = file
+                        .upserts
+                        .iter()
+                        .map(|p| PointStruct::new(p.id.clone(), p.vector.clone(), payload_of(p)))
+                        .collect();
+                    operations.push(Operation::Upsert(PointStructList {
+                        points,
+                        ..Default::default()
+                    }));
+                }
+                for m in file.moves {
+                    let mut payload = Payload::with_capacity(2);
+                    payload.insert("start_line", i64::from(m.start_line));
+                    payload.insert("end_line", i64::from(m.end_line));
+                    operations.push(Operation::SetPayload(SetPayload {
+                        payload: payload.into(),
+                        points_selector: Some(PointsSelector::from(vec![PointId::from(m.id)])),
+                        ..Default::default()
+                    }));
+                }
+                if !file.stale_ids.is_empty() {
+                    deleted += file.stale_ids.len() as u64;
+                    let ids: Vec<PointId> = file.stale_ids.into_iter().map(PointId::from).collect();
+                    operations.push(Operation::DeletePoints(DeletePoints {
+                        points: Some(PointsSelector::from(ids)),
+                        ..Default::default()
+                    }));
+                }
+                if let Some(stamp) = file.stamp {
+                    let mut payload = Payload::with_capacity(2);
+                    payload.insert("file_hash", stamp.file_hash.as_str());
+                    payload.insert("file_chunks", i64::from(stamp.file_chunks));
+                    operations.push(Operation::SetPayload(SetPayload {
+                        payload: payload.into(),
+                        points_selector: Some(
+                            PointsSelectorOneOf::from(Self::path_filter(std::slice::from_ref(
+                                &stamp.path,
+                            )))
+                            .into(),
+                        ),
+                        ..Default::default()
+                    }));
+                }
             }
-            let structs: Vec<PointStruct> = points
-                .iter()
-                .map(|p| PointStruct::new(p.id.clone(), p.vector.clone(), payload_of(p)))
-                .collect();
-            let request = UpsertPointsBuilder::new(&self.collection, structs).wait(true);
-            self.on_a_node("", |c| c.upsert_points(request.clone()).boxed())
-                .await?;
-            Ok(())
-        }
-        .boxed()
-    }
-
-    fn move_lines(&self, moves: Vec<LineMove>) -> BoxFuture<'_, Result<(), StoreError>> {
-        async move {
-            for m in moves {
-                let mut payload = Payload::with_capacity(2);
-                payload.insert("start_line", i64::from(m.start_line));
-                payload.insert("end_line", i64::from(m.end_line));
-                let request = SetPayloadPointsBuilder::new(&self.collection, payload)
-                    .points_selector(PointsIdsList {
-                        ids: vec![PointId::from(m.id)],
-                    })
-                    .wait(true);
-                self.on_a_node("", |c| c.set_payload(request.clone()).boxed())
-                    .await?;
-            }
-            Ok(())
-        }
-        .boxed()
-    }
-
-    fn stamp_files(&self, stamps: Vec<FileStamp>) -> BoxFuture<'_, Result<(), StoreError>> {
-        async move {
-            for f in stamps {
-                let mut payload = Payload::with_capacity(2);
-                payload.insert("file_hash", f.file_hash.as_str());
-                payload.insert("file_chunks", i64::from(f.file_chunks));
-                let request = SetPayloadPointsBuilder::new(&self.collection, payload)
-                    .points_selector(Self::path_filter(std::slice::from_ref(&f.path)))
-                    .wait(true);
-                self.on_a_node("", |c| c.set_payload(request.clone()).boxed())
-                    .await?;
-            }
-            Ok(())
-        }
-        .boxed()
-    }
-
-    fn delete_ids(&self, ids: Vec<String>) -> BoxFuture<'_, Result<u64, StoreError>> {
-        async move {
-            if ids.is_empty() {
+            if operations.is_empty() {
                 return Ok(0);
             }
-            let count = ids.len() as u64;
-            let request = DeletePointsBuilder::new(&self.collection)
-                .points(PointsIdsList {
-                    ids: ids.into_iter().map(PointId::from).collect(),
+            let operations: Vec<PointsUpdateOperation> = operations
+                .into_iter()
+                .map(|operation| PointsUpdateOperation {
+                    operation: Some(operation),
                 })
-                .wait(true);
-            self.on_a_node("", |c| c.delete_points(request.clone()).boxed())
+                .collect();
+            let request = UpdateBatchPointsBuilder::new(&self.collection, operations).wait(true);
+            self.on_a_node("", |c| c.update_points_batch(request.clone()).boxed())
                 .await?;
-            Ok(count)
+            Ok(deleted)
         }
         .boxed()
     }

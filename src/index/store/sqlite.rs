@@ -12,8 +12,8 @@ use futures::{FutureExt, future::BoxFuture};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{
-    ChunkMeta, ChunkPoint, CollectionInfo, FileStamp, LineMove, SearchFilter, SearchHit,
-    StoreError, StoreKind, StoredPoint, VectorStore, normalize,
+    ChunkMeta, CollectionInfo, FileChanges, SearchFilter, SearchHit, StoreError, StoreKind,
+    StoredPoint, VectorStore, normalize,
     vectors::{Best, CacheSlot, VectorCache, budget, cache_ceiling, dot, estimated_bytes, top_k},
 };
 
@@ -424,11 +424,12 @@ impl VectorStore for SqliteStore {
         })
     }
 
-    fn upsert(&self, points: Vec<ChunkPoint>) -> BoxFuture<'_, Result<(), StoreError>> {
+    fn apply(&self, files: Vec<FileChanges>) -> BoxFuture<'_, Result<u64, StoreError>> {
         self.with_inner(move |inner| {
             let tx = inner.conn.transaction()?;
+            let mut deleted = 0u64;
             {
-                let mut stmt = tx.prepare_cached(
+                let mut upsert = tx.prepare_cached(
                     "INSERT INTO chunks (id, path, language, kind, name, qualified_name, start_line, end_line,
                                          content_hash, file_hash, file_chunks, text, vector)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
@@ -439,71 +440,40 @@ impl VectorStore for SqliteStore {
                         content_hash = excluded.content_hash, file_hash = excluded.file_hash,
                         file_chunks = excluded.file_chunks, text = excluded.text, vector = excluded.vector",
                 )?;
-                for p in &points {
-                    stmt.execute(params![
-                        p.id,
-                        p.meta.path,
-                        p.meta.language,
-                        p.kind,
-                        p.name,
-                        p.qualified_name,
-                        p.meta.start_line,
-                        p.meta.end_line,
-                        p.meta.content_hash,
-                        p.meta.file_hash,
-                        p.meta.file_chunks,
-                        p.text,
-                        vector_blob(&p.vector),
-                    ])?;
-                }
-            }
-            tx.commit()?;
-            inner.cache.lock().unwrap_or_else(|p| p.into_inner()).take();
-            Ok(())
-        })
-    }
-
-    fn move_lines(&self, moves: Vec<LineMove>) -> BoxFuture<'_, Result<(), StoreError>> {
-        self.with_inner(move |inner| {
-            let tx = inner.conn.transaction()?;
-            {
-                let mut stmt = tx.prepare_cached(
+                let mut move_lines = tx.prepare_cached(
                     "UPDATE chunks SET start_line = ?2, end_line = ?3 WHERE id = ?1",
                 )?;
-                for m in &moves {
-                    stmt.execute(params![m.id, m.start_line, m.end_line])?;
-                }
-            }
-            tx.commit()?;
-            inner.cache.lock().unwrap_or_else(|p| p.into_inner()).take();
-            Ok(())
-        })
-    }
-
-    fn stamp_files(&self, stamps: Vec<FileStamp>) -> BoxFuture<'_, Result<(), StoreError>> {
-        self.with_inner(move |inner| {
-            let tx = inner.conn.transaction()?;
-            {
-                let mut stmt = tx.prepare_cached(
+                let mut delete = tx.prepare_cached("DELETE FROM chunks WHERE id = ?1")?;
+                let mut stamp = tx.prepare_cached(
                     "UPDATE chunks SET file_hash = ?2, file_chunks = ?3 WHERE path = ?1",
                 )?;
-                for f in &stamps {
-                    stmt.execute(params![f.path, f.file_hash, f.file_chunks])?;
-                }
-            }
-            tx.commit()?;
-            Ok(())
-        })
-    }
-
-    fn delete_ids(&self, ids: Vec<String>) -> BoxFuture<'_, Result<u64, StoreError>> {
-        self.with_inner(move |inner| {
-            let tx = inner.conn.transaction()?;
-            let mut deleted = 0u64;
-            {
-                let mut stmt = tx.prepare_cached("DELETE FROM chunks WHERE id = ?1")?;
-                for id in &ids {
-                    deleted += stmt.execute([id])? as u64;
+                for file in &files {
+                    for p in &file.upserts {
+                        upsert.execute(params![
+                            p.id,
+                            p.meta.path,
+                            p.meta.language,
+                            p.kind,
+                            p.name,
+                            p.qualified_name,
+                            p.meta.start_line,
+                            p.meta.end_line,
+                            p.meta.content_hash,
+                            p.meta.file_hash,
+                            p.meta.file_chunks,
+                            p.text,
+                            vector_blob(&p.vector),
+                        ])?;
+                    }
+                    for m in &file.moves {
+                        move_lines.execute(params![m.id, m.start_line, m.end_line])?;
+                    }
+                    for id in &file.stale_ids {
+                        deleted += delete.execute([id])? as u64;
+                    }
+                    if let Some(f) = &file.stamp {
+                        stamp.execute(params![f.path, f.file_hash, f.file_chunks])?;
+                    }
                 }
             }
             tx.commit()?;
@@ -562,6 +532,8 @@ impl VectorStore for SqliteStore {
 mod tests {
     use super::*;
     use crate::index::store::vectors::{DEFAULT_CACHE_CEILING, set_cache_ceiling};
+
+    use crate::index::store::ChunkPoint;
 
     fn point(id: &str, path: &str, vector: Vec<f32>) -> ChunkPoint {
         ChunkPoint {

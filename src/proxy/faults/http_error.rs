@@ -41,6 +41,11 @@ pub struct HttpErrorSpec {
     #[serde(deserialize_with = "probability")]
     #[schemars(with = "Lenient<f64>")]
     pub probability: f64,
+    /// `Retry-After` header of the injected response, in whole seconds (0..=86400), as a rate-limiting
+    /// server sends with its 429 or 503. Default: no header.
+    #[serde(deserialize_with = "retry_after")]
+    #[schemars(with = "Lenient<f64>")]
+    pub retry_after: Option<u32>,
 }
 
 fn status_code<'de, D: Deserializer<'de>>(input: D) -> Result<u16, D::Error> {
@@ -60,6 +65,17 @@ fn probability<'de, D: Deserializer<'de>>(input: D) -> Result<f64, D::Error> {
     Number::from_to(0.0, 1.0).read(input)
 }
 
+/// The most seconds a `Retry-After` may ask for: a day.
+const MAX_RETRY_AFTER: u32 = 86_400;
+
+fn retry_after<'de, D: Deserializer<'de>>(input: D) -> Result<Option<u32>, D::Error> {
+    // Whole and within 0..=MAX_RETRY_AFTER: the cast is exact.
+    Number::from_to(0.0, f64::from(MAX_RETRY_AFTER))
+        .whole()
+        .read(input)
+        .map(|secs| Some(secs as u32))
+}
+
 impl Default for HttpErrorSpec {
     fn default() -> Self {
         Self {
@@ -67,6 +83,7 @@ impl Default for HttpErrorSpec {
             status_code: 503,
             body: String::new(),
             probability: 1.0,
+            retry_after: None,
         }
     }
 }
@@ -96,12 +113,21 @@ as the latency scenario.";
                 self.probability
             )));
         }
+        if let Some(secs) = self.retry_after.filter(|s| *s > MAX_RETRY_AFTER) {
+            return Err(ParseError::new(format!(
+                "http_error retry_after must be between 0 and {MAX_RETRY_AFTER} seconds; got {secs}"
+            )));
+        }
         Ok(())
     }
 
     fn describe(&self) -> String {
+        let retry_after = self
+            .retry_after
+            .map(|s| format!(", Retry-After: {s}"))
+            .unwrap_or_default();
         format!(
-            "HTTP error: responses replaced by {} with a {}-byte body, probability {}",
+            "HTTP error: responses replaced by {} with a {}-byte body{retry_after}, probability {}",
             self.status_code,
             self.body.len(),
             self.probability
@@ -143,6 +169,9 @@ pub struct HttpErrorFlags {
     /// Share of responses replaced, 0.0 to 1.0.
     #[arg(long, env = "FAULT_HTTP_ERROR_PROBABILITY", default_value = "1", value_parser = parse_probability)]
     pub http_error_probability: f64,
+    /// `Retry-After` header of the injected response, in seconds (as a rate-limiting server sends).
+    #[arg(long, env = "FAULT_HTTP_ERROR_RETRY_AFTER", value_parser = clap::value_parser!(u32).range(0..=i64::from(MAX_RETRY_AFTER)))]
+    pub http_error_retry_after: Option<u32>,
 }
 
 impl OwnFlags<HttpErrorSpec> for HttpErrorFlags {
@@ -152,6 +181,7 @@ impl OwnFlags<HttpErrorSpec> for HttpErrorFlags {
             status_code: self.http_error_status_code,
             body: self.http_error_body.clone(),
             probability: self.http_error_probability,
+            retry_after: self.http_error_retry_after,
         })
     }
 }
@@ -223,6 +253,9 @@ impl HttpError {
             self.spec.status_code,
             self.spec.body.len()
         );
+        if let Some(secs) = self.spec.retry_after {
+            out.push_str(&format!("retry-after: {secs}\r\n"));
+        }
         if close {
             out.push_str("connection: close\r\n");
         }
@@ -482,6 +515,33 @@ mod tests {
         assert!(text.starts_with("HTTP/1.1 500"));
         assert!(text.contains("connection: close\r\n"));
         assert!(text.ends_with("boom"));
+    }
+
+    #[test]
+    fn a_rate_limit_answer_carries_its_retry_after() {
+        let spec = HttpErrorSpec {
+            status_code: 429,
+            retry_after: Some(2),
+            ..spec(1.0)
+        };
+        let mut stage = HttpError::new(&spec, Arc::default());
+        let out = run(&mut stage, &[b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"]);
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.starts_with("HTTP/1.1 429 Too Many Requests\r\n"), "{text}");
+        assert!(text.contains("\r\nretry-after: 2\r\n"), "{text}");
+        assert!(spec.describe().contains("Retry-After: 2"));
+    }
+
+    #[test]
+    fn retry_after_is_read_leniently_and_bounded() {
+        let read = |v: serde_json::Value| serde_json::from_value::<HttpErrorSpec>(v);
+        let given = read(serde_json::json!({"status_code": 429, "retry_after": "1"})).unwrap();
+        assert_eq!(given.retry_after, Some(1));
+        assert_eq!(read(serde_json::json!({})).unwrap().retry_after, None);
+        let err = read(serde_json::json!({"retry_after": 1.5})).unwrap_err().to_string();
+        assert!(err.contains("whole number"), "{err}");
+        let err = read(serde_json::json!({"retry_after": 100000})).unwrap_err().to_string();
+        assert!(err.contains("out of range"), "{err}");
     }
 
     #[test]
