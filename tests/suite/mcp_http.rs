@@ -93,7 +93,10 @@ impl HttpServer {
     }
 
     /// rmcp's Streamable HTTP client, handshake done.
-    async fn client<H: ClientHandler>(&self, handler: H) -> RunningService<rmcp::RoleClient, H> {
+    pub(crate) async fn client<H: ClientHandler>(
+        &self,
+        handler: H,
+    ) -> RunningService<rmcp::RoleClient, H> {
         // reqwest is built without a default TLS provider; it wants one even for plain http.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let transport = StreamableHttpClientTransport::from_uri(self.url.as_str());

@@ -208,6 +208,27 @@ impl QdrantStore {
         })
     }
 
+    /// `info` when its vectors are `dimension`-sized, else what is wrong and how to fix it.
+    fn check_dimension(
+        &self,
+        info: CollectionInfo,
+        dimension: usize,
+    ) -> Result<CollectionInfo, StoreError> {
+        if info.dimension != dimension {
+            return Err(StoreError::DimensionMismatch {
+                collection: self.collection.clone(),
+                stored: info.dimension,
+                configured: dimension,
+                fix: format!(
+                    "delete the collection with `curl -X DELETE {}` on Qdrant's REST port (usually 6333) and \
+                     index again",
+                    rest_collection_url(&self.nodes[0].url, &self.collection)
+                ),
+            });
+        }
+        Ok(info)
+    }
+
     /// The nodes' URLs as given, comma-separated.
     fn location_text(&self) -> String {
         self.nodes
@@ -263,6 +284,12 @@ fn explained(error: &QdrantError, timeout: Duration) -> String {
     } else {
         error.to_string()
     }
+}
+
+/// Whether `error` says that what was to be created exists already.
+fn already_exists(error: &QdrantError) -> bool {
+    matches!(error, QdrantError::ResponseError { status }
+        if status.code() == tonic::Code::AlreadyExists || status.message().contains("already exists"))
 }
 
 /// Whether `error` says the node could not be reached at all (refused, down, unreachable), so that another
@@ -350,19 +377,7 @@ impl VectorStore for QdrantStore {
     ) -> BoxFuture<'_, Result<CollectionInfo, StoreError>> {
         async move {
             if let Some(info) = self.collection_info().await? {
-                if info.dimension != dimension {
-                    return Err(StoreError::DimensionMismatch {
-                        collection: self.collection.clone(),
-                        stored: info.dimension,
-                        configured: dimension,
-                        fix: format!(
-                            "delete the collection with `curl -X DELETE {}` on Qdrant's REST port (usually 6333) \
-                             and index again",
-                            rest_collection_url(&self.nodes[0].url, &self.collection)
-                        ),
-                    });
-                }
-                return Ok(info);
+                return self.check_dimension(info, dimension);
             }
             let mut create = CreateCollectionBuilder::new(&self.collection)
                 .vectors_config(VectorParamsBuilder::new(dimension as u64, Distance::Cosine));
@@ -376,11 +391,39 @@ impl VectorStore for QdrantStore {
                 create = create.write_consistency_factor(consistency);
             }
             let cannot_create = format!("cannot create collection '{}': ", self.collection);
-            self.on_a_node(&cannot_create, |c| c.create_collection(create.clone()).boxed())
+            let created = self
+                .on_a_node(&cannot_create, |c| {
+                    let create = create.clone();
+                    async move {
+                        match c.create_collection(create).await {
+                            Ok(_) => Ok(true),
+                            Err(e) if already_exists(&e) => Ok(false),
+                            Err(e) => Err(e),
+                        }
+                    }
+                    .boxed()
+                })
                 .await?;
-            let path_index =
-                CreateFieldIndexCollectionBuilder::new(&self.collection, "path", FieldType::Keyword)
-                    .wait(true);
+            if !created {
+                // Another server indexing the same project created it since we looked: use theirs.
+                let info = self
+                    .collection_info()
+                    .await?
+                    .ok_or_else(|| StoreError::Qdrant {
+                        url: self.location_text(),
+                        message: format!(
+                            "collection '{}' was reported to exist, then not found",
+                            self.collection
+                        ),
+                    })?;
+                return self.check_dimension(info, dimension);
+            }
+            let path_index = CreateFieldIndexCollectionBuilder::new(
+                &self.collection,
+                "path",
+                FieldType::Keyword,
+            )
+            .wait(true);
             self.on_a_node("cannot index field 'path': ", |c| {
                 c.create_field_index(path_index.clone()).boxed()
             })
