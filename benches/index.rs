@@ -4,7 +4,11 @@
 //!   http://127.0.0.1:18081/v1, model `all-minilm`, 384 dimensions);
 //! - re-index time of an unchanged generated 1,000-file tree, against a peer: reading and hashing every file;
 //! - query time of the embedded store at 10k and 100k chunks (384 dimensions), against a peer: numpy
-//!   brute-force top-k over the same vectors (`FAULT_BENCH_PYTHON`, default python3, needs numpy).
+//!   brute-force top-k over the same vectors (`FAULT_BENCH_PYTHON`, default python3, needs numpy);
+//! - stores: the first index of a 300-file tree with the zero-cost embedder into the embedded store, one Qdrant
+//!   (`FAULT_TEST_QDRANT_URL`) and a 3-node Qdrant cluster (`FAULT_TEST_QDRANT_CLUSTER_URLS`, replication
+//!   factor 2), also with one of its nodes SIGKILLed (`../shared/qdrant/qdrant.sh cluster kill 3`, restarted
+//!   after); each as the median of 3 rounds, against the embedded store.
 
 use std::{
     io::Write,
@@ -17,7 +21,11 @@ use fault::{
     code::Language,
     index::{
         IndexSettings, Project, index_project,
-        store::{ChunkMeta, ChunkPoint, SearchFilter, VectorStore, sqlite::SqliteStore},
+        store::{
+            ChunkMeta, ChunkPoint, SearchFilter, VectorStore,
+            qdrant::{self, ClusterLayout, QdrantStore},
+            sqlite::SqliteStore,
+        },
     },
     llm::{Embedder, LlmError, LlmSettings},
 };
@@ -88,8 +96,16 @@ async fn run_index(
 ) -> fault::index::IndexSummary {
     let project = Project::at(root).unwrap();
     let store: Arc<dyn VectorStore> = SqliteStore::open(db, &project.collection).unwrap();
+    index_into(&project, store, embedder).await
+}
+
+async fn index_into(
+    project: &Project,
+    store: Arc<dyn VectorStore>,
+    embedder: Arc<dyn Embedder>,
+) -> fault::index::IndexSummary {
     index_project(
-        &project,
+        project,
         &Language::all().collect::<Vec<_>>(),
         embedder,
         store,
@@ -347,6 +363,111 @@ fn queries(work: &Path) {
     }
 }
 
+/// `../shared/qdrant/qdrant.sh cluster <words>`; false when the script is not there or fails.
+fn qdrant_script(words: &[&str]) -> bool {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/qdrant/qdrant.sh");
+    script.is_file()
+        && std::process::Command::new("bash")
+            .arg(&script)
+            .arg("cluster")
+            .args(words)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+}
+
+/// The median time of 3 first indexes of `root` into fresh collections of the Qdrant at `urls`.
+async fn qdrant_rounds(root: &Path, urls: &str, layout: ClusterLayout) -> Duration {
+    let project = Project::at(root).unwrap();
+    let mut times = Vec::new();
+    for round in 0..3 {
+        let collection = format!("{}_bench_{round}", project.collection);
+        let store =
+            QdrantStore::connect(urls, None, &collection, layout, qdrant::DEFAULT_TIMEOUT).unwrap();
+        let started = Instant::now();
+        let summary = index_into(&project, Arc::new(store), Arc::new(ZeroCostEmbedder)).await;
+        times.push(started.elapsed());
+        assert_eq!(summary.chunks_total, summary.chunks_embedded);
+        let first = urls.split(',').next().unwrap_or(urls);
+        let client = qdrant_client::Qdrant::from_url(first)
+            .skip_compatibility_check()
+            .build()
+            .unwrap();
+        let _ = client.delete_collection(collection).await;
+    }
+    median(times)
+}
+
+async fn stores(work: &Path) {
+    println!("## stores (first index, zero-cost embedder, 3 rounds each, medians)");
+    let root = generate_tree(&work.join("stores"), 300, 5);
+    let mut embedded = Vec::new();
+    for round in 0..3 {
+        let started = Instant::now();
+        let summary = run_index(
+            &root,
+            &work.join(format!("stores-{round}.sqlite3")),
+            Arc::new(ZeroCostEmbedder),
+        )
+        .await;
+        embedded.push(started.elapsed());
+        if round == 0 {
+            println!(
+                "tree: {} files, {} chunks",
+                summary.files_seen, summary.chunks_embedded
+            );
+        }
+    }
+    let embedded = median(embedded);
+    println!("embedded store: {:.0} ms", ms(embedded));
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let single = env("FAULT_TEST_QDRANT_URL");
+    match &single {
+        Some(url) if QdrantStore::answers(url, None, Duration::from_secs(2)).await => {
+            let time = qdrant_rounds(&root, url, ClusterLayout::default()).await;
+            println!(
+                "one Qdrant: {:.0} ms ({:.2}x the embedded store)",
+                ms(time),
+                time.as_secs_f64() / embedded.as_secs_f64()
+            );
+        }
+        _ => println!("one Qdrant: skipped (no Qdrant answers at FAULT_TEST_QDRANT_URL)"),
+    }
+    let Some(cluster) = env("FAULT_TEST_QDRANT_CLUSTER_URLS") else {
+        println!("Qdrant cluster: skipped (FAULT_TEST_QDRANT_CLUSTER_URLS is not set)");
+        return;
+    };
+    let layout = ClusterLayout {
+        replication_factor: Some(2),
+        ..ClusterLayout::default()
+    };
+    let healthy = qdrant_rounds(&root, &cluster, layout).await;
+    println!(
+        "3-node cluster, replication factor 2: {:.0} ms ({:.2}x the embedded store)",
+        ms(healthy),
+        healthy.as_secs_f64() / embedded.as_secs_f64()
+    );
+    if !qdrant_script(&["kill", "3"]) {
+        println!(
+            "3-node cluster with node 3 killed: skipped (../shared/qdrant/qdrant.sh not found)"
+        );
+        return;
+    }
+    let degraded = qdrant_rounds(&root, &cluster, layout).await;
+    let restarted = qdrant_script(&["restart", "3"]);
+    println!(
+        "3-node cluster with node 3 SIGKILLed: {:.0} ms ({:.2}x the healthy cluster){}",
+        ms(degraded),
+        degraded.as_secs_f64() / healthy.as_secs_f64(),
+        if restarted {
+            ""
+        } else {
+            "; node 3 did not restart"
+        }
+    );
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; any other argument filters like a test name.
     let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
@@ -361,5 +482,12 @@ fn main() {
     }
     if wants("query") {
         queries(work.path());
+    }
+    if wants("stores") {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(stores(work.path()));
     }
 }

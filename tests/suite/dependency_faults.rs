@@ -202,10 +202,14 @@ async fn each_fault_in_front_of_the_chat_model_ends_the_llm_tool_clearly() {
         return;
     };
     let upstream = url::Url::parse(&chat_base).unwrap();
-    let cases: [(&str, &[&str]); 5] = [
+    let cases: [(&str, &[&str]); 6] = [
         (
             "--with-http-error --http-error-status-code 503",
             &["HTTP 503", "run again when it is back"],
+        ),
+        (
+            "--with-http-error --http-error-status-code 502 --http-error-retry-after 1",
+            &["HTTP 502", "run again when it is back"],
         ),
         (
             "--with-http-error --http-error-status-code 429",
