@@ -96,14 +96,14 @@ async fn run_index(
 ) -> fault::index::IndexSummary {
     let project = Project::at(root).unwrap();
     let store: Arc<dyn VectorStore> = SqliteStore::open(db, &project.collection).unwrap();
-    index_into(&project, store, embedder).await
+    index_into(&project, store, embedder).await.unwrap()
 }
 
 async fn index_into(
     project: &Project,
     store: Arc<dyn VectorStore>,
     embedder: Arc<dyn Embedder>,
-) -> fault::index::IndexSummary {
+) -> Result<fault::index::IndexSummary, fault::index::IndexError> {
     index_project(
         project,
         &Language::all().collect::<Vec<_>>(),
@@ -114,7 +114,6 @@ async fn index_into(
         &CancellationToken::new(),
     )
     .await
-    .unwrap()
 }
 
 fn median(mut samples: Vec<Duration>) -> Duration {
@@ -377,8 +376,13 @@ fn qdrant_script(words: &[&str]) -> bool {
             .is_ok_and(|s| s.success())
 }
 
-/// The median time of 3 first indexes of `root` into fresh collections of the Qdrant at `urls`.
-async fn qdrant_rounds(root: &Path, urls: &str, layout: ClusterLayout) -> Duration {
+/// The median time of 3 first indexes of `root` into fresh collections of the Qdrant at `urls`, or the error
+/// of a round that failed.
+async fn qdrant_rounds(
+    root: &Path,
+    urls: &str,
+    layout: ClusterLayout,
+) -> Result<Duration, fault::index::IndexError> {
     let project = Project::at(root).unwrap();
     let mut times = Vec::new();
     for round in 0..3 {
@@ -388,15 +392,16 @@ async fn qdrant_rounds(root: &Path, urls: &str, layout: ClusterLayout) -> Durati
         let started = Instant::now();
         let summary = index_into(&project, Arc::new(store), Arc::new(ZeroCostEmbedder)).await;
         times.push(started.elapsed());
-        assert_eq!(summary.chunks_total, summary.chunks_embedded);
         let first = urls.split(',').next().unwrap_or(urls);
         let client = qdrant_client::Qdrant::from_url(first)
             .skip_compatibility_check()
             .build()
             .unwrap();
         let _ = client.delete_collection(collection).await;
+        let summary = summary?;
+        assert_eq!(summary.chunks_total, summary.chunks_embedded);
     }
-    median(times)
+    Ok(median(times))
 }
 
 async fn stores(work: &Path) {
@@ -425,7 +430,10 @@ async fn stores(work: &Path) {
     let single = env("FAULT_TEST_QDRANT_URL");
     match &single {
         Some(url) if QdrantStore::answers(url, None, Duration::from_secs(2)).await => {
-            let time = qdrant_rounds(&root, url, ClusterLayout::default()).await;
+            let time = match qdrant_rounds(&root, url, ClusterLayout::default()).await {
+                Ok(time) => time,
+                Err(e) => return println!("one Qdrant: failed: {e}"),
+            };
             println!(
                 "one Qdrant: {:.0} ms ({:.2}x the embedded store)",
                 ms(time),
@@ -442,7 +450,10 @@ async fn stores(work: &Path) {
         replication_factor: Some(2),
         ..ClusterLayout::default()
     };
-    let healthy = qdrant_rounds(&root, &cluster, layout).await;
+    let healthy = match qdrant_rounds(&root, &cluster, layout).await {
+        Ok(time) => time,
+        Err(e) => return println!("3-node cluster: failed: {e}"),
+    };
     println!(
         "3-node cluster, replication factor 2: {:.0} ms ({:.2}x the embedded store)",
         ms(healthy),
@@ -456,16 +467,19 @@ async fn stores(work: &Path) {
     }
     let degraded = qdrant_rounds(&root, &cluster, layout).await;
     let restarted = qdrant_script(&["restart", "3"]);
-    println!(
-        "3-node cluster with node 3 SIGKILLed: {:.0} ms ({:.2}x the healthy cluster){}",
-        ms(degraded),
-        degraded.as_secs_f64() / healthy.as_secs_f64(),
-        if restarted {
-            ""
-        } else {
-            "; node 3 did not restart"
-        }
-    );
+    let restarted = if restarted {
+        ""
+    } else {
+        "; node 3 did not restart"
+    };
+    match degraded {
+        Ok(degraded) => println!(
+            "3-node cluster with node 3 SIGKILLed: {:.0} ms ({:.2}x the healthy cluster){restarted}",
+            ms(degraded),
+            degraded.as_secs_f64() / healthy.as_secs_f64(),
+        ),
+        Err(e) => println!("3-node cluster with node 3 SIGKILLed: failed: {e}{restarted}"),
+    }
 }
 
 fn main() {

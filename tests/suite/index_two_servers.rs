@@ -250,7 +250,6 @@ async fn two_servers_index_one_store_and_queries_never_see_half_a_file() {
     let chunks = stored(&store).await;
     assert!(chunks.values().all(|copies| *copies == 1));
     assert_eq!(chunks.len() as u64, after["chunks_total"].as_u64().unwrap());
-    drop(reindex);
 
     stdio.cancel().await.unwrap();
     http.cancel().await.unwrap();
