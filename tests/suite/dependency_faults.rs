@@ -46,6 +46,15 @@ async fn behind_the_proxy(upstream: &url::Url, flags: &str) -> (ProxyHandle, Str
     (proxy, faulted)
 }
 
+/// `base` behind our proxy with `flags`, or `base` itself when there are none.
+async fn proxied(base: &str, flags: &str) -> (Option<ProxyHandle>, String) {
+    if flags.is_empty() {
+        return (None, base.to_owned());
+    }
+    let (proxy, url) = behind_the_proxy(&url::Url::parse(base).unwrap(), flags).await;
+    (Some(proxy), url)
+}
+
 async fn index_on(client: &common::Client, repo: &Path) -> rmcp::model::CallToolResult {
     common::call(
         client,
@@ -681,4 +690,151 @@ async fn a_cancelled_llm_call_closes_its_connection_to_the_model_at_once() {
     let tools = client.list_all_tools().await.unwrap();
     assert!(tools.iter().any(|t| t.name == "fault_score_reliability"));
     client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn faults_edits_and_reruns_in_sequence_end_as_a_fault_free_index_of_the_final_tree() {
+    let test = "dependency_faults::faults_edits_and_reruns_in_sequence_end_as_a_fault_free_index_of_the_final_tree";
+    let (Some(embed_base), Some(qdrant_url)) = (
+        std::env::var("FAULT_TEST_EMBED_BASE_URL")
+            .ok()
+            .filter(|u| !u.trim().is_empty()),
+        std::env::var("FAULT_TEST_QDRANT_URL")
+            .ok()
+            .filter(|u| !u.trim().is_empty()),
+    ) else {
+        optional::skip(
+            test,
+            "the local embedding server and a Qdrant: FAULT_TEST_EMBED_BASE_URL and FAULT_TEST_QDRANT_URL are not \
+             set (run `bash ../shared/llm/local-llm.sh start` and `bash ../shared/qdrant/qdrant.sh start`, and \
+             export what they print)",
+        );
+        return;
+    };
+    let llm = fault::llm::LlmSettings {
+        embed_base_url: Some(embed_base.parse().unwrap()),
+        embed_model: index_support::embed_model(),
+        embed_dimension: index_support::DIMENSION as u32,
+        ..fault::llm::LlmSettings::default()
+    };
+    let work = tempfile::tempdir().unwrap();
+    let repo = fixture_repo(&work.path().join("sequence"));
+    index_support::generated_files(&repo.join("stages"), 30, 5);
+    let data = tempfile::tempdir().unwrap();
+    // One run: the embeddings and Qdrant each behind our proxy with `embed_flags` / `qdrant_flags` ("" for none).
+    let run = |embed_flags: &'static str, qdrant_flags: &'static str| {
+        let (embed_base, qdrant_url, repo, data) = (
+            embed_base.clone(),
+            qdrant_url.clone(),
+            repo.clone(),
+            data.path().to_owned(),
+        );
+        async move {
+            // A side without faults goes straight to its server: the project then records Qdrant's own address.
+            let (embed_proxy, embed) = proxied(&embed_base, embed_flags).await;
+            let (qdrant_proxy, qdrant) = proxied(&qdrant_url, qdrant_flags).await;
+            let mut args = agent_args(&embed, "qdrant");
+            args.extend([
+                "--qdrant-url".into(),
+                qdrant,
+                "--qdrant-timeout".into(),
+                "3s".into(),
+            ]);
+            let result = index_support::index_call(&data, &args, &[], &repo).await;
+            for proxy in [embed_proxy, qdrant_proxy].into_iter().flatten() {
+                proxy.stop().await;
+            }
+            result
+        }
+    };
+    let edit = |path: &str, text: &str| std::fs::write(repo.join(path), text).unwrap();
+
+    // 1. Qdrant's requests cut after 60,000 bytes: the first write fails.
+    let first = run(
+        "",
+        "--with-limit-data --limit-data-bytes 60000 --limit-data-direction egress",
+    )
+    .await;
+    println!("1: {}", common::text(&first));
+    assert!(common::is_error(&first));
+    // Edits: bodies changed, a file gone, a file new.
+    edit(
+        "stages/stage_000.py",
+        "def step_0_0(request):\n    return request.post(\"changed\")\n\n\ndef step_0_1(request):\n    return None\n",
+    );
+    std::fs::remove_file(repo.join("stages/stage_001.py")).unwrap();
+    edit(
+        "stages/extra.py",
+        "def extra_step(request):\n    return request.headers\n",
+    );
+    // 2. The embeddings' answers cut after 800,000 bytes (an answer of 64 vectors is about 520,000): the
+    // second answer is lost.
+    let second = run("--with-limit-data --limit-data-bytes 800000", "").await;
+    println!("2: {}", common::text(&second));
+    assert!(common::is_error(&second));
+    // An edit between faulted runs: a function renamed.
+    edit(
+        "stages/stage_002.py",
+        "def renamed_step(request):\n    return request.get(\"renamed\")\n",
+    );
+    // 3. Qdrant never answers: the run ends at the timeout.
+    let third = run("", "--with-blackhole").await;
+    println!("3: {}", common::text(&third));
+    assert!(common::is_error(&third));
+    // 4. Everything answers.
+    let last = run("", "").await;
+    assert!(!common::is_error(&last), "{}", common::text(&last));
+    let summary = last.structured_content.unwrap();
+    println!(
+        "4: embedded {} chunks, {} in all",
+        summary["chunks_embedded"], summary["chunks_total"]
+    );
+
+    // A fault-free index of the final tree, in the embedded store.
+    let reference_data = tempfile::tempdir().unwrap();
+    let reference = index_support::index_with(
+        reference_data.path(),
+        &agent_args(&embed_base, "embedded"),
+        &[],
+        &repo,
+    )
+    .await;
+    let reference_store = fault::index::store::sqlite::SqliteStore::open_uncached(
+        Path::new(reference["store_location"].as_str().unwrap()),
+        reference["collection"].as_str().unwrap(),
+    )
+    .unwrap();
+    let store = fault::index::store::qdrant::QdrantStore::connect(
+        &qdrant_url,
+        std::env::var("QDRANT_API_KEY")
+            .ok()
+            .filter(|k| !k.is_empty()),
+        summary["collection"].as_str().unwrap(),
+        Default::default(),
+        fault::index::store::qdrant::DEFAULT_TIMEOUT,
+    )
+    .unwrap();
+    let (chunks, twice) = stored_chunks(&store).await;
+    let (expected, _) = stored_chunks(&reference_store).await;
+    assert_eq!(twice, 0, "chunks stored twice");
+    assert_eq!(
+        chunks, expected,
+        "the store differs from a fault-free index of the final tree"
+    );
+    assert_eq!(
+        top_5(data.path(), &llm).await,
+        top_5(reference_data.path(), &llm).await
+    );
+    qdrant_client::Qdrant::from_url(&qdrant_url)
+        .api_key(
+            std::env::var("QDRANT_API_KEY")
+                .ok()
+                .filter(|k| !k.is_empty()),
+        )
+        .skip_compatibility_check()
+        .build()
+        .unwrap()
+        .delete_collection(summary["collection"].as_str().unwrap())
+        .await
+        .unwrap();
 }

@@ -423,7 +423,7 @@ async fn an_interrupted_index_keeps_its_batches_and_the_next_run_completes_it() 
     let data = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
     let repo = work.path().join("interrupted");
-    generated_files(&repo, 20, 10); // 200 chunks: batches of 64, 64, 64, 8
+    generated_files(&repo, 25, 8); // 200 chunks, 8 a file: batches of 64, 64, 64, 8, each ending with a file
     let repo = repo.canonicalize().unwrap();
     let collection = collection_name(&repo);
 
