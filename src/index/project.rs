@@ -103,6 +103,9 @@ pub struct ProjectRecord {
     pub indexed_at_ms: i64,
 }
 
+/// How long opening or writing the registry waits for another process using it.
+const REGISTRY_BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The registry of indexed projects, `<data dir>/projects.sqlite3`.
 pub struct Registry {
     conn: Connection,
@@ -114,18 +117,34 @@ impl Registry {
             IndexError::DataDir(format!("cannot create {}: {e}", data_dir.display()))
         })?;
         let file = data_dir.join("projects.sqlite3");
-        let conn = Connection::open(&file).map_err(|e| registry_err(&file, e))?;
-        conn.busy_timeout(std::time::Duration::from_secs(10))
-            .and_then(|_| conn.pragma_update(None, "journal_mode", "WAL"))
-            .and_then(|_| {
-                conn.execute_batch(
-                    "CREATE TABLE IF NOT EXISTS projects (
-                        root TEXT PRIMARY KEY, collection TEXT NOT NULL, store TEXT NOT NULL,
-                        location TEXT NOT NULL, embed_model TEXT NOT NULL, dimension INTEGER NOT NULL,
-                        indexed_at_ms INTEGER NOT NULL)",
-                )
-            })
-            .map_err(|e| registry_err(&file, e))?;
+        // Two servers sharing a data directory may open it at the same moment: switching to WAL takes the
+        // database whole, and SQLite answers "locked" there without waiting, so the open is tried again.
+        let deadline = std::time::Instant::now() + REGISTRY_BUSY_TIMEOUT;
+        loop {
+            match Self::open_file(&file) {
+                Err(rusqlite::Error::SqliteFailure(e, _))
+                    if matches!(
+                        e.code,
+                        rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                    ) && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                opened => return opened.map_err(|e| registry_err(&file, e)),
+            }
+        }
+    }
+
+    fn open_file(file: &Path) -> Result<Registry, rusqlite::Error> {
+        let conn = Connection::open(file)?;
+        conn.busy_timeout(REGISTRY_BUSY_TIMEOUT)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS projects (
+                root TEXT PRIMARY KEY, collection TEXT NOT NULL, store TEXT NOT NULL,
+                location TEXT NOT NULL, embed_model TEXT NOT NULL, dimension INTEGER NOT NULL,
+                indexed_at_ms INTEGER NOT NULL)",
+        )?;
         Ok(Registry { conn })
     }
 

@@ -86,15 +86,9 @@ async fn server(data: &Path, embed_base: &str, faulted: bool) -> common::Client 
 #[tokio::test]
 async fn each_fault_in_front_of_the_embeddings_ends_the_index_clearly_and_loses_nothing() {
     let test = "dependency_faults::each_fault_in_front_of_the_embeddings_ends_the_index_clearly_and_loses_nothing";
-    let Some(embed_base) = std::env::var("FAULT_TEST_EMBED_BASE_URL")
-        .ok()
-        .filter(|u| !u.trim().is_empty())
+    let Some([embed_base]) =
+        optional::env_vars(test, ["FAULT_TEST_EMBED_BASE_URL"], &[optional::LOCAL_LLM])
     else {
-        optional::skip(
-            test,
-            "the local embedding server: FAULT_TEST_EMBED_BASE_URL is not set (run `bash \
-             ../shared/llm/local-llm.sh start` and export what it prints)",
-        );
         return;
     };
     let upstream = url::Url::parse(&embed_base).unwrap();
@@ -191,19 +185,11 @@ async fn each_fault_in_front_of_the_embeddings_ends_the_index_clearly_and_loses_
 #[tokio::test]
 async fn each_fault_in_front_of_the_chat_model_ends_the_llm_tool_clearly() {
     let test = "dependency_faults::each_fault_in_front_of_the_chat_model_ends_the_llm_tool_clearly";
-    let (Some(chat_base), Some(model)) = (
-        std::env::var("FAULT_TEST_OPENAI_BASE_URL")
-            .ok()
-            .filter(|u| !u.trim().is_empty()),
-        std::env::var("FAULT_TEST_OPENAI_MODEL")
-            .ok()
-            .filter(|m| !m.trim().is_empty()),
+    let Some([chat_base, model]) = optional::env_vars(
+        test,
+        ["FAULT_TEST_OPENAI_BASE_URL", "FAULT_TEST_OPENAI_MODEL"],
+        &[optional::LOCAL_LLM],
     ) else {
-        optional::skip(
-            test,
-            "the local chat model: FAULT_TEST_OPENAI_BASE_URL and FAULT_TEST_OPENAI_MODEL are not set (run \
-             `bash ../shared/llm/local-llm.sh start` and export what it prints)",
-        );
         return;
     };
     let upstream = url::Url::parse(&chat_base).unwrap();
@@ -241,12 +227,15 @@ async fn each_fault_in_front_of_the_chat_model_ends_the_llm_tool_clearly() {
     )
     .unwrap();
     for (flags, says) in cases {
+        // An HTTP error replaces the model's answer when it comes, and the real model on a loaded machine may
+        // take longer than the 10 s that keep the stalls short.
+        let timeout_secs: u64 = if flags.contains("http-error") { 60 } else { 10 };
         let (proxy, faulted) = behind_the_proxy(&upstream, flags).await;
         let data = tempfile::tempdir().unwrap();
         let mut env: HashMap<String, String> = server_env(data.path());
         // The HTTP error fault replaces the model's answer when it comes: a short answer keeps that quick.
         env.insert("FAULT_LLM_MAX_TOKENS".into(), "16".into());
-        env.insert("FAULT_LLM_TIMEOUT_SECS".into(), "10".into());
+        env.insert("FAULT_LLM_TIMEOUT_SECS".into(), timeout_secs.to_string());
         env.insert("FAULT_LLM_MAX_RETRIES".into(), "1".into());
         let client = common::spawn_with(common::ServerSpec {
             agent_args: &[
@@ -271,7 +260,9 @@ async fn each_fault_in_front_of_the_chat_model_ends_the_llm_tool_clearly() {
         let message = common::text(&result).to_owned();
         println!("{flags}: {:.1} s: {message}", took.as_secs_f64());
         assert!(common::is_error(&result), "{flags}: {message}");
-        assert!(took < BOUND, "{flags}: {took:?}");
+        // Two tries, the wait between them, and room for the server's start.
+        let bound = Duration::from_secs(2 * timeout_secs + 25);
+        assert!(took < bound, "{flags}: {took:?}");
         let address = format!("127.0.0.1:{}", proxy.local_addrs()[0].port());
         assert!(message.contains(&address), "{flags}: {message}");
         for word in says {
@@ -341,29 +332,15 @@ async fn top_5(data: &Path, llm: &fault::llm::LlmSettings) -> Vec<Vec<(String, u
 async fn each_fault_in_front_of_qdrant_ends_the_index_clearly_and_the_rerun_equals_a_fault_free_index()
  {
     let test = "dependency_faults::each_fault_in_front_of_qdrant_ends_the_index_clearly_and_the_rerun_equals_a_fault_free_index";
-    let (Some(embed_base), Some(qdrant_url)) = (
-        std::env::var("FAULT_TEST_EMBED_BASE_URL")
-            .ok()
-            .filter(|u| !u.trim().is_empty()),
-        std::env::var("FAULT_TEST_QDRANT_URL")
-            .ok()
-            .filter(|u| !u.trim().is_empty()),
+    let Some([embed_base, qdrant_url]) = optional::env_vars(
+        test,
+        ["FAULT_TEST_EMBED_BASE_URL", "FAULT_TEST_QDRANT_URL"],
+        &[optional::LOCAL_LLM, optional::QDRANT],
     ) else {
-        optional::skip(
-            test,
-            "the local embedding server and a Qdrant: FAULT_TEST_EMBED_BASE_URL and FAULT_TEST_QDRANT_URL are not \
-             set (run `bash ../shared/llm/local-llm.sh start` and `bash ../shared/qdrant/qdrant.sh start`, and \
-             export what they print)",
-        );
         return;
     };
     let qdrant = url::Url::parse(&qdrant_url).unwrap();
-    let llm = fault::llm::LlmSettings {
-        embed_base_url: Some(embed_base.parse().unwrap()),
-        embed_model: index_support::embed_model(),
-        embed_dimension: index_support::DIMENSION as u32,
-        ..fault::llm::LlmSettings::default()
-    };
+    let llm = index_support::llm_settings_at(&embed_base);
     // Several batches (64 chunks each), so that a cut can come after some were stored.
     let work = tempfile::tempdir().unwrap();
     let tree = |name: &str| {
@@ -382,11 +359,7 @@ async fn each_fault_in_front_of_qdrant_ends_the_index_clearly_and_the_rerun_equa
         &reference_repo,
     )
     .await;
-    let reference_store = fault::index::store::sqlite::SqliteStore::open_uncached(
-        Path::new(reference["store_location"].as_str().unwrap()),
-        reference["collection"].as_str().unwrap(),
-    )
-    .unwrap();
+    let reference_store = index_support::embedded_store(&reference);
     let (reference_chunks, _) = stored_chunks(&reference_store).await;
     let reference_top = top_5(reference_data.path(), &llm).await;
     assert!(reference_chunks.len() > 128, "{}", reference_chunks.len());
@@ -453,33 +426,15 @@ async fn each_fault_in_front_of_qdrant_ends_the_index_clearly_and_the_rerun_equa
             "{flags}: re-run embedded {} chunks",
             healed["chunks_embedded"]
         );
-        let store = fault::index::store::qdrant::QdrantStore::connect(
-            &qdrant_url,
-            std::env::var("QDRANT_API_KEY")
-                .ok()
-                .filter(|k| !k.is_empty()),
-            healed["collection"].as_str().unwrap(),
-            Default::default(),
-            fault::index::store::qdrant::DEFAULT_TIMEOUT,
-        )
-        .unwrap();
+        let store =
+            index_support::qdrant_store(&qdrant_url, healed["collection"].as_str().unwrap());
         let (chunks, twice) = stored_chunks(&store).await;
         assert_eq!(twice, 0, "{flags}: chunks stored twice");
         assert_eq!(chunks, reference_chunks, "{flags}");
         assert_eq!(top_5(data.path(), &llm).await, reference_top, "{flags}");
         // Each case's tree has a collection of its own: gone with the case.
-        qdrant_client::Qdrant::from_url(&qdrant_url)
-            .api_key(
-                std::env::var("QDRANT_API_KEY")
-                    .ok()
-                    .filter(|k| !k.is_empty()),
-            )
-            .skip_compatibility_check()
-            .build()
-            .unwrap()
-            .delete_collection(healed["collection"].as_str().unwrap())
-            .await
-            .unwrap();
+        index_support::drop_qdrant_collection(&qdrant_url, healed["collection"].as_str().unwrap())
+            .await;
     }
 }
 
@@ -491,15 +446,9 @@ const STORM_RETRY_AFTER_SECS: u64 = 1;
 async fn a_429_storm_with_retry_after_is_waited_out_with_the_fewest_requests() {
     let test =
         "dependency_faults::a_429_storm_with_retry_after_is_waited_out_with_the_fewest_requests";
-    let Some(embed_base) = std::env::var("FAULT_TEST_EMBED_BASE_URL")
-        .ok()
-        .filter(|u| !u.trim().is_empty())
+    let Some([embed_base]) =
+        optional::env_vars(test, ["FAULT_TEST_EMBED_BASE_URL"], &[optional::LOCAL_LLM])
     else {
-        optional::skip(
-            test,
-            "the local embedding server: FAULT_TEST_EMBED_BASE_URL is not set (run `bash \
-             ../shared/llm/local-llm.sh start` and export what it prints)",
-        );
         return;
     };
     let upstream = url::Url::parse(&embed_base).unwrap();
@@ -575,19 +524,11 @@ async fn a_429_storm_with_retry_after_is_waited_out_with_the_fewest_requests() {
 #[tokio::test]
 async fn a_cancelled_llm_call_closes_its_connection_to_the_model_at_once() {
     let test = "dependency_faults::a_cancelled_llm_call_closes_its_connection_to_the_model_at_once";
-    let (Some(chat_base), Some(model)) = (
-        std::env::var("FAULT_TEST_OPENAI_BASE_URL")
-            .ok()
-            .filter(|u| !u.trim().is_empty()),
-        std::env::var("FAULT_TEST_OPENAI_MODEL")
-            .ok()
-            .filter(|m| !m.trim().is_empty()),
+    let Some([chat_base, model]) = optional::env_vars(
+        test,
+        ["FAULT_TEST_OPENAI_BASE_URL", "FAULT_TEST_OPENAI_MODEL"],
+        &[optional::LOCAL_LLM],
     ) else {
-        optional::skip(
-            test,
-            "the local chat model: FAULT_TEST_OPENAI_BASE_URL and FAULT_TEST_OPENAI_MODEL are not set (run \
-             `bash ../shared/llm/local-llm.sh start` and export what it prints)",
-        );
         return;
     };
     use rmcp::model::{CallToolRequestParams, ClientRequest, Request};
@@ -695,28 +636,14 @@ async fn a_cancelled_llm_call_closes_its_connection_to_the_model_at_once() {
 #[tokio::test]
 async fn faults_edits_and_reruns_in_sequence_end_as_a_fault_free_index_of_the_final_tree() {
     let test = "dependency_faults::faults_edits_and_reruns_in_sequence_end_as_a_fault_free_index_of_the_final_tree";
-    let (Some(embed_base), Some(qdrant_url)) = (
-        std::env::var("FAULT_TEST_EMBED_BASE_URL")
-            .ok()
-            .filter(|u| !u.trim().is_empty()),
-        std::env::var("FAULT_TEST_QDRANT_URL")
-            .ok()
-            .filter(|u| !u.trim().is_empty()),
+    let Some([embed_base, qdrant_url]) = optional::env_vars(
+        test,
+        ["FAULT_TEST_EMBED_BASE_URL", "FAULT_TEST_QDRANT_URL"],
+        &[optional::LOCAL_LLM, optional::QDRANT],
     ) else {
-        optional::skip(
-            test,
-            "the local embedding server and a Qdrant: FAULT_TEST_EMBED_BASE_URL and FAULT_TEST_QDRANT_URL are not \
-             set (run `bash ../shared/llm/local-llm.sh start` and `bash ../shared/qdrant/qdrant.sh start`, and \
-             export what they print)",
-        );
         return;
     };
-    let llm = fault::llm::LlmSettings {
-        embed_base_url: Some(embed_base.parse().unwrap()),
-        embed_model: index_support::embed_model(),
-        embed_dimension: index_support::DIMENSION as u32,
-        ..fault::llm::LlmSettings::default()
-    };
+    let llm = index_support::llm_settings_at(&embed_base);
     let work = tempfile::tempdir().unwrap();
     let repo = fixture_repo(&work.path().join("sequence"));
     index_support::generated_files(&repo.join("stages"), 30, 5);
@@ -799,21 +726,8 @@ async fn faults_edits_and_reruns_in_sequence_end_as_a_fault_free_index_of_the_fi
         &repo,
     )
     .await;
-    let reference_store = fault::index::store::sqlite::SqliteStore::open_uncached(
-        Path::new(reference["store_location"].as_str().unwrap()),
-        reference["collection"].as_str().unwrap(),
-    )
-    .unwrap();
-    let store = fault::index::store::qdrant::QdrantStore::connect(
-        &qdrant_url,
-        std::env::var("QDRANT_API_KEY")
-            .ok()
-            .filter(|k| !k.is_empty()),
-        summary["collection"].as_str().unwrap(),
-        Default::default(),
-        fault::index::store::qdrant::DEFAULT_TIMEOUT,
-    )
-    .unwrap();
+    let reference_store = index_support::embedded_store(&reference);
+    let store = index_support::qdrant_store(&qdrant_url, summary["collection"].as_str().unwrap());
     let (chunks, twice) = stored_chunks(&store).await;
     let (expected, _) = stored_chunks(&reference_store).await;
     assert_eq!(twice, 0, "chunks stored twice");
@@ -825,16 +739,6 @@ async fn faults_edits_and_reruns_in_sequence_end_as_a_fault_free_index_of_the_fi
         top_5(data.path(), &llm).await,
         top_5(reference_data.path(), &llm).await
     );
-    qdrant_client::Qdrant::from_url(&qdrant_url)
-        .api_key(
-            std::env::var("QDRANT_API_KEY")
-                .ok()
-                .filter(|k| !k.is_empty()),
-        )
-        .skip_compatibility_check()
-        .build()
-        .unwrap()
-        .delete_collection(summary["collection"].as_str().unwrap())
-        .await
-        .unwrap();
+    index_support::drop_qdrant_collection(&qdrant_url, summary["collection"].as_str().unwrap())
+        .await;
 }

@@ -217,16 +217,7 @@ async fn a_collection_laid_out_over_the_cluster_answers_with_a_node_killed() {
         ),
         "{other}"
     );
-    // A node back from a kill may still be catching up: a cluster-wide delete can take longer than the
-    // client's default 5 s.
-    Qdrant::from_url(&cluster.grpc[0])
-        .timeout(Duration::from_secs(60))
-        .skip_compatibility_check()
-        .build()
-        .unwrap()
-        .delete_collection(&collection)
-        .await
-        .unwrap();
+    index_support::drop_qdrant_collection(&cluster.grpc[0], &collection).await;
 }
 
 #[tokio::test]
@@ -313,16 +304,7 @@ async fn an_index_goes_on_through_the_next_node_when_its_node_is_killed_mid_way(
     assert_eq!(hits[0].function, "retry_with_backoff", "{hits:#?}");
     drop(down);
     assert_eq!(count(&cluster.grpc[0], &collection).await, total);
-    // A node back from a kill may still be catching up: a cluster-wide delete can take longer than the
-    // client's default 5 s.
-    Qdrant::from_url(&cluster.grpc[1])
-        .timeout(Duration::from_secs(60))
-        .skip_compatibility_check()
-        .build()
-        .unwrap()
-        .delete_collection(&collection)
-        .await
-        .unwrap();
+    index_support::drop_qdrant_collection(&cluster.grpc[1], &collection).await;
 }
 
 #[test]

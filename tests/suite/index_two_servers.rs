@@ -25,12 +25,6 @@ use serde_json::{Value, json};
 const CHANGED_FILES: usize = 30;
 const FUNCTIONS: usize = 5;
 
-fn api_key() -> Option<String> {
-    std::env::var("QDRANT_API_KEY")
-        .ok()
-        .filter(|k| !k.is_empty())
-}
-
 /// Version `version` of the generated files `stage_000.py`… under `dir`: every function's name and body
 /// carry the version, so each file's chunks differ wholly from one version to the next.
 fn stages(dir: &Path, version: u32) {
@@ -72,20 +66,11 @@ async fn stored(store: &QdrantStore) -> BTreeMap<(String, u32, String), usize> {
 #[tokio::test]
 async fn two_servers_index_one_store_and_queries_never_see_half_a_file() {
     let test = "index_two_servers::two_servers_index_one_store_and_queries_never_see_half_a_file";
-    let (Some(embed_base), Some(qdrant_url)) = (
-        std::env::var("FAULT_TEST_EMBED_BASE_URL")
-            .ok()
-            .filter(|u| !u.trim().is_empty()),
-        std::env::var("FAULT_TEST_QDRANT_URL")
-            .ok()
-            .filter(|u| !u.trim().is_empty()),
+    let Some([embed_base, qdrant_url]) = optional::env_vars(
+        test,
+        ["FAULT_TEST_EMBED_BASE_URL", "FAULT_TEST_QDRANT_URL"],
+        &[optional::LOCAL_LLM, optional::QDRANT],
     ) else {
-        optional::skip(
-            test,
-            "the local embedding server and a Qdrant: FAULT_TEST_EMBED_BASE_URL and FAULT_TEST_QDRANT_URL are not \
-             set (run `bash ../shared/llm/local-llm.sh start` and `bash ../shared/qdrant/qdrant.sh start`, and \
-             export what they print)",
-        );
         return;
     };
     let work = tempfile::tempdir().unwrap();
@@ -135,14 +120,7 @@ async fn two_servers_index_one_store_and_queries_never_see_half_a_file() {
     );
     let collection = summary["collection"].as_str().unwrap().to_owned();
     assert_eq!(other["collection"], summary["collection"]);
-    let store = QdrantStore::connect(
-        &qdrant_url,
-        api_key(),
-        &collection,
-        Default::default(),
-        fault::index::store::qdrant::DEFAULT_TIMEOUT,
-    )
-    .unwrap();
+    let store = index_support::qdrant_store(&qdrant_url, &collection);
     let chunks = stored(&store).await;
     assert!(
         chunks.values().all(|copies| *copies == 1),
@@ -163,11 +141,7 @@ async fn two_servers_index_one_store_and_queries_never_see_half_a_file() {
         &repo,
     )
     .await;
-    let single_store = fault::index::store::sqlite::SqliteStore::open_uncached(
-        Path::new(single["store_location"].as_str().unwrap()),
-        single["collection"].as_str().unwrap(),
-    )
-    .unwrap();
+    let single_store = index_support::embedded_store(&single);
     let single_chunks: BTreeSet<_> = single_store
         .list_points()
         .await
@@ -188,12 +162,7 @@ async fn two_servers_index_one_store_and_queries_never_see_half_a_file() {
     // Version 2 of the stage files; the HTTP server re-indexes while queries run, every query reading every
     // chunk (k above the chunk count) through the registry, as the LLM tools' context lookup does.
     stages(&repo.join("stages"), 2);
-    let llm = fault::llm::LlmSettings {
-        embed_base_url: Some(embed_base.parse().unwrap()),
-        embed_model: index_support::embed_model(),
-        embed_dimension: index_support::DIMENSION as u32,
-        ..fault::llm::LlmSettings::default()
-    };
+    let llm = index_support::llm_settings_at(&embed_base);
     let k = chunks.len() + 100;
     let http_peer = http.peer().clone();
     let reindex = http_peer.call_tool(call(index_arguments(&repo)));
@@ -253,12 +222,5 @@ async fn two_servers_index_one_store_and_queries_never_see_half_a_file() {
 
     stdio.cancel().await.unwrap();
     http.cancel().await.unwrap();
-    qdrant_client::Qdrant::from_url(&qdrant_url)
-        .api_key(api_key())
-        .skip_compatibility_check()
-        .build()
-        .unwrap()
-        .delete_collection(collection)
-        .await
-        .unwrap();
+    index_support::drop_qdrant_collection(&qdrant_url, &collection).await;
 }

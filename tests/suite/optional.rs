@@ -11,6 +11,33 @@ pub fn require_all() -> bool {
     std::env::var("FAULT_REQUIRE_ALL").is_ok_and(|v| v.trim() == "1")
 }
 
+/// How to get the local LLM stack's `FAULT_TEST_*` variables.
+pub const LOCAL_LLM: &str = "`bash ../shared/llm/local-llm.sh start`";
+/// How to get a Qdrant's `FAULT_TEST_QDRANT_*` variables.
+pub const QDRANT: &str = "`bash ../shared/qdrant/qdrant.sh start`";
+
+/// The values of the variables `names` when every one is set (and not blank); otherwise `test` is skipped
+/// (see [`skip`]), naming them and `from`, the commands that print them.
+pub fn env_vars<const N: usize>(
+    test: &str,
+    names: [&str; N],
+    from: &[&str],
+) -> Option<[String; N]> {
+    let values = names.map(|name| std::env::var(name).ok().filter(|v| !v.trim().is_empty()));
+    if values.iter().any(Option::is_none) {
+        skip(
+            test,
+            &format!(
+                "{} not set (run {} and export what it prints)",
+                names.join(", "),
+                from.join(" and ")
+            ),
+        );
+        return None;
+    }
+    Some(values.map(Option::unwrap_or_default))
+}
+
 /// Skips `test` because `why` (what is missing and how to get it); fails it under `FAULT_REQUIRE_ALL=1`.
 pub fn skip(test: &str, why: &str) {
     if require_all() {

@@ -663,6 +663,7 @@ impl VectorStore for QdrantStore {
                         language: meta.language,
                         start_line: meta.start_line,
                         end_line: meta.end_line,
+                        file_hash: meta.file_hash,
                         score: p.score,
                     }
                 })

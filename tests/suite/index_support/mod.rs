@@ -350,12 +350,59 @@ pub fn agent_args(embed_url: &str, store: &str) -> Vec<String> {
 
 /// Settings for the library's retrieval with the embeddings at `embed` (its model and dimension).
 pub fn llm_settings(embed: &EmbedServer) -> fault::llm::LlmSettings {
+    llm_settings_at(&embed.base_url)
+}
+
+/// Settings for the library's retrieval with the embeddings at `base_url` (the suite's model and dimension).
+pub fn llm_settings_at(base_url: &str) -> fault::llm::LlmSettings {
     fault::llm::LlmSettings {
-        embed_base_url: Some(embed.base_url.parse().unwrap()),
+        embed_base_url: Some(base_url.parse().unwrap()),
         embed_model: embed_model(),
         embed_dimension: DIMENSION as u32,
         ..fault::llm::LlmSettings::default()
     }
+}
+
+/// The embedded store an index call wrote, from its summary (`store_location`, `collection`).
+pub fn embedded_store(summary: &Value) -> fault::index::store::sqlite::SqliteStore {
+    fault::index::store::sqlite::SqliteStore::open_uncached(
+        Path::new(summary["store_location"].as_str().unwrap()),
+        summary["collection"].as_str().unwrap(),
+    )
+    .unwrap()
+}
+
+/// `QDRANT_API_KEY` when set.
+pub fn qdrant_api_key() -> Option<String> {
+    std::env::var("QDRANT_API_KEY")
+        .ok()
+        .filter(|k| !k.is_empty())
+}
+
+/// The store of `collection` in the Qdrant at `url`, for reading back what an index wrote.
+pub fn qdrant_store(url: &str, collection: &str) -> fault::index::store::qdrant::QdrantStore {
+    fault::index::store::qdrant::QdrantStore::connect(
+        url,
+        qdrant_api_key(),
+        collection,
+        Default::default(),
+        fault::index::store::qdrant::DEFAULT_TIMEOUT,
+    )
+    .unwrap()
+}
+
+/// Removes a collection a test made. Up to 60 s: a node back from a kill may still be catching up, and a
+/// cluster-wide delete then takes longer than the client's default 5 s.
+pub async fn drop_qdrant_collection(url: &str, collection: &str) {
+    qdrant_client::Qdrant::from_url(url)
+        .api_key(qdrant_api_key())
+        .timeout(Duration::from_secs(60))
+        .skip_compatibility_check()
+        .build()
+        .unwrap()
+        .delete_collection(collection)
+        .await
+        .unwrap();
 }
 
 /// `files` Python files of `functions` functions each under `dir`: chunks for several batches.
