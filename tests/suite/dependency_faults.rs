@@ -55,6 +55,32 @@ async fn proxied(base: &str, flags: &str) -> (Option<ProxyHandle>, String) {
     (Some(proxy), url)
 }
 
+/// A server whose LLM tools use the chat `model` at `base`, with the test env plus `extra_env`.
+async fn chat_server(
+    data: &Path,
+    base: &str,
+    model: &str,
+    extra_env: &[(&str, &str)],
+) -> common::Client {
+    let mut env: HashMap<String, String> = server_env(data);
+    env.extend(
+        extra_env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string())),
+    );
+    common::spawn_with(common::ServerSpec {
+        agent_args: &[
+            "--llm-base-url",
+            base,
+            "--llm-prompt-reasoning-model",
+            model,
+        ],
+        env,
+        ..Default::default()
+    })
+    .await
+}
+
 async fn index_on(client: &common::Client, repo: &Path) -> rmcp::model::CallToolResult {
     common::call(
         client,
@@ -232,21 +258,17 @@ async fn each_fault_in_front_of_the_chat_model_ends_the_llm_tool_clearly() {
         let timeout_secs: u64 = if flags.contains("http-error") { 60 } else { 10 };
         let (proxy, faulted) = behind_the_proxy(&upstream, flags).await;
         let data = tempfile::tempdir().unwrap();
-        let mut env: HashMap<String, String> = server_env(data.path());
-        // The HTTP error fault replaces the model's answer when it comes: a short answer keeps that quick.
-        env.insert("FAULT_LLM_MAX_TOKENS".into(), "16".into());
-        env.insert("FAULT_LLM_TIMEOUT_SECS".into(), timeout_secs.to_string());
-        env.insert("FAULT_LLM_MAX_RETRIES".into(), "1".into());
-        let client = common::spawn_with(common::ServerSpec {
-            agent_args: &[
-                "--llm-base-url",
-                faulted.as_str(),
-                "--llm-prompt-reasoning-model",
-                model.as_str(),
+        let client = chat_server(
+            data.path(),
+            &faulted,
+            &model,
+            &[
+                // The HTTP error fault replaces the model's answer when it comes: a short answer keeps that quick.
+                ("FAULT_LLM_MAX_TOKENS", "16"),
+                ("FAULT_LLM_TIMEOUT_SECS", &timeout_secs.to_string()),
+                ("FAULT_LLM_MAX_RETRIES", "1"),
             ],
-            env,
-            ..Default::default()
-        })
+        )
         .await;
         let started = Instant::now();
         let result = common::call(
@@ -280,29 +302,6 @@ async fn each_fault_in_front_of_the_chat_model_ends_the_llm_tool_clearly() {
         client.cancel().await.unwrap();
         proxy.stop().await;
     }
-}
-
-/// The chunks a store holds, as (path, lines, content hash), sorted; and whether any chunk is there twice.
-async fn stored_chunks(
-    store: &dyn fault::index::store::VectorStore,
-) -> (Vec<(String, u32, u32, String)>, usize) {
-    let points = store.list_points().await.unwrap();
-    let mut chunks: Vec<_> = points
-        .iter()
-        .map(|p| {
-            (
-                p.meta.path.clone(),
-                p.meta.start_line,
-                p.meta.end_line,
-                p.meta.content_hash.clone(),
-            )
-        })
-        .collect();
-    chunks.sort();
-    let before = chunks.len();
-    let mut unique = chunks.clone();
-    unique.dedup();
-    (chunks, before - unique.len())
 }
 
 /// The (path, first line) of the top 5 chunks for each query.
@@ -360,7 +359,7 @@ async fn each_fault_in_front_of_qdrant_ends_the_index_clearly_and_the_rerun_equa
     )
     .await;
     let reference_store = index_support::embedded_store(&reference);
-    let (reference_chunks, _) = stored_chunks(&reference_store).await;
+    let (reference_chunks, _) = index_support::stored_chunks(&reference_store).await;
     let reference_top = top_5(reference_data.path(), &llm).await;
     assert!(reference_chunks.len() > 128, "{}", reference_chunks.len());
 
@@ -428,7 +427,7 @@ async fn each_fault_in_front_of_qdrant_ends_the_index_clearly_and_the_rerun_equa
         );
         let store =
             index_support::qdrant_store(&qdrant_url, healed["collection"].as_str().unwrap());
-        let (chunks, twice) = stored_chunks(&store).await;
+        let (chunks, twice) = index_support::stored_chunks(&store).await;
         assert_eq!(twice, 0, "{flags}: chunks stored twice");
         assert_eq!(chunks, reference_chunks, "{flags}");
         assert_eq!(top_5(data.path(), &llm).await, reference_top, "{flags}");
@@ -581,18 +580,12 @@ async fn a_cancelled_llm_call_closes_its_connection_to_the_model_at_once() {
         tokio::join!(to_model, from_model)
     });
     let data = tempfile::tempdir().unwrap();
-    let mut env: HashMap<String, String> = server_env(data.path());
-    env.insert("FAULT_LLM_TIMEOUT_SECS".into(), "120".into());
-    let client = common::spawn_with(common::ServerSpec {
-        agent_args: &[
-            "--llm-base-url",
-            relayed.as_str(),
-            "--llm-prompt-reasoning-model",
-            model.as_str(),
-        ],
-        env,
-        ..Default::default()
-    })
+    let client = chat_server(
+        data.path(),
+        &relayed,
+        &model,
+        &[("FAULT_LLM_TIMEOUT_SECS", "120")],
+    )
     .await;
     let arguments = json!({"snippet": "def fetch(url):\n    return requests.get(url).json()", "lang": "python"});
     let request = ClientRequest::CallToolRequest(Request::new(
@@ -728,8 +721,8 @@ async fn faults_edits_and_reruns_in_sequence_end_as_a_fault_free_index_of_the_fi
     .await;
     let reference_store = index_support::embedded_store(&reference);
     let store = index_support::qdrant_store(&qdrant_url, summary["collection"].as_str().unwrap());
-    let (chunks, twice) = stored_chunks(&store).await;
-    let (expected, _) = stored_chunks(&reference_store).await;
+    let (chunks, twice) = index_support::stored_chunks(&store).await;
+    let (expected, _) = index_support::stored_chunks(&reference_store).await;
     assert_eq!(twice, 0, "chunks stored twice");
     assert_eq!(
         chunks, expected,

@@ -16,7 +16,6 @@ use std::{
     time::Duration,
 };
 
-use fault::index::store::{VectorStore, qdrant::QdrantStore};
 use index_support::{agent_args, fixture_repo, generated_files, server_env};
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
@@ -46,21 +45,6 @@ fn index_arguments(repo: &Path) -> serde_json::Map<String, Value> {
         .as_object()
         .unwrap()
         .clone()
-}
-
-/// The chunks of the collection by (path, first line, content hash), with how many times each is stored.
-async fn stored(store: &QdrantStore) -> BTreeMap<(String, u32, String), usize> {
-    let mut chunks = BTreeMap::new();
-    for point in store.list_points().await.unwrap() {
-        *chunks
-            .entry((
-                point.meta.path,
-                point.meta.start_line,
-                point.meta.content_hash,
-            ))
-            .or_insert(0) += 1;
-    }
-    chunks
 }
 
 #[tokio::test]
@@ -121,11 +105,8 @@ async fn two_servers_index_one_store_and_queries_never_see_half_a_file() {
     let collection = summary["collection"].as_str().unwrap().to_owned();
     assert_eq!(other["collection"], summary["collection"]);
     let store = index_support::qdrant_store(&qdrant_url, &collection);
-    let chunks = stored(&store).await;
-    assert!(
-        chunks.values().all(|copies| *copies == 1),
-        "a chunk stored twice"
-    );
+    let (chunks, twice) = index_support::stored_chunks(&store).await;
+    assert_eq!(twice, 0, "a chunk stored twice");
     assert_eq!(
         chunks.len() as u64,
         summary["chunks_total"].as_u64().unwrap()
@@ -142,14 +123,11 @@ async fn two_servers_index_one_store_and_queries_never_see_half_a_file() {
     )
     .await;
     let single_store = index_support::embedded_store(&single);
-    let single_chunks: BTreeSet<_> = single_store
-        .list_points()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|p| (p.meta.path, p.meta.start_line, p.meta.content_hash))
-        .collect();
-    let both: BTreeSet<_> = chunks.keys().cloned().collect();
+    let (single_chunks, _) = index_support::stored_chunks(&single_store).await;
+    let (single_chunks, both): (BTreeSet<_>, BTreeSet<_>) = (
+        single_chunks.into_iter().collect(),
+        chunks.iter().cloned().collect(),
+    );
     assert!(
         both == single_chunks,
         "two servers left {} chunks, one alone {}; only in the first: {:?}; only in the second: {:?}",
@@ -216,8 +194,8 @@ async fn two_servers_index_one_store_and_queries_never_see_half_a_file() {
         "queries saw half-written files: {mixed:?}"
     );
     assert!(old + new > 0, "no query ran during the re-index");
-    let chunks = stored(&store).await;
-    assert!(chunks.values().all(|copies| *copies == 1));
+    let (chunks, twice) = index_support::stored_chunks(&store).await;
+    assert_eq!(twice, 0);
     assert_eq!(chunks.len() as u64, after["chunks_total"].as_u64().unwrap());
 
     stdio.cancel().await.unwrap();

@@ -468,3 +468,26 @@ pub async fn index_with(
     assert_eq!(crate::common::text(&result), "done");
     result.structured_content.unwrap()
 }
+
+/// The chunks a store holds, as (path, lines, content hash), sorted; and whether any chunk is there twice.
+pub async fn stored_chunks(
+    store: &dyn fault::index::store::VectorStore,
+) -> (Vec<(String, u32, u32, String)>, usize) {
+    let points = store.list_points().await.unwrap();
+    let mut chunks: Vec<_> = points
+        .iter()
+        .map(|p| {
+            (
+                p.meta.path.clone(),
+                p.meta.start_line,
+                p.meta.end_line,
+                p.meta.content_hash.clone(),
+            )
+        })
+        .collect();
+    chunks.sort();
+    let before = chunks.len();
+    let mut unique = chunks.clone();
+    unique.dedup();
+    (chunks, before - unique.len())
+}
