@@ -8,7 +8,6 @@ pub mod project;
 pub mod store;
 
 use std::{
-    collections::HashMap,
     path::{Path, PathBuf},
     sync::Arc,
     time::Duration,
@@ -389,16 +388,6 @@ pub async fn retrieve_context_in(
     retrieve_from(&record, embedder, query, k).await
 }
 
-/// How many times a query that saw a file in two versions is asked again.
-const MIXED_VERSION_RETRIES: usize = 5;
-
-/// Whether `hits` hold chunks of one file written in two versions of it.
-fn mixes_versions(hits: &[store::SearchHit]) -> bool {
-    let mut versions: HashMap<&str, &str> = HashMap::new();
-    hits.iter()
-        .any(|hit| *versions.entry(&hit.path).or_insert(&hit.file_hash) != hit.file_hash)
-}
-
 /// Retrieval against a known project with a given embedder.
 pub async fn retrieve_from(
     record: &project::ProjectRecord,
@@ -433,22 +422,7 @@ pub async fn retrieve_from(
     let Some(vector) = vectors.pop() else {
         return Err(IndexError::EmbeddingShape("no vector for the query".into()));
     };
-    // Qdrant applies a file's changes as one request but not as one transaction: a query landing inside it
-    // can see chunks of both versions of a file, which their file hashes tell apart. Asked again a moment
-    // later, it sees the file whole.
-    let mut hits = store
-        .search(vector.clone(), k, SearchFilter::default())
-        .await?;
-    for _ in 0..MIXED_VERSION_RETRIES {
-        if !mixes_versions(&hits) {
-            break;
-        }
-        tracing::debug!("a file was being rewritten during the query; asking again");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        hits = store
-            .search(vector.clone(), k, SearchFilter::default())
-            .await?;
-    }
+    let hits = store.search(vector, k, SearchFilter::default()).await?;
     Ok(hits
         .into_iter()
         .map(|hit| RetrievedChunk {

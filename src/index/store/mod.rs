@@ -121,8 +121,6 @@ pub struct SearchHit {
     pub start_line: u32,
     pub end_line: u32,
     pub text: String,
-    /// The hash of the file when this chunk was written: at rest, every chunk of a file carries the same one.
-    pub file_hash: String,
     /// Cosine similarity, higher is closer.
     pub score: f32,
 }

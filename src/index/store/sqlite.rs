@@ -257,8 +257,7 @@ fn search_inner(
     };
     drop(cache);
     let mut stmt = inner.conn.prepare_cached(
-        "SELECT path, language, kind, name, qualified_name, start_line, end_line, text, file_hash FROM chunks
-         WHERE rowid = ?1",
+        "SELECT path, language, kind, name, qualified_name, start_line, end_line, text FROM chunks WHERE rowid = ?1",
     )?;
     let mut hits = Vec::with_capacity(best.len());
     for (rowid, score) in best {
@@ -273,7 +272,6 @@ fn search_inner(
                     start_line: r.get(5)?,
                     end_line: r.get(6)?,
                     text: r.get(7)?,
-                    file_hash: r.get(8)?,
                     score,
                 })
             })

@@ -2,6 +2,7 @@
 //! a keyword index on `path` so deleting a file's chunks is a filtered delete.
 
 use std::{
+    collections::HashMap,
     sync::atomic::{AtomicUsize, Ordering},
     time::Duration,
 };
@@ -232,6 +233,22 @@ impl QdrantStore {
     fn path_filter(paths: &[String]) -> Filter {
         Filter::should(paths.iter().map(|p| Condition::matches("path", p.clone())))
     }
+}
+
+/// How many times a query that saw a file in two versions is asked again.
+const MIXED_VERSION_RETRIES: usize = 5;
+
+/// Whether `points` hold chunks of one file written in two versions of it (at rest, every chunk of a file
+/// carries the file's one hash).
+fn mixes_versions(points: &[qdrant_client::qdrant::ScoredPoint]) -> bool {
+    let mut versions: HashMap<String, String> = HashMap::new();
+    points.iter().any(|p| {
+        let hash = string_field(&p.payload, "file_hash");
+        *versions
+            .entry(string_field(&p.payload, "path"))
+            .or_insert_with(|| hash.clone())
+            != hash
+    })
 }
 
 /// A gRPC client for one node; nothing is sent until it is used.
@@ -586,11 +603,25 @@ impl VectorStore for QdrantStore {
             if !must.is_empty() {
                 request = request.filter(Filter::must(must));
             }
-            let response = self
+            // Qdrant applies a file's changes as one request but not as one transaction: a query landing inside
+            // it can see chunks of both versions of a file, which their file hashes tell apart. Asked again a
+            // moment later, it sees the file whole.
+            let mut points = self
                 .on_a_node("", |c| c.query(request.clone()).boxed())
-                .await?;
-            Ok(response
-                .result
+                .await?
+                .result;
+            for _ in 0..MIXED_VERSION_RETRIES {
+                if !mixes_versions(&points) {
+                    break;
+                }
+                tracing::debug!("a file was being rewritten during the query; asking again");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                points = self
+                    .on_a_node("", |c| c.query(request.clone()).boxed())
+                    .await?
+                    .result;
+            }
+            Ok(points
                 .into_iter()
                 .map(|p| {
                     let meta = meta_from_payload(&p.payload);
@@ -603,7 +634,6 @@ impl VectorStore for QdrantStore {
                         language: meta.language,
                         start_line: meta.start_line,
                         end_line: meta.end_line,
-                        file_hash: meta.file_hash,
                         score: p.score,
                     }
                 })
