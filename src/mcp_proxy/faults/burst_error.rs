@@ -34,7 +34,6 @@ pub struct BurstError {
 }
 
 impl BurstError {
-
     fn exit_probability(&self) -> f64 {
         1.0 / self.burst_len as f64
     }

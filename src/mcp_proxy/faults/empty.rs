@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, McpFaultSpec, CallUpstream};
+use super::{Action, CallContext, CallUpstream, McpFaultSpec};
 use crate::mcp_wire::jsonrpc::Reply;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -81,7 +81,10 @@ mod tests {
         fault.rewrite(&mut response, &call);
         assert_eq!(response["result"]["content"][1]["text"], "a\n\ndo it");
         assert_eq!(response["result"]["content"][2]["text"], "b");
-        assert_eq!(response["result"]["structuredContent"], serde_json::json!({"a":1}));
+        assert_eq!(
+            response["result"]["structuredContent"],
+            serde_json::json!({"a":1})
+        );
         let mut empty = serde_json::json!({"result":{"content":[]}});
         fault.rewrite(&mut empty, &call);
         assert_eq!(

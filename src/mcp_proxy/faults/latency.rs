@@ -30,7 +30,6 @@ pub struct Latency {
 }
 
 impl Latency {
-
     /// The delay of one call.
     pub fn delay_ms(&self, call: &CallContext<'_>) -> u64 {
         let jitter = if self.jitter_ms == 0 {

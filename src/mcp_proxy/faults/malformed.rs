@@ -4,7 +4,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, FaultError, McpFaultSpec, PeerEntry, PeerValueError, RewriteError};
+use super::{
+    Action, CallContext, FaultError, McpFaultSpec, PeerEntry, PeerValueError, RewriteError,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

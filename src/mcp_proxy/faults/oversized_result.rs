@@ -88,7 +88,9 @@ impl McpFaultSpec for OversizedResult {
             .sum();
         let wanted = usize::try_from(self.bytes).unwrap_or(usize::MAX);
         if text_bytes < wanted {
-            blocks.push(serde_json::json!({ "type": "text", "text": self.fill(wanted - text_bytes) }));
+            blocks.push(
+                serde_json::json!({ "type": "text", "text": self.fill(wanted - text_bytes) }),
+            );
         }
     }
 }
@@ -120,14 +122,21 @@ mod tests {
         fault.rewrite(&mut response, &call());
         let blocks = response["result"]["content"].as_array().unwrap();
         assert_eq!(blocks[0]["text"], "{\"id\":7}");
-        let total: usize = blocks.iter().map(|b| b["text"].as_str().unwrap().len()).sum();
+        let total: usize = blocks
+            .iter()
+            .map(|b| b["text"].as_str().unwrap().len())
+            .sum();
         assert_eq!(total, 1000);
-        assert_eq!(response["result"]["structuredContent"], serde_json::json!({"id":7}));
+        assert_eq!(
+            response["result"]["structuredContent"],
+            serde_json::json!({"id":7})
+        );
         // Already large enough, or an error: untouched.
         let before = response.clone();
         fault.rewrite(&mut response, &call());
         assert_eq!(response, before);
-        let mut error = serde_json::json!({"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"x"}});
+        let mut error =
+            serde_json::json!({"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"x"}});
         fault.rewrite(&mut error, &call());
         assert!(error.get("result").is_none());
     }

@@ -170,6 +170,9 @@ mod tests {
         assert_eq!(response["result"]["content"][0]["text"], "abc");
         assert_eq!(response["result"]["content"][1]["data"], "x");
         assert_eq!(response["result"]["content"][2]["text"], "é");
-        assert_eq!(response["result"]["structuredContent"]["items"], serde_json::json!([1, 2, 3, 4]));
+        assert_eq!(
+            response["result"]["structuredContent"]["items"],
+            serde_json::json!([1, 2, 3, 4])
+        );
     }
 }

@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, McpFaultSpec, HttpAction};
+use super::{Action, CallContext, HttpAction, McpFaultSpec};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ProtocolVersionRejection {

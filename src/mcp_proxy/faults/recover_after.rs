@@ -5,8 +5,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Action, CallContext, FaultError, FaultMemory, Hang, McpFault, McpFaultSpec, NestedFault, PeerEntry,
-    PeerValueError, RewriteError,
+    Action, CallContext, FaultError, FaultMemory, Hang, McpFault, McpFaultSpec, NestedFault,
+    PeerEntry, PeerValueError, RewriteError,
 };
 
 fn one() -> u64 {

@@ -10,7 +10,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{Action, CallContext, FaultError, McpFaultSpec, PeerEntry, PeerValueError, edit_payloads};
+use super::{
+    Action, CallContext, FaultError, McpFaultSpec, PeerEntry, PeerValueError, edit_payloads,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -56,7 +58,6 @@ pub struct SchemaDrift {
 }
 
 impl SchemaDrift {
-
     fn has_operations(&self) -> bool {
         !(self.drop_fields.is_empty()
             && self.rename.is_empty()

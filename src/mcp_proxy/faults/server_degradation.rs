@@ -49,7 +49,6 @@ pub struct ServerDegradation {
 }
 
 impl ServerDegradation {
-
     /// The tick of a call made `elapsed_ms` after start with this ordinal.
     fn tick(&self, ordinal: u64, elapsed_ms: u64) -> u64 {
         match self.clock {

@@ -15,9 +15,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 use tokio::time::Instant;
 
+use super::flags::OwnFlags;
 use super::{Chunk, Injector, Placeable, Stage, TcpFaultSpec, Verdict};
 use crate::lenient::{self, Lenient, Number, Scalar};
-use super::flags::OwnFlags;
 use crate::proxy::placement::{Direction, FaultCommon};
 use crate::proxy::values::ParseError;
 

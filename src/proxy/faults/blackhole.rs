@@ -6,8 +6,8 @@ use rand::rngs::StdRng;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{Chunk, Injector, Placeable, Stage, TcpFaultSpec, Verdict, on_selected_flows};
 use super::flags::OwnFlags;
+use super::{Chunk, Injector, Placeable, Stage, TcpFaultSpec, Verdict, on_selected_flows};
 use crate::proxy::placement::{Direction, FaultCommon};
 
 /// Blackhole: no field of its own.

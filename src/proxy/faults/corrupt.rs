@@ -10,9 +10,9 @@ use rand::rngs::StdRng;
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};
 
+use super::flags::OwnFlags;
 use super::{Chunk, Injector, MSS, Placeable, Stage, TcpFaultSpec, Verdict, on_selected_flows};
 use crate::lenient::{Lenient, Number};
-use super::flags::OwnFlags;
 use crate::proxy::placement::{Direction, FaultCommon};
 use crate::proxy::values::{ParseError, parse_probability};
 

@@ -16,10 +16,10 @@ use rand::rngs::StdRng;
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};
 
+use super::flags::OwnFlags;
 use super::{Chunk, ConnectionEnd, Injector, Placeable, Stage, TcpFaultSpec, Verdict};
 use crate::http1::{self, BodyDecoder, FramingError};
 use crate::lenient::{Lenient, Number};
-use super::flags::OwnFlags;
 use crate::proxy::placement::FaultCommon;
 use crate::proxy::values::{ParseError, parse_probability};
 
@@ -355,7 +355,9 @@ impl Stage for HttpError {
     fn on_chunk(&mut self, chunk: &Chunk<'_>, rng: &mut StdRng) -> Verdict {
         let mut out = Vec::with_capacity(chunk.bytes.len());
         if let Err(e) = self.process(chunk.bytes, &mut out, rng) {
-            tracing::debug!("http_error: upstream response cannot be framed ({e}); ending the connection");
+            tracing::debug!(
+                "http_error: upstream response cannot be framed ({e}); ending the connection"
+            );
             return Verdict::ReplaceAndEnd {
                 bytes: Bytes::from(out),
                 how: ConnectionEnd::Close,
@@ -449,7 +451,11 @@ mod tests {
         let mut stage = HttpError::new(&spec, Arc::new(RequestLog::default()));
         let mut rng = StdRng::seed_from_u64(1);
         // A TLS ServerHello record header, then more of it.
-        for piece in [&[0x16u8, 0x03, 0x03, 0x00, 0x7a][..], b"more bytes", b"HTTP/1.1 200 OK\r\n\r\n"] {
+        for piece in [
+            &[0x16u8, 0x03, 0x03, 0x00, 0x7a][..],
+            b"more bytes",
+            b"HTTP/1.1 200 OK\r\n\r\n",
+        ] {
             let mut out = Vec::new();
             stage.process(piece, &mut out, &mut rng).unwrap();
             assert_eq!(out, piece);
@@ -525,9 +531,15 @@ mod tests {
             ..spec(1.0)
         };
         let mut stage = HttpError::new(&spec, Arc::default());
-        let out = run(&mut stage, &[b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"]);
+        let out = run(
+            &mut stage,
+            &[b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"],
+        );
         let text = String::from_utf8(out).unwrap();
-        assert!(text.starts_with("HTTP/1.1 429 Too Many Requests\r\n"), "{text}");
+        assert!(
+            text.starts_with("HTTP/1.1 429 Too Many Requests\r\n"),
+            "{text}"
+        );
         assert!(text.contains("\r\nretry-after: 2\r\n"), "{text}");
         assert!(spec.describe().contains("Retry-After: 2"));
     }
@@ -538,9 +550,13 @@ mod tests {
         let given = read(serde_json::json!({"status_code": 429, "retry_after": "1"})).unwrap();
         assert_eq!(given.retry_after, Some(1));
         assert_eq!(read(serde_json::json!({})).unwrap().retry_after, None);
-        let err = read(serde_json::json!({"retry_after": 1.5})).unwrap_err().to_string();
+        let err = read(serde_json::json!({"retry_after": 1.5}))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("whole number"), "{err}");
-        let err = read(serde_json::json!({"retry_after": 100000})).unwrap_err().to_string();
+        let err = read(serde_json::json!({"retry_after": 100000}))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("out of range"), "{err}");
     }
 
@@ -611,7 +627,10 @@ mod tests {
         let bad = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n";
         let upstream = [&good[..], bad].concat();
         let mut rng = StdRng::seed_from_u64(3);
-        for (probability, kept) in [(0.0, upstream[..upstream.len() - 4].to_vec()), (1.0, [REPLACED, REPLACED].concat())] {
+        for (probability, kept) in [
+            (0.0, upstream[..upstream.len() - 4].to_vec()),
+            (1.0, [REPLACED, REPLACED].concat()),
+        ] {
             let mut stage = HttpError::new(&spec(probability), Arc::default());
             let chunk = Chunk {
                 bytes: &upstream,

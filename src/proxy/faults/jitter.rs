@@ -16,9 +16,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};
 use tokio::time::Instant;
 
+use super::flags::OwnFlags;
 use super::{Chunk, Injector, Placeable, Stage, TcpFaultSpec, Verdict, in_ms};
 use crate::lenient::{Lenient, Number};
-use super::flags::OwnFlags;
 use crate::proxy::placement::{Direction, FaultCommon, Flow};
 use crate::proxy::values::{ParseError, parse_hz, parse_ms};
 

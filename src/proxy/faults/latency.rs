@@ -11,9 +11,9 @@ use rand_distr::{Distribution, Normal, Pareto};
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 
+use super::flags::OwnFlags;
 use super::{Chunk, Injector, Placeable, Stage, TcpFaultSpec, Verdict, in_ms, on_selected_flows};
 use crate::lenient::{self, Lenient, Number};
-use super::flags::OwnFlags;
 use crate::proxy::placement::{Direction, FaultCommon};
 use crate::proxy::values::{ParseError, parse_ms};
 
@@ -77,7 +77,11 @@ pub struct LatencySpec {
     #[serde(skip)]
     pub max: Option<Duration>,
     /// Add the latency to every read/write on the connection instead of once per message. Default false.
-    #[serde(rename = "per_read_write_op", default, deserialize_with = "lenient::scalar")]
+    #[serde(
+        rename = "per_read_write_op",
+        default,
+        deserialize_with = "lenient::scalar"
+    )]
     #[schemars(with = "Lenient<bool>")]
     pub per_read_write: bool,
 }

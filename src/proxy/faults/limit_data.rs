@@ -7,11 +7,11 @@ use rand::rngs::StdRng;
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};
 
+use super::flags::OwnFlags;
 use super::{
     Chunk, ConnectionEnd, Injector, Placeable, Stage, TcpFaultSpec, Verdict, on_selected_flows,
 };
 use crate::lenient::{Lenient, Number};
-use super::flags::OwnFlags;
 use crate::proxy::placement::{Direction, FaultCommon};
 
 #[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]

@@ -10,11 +10,11 @@ use rand::rngs::StdRng;
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};
 
+use super::flags::OwnFlags;
 use super::{
     Chunk, Injector, MSS, Placeable, Stage, TcpFaultSpec, Verdict, in_ms, on_selected_flows,
 };
 use crate::lenient::{self, Lenient, Scalar};
-use super::flags::OwnFlags;
 use crate::proxy::placement::{Direction, FaultCommon};
 use crate::proxy::values::{ParseError, parse_rate, parse_segments};
 

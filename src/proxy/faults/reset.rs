@@ -10,12 +10,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};
 use tokio::time::Instant;
 
+use super::flags::OwnFlags;
 use super::{
     Chunk, ConnectionEnd, Injector, Placeable, Stage, TcpFaultSpec, Verdict, in_ms,
     on_selected_flows,
 };
 use crate::lenient::{Lenient, Number};
-use super::flags::OwnFlags;
 use crate::proxy::placement::{Direction, FaultCommon};
 use crate::proxy::values::parse_ms;
 
@@ -135,7 +135,10 @@ impl Stage for Reset {
 
     fn on_timer(&mut self, _now: Instant, _rng: &mut StdRng) -> Verdict {
         self.at = None;
-        Verdict::End { keep: 0, how: ConnectionEnd::Reset }
+        Verdict::End {
+            keep: 0,
+            how: ConnectionEnd::Reset,
+        }
     }
 
     fn on_chunk(&mut self, chunk: &Chunk<'_>, _rng: &mut StdRng) -> Verdict {
