@@ -67,9 +67,92 @@ pub fn fnv_hex(bytes: &[u8]) -> String {
     format!("{:016x}", fnv1a64(FNV_OFFSET, bytes))
 }
 
+/// A seed that could not be read; the message says what a seed is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SeedError {
+    #[error(
+        "{0} is not a seed; accepted: a whole number from 0 to 18446744073709551615 (2^64 - 1)"
+    )]
+    OutOfRange(String),
+    #[error(
+        "{0} is not a seed; accepted: a whole number written in digits (a JSON integer or a string of digits)"
+    )]
+    NotWhole(String),
+}
+
+/// A seed as every face reads it: a JSON integer or a string of decimal digits, exact over the whole `u64`
+/// range. A float, a negative number and anything above 2^64 - 1 are refused: read through `f64`, two seeds
+/// above 2^53 would become one.
+pub fn seed_from_json(value: &serde_json::Value) -> Result<u64, SeedError> {
+    use serde_json::Value;
+    match value {
+        Value::Number(number) => {
+            if let Some(seed) = number.as_u64() {
+                return Ok(seed);
+            }
+            let text = number.to_string();
+            // Below zero, or past 2^64 - 1 (which JSON readers hold as a float), is out of range; any other
+            // number that is not an integer was written with a fraction or an exponent.
+            let x = number.as_f64().unwrap_or(f64::NAN);
+            if number.is_i64() || x < 0.0 || x >= 18_446_744_073_709_551_616.0 {
+                Err(SeedError::OutOfRange(text))
+            } else {
+                Err(SeedError::NotWhole(text))
+            }
+        }
+        Value::String(text) => seed_from_text(text),
+        other => Err(SeedError::NotWhole(other.to_string())),
+    }
+}
+
+/// A seed written as text (a flag, a plan key, a numeric string): decimal digits only.
+pub fn seed_from_text(text: &str) -> Result<u64, SeedError> {
+    let digits = text.trim();
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        let quoted = format!("'{text}'");
+        return Err(match digits.strip_prefix('-') {
+            Some(rest) if !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()) => {
+                SeedError::OutOfRange(quoted)
+            }
+            _ => SeedError::NotWhole(quoted),
+        });
+    }
+    digits
+        .parse()
+        .map_err(|_| SeedError::OutOfRange(format!("'{text}'")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn seeds_are_exact_u64_and_nothing_else() {
+        use serde_json::json;
+        let max = u64::MAX;
+        assert_eq!(seed_from_json(&json!(max)), Ok(max));
+        assert_eq!(
+            seed_from_json(&json!((1u64 << 53) + 1)),
+            Ok((1u64 << 53) + 1)
+        );
+        assert_eq!(seed_from_json(&json!("18446744073709551615")), Ok(max));
+        assert_eq!(seed_from_json(&json!(" 42 ")), Ok(42));
+        assert_eq!(
+            seed_from_text("9007199254740993"),
+            Ok(9_007_199_254_740_993)
+        );
+        let refused = |value: serde_json::Value| seed_from_json(&value).unwrap_err().to_string();
+        assert!(refused(json!("18446744073709551616")).contains("from 0 to 18446744073709551615"));
+        let two_to_64: serde_json::Value = serde_json::from_str("18446744073709551616").unwrap();
+        assert!(refused(two_to_64).contains("from 0 to"));
+        assert!(refused(json!(-1)).starts_with("-1 is not a seed"));
+        assert!(refused(json!("-1")).contains("from 0 to"));
+        assert!(refused(json!(1.5)).contains("written in digits"));
+        assert!(refused(json!(1e3)).contains("written in digits"));
+        assert!(refused(json!("1e3")).contains("written in digits"));
+        assert!(refused(json!(true)).contains("written in digits"));
+        assert!(refused(json!("")).contains("written in digits"));
+    }
 
     #[test]
     fn same_key_same_roll_and_parts_are_delimited() {
