@@ -2,11 +2,10 @@
 //! numeric string, null or "" means "use the default", one string may stand for a one-item list. Each is a
 //! newtype with its own JSON Schema, so an input struct is at once its parser and its published contract.
 //!
-//! A struct whose fields hold the values themselves (a TCP fault's spec) reads them with [`scalar`] and
-//! [`Number`] through `deserialize_with`, after [`blanks_left_out`] has dropped the optional fields that hold
-//! null or "", so that serde's default is the one default of a field.
+//! A field declared with its range and default (a TCP fault's) is read by [`crate::fields`], with [`Number`]
+//! for its range.
 
-use std::{borrow::Cow, str::FromStr, time::Duration};
+use std::{borrow::Cow, str::FromStr};
 
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{
@@ -16,7 +15,7 @@ use serde::{
         value::{MapAccessDeserializer, SeqAccessDeserializer},
     },
 };
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// What a lenient field holds: parsed from a string with `FromStr`, or from a number or boolean's text.
 pub(crate) trait Scalar: FromStr {
@@ -91,49 +90,10 @@ pub(crate) fn is_blank(value: &Value) -> bool {
     }
 }
 
-/// `members` without the optional fields (by `schema`, a struct's JSON Schema) that hold null or "", so that
-/// reading the struct gives them their serde default, as to a field left out. A required field stays for its
-/// reader to say what it needs, and so does a field whose schema takes null (its reader reads null itself).
-pub(crate) fn blanks_left_out(
-    members: &Map<String, Value>,
-    schema: &Map<String, Value>,
-) -> Map<String, Value> {
-    let required = |name: &str| {
-        schema
-            .get("required")
-            .and_then(Value::as_array)
-            .is_some_and(|names| names.iter().any(|n| n == name))
-    };
-    let takes_null = |name: &str| {
-        let types = schema
-            .get("properties")
-            .and_then(|properties| properties.get(name))
-            .and_then(|field| field.get("type"));
-        match types {
-            Some(Value::String(one)) => one == "null",
-            Some(Value::Array(many)) => many.iter().any(|t| t == "null"),
-            _ => false,
-        }
-    };
-    members
-        .iter()
-        .filter(|(name, value)| !is_blank(value) || required(name) || takes_null(name))
-        .map(|(name, value)| (name.clone(), value.clone()))
-        .collect()
-}
-
-/// For `#[serde(deserialize_with = "lenient::scalar")]`: a field of a [`Scalar`] type, read as [`Lenient`]
-/// reads it. Null and blank are not values here (see [`blanks_left_out`]).
-pub(crate) fn scalar<'de, D: Deserializer<'de>, T: Scalar>(input: D) -> Result<T, D::Error> {
-    Lenient::<T>::deserialize(input)?
-        .0
-        .ok_or_else(|| D::Error::custom(format!("expected {}, got nothing", T::EXPECTED)))
-}
-
 /// The numbers a field accepts, and the errors that say so, naming what is accepted: `5 is out of range;
 /// accepted: 0 to 1`, `0 is out of range; accepted: more than 0 and at most 60000 (ms)`.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Number {
+pub struct Number {
     min: f64,
     /// Whether `min` itself is refused ("more than 0").
     above_min: bool,
@@ -168,11 +128,6 @@ impl Number {
         }
     }
 
-    /// Any finite number (the field checks the rest itself).
-    pub(crate) const fn any() -> Self {
-        Self::from_to(f64::MIN, f64::MAX)
-    }
-
     /// Whole numbers only.
     pub(crate) const fn whole(self) -> Self {
         Self {
@@ -189,6 +144,33 @@ impl Number {
         }
     }
 
+    /// Whether it takes whole numbers only.
+    pub const fn is_whole(&self) -> bool {
+        self.whole
+    }
+
+    /// Its lowest value, and whether that value itself is refused ("more than").
+    pub const fn low(&self) -> (f64, bool) {
+        (self.min, self.above_min)
+    }
+
+    /// Its highest value.
+    pub const fn high(&self) -> f64 {
+        self.max
+    }
+
+    /// What it accepts, in words: "more than 0 and at most 60000 (ms)", "0 to 1".
+    pub fn range_text(&self) -> String {
+        if self.above_min {
+            format!(
+                "more than {} and at most {}{}",
+                self.min, self.max, self.unit
+            )
+        } else {
+            format!("{} to {}", self.min, self.max)
+        }
+    }
+
     /// `value` when accepted, else what is wrong with it.
     pub(crate) fn check(&self, value: f64) -> Result<f64, String> {
         let above = if self.above_min {
@@ -198,15 +180,10 @@ impl Number {
         };
         // Written so that NaN is out of range too.
         if !(above && value <= self.max) {
-            let accepted = if self.above_min {
-                format!(
-                    "more than {} and at most {}{}",
-                    self.min, self.max, self.unit
-                )
-            } else {
-                format!("{} to {}", self.min, self.max)
-            };
-            return Err(format!("{value} is out of range; accepted: {accepted}"));
+            return Err(format!(
+                "{value} is out of range; accepted: {}",
+                self.range_text()
+            ));
         }
         if self.whole && value.fract() != 0.0 {
             return Err(format!("{value} must be a whole number"));
@@ -222,20 +199,37 @@ impl Number {
             (None, None) => Ok(None),
         }
     }
+}
 
-    /// For a `deserialize_with` reader: the number the field holds (see [`Lenient`]), checked.
-    pub(crate) fn read<'de, D: Deserializer<'de>>(&self, input: D) -> Result<f64, D::Error> {
-        let value = Lenient::<f64>::deserialize(input)?.0;
-        self.check_given(value)
-            .map_err(D::Error::custom)?
-            .ok_or_else(|| D::Error::custom(format!("expected {}, got nothing", f64::EXPECTED)))
+/// A seed: a JSON integer or a string of digits, exact over the whole `u64` range
+/// ([`crate::seeded::seed_from_json`]); `None` when absent, null or blank.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Seed(pub Option<u64>);
+
+impl<'de> Deserialize<'de> for Seed {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Option::<Value>::deserialize(deserializer)?;
+        match value {
+            None => Ok(Self(None)),
+            Some(value) if is_blank(&value) => Ok(Self(None)),
+            Some(value) => crate::seeded::seed_from_json(&value)
+                .map(|seed| Self(Some(seed)))
+                .map_err(D::Error::custom),
+        }
+    }
+}
+
+impl JsonSchema for Seed {
+    fn inline_schema() -> bool {
+        true
     }
 
-    /// [`Number::read`] of a number of milliseconds, as a duration.
-    pub(crate) fn millis<'de, D: Deserializer<'de>>(&self, input: D) -> Result<Duration, D::Error> {
-        let ms = self.read(input)?;
-        Duration::try_from_secs_f64(ms / 1e3)
-            .map_err(|_| D::Error::custom(format!("{ms} is not a number of milliseconds")))
+    fn schema_name() -> Cow<'static, str> {
+        Cow::Borrowed("Seed")
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "type": ["integer", "string"], "minimum": 0, "maximum": u64::MAX })
     }
 }
 
@@ -359,28 +353,7 @@ impl Scalar for String {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
-
-    #[test]
-    fn optional_blanks_are_left_out_required_ones_and_null_takers_stay() {
-        let schema = json!({
-            "required": ["needed"],
-            "properties": {
-                "needed": {"type": ["string", "number"]},
-                "optional": {"type": ["string", "number"]},
-                "text": {"type": ["string", "null"]},
-            }
-        });
-        let members =
-            json!({"needed": "", "optional": " ", "text": null, "other": null, "kept": 0});
-        let left = blanks_left_out(members.as_object().unwrap(), schema.as_object().unwrap());
-        assert_eq!(
-            Value::Object(left),
-            json!({"needed": "", "text": null, "kept": 0})
-        );
-    }
 
     #[test]
     fn numbers_name_what_they_accept() {
@@ -404,15 +377,9 @@ mod tests {
             "500.5 must be a whole number"
         );
         assert_eq!(status.check_given(None), Ok(None));
-        let read = |value: Value| {
-            Number::from_to(0.0, 1.0)
-                .read(value)
-                .map_err(|e| e.to_string())
-        };
-        assert_eq!(read(json!("0.5")), Ok(0.5));
         assert_eq!(
-            read(json!("NaN")).unwrap_err(),
-            "expected a finite number (or a string holding one), got \"NaN\""
+            Number::from_to(0.0, 1.0).check(f64::INFINITY).unwrap_err(),
+            "inf is out of range; accepted: 0 to 1"
         );
     }
 }

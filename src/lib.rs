@@ -6,6 +6,7 @@
 pub mod advice;
 pub mod cli;
 pub mod code;
+pub mod fields;
 pub mod files;
 pub mod http1;
 pub mod impact;

@@ -175,9 +175,13 @@ impl EachFault for ImpactTools {
             .destructive(true)
             .idempotent(false)
             .open_world(true);
-        let tool = Tool::new(tool_name::<S>(), S::TOOL_DESCRIPTION, input_schema::<S>())
-            .with_raw_output_schema(output_schema::<Report>())
-            .with_annotations(annotations);
+        let tool = Tool::new(
+            tool_name::<S>(),
+            tool_description::<S>(),
+            input_schema::<S>(),
+        )
+        .with_raw_output_schema(output_schema::<Report>())
+        .with_annotations(annotations);
         self.0.add_route(ToolRoute::new_dyn(tool, call::<S>));
     }
 }
@@ -193,6 +197,14 @@ pub(super) fn tool_names() -> Vec<String> {
     let mut names = Names(Vec::new());
     faults::for_each(&mut names);
     names.0
+}
+
+/// The description of fault `S`'s tool, with its fields' defaults.
+pub(super) fn tool_description<S: TcpFaultSpec>() -> String {
+    match faults::defaults_text::<S>() {
+        defaults if defaults.is_empty() => S::TOOL_DESCRIPTION.to_owned(),
+        defaults => format!("{} Defaults: {defaults}.", S::TOOL_DESCRIPTION),
+    }
 }
 
 /// The name of fault `S`'s tool.

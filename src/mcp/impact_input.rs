@@ -9,10 +9,14 @@ use rmcp::{handler::server::common::schema_for_type, model::JsonObject, schemars
 use serde::{Deserialize, de::DeserializeOwned};
 
 use crate::{
+    fields::{FieldInput, Presence},
     impact::{self, ImpactSpec, Limits},
-    lenient::{self, Lenient, Number, Scalar, Strings, blank_as_default, blank_as_none},
+    lenient::{Lenient, Number, Seed, Strings, blank_as_default, blank_as_none},
     load::{self, Target},
-    proxy::{Direction, FaultCommon, Side, TcpFault, faults::TcpFaultSpec},
+    proxy::{
+        TcpFault,
+        faults::{self, TcpFaultSpec},
+    },
     report::{chart::page_file::PageFile, impact::LatencySlo},
 };
 
@@ -135,9 +139,10 @@ struct CommonInput {
     /// threshold_ms: 200}].
     #[serde(default, deserialize_with = "blank_as_none")]
     slos: Option<Vec<SloInput>>,
-    /// Seed for the fault's randomness, for repeatable runs. Default: random.
+    /// Seed for the fault's randomness, for repeatable runs: a whole number from 0 to 2^64 - 1, as a JSON
+    /// integer or a string of digits. Default: random.
     #[serde(default)]
-    seed: Lenient<f64>,
+    seed: Seed,
     /// Run the same load without the fault first and add a with/without comparison (p50, p95, p99, errors).
     /// Default false.
     #[serde(default)]
@@ -208,16 +213,6 @@ impl CommonInput {
             0.001,
             limits.max_timeout.as_secs_f64(),
         )?;
-        let seed = match self.seed.0 {
-            None => None,
-            Some(s) if s >= 0.0 && s.fract() == 0.0 && s <= u64::MAX as f64 => Some(s as u64),
-            Some(s) => {
-                return Err(bad(
-                    "seed",
-                    format!("{s} is not accepted; use a whole number ≥ 0"),
-                ));
-            }
-        };
         let proxies = self
             .proxies
             .0
@@ -264,7 +259,7 @@ impl CommonInput {
             proxies,
             fault,
             slos,
-            seed,
+            seed: self.seed.0,
             baseline: self.baseline.0.unwrap_or(false),
         })
     }
@@ -308,39 +303,6 @@ pub(super) fn duration(text: Option<String>, limits: &Limits) -> Result<Duration
     Ok(duration)
 }
 
-impl Scalar for Direction {
-    const JSON_TYPES: &'static [&'static str] = &[];
-    const EXPECTED: &'static str = "one of ingress, egress, both";
-}
-
-impl Scalar for Side {
-    const JSON_TYPES: &'static [&'static str] = &[];
-    const EXPECTED: &'static str = "one of server, client";
-}
-
-/// Where a TCP fault acts: side "server" is the proxy's upstream end, "client" the end facing the caller;
-/// direction "ingress" is bytes arriving at that end, "egress" bytes leaving it. server+ingress and
-/// client+egress act on responses, server+egress and client+ingress on requests.
-#[derive(Debug, Deserialize, JsonSchema)]
-struct PlacementInput {
-    /// "ingress", "egress" or "both".
-    #[serde(default)]
-    direction: Lenient<Direction>,
-    /// "server" or "client".
-    #[serde(default)]
-    side: Lenient<Side>,
-}
-
-impl PlacementInput {
-    fn validate(self, direction: Direction) -> FaultCommon {
-        FaultCommon {
-            direction: self.direction.0.unwrap_or(direction),
-            side: self.side.0.unwrap_or(Side::Server),
-            ..FaultCommon::default()
-        }
-    }
-}
-
 /// `T` read from the tool's arguments; a value of the wrong shape is an error naming its field.
 pub(super) fn read<T: DeserializeOwned>(args: &JsonObject) -> Result<T, InputError> {
     let value = serde_json::Value::Object(args.clone());
@@ -359,17 +321,14 @@ pub(super) fn read<T: DeserializeOwned>(args: &JsonObject) -> Result<T, InputErr
     })
 }
 
-/// The scenario of a call of fault `S`'s tool: the fault's fields first, then where it acts, then the common
-/// fields.
+/// The scenario of a call of fault `S`'s tool: the fault's fields first (read by the fault's own reader, as
+/// `fault run` reads its flags), then the common fields.
 pub(super) fn impact_spec<S: TcpFaultSpec>(
     args: &JsonObject,
     limits: &Limits,
 ) -> Result<(ImpactSpec, Option<PageFile>), InputError> {
-    let spec: S = read(&lenient::blanks_left_out(args, &schema_for_type::<S>()))?;
-    let mut fault: TcpFault = spec.into();
-    if let Some(placeable) = S::PLACEABLE {
-        *fault.common_mut() = read::<PlacementInput>(args)?.validate(placeable.tool_direction);
-    }
+    let input = FieldInput::from_arguments(&faults::fields::<S>(), args);
+    let fault: TcpFault = faults::read_fault::<S>(&input).map_err(|e| bad(e.field, e.message))?;
     let mut common = read::<CommonInput>(args)?;
     let report_path = common.report_path.0.take();
     let spec = common.validate(fault, limits)?;
@@ -377,33 +336,24 @@ pub(super) fn impact_spec<S: TcpFaultSpec>(
     Ok((spec, report_page(report_path)?))
 }
 
-/// The input schema of fault `S`'s tool: the properties of the common, placement and fault inputs together.
+/// The input schema of fault `S`'s tool: the common fields, then the fault's (its own and where it acts),
+/// each generated from its declaration.
 pub(super) fn input_schema<S: TcpFaultSpec>() -> Arc<JsonObject> {
-    let mut fault = (*schema_for_type::<S>()).clone();
-    // Each field's description states its default in the tool's units; schemars would print the Rust value
-    // (a duration as seconds and nanoseconds).
-    if let Some(serde_json::Value::Object(properties)) = fault.get_mut("properties") {
-        for field in properties.values_mut() {
-            if let serde_json::Value::Object(field) = field {
-                field.remove("default");
-            }
+    use serde_json::Value;
+    let mut schema = (*schema_for_type::<CommonInput>()).clone();
+    let fields = faults::fields::<S>();
+    if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+        for field in &fields {
+            properties.insert(field.name.to_owned(), field.schema());
         }
     }
-    let mut parts = vec![schema_for_type::<CommonInput>(), Arc::new(fault)];
-    if S::PLACEABLE.is_some() {
-        parts.push(schema_for_type::<PlacementInput>());
+    let required = fields
+        .iter()
+        .filter(|field| matches!(field.presence, Presence::Required { .. }))
+        .map(|field| Value::from(field.name));
+    match schema.get_mut("required") {
+        Some(Value::Array(names)) => names.extend(required),
+        _ => drop(schema.insert("required".into(), Value::Array(required.collect()))),
     }
-    let mut merged = (*parts[0]).clone();
-    for part in &parts[1..] {
-        for (key, extra) in part.iter() {
-            use serde_json::Value::{Array, Object};
-            match (merged.get_mut(key), extra) {
-                (Some(Object(into)), Object(extra)) => into.extend(extra.clone()),
-                (Some(Array(into)), Array(extra)) => into.extend(extra.iter().cloned()),
-                (None, _) => drop(merged.insert(key.clone(), extra.clone())),
-                _ => {}
-            }
-        }
-    }
-    Arc::new(merged)
+    Arc::new(schema)
 }

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::impact_input::{InputError, bad, duration, read, report_page, whole, within};
-use crate::lenient::{Lenient, Strings};
+use crate::lenient::{Lenient, Seed, Strings};
 use crate::{
     impact::Limits,
     mcp_chaos::{ChaosSpec, ServerUnderTest, ServerUrl},
@@ -92,9 +92,10 @@ pub(super) struct McpChaosInput {
     /// faults.
     #[serde(default)]
     plan: Option<Value>,
-    /// Seed of every fault decision (overrides the plan's `seed`). Default: the plan's, else 0.
+    /// Seed of every fault decision (overrides the plan's `seed`): a whole number from 0 to 2^64 - 1, as a
+    /// JSON integer or a string of digits. Default: the plan's, else 0.
     #[serde(default)]
-    seed: Lenient<f64>,
+    seed: Seed,
     /// The calls to make, in order: [{tool, arguments, task}]. 1 to 1000 entries.
     calls: Vec<CallInput>,
     /// Run the calls list this many times. Default 1; at most 100000 calls in all. Not with `duration`.
@@ -105,10 +106,13 @@ pub(super) struct McpChaosInput {
     /// calls have returned.
     #[serde(default)]
     duration: Lenient<String>,
-    /// Logical calls each client starts per second with `duration` (`rate` is accepted too). Default 10;
-    /// more than 0, and num_clients × rps at most the server's --max-scenario-rps.
-    #[serde(default, alias = "rate")]
+    /// Logical calls each client starts per second with `duration`. Default 10; more than 0, and
+    /// num_clients × rps at most the server's --max-scenario-rps.
+    #[serde(default)]
     rps: Lenient<f64>,
+    /// The older name of `rps`: the same field (give one of the two).
+    #[serde(default)]
+    rate: Lenient<f64>,
     /// Client sessions, each with its own handshake (a `server.command` gets one proxy and server process
     /// per client), all on the same schedule. Default 1; 1..=256 (1..=32 with `server.command`).
     #[serde(default)]
@@ -134,15 +138,8 @@ impl McpChaosInput {
     fn validate(self, limits: &Limits) -> Result<ChaosSpec, InputError> {
         let server = self.server.validate()?;
         let mut plan = plan(self.plan)?;
-        match self.seed.0 {
-            None => {}
-            Some(s) if s >= 0.0 && s.fract() == 0.0 && s <= u64::MAX as f64 => plan.seed = s as u64,
-            Some(s) => {
-                return Err(bad(
-                    "seed",
-                    format!("{s} is not accepted; use a whole number ≥ 0"),
-                ));
-            }
+        if let Some(seed) = self.seed.0 {
+            plan.seed = seed;
         }
         if self.calls.is_empty() || self.calls.len() > 1000 {
             return Err(bad(
@@ -165,20 +162,30 @@ impl McpChaosInput {
                     })
                 })
                 .collect::<Result<Vec<_>, InputError>>()?;
+        let (rps_field, rps) = match (self.rps.0, self.rate.0) {
+            (Some(_), Some(_)) => {
+                return Err(bad(
+                    "rate",
+                    "is the older name of `rps`, which is given too: give one of the two",
+                ));
+            }
+            (None, Some(rate)) => ("rate", Some(rate)),
+            (rps, None) => ("rps", rps),
+        };
         let pace = match (self.duration.0, self.repeat.0) {
             (Some(_), Some(_)) => {
                 return Err(bad(
                     "repeat",
-                    "give either `repeat` or `duration` (with `rate`), not both",
+                    "give either `repeat` or `duration` (with `rps`), not both",
                 ));
             }
             (Some(text), None) => CallPace::Rate {
                 duration: duration(Some(text), limits)?,
-                rate: within("rps", self.rps.0, 10.0, 0.001, limits.max_total_rps as f64)?,
+                rate: within(rps_field, rps, 10.0, 0.001, limits.max_total_rps as f64)?,
             },
             (None, repeat) => {
-                if self.rps.0.is_some() {
-                    return Err(bad("rps", "only goes with `duration`"));
+                if rps.is_some() {
+                    return Err(bad(rps_field, "only goes with `duration`"));
                 }
                 CallPace::Repeat(whole("repeat", repeat, 1, 1, MAX_CALLS)?)
             }

@@ -86,11 +86,19 @@ pub struct FaultServer {
 
 impl FaultServer {
     pub fn new(settings: AgentSettings) -> Self {
+        let mut tool_router = Self::families()
+            .into_iter()
+            .fold(ToolRouter::new(), |all, family| all + family);
+        for route in tool_router.map.values_mut() {
+            let mut schema = Value::Object((*route.attr.input_schema).clone());
+            close_objects(&mut schema);
+            if let Value::Object(schema) = schema {
+                route.attr.input_schema = Arc::new(schema);
+            }
+        }
         Self {
             settings: Arc::new(settings),
-            tool_router: Self::families()
-                .into_iter()
-                .fold(ToolRouter::new(), |all, family| all + family),
+            tool_router,
             impact_slot: impact::ImpactSlot::default(),
         }
     }
@@ -191,6 +199,11 @@ impl ServerHandler for FaultServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, rmcp::ErrorData> {
         if let Some(tool) = self.tool_router.get(&request.name) {
+            if let Some(arguments) = &request.arguments
+                && let Some(unknown) = undeclared_field(&tool.input_schema, arguments)
+            {
+                return Ok(tool_error(unknown).into());
+            }
             let missing = missing_required(&tool.input_schema, request.arguments.as_ref());
             if !missing.is_empty() {
                 let noun = if missing.len() == 1 {
@@ -244,6 +257,132 @@ pub(crate) fn declared_apps(context: &RequestContext<RoleServer>) -> bool {
 /// Whether tool `name`'s results are a scenario report (and so have a view).
 fn shows_report(name: &str) -> bool {
     name == "fault_run_mcp_chaos_scenario" || impact::tool_names().iter().any(|t| t == name)
+}
+
+/// `schema` with every object schema that declares its properties closed to others (`additionalProperties:
+/// false`), so that clients and models see that a field it does not name is refused. Maps (such as `headers`)
+/// say what their values are instead and stay open.
+fn close_objects(schema: &mut Value) {
+    let Value::Object(object) = schema else {
+        return;
+    };
+    if object.contains_key("properties") && !object.contains_key("additionalProperties") {
+        object.insert("additionalProperties".into(), Value::Bool(false));
+    }
+    for (key, value) in object.iter_mut() {
+        match key.as_str() {
+            "properties" | "$defs" | "definitions" => {
+                if let Value::Object(children) = value {
+                    children.values_mut().for_each(close_objects);
+                }
+            }
+            "items" | "anyOf" | "oneOf" | "allOf" => match value {
+                Value::Array(children) => children.iter_mut().for_each(close_objects),
+                child => close_objects(child),
+            },
+            _ => {}
+        }
+    }
+}
+
+/// The first field of `arguments`, at any depth, that its closed object schema does not declare, as an error
+/// naming it (with its path) and the closest declared name.
+fn undeclared_field(schema: &JsonObject, arguments: &JsonObject) -> Option<String> {
+    members(schema, schema, arguments, "")
+}
+
+/// [`undeclared_field`] for the members of one object.
+fn members(
+    root: &JsonObject,
+    schema: &JsonObject,
+    given: &JsonObject,
+    path: &str,
+) -> Option<String> {
+    let schema = resolve(root, schema);
+    if let Some(Value::Object(properties)) = schema.get("properties") {
+        let closed = schema.get("additionalProperties") == Some(&Value::Bool(false));
+        for (name, member) in given {
+            let field = if path.is_empty() {
+                name.clone()
+            } else {
+                format!("{path}.{name}")
+            };
+            match properties.get(name).and_then(Value::as_object) {
+                Some(property) => {
+                    if let Some(error) = value(root, property, member, &field) {
+                        return Some(error);
+                    }
+                }
+                None if closed && !properties.contains_key(name) => {
+                    let declared: Vec<&str> = properties.keys().map(String::as_str).collect();
+                    let message = crate::fields::unknown_field(name, &declared);
+                    return Some(if path.is_empty() {
+                        message
+                    } else {
+                        format!("{path}: {message}")
+                    });
+                }
+                None => {}
+            }
+        }
+    }
+    None
+}
+
+/// [`undeclared_field`] for one value of the schema `schema` (an object, a list of them, an optional one).
+fn value(root: &JsonObject, schema: &JsonObject, given: &Value, path: &str) -> Option<String> {
+    let schema = resolve(root, schema);
+    match given {
+        Value::Object(object) => {
+            if schema.contains_key("properties") {
+                return members(root, schema, object, path);
+            }
+            alternatives(root, schema, given, path)
+        }
+        Value::Array(elements) => {
+            let items = schema.get("items").and_then(Value::as_object);
+            match items {
+                Some(items) => elements
+                    .iter()
+                    .enumerate()
+                    .find_map(|(i, element)| value(root, items, element, &format!("{path}[{i}]"))),
+                None => alternatives(root, schema, given, path),
+            }
+        }
+        _ => None,
+    }
+}
+
+/// For a schema of alternatives (an optional object: `anyOf: [{$ref}, {type: null}]`), [`value`] through
+/// the one that declares properties or items.
+fn alternatives(
+    root: &JsonObject,
+    schema: &JsonObject,
+    given: &Value,
+    path: &str,
+) -> Option<String> {
+    ["anyOf", "oneOf"]
+        .iter()
+        .filter_map(|key| schema.get(*key).and_then(Value::as_array))
+        .flatten()
+        .filter_map(Value::as_object)
+        .find(|alternative| {
+            let alternative = resolve(root, alternative);
+            alternative.contains_key("properties") || alternative.contains_key("items")
+        })
+        .and_then(|alternative| value(root, alternative, given, path))
+}
+
+/// `schema`, or the definition its `$ref` points at (`#/$defs/Name`).
+fn resolve<'a>(root: &'a JsonObject, schema: &'a JsonObject) -> &'a JsonObject {
+    schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|reference| {
+            let (folder, name) = reference.strip_prefix("#/")?.split_once('/')?;
+            root.get(folder)?.get(name)?.as_object()
+        })
+        .unwrap_or(schema)
 }
 
 /// The fields `schema` lists as required that `arguments` lacks or holds as null.
@@ -302,7 +441,8 @@ fn has_type(value: &Value, name: &str) -> bool {
     match name {
         "string" => value.is_string(),
         "number" => value.is_number(),
-        "integer" => value.is_i64() || value.is_u64(),
+        // Whether a number is whole and within range is its reader's to say, with its range.
+        "integer" => value.is_number(),
         "boolean" => value.is_boolean(),
         "array" => value.is_array(),
         "object" => value.is_object(),

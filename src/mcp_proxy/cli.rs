@@ -281,6 +281,8 @@ mod tests {
         let kinds: Vec<&str> = faults.0.iter().map(|f| f.kind()).collect();
         assert_eq!(kinds, ["latency", "reset"]);
         let error = parse_upstream_faults("--latency-mean 50").unwrap_err();
+        assert!(error.contains("add --with-latency"), "{error}");
+        let error = parse_upstream_faults("").unwrap_err();
         assert!(error.contains("enables no fault"), "{error}");
         let error = parse_upstream_faults("--with-latency --latency-mean fast").unwrap_err();
         assert!(error.contains("fast"), "{error}");

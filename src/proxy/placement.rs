@@ -1,5 +1,7 @@
 //! Where, how often and when a fault acts: side and direction select a flow of the connection, probability
-//! draws the messages it applies to, a schedule gives its active window.
+//! draws the messages it applies to, a schedule gives its active window. These four fields are declared
+//! once, here, for every placeable fault and every face ([`fields`], [`read`]), as toxiproxy's wrapper
+//! declares the fields every toxic shares.
 
 use std::fmt;
 use std::str::FromStr;
@@ -7,7 +9,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::faults::Placeable;
 use super::values::ParseError;
+use crate::fields::{Field, FieldError, FieldInput, Unit, parses_as};
+use crate::lenient::Number;
 
 /// Which end of the relay a fault stands at (see the table in DESIGN.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -98,13 +103,19 @@ impl fmt::Display for Side {
     }
 }
 
-impl fmt::Display for Direction {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl Direction {
+    pub fn name(self) -> &'static str {
+        match self {
             Direction::Ingress => "ingress",
             Direction::Egress => "egress",
             Direction::Both => "both",
-        })
+        }
+    }
+}
+
+impl fmt::Display for Direction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -244,4 +255,52 @@ impl Default for FaultCommon {
             schedule: None,
         }
     }
+}
+
+const SIDE: Field = Field::parsed(
+    "side",
+    "The end of the proxy the fault stands at: server (facing the upstream) or client (facing the caller)",
+    "client or server",
+    parses_as::<Side>,
+)
+.default("server");
+
+const SCHED: Field = Field::parsed(
+    "sched",
+    "When the fault is active, counted from the proxy's start (percentages are of the run's duration)",
+    "\"start:5s,duration:10s\" or \"start:10%,duration:50%\"",
+    parses_as::<Schedule>,
+)
+.optional("active for the whole run");
+
+/// The fields of a placeable fault: side, direction, probability and sched. Only the direction's default and
+/// what the probability draws differ from fault to fault (its [`Placeable`]).
+pub fn fields(placeable: &Placeable) -> [Field; 4] {
+    let direction = Field::parsed(
+        "direction",
+        "The bytes at that end the fault acts on: ingress (arriving), egress (leaving) or both; server \
+         ingress and client egress are the responses, server egress and client ingress the requests",
+        "ingress, egress or both",
+        parses_as::<Direction>,
+    )
+    .default(placeable.direction.name());
+    let probability = Field::number(
+        "probability",
+        placeable.probability_help,
+        Number::from_to(0.0, 1.0),
+        Unit::None,
+    )
+    .default("1");
+    [SIDE, direction, probability, SCHED]
+}
+
+/// Where, how often and when a placeable fault acts, from a face's values.
+pub fn read(input: &FieldInput, placeable: &Placeable) -> Result<FaultCommon, FieldError> {
+    let [side, direction, probability, sched] = fields(placeable);
+    Ok(FaultCommon {
+        side: input.parsed(&side)?,
+        direction: input.parsed(&direction)?,
+        probability: input.number(&probability)?,
+        schedule: input.optional_parsed(&sched)?,
+    })
 }

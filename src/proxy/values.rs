@@ -16,6 +16,9 @@ impl ParseError {
     }
 }
 
+/// The longest delay a fault's millisecond field takes: an hour, the longest a scenario may run.
+pub const MAX_DELAY_MS: f64 = 3_600_000.0;
+
 /// The longest time a millisecond flag takes: a day.
 pub const MAX_MS: f64 = 86_400_000.0;
 

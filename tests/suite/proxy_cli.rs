@@ -200,10 +200,28 @@ async fn bad_values_fail_with_a_clear_message() {
             "--proxy",
             "0=127.0.0.1:9",
             "--with-latency",
+            "--latency-mean",
+            "300",
             "--latency-sched",
             "start:10%",
         ],
         &["run duration"],
+    )
+    .await;
+    fails_with(
+        &["run", "--proxy", "0=127.0.0.1:9", "--with-latency"],
+        &["--latency-mean: is required", "e.g. 300"],
+    )
+    .await;
+    fails_with(
+        &[
+            "run",
+            "--proxy",
+            "0=127.0.0.1:9",
+            "--jitter-amplitude",
+            "30",
+        ],
+        &["--jitter-amplitude is given but the fault is not enabled: add --with-jitter"],
     )
     .await;
     let taken = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -347,6 +365,26 @@ async fn refused(args: &[String]) -> Result<(String, String), String> {
     Ok((stderr, format!("{} ms", started.elapsed().as_millis())))
 }
 
+/// `--with-<fault>` and a value for each required field of every fault: every fault enabled, from the faults'
+/// own declarations.
+fn every_fault_enabled() -> Vec<String> {
+    use fault::proxy::faults::{self, EachFault, TcpFaultSpec};
+    struct Enabled(Vec<String>);
+    impl EachFault for Enabled {
+        fn fault<S: TcpFaultSpec>(&mut self) {
+            self.0.push(format!("--with-{}", S::KIND.replace('_', "-")));
+            for field in faults::fields::<S>() {
+                if let fault::fields::Presence::Required { example } = field.presence {
+                    self.0.push(format!("--{}={example}", field.long(S::KIND)));
+                }
+            }
+        }
+    }
+    let mut enabled = Enabled(Vec::new());
+    faults::for_each(&mut enabled);
+    enabled.0
+}
+
 #[tokio::test]
 async fn every_numeric_flag_refuses_a_negative_nan_or_huge_value_at_once() {
     use std::any::TypeId;
@@ -357,11 +395,17 @@ async fn every_numeric_flag_refuses_a_negative_nan_or_huge_value_at_once() {
         TypeId::of::<u16>(),
         TypeId::of::<Duration>(),
     ];
+    // The faults' number fields name their unit as their value name (MS, HZ, BYTES, …); the others are
+    // typed numbers.
+    let units = ["N", "MS", "SECS", "HZ", "BYTES", "SEGMENTS"];
     let flags: Vec<String> = arguments
         .iter()
         .filter(|arg| {
             let parsed = arg.get_value_parser().type_id();
-            numeric.iter().any(|id| parsed == *id)
+            let named = arg
+                .get_value_names()
+                .is_some_and(|names| names.iter().any(|name| units.contains(&name.as_str())));
+            named || numeric.iter().any(|id| parsed == *id)
         })
         .filter_map(|arg| arg.get_long().map(|long| format!("--{long}")))
         .collect();
@@ -370,12 +414,7 @@ async fn every_numeric_flag_refuses_a_negative_nan_or_huge_value_at_once() {
         "{flags:?}"
     );
     // Every fault enabled, so that each one's values are checked as well as parsed.
-    let every_fault: Vec<String> = arguments
-        .iter()
-        .filter_map(|arg| arg.get_long())
-        .filter(|long| long.starts_with("with-"))
-        .map(|long| format!("--{long}"))
-        .collect();
+    let every_fault = every_fault_enabled();
     let mut failures = Vec::new();
     for flag in &flags {
         for value in ["-1", "NaN", "1e30"] {

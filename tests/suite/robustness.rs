@@ -312,11 +312,11 @@ fn good_value(field: &str, schema: &Value, paths: &Paths, closed_url: &str) -> V
         "duration" => return json!("200ms"),
         "score" => return json!(0.4),
         "target_score" => return json!(0.9),
-        // Bandwidth's (whole bytes per second) and corrupt's (a share) alike.
-        "rate" => return json!(1),
-        "latency" | "amplitude" => return json!(10),
-        "frequency" => return json!(1),
         _ => {}
+    }
+    // A declared field names a value it takes (the faults' fields: generated from their declarations).
+    if let Some(example) = schema["examples"].get(0) {
+        return example.clone();
     }
     let types = allowed_types(schema);
     if types.contains(&"string") {

@@ -11,13 +11,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rand::rngs::StdRng;
-use schemars::JsonSchema;
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use super::flags::OwnFlags;
 use super::{Chunk, Injector, Placeable, Stage, TcpFaultSpec, Verdict};
-use crate::lenient::{self, Lenient, Number, Scalar};
+use crate::fields::{Field, FieldError, FieldInput, Unit, parses_as};
+use crate::lenient::Number;
 use crate::proxy::placement::{Direction, FaultCommon};
 use crate::proxy::values::ParseError;
 
@@ -101,48 +100,37 @@ impl fmt::Display for BandwidthScope {
     }
 }
 
-impl Scalar for BandwidthUnit {
-    const JSON_TYPES: &'static [&'static str] = &[];
-    const EXPECTED: &'static str = "one of bps, kbps, mbps, gbps";
-}
-
-impl Scalar for BandwidthScope {
-    const JSON_TYPES: &'static [&'static str] = &[];
-    const EXPECTED: &'static str = "one of connection, proxy";
-}
-
-#[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct BandwidthSpec {
-    #[serde(skip)]
     pub common: FaultCommon,
-    /// Bandwidth cap in `unit`, a whole number ≥ 1.
-    #[serde(deserialize_with = "rate")]
-    #[schemars(with = "Lenient<f64>")]
+    /// The cap, in `unit`.
     pub rate: u64,
-    /// Unit of `rate`: "bps" (bytes per second), "kbps", "mbps" or "gbps" (thousand, million, billion bytes
-    /// per second). Default "bps".
-    #[serde(default, deserialize_with = "lenient::scalar")]
-    #[schemars(with = "Lenient<BandwidthUnit>")]
     pub unit: BandwidthUnit,
-    /// Which connections share the cap: "connection" (each connection has its own `rate` per direction, as
-    /// on a real path) or "proxy" (all connections through the proxy share one `rate` per direction and queue
-    /// on it). Default "connection".
-    #[serde(default, deserialize_with = "lenient::scalar")]
-    #[schemars(with = "Lenient<BandwidthScope>")]
     pub scope: BandwidthScope,
 }
 
-fn rate<'de, D: Deserializer<'de>>(input: D) -> Result<u64, D::Error> {
-    let rate = Number::any()
-        .required("a bandwidth such as 1024 (with unit \"bps\")")
-        .read(input)?;
-    if rate < 1.0 || rate.fract() != 0.0 || rate > 1e12 {
-        return Err(serde::de::Error::custom(format!(
-            "{rate} is not accepted; use a whole number from 1 to 1000000000000 (in `unit`)"
-        )));
-    }
-    Ok(rate as u64)
-}
+const RATE: Field = Field::number(
+    "rate",
+    "Bandwidth cap, in `unit`",
+    Number::from_to(1.0, 1e12).whole(),
+    Unit::None,
+)
+.default("1000");
+const UNIT: Field = Field::parsed(
+    "unit",
+    "Unit of `rate`: bytes per second, or thousand, million, billion bytes per second (any case)",
+    "bps, kbps, mbps or gbps",
+    parses_as::<BandwidthUnit>,
+)
+.default("bps");
+const SCOPE: Field = Field::parsed(
+    "scope",
+    "Which connections share the cap: each connection its own `rate` per direction, as on a real path \
+     (connection), or all connections through the proxy one `rate` per direction, queueing on it (proxy)",
+    "connection or proxy",
+    parses_as::<BandwidthScope>,
+)
+.default("connection");
 
 impl BandwidthSpec {
     pub fn bytes_per_second(&self) -> u64 {
@@ -153,12 +141,27 @@ impl BandwidthSpec {
 impl TcpFaultSpec for BandwidthSpec {
     const KIND: &'static str = "bandwidth";
     const TITLE: &'static str = "Bandwidth";
+    const ENABLE: &'static str =
+        "Limit bandwidth (per connection, or shared: see --bandwidth-scope)";
+    const MODEL: &'static str = "a link (virtual clock) per connection and flow (`connection`, the default, as \
+`fault` and toxiproxy do), or one per flow shared by all connections of the proxy (`proxy`); decimal units, any \
+case";
+    const ACTED: &'static str = "chunks delayed (about 10 ms of traffic each)";
     const TOOL_DESCRIPTION: &'static str = "Evaluate an endpoint's reliability when a TCP path's bandwidth \
 is capped to `rate` `unit` (bytes per second; each connection has its own cap by default, `scope` \"proxy\" \
-makes all connections share one). Same topology, load and report as the latency scenario. Defaults: side \
-server, direction ingress (the response flow, where bodies travel), unit bps.";
+makes all connections share one). Same topology, load and report as the latency scenario; the default \
+direction, ingress, is the response flow, where bodies travel.";
     const PLACEABLE: Option<Placeable> = Some(Placeable::messages(Direction::Ingress));
-    type Flags = BandwidthFlags;
+    const FIELDS: &'static [Field] = &[RATE, UNIT, SCOPE];
+
+    fn read(input: &FieldInput) -> Result<Self, FieldError> {
+        Ok(Self {
+            common: FaultCommon::default(),
+            rate: input.whole(&RATE)?,
+            unit: input.parsed(&UNIT)?,
+            scope: input.parsed(&SCOPE)?,
+        })
+    }
 
     fn validate(&self) -> Result<(), ParseError> {
         if self.bytes_per_second() == 0 {
@@ -208,34 +211,6 @@ impl Injector for Links {
                 };
                 Box::new(Bandwidth::new(link)) as Box<dyn Stage>
             })
-        })
-    }
-}
-
-/// `fault run` flags of the bandwidth fault.
-#[derive(Debug, Clone, clap::Args)]
-pub struct BandwidthFlags {
-    /// Limit bandwidth (per connection, or shared: see --bandwidth-scope).
-    #[arg(long, env = "FAULT_WITH_BANDWIDTH")]
-    pub with_bandwidth: bool,
-    /// Rate, in --bandwidth-unit.
-    #[arg(long, env = "FAULT_BANDWIDTH_RATE", default_value = "1000")]
-    pub bandwidth_rate: u64,
-    /// Unit: Bps, KBps, MBps, GBps (bytes per second, decimal).
-    #[arg(long, env = "FAULT_BANDWIDTH_UNIT", default_value = "Bps")]
-    pub bandwidth_unit: BandwidthUnit,
-    /// Which connections share a link: connection (each its own, per flow) or proxy (one per flow for all).
-    #[arg(long, env = "FAULT_BANDWIDTH_SCOPE", default_value = "connection")]
-    pub bandwidth_scope: BandwidthScope,
-}
-
-impl OwnFlags<BandwidthSpec> for BandwidthFlags {
-    fn spec(&self) -> Option<BandwidthSpec> {
-        self.with_bandwidth.then_some(BandwidthSpec {
-            common: FaultCommon::default(),
-            rate: self.bandwidth_rate,
-            unit: self.bandwidth_unit,
-            scope: self.bandwidth_scope,
         })
     }
 }

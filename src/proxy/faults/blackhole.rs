@@ -3,17 +3,14 @@
 use std::sync::Arc;
 
 use rand::rngs::StdRng;
-use schemars::JsonSchema;
-use serde::Deserialize;
 
-use super::flags::OwnFlags;
 use super::{Chunk, Injector, Placeable, Stage, TcpFaultSpec, Verdict, on_selected_flows};
+use crate::fields::{Field, FieldError, FieldInput};
 use crate::proxy::placement::{Direction, FaultCommon};
 
 /// Blackhole: no field of its own.
-#[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct BlackholeSpec {
-    #[serde(skip)]
     pub common: FaultCommon,
 }
 
@@ -22,9 +19,17 @@ impl TcpFaultSpec for BlackholeSpec {
     const TITLE: &'static str = "Blackhole";
     const TOOL_DESCRIPTION: &'static str = "Evaluate an endpoint's reliability during a blackhole: bytes on \
 a TCP path are swallowed and connections stay open, so callers wait until their timeout. Same topology, load \
-and report as the latency scenario. Defaults: side server, direction egress.";
+and report as the latency scenario.";
+    const ENABLE: &'static str = "Swallow the flow's bytes; peers wait until their own timeout";
+    const MODEL: &'static str = "the flow's bytes (and its FIN) are swallowed; the peer waits for its own \
+timeout";
+    const ACTED: &'static str = "reads swallowed";
     const PLACEABLE: Option<Placeable> = Some(Placeable::messages(Direction::Egress));
-    type Flags = BlackholeFlags;
+    const FIELDS: &'static [Field] = &[];
+
+    fn read(_input: &FieldInput) -> Result<Self, FieldError> {
+        Ok(Self::default())
+    }
 
     fn describe(&self) -> String {
         "Blackhole: bytes swallowed, connections left open".to_owned()
@@ -38,20 +43,6 @@ and report as the latency scenario. Defaults: side server, direction egress.";
 impl Injector for BlackholeSpec {
     fn connection(&self, acts_on: [bool; 2]) -> [Option<Box<dyn Stage>>; 2] {
         on_selected_flows(acts_on, || Box::new(Blackhole))
-    }
-}
-
-/// `fault run` flags of the blackhole fault.
-#[derive(Debug, Clone, clap::Args)]
-pub struct BlackholeFlags {
-    /// Swallow the flow's bytes; peers wait until their own timeout.
-    #[arg(long, env = "FAULT_WITH_BLACKHOLE")]
-    pub with_blackhole: bool,
-}
-
-impl OwnFlags<BlackholeSpec> for BlackholeFlags {
-    fn spec(&self) -> Option<BlackholeSpec> {
-        self.with_blackhole.then(BlackholeSpec::default)
     }
 }
 

@@ -7,40 +7,48 @@ use std::sync::Arc;
 use bytes::Bytes;
 use rand::RngExt;
 use rand::rngs::StdRng;
-use schemars::JsonSchema;
-use serde::{Deserialize, Deserializer};
 
-use super::flags::OwnFlags;
 use super::{Chunk, Injector, MSS, Placeable, Stage, TcpFaultSpec, Verdict, on_selected_flows};
-use crate::lenient::{Lenient, Number};
+use crate::fields::{Field, FieldError, FieldInput, Unit};
+use crate::lenient::Number;
 use crate::proxy::placement::{Direction, FaultCommon};
-use crate::proxy::values::{ParseError, parse_probability};
+use crate::proxy::values::ParseError;
 
-#[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct CorruptSpec {
-    #[serde(skip)]
     pub common: FaultCommon,
-    /// Share of chunks of the flow (each at most one TCP segment, 1460 bytes) with one bit flipped; 0..=1.
-    #[serde(deserialize_with = "rate")]
-    #[schemars(with = "Lenient<f64>")]
+    /// Share of chunks with one bit flipped.
     pub rate: f64,
 }
 
-fn rate<'de, D: Deserializer<'de>>(input: D) -> Result<f64, D::Error> {
-    Number::from_to(0.0, 1.0)
-        .required("a share of chunks such as 0.05")
-        .read(input)
-}
+const RATE: Field = Field::number(
+    "rate",
+    "Share of chunks of the flow (each at most one TCP segment, 1460 bytes) with one bit flipped",
+    Number::from_to(0.0, 1.0),
+    Unit::None,
+)
+.default("0.01");
 
 impl TcpFaultSpec for CorruptSpec {
     const KIND: &'static str = "corrupt";
     const TITLE: &'static str = "Corrupt";
     const TOOL_DESCRIPTION: &'static str = "Evaluate an endpoint's reliability when bytes on a TCP path are \
 corrupted, as netem's corrupt does: with probability `rate`, a chunk of the flow (at most one TCP segment) gets \
-one bit flipped at a random offset. Same topology, load and report as the latency scenario. Defaults: side \
-server, direction ingress (responses).";
+one bit flipped at a random offset. Same topology, load and report as the latency scenario.";
+    const ENABLE: &'static str =
+        "Corrupt bytes: flip one random bit in a share of the flow's segments";
+    const MODEL: &'static str = "as netem's corrupt: per segment (≤ 1460 B), with probability `rate` one bit \
+at a random offset is flipped; the length and the order of bytes stay; a seed repeats the flips";
+    const ACTED: &'static str = "segments corrupted";
     const PLACEABLE: Option<Placeable> = Some(Placeable::messages(Direction::Ingress));
-    type Flags = CorruptFlags;
+    const FIELDS: &'static [Field] = &[RATE];
+
+    fn read(input: &FieldInput) -> Result<Self, FieldError> {
+        Ok(Self {
+            common: FaultCommon::default(),
+            rate: input.number(&RATE)?,
+        })
+    }
 
     fn validate(&self) -> Result<(), ParseError> {
         if !(0.0..=1.0).contains(&self.rate) {
@@ -67,26 +75,6 @@ server, direction ingress (responses).";
 impl Injector for CorruptSpec {
     fn connection(&self, acts_on: [bool; 2]) -> [Option<Box<dyn Stage>>; 2] {
         on_selected_flows(acts_on, || Box::new(Corrupt { rate: self.rate }))
-    }
-}
-
-/// `fault run` flags of the corrupt fault.
-#[derive(Debug, Clone, clap::Args)]
-pub struct CorruptFlags {
-    /// Corrupt bytes: flip one random bit in a share of the flow's segments.
-    #[arg(long, env = "FAULT_WITH_CORRUPT")]
-    pub with_corrupt: bool,
-    /// Share of segments (at most 1460 bytes each) with one bit flipped, 0.0 to 1.0.
-    #[arg(long, env = "FAULT_CORRUPT_RATE", default_value = "0.01", value_parser = parse_probability)]
-    pub corrupt_rate: f64,
-}
-
-impl OwnFlags<CorruptSpec> for CorruptFlags {
-    fn spec(&self) -> Option<CorruptSpec> {
-        self.with_corrupt.then(|| CorruptSpec {
-            common: FaultCommon::default(),
-            rate: self.corrupt_rate,
-        })
     }
 }
 

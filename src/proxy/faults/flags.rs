@@ -1,110 +1,43 @@
-//! The `fault run` face of a fault: its own flags, then the ones every placeable fault shares, named after it
-//! (`--latency-side`, `--latency-direction`, `--latency-probability`, `--latency-sched`, each with its
-//! `FAULT_LATENCY_…` variable), all under the fault's heading. The shared ones are written once, here, for
-//! any [`TcpFaultSpec`]; clap's derive cannot name a flag after a type, hence the hand-written `clap::Args`.
+//! The `fault run` face of a fault: `--with-<kind>`, then one flag per field, generated from the fault's
+//! fields and the placement ones ([`super::fields`]), each with its `FAULT_…` variable, all under the fault's
+//! heading. The values are read by the same reader as the fault's tool ([`crate::fields::FieldInput`]), so
+//! both faces accept and refuse the same values and have the same defaults. clap's derive cannot name a flag
+//! after a type, hence the hand-written `clap::Args`.
 
-use std::fmt;
+use clap::parser::ValueSource;
+use clap::{Arg, ArgAction, ArgMatches, Command};
 
-use clap::{Arg, ArgAction, ArgMatches, Command, value_parser};
+use super::{TcpFault, TcpFaultSpec, fields, read_fault};
+use crate::fields::FieldInput;
 
-use super::{TcpFault, TcpFaultSpec};
-use crate::proxy::placement::{Direction, FaultCommon, Schedule, Side};
-use crate::proxy::values::parse_probability;
-
-/// The flags a fault has of its own in `fault run` (`--with-<kind>` and its values), without the shared ones
-/// [`FaultArgs`] adds. Their heading is the fault's ([`TcpFaultSpec::TITLE`]).
-pub trait OwnFlags<S>:
-    clap::Args + clap::FromArgMatches + fmt::Debug + Clone + Send + Sync
-{
-    /// The fault these flags configure, when `--with-<kind>` is given (placed at the defaults).
-    fn spec(&self) -> Option<S>;
-}
-
-/// One fault's flags: its own and, for a placeable fault, where, how often and when it acts.
+/// One fault's flags, read: the fault when `--with-<kind>` is given.
 #[derive(Debug, Clone)]
 pub struct FaultArgs<S: TcpFaultSpec> {
-    pub own: S::Flags,
-    pub placement: FaultCommon,
+    pub fault: Option<TcpFault>,
+    spec: std::marker::PhantomData<S>,
 }
 
-impl<S: TcpFaultSpec> FaultArgs<S> {
-    /// The fault, placed, when it is enabled.
-    pub fn fault(&self) -> Option<TcpFault> {
-        let mut fault: TcpFault = self.own.spec()?.into();
-        *fault.common_mut() = self.placement.clone();
-        Some(fault)
-    }
+/// `--with-<kind>`'s id and long name.
+fn with<S: TcpFaultSpec>() -> (String, String) {
+    let id = format!("with_{}", S::KIND);
+    let long = id.replace('_', "-");
+    (id, long)
 }
 
-/// The id, long name, environment variable and value name of the shared flag `what` of fault `S`:
-/// `latency_side`, `latency-side`, `FAULT_LATENCY_SIDE`, `LATENCY_SIDE`.
-fn shared_arg<S: TcpFaultSpec>(what: &str) -> Arg {
-    let id = id::<S>(what);
-    let upper = id.to_ascii_uppercase();
-    Arg::new(id.clone())
-        .long(id.replace('_', "-"))
-        .env(format!("FAULT_{upper}"))
-        .value_name(upper)
-        .action(ArgAction::Set)
-}
-
-/// The id of the shared flag `what` of fault `S`.
-fn id<S: TcpFaultSpec>(what: &str) -> String {
-    format!("{}_{what}", S::KIND)
-}
-
-/// The placement the shared flags of `S` give.
-fn placement<S: TcpFaultSpec>(matches: &ArgMatches) -> Result<FaultCommon, clap::Error> {
-    fn one<T: Clone + Send + Sync + 'static>(
-        matches: &ArgMatches,
-        id: &str,
-    ) -> Result<Option<T>, clap::Error> {
-        matches
-            .try_get_one::<T>(id)
-            .map(Option::<&T>::cloned)
-            .map_err(|e| clap::Error::raw(clap::error::ErrorKind::InvalidValue, e))
-    }
-    let defaults = FaultCommon::default();
-    if S::PLACEABLE.is_none() {
-        return Ok(defaults);
-    }
-    Ok(FaultCommon {
-        side: one::<Side>(matches, &id::<S>("side"))?.unwrap_or(defaults.side),
-        direction: one::<Direction>(matches, &id::<S>("direction"))?.unwrap_or(defaults.direction),
-        probability: one::<f64>(matches, &id::<S>("probability"))?.unwrap_or(defaults.probability),
-        schedule: one::<Schedule>(matches, &id::<S>("sched"))?,
-    })
-}
-
-/// `command` with the flags of `S` under its heading: its own (through `own`), then the shared ones.
-fn with_flags<S: TcpFaultSpec>(command: Command, own: fn(Command) -> Command) -> Command {
+/// `command` with the flags of `S` under its heading.
+fn with_flags<S: TcpFaultSpec>(command: Command) -> Command {
     let heading = command.get_next_help_heading().map(str::to_owned);
-    let mut command = own(command.next_help_heading(S::TITLE));
-    if let Some(placeable) = S::PLACEABLE {
-        command = command
-            .arg(
-                shared_arg::<S>("side")
-                    .help("Side: client or server")
-                    .default_value("server")
-                    .value_parser(value_parser!(Side)),
-            )
-            .arg(
-                shared_arg::<S>("direction")
-                    .help("Direction: ingress, egress or both")
-                    .default_value("ingress")
-                    .value_parser(value_parser!(Direction)),
-            )
-            .arg(
-                shared_arg::<S>("probability")
-                    .help(placeable.probability_help)
-                    .default_value("1")
-                    .value_parser(parse_probability),
-            )
-            .arg(
-                shared_arg::<S>("sched")
-                    .help(r#"Active window: "start:10%,duration:50%" or "start:5s,duration:10s""#)
-                    .value_parser(value_parser!(Schedule)),
-            );
+    let (id, long) = with::<S>();
+    let mut command = command.next_help_heading(S::TITLE).arg(
+        Arg::new(id.clone())
+            .long(long.clone())
+            .env(format!("FAULT_{}", id.to_ascii_uppercase()))
+            .help(format!("{}.", S::ENABLE))
+            .action(ArgAction::SetTrue),
+    );
+    let needs = format!("--{long}");
+    for field in fields::<S>().iter().filter(|field| field.has_flag()) {
+        command = command.arg(field.arg(S::KIND, &needs));
     }
     match heading {
         Some(heading) => command.next_help_heading(heading),
@@ -112,21 +45,50 @@ fn with_flags<S: TcpFaultSpec>(command: Command, own: fn(Command) -> Command) ->
     }
 }
 
+/// The fault `S` the flags in `matches` give, if enabled. A value given on the command line for a fault
+/// that is not enabled is refused rather than dropped; one from the environment is left alone (variables
+/// set for a later run).
+fn fault<S: TcpFaultSpec>(matches: &ArgMatches) -> Result<Option<TcpFault>, clap::Error> {
+    let (id, long) = with::<S>();
+    let fields: Vec<_> = fields::<S>()
+        .into_iter()
+        .filter(|field| field.has_flag())
+        .collect();
+    if !matches.get_flag(&id) {
+        let given = fields.iter().map(|field| field.long(S::KIND)).find(|flag| {
+            matches.value_source(&flag.replace('-', "_")) == Some(ValueSource::CommandLine)
+        });
+        return match given {
+            Some(flag) => Err(clap::Error::raw(
+                clap::error::ErrorKind::MissingRequiredArgument,
+                format!(
+                    "--{flag} is given but the fault is not enabled: add --{long} (or drop --{flag})\n"
+                ),
+            )),
+            None => Ok(None),
+        };
+    }
+    let input = FieldInput::from_matches(&fields, S::KIND, matches);
+    read_fault::<S>(&input)
+        .map(Some)
+        .map_err(|e| clap::Error::raw(clap::error::ErrorKind::ValueValidation, format!("{e}\n")))
+}
+
 impl<S: TcpFaultSpec> clap::Args for FaultArgs<S> {
     fn augment_args(command: Command) -> Command {
-        with_flags::<S>(command, S::Flags::augment_args)
+        with_flags::<S>(command)
     }
 
     fn augment_args_for_update(command: Command) -> Command {
-        with_flags::<S>(command, S::Flags::augment_args_for_update)
+        with_flags::<S>(command)
     }
 }
 
 impl<S: TcpFaultSpec> clap::FromArgMatches for FaultArgs<S> {
     fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
         Ok(Self {
-            own: S::Flags::from_arg_matches(matches)?,
-            placement: placement::<S>(matches)?,
+            fault: fault::<S>(matches)?,
+            spec: std::marker::PhantomData,
         })
     }
 
@@ -142,6 +104,7 @@ mod tests {
 
     use super::*;
     use crate::proxy::faults::{self, EachFault, FaultFlags};
+    use crate::proxy::placement::{Direction, FaultCommon, Side};
 
     #[derive(Parser)]
     struct Run {
@@ -149,51 +112,34 @@ mod tests {
         faults: FaultFlags,
     }
 
-    /// Checks the shared flags of each registered fault in `command`.
-    struct SharedFlags(Command);
+    /// Checks that each registered fault's fields are flags named after it, under its heading.
+    struct FlagsOfEachField(Command);
 
-    impl EachFault for SharedFlags {
+    impl EachFault for FlagsOfEachField {
         fn fault<S: TcpFaultSpec>(&mut self) {
-            let prefix = S::KIND.replace('_', "-");
-            for (what, default) in [
-                ("side", Some("server")),
-                ("direction", Some("ingress")),
-                ("probability", Some("1")),
-                ("sched", None),
-            ] {
-                let long = format!("{prefix}-{what}");
+            for field in fields::<S>().iter().filter(|field| field.has_flag()) {
+                let long = field.long(S::KIND);
                 let arg = self
                     .0
                     .get_arguments()
                     .find(|arg| arg.get_long() == Some(long.as_str()));
-                let Some(arg) = arg.filter(|_| S::PLACEABLE.is_some()) else {
-                    // A fault that places itself may have a probability of its own (HTTP error's).
-                    assert!(
-                        S::PLACEABLE.is_none() && (arg.is_none() || what == "probability"),
-                        "--{long}"
-                    );
-                    continue;
+                let Some(arg) = arg else {
+                    panic!("{}: no --{long}", S::KIND)
                 };
-                let env = format!("FAULT_{}_{}", S::KIND, what).to_ascii_uppercase();
+                let env = format!("FAULT_{}", long.replace('-', "_")).to_ascii_uppercase();
                 assert_eq!(arg.get_env().and_then(|e| e.to_str()), Some(env.as_str()));
-                let defaults: Vec<_> = arg.get_default_values().iter().collect();
-                assert_eq!(
-                    defaults.first().and_then(|d| d.to_str()),
-                    default,
-                    "--{long}"
-                );
                 assert_eq!(arg.get_help_heading(), Some(S::TITLE), "--{long}");
             }
         }
     }
 
     #[test]
-    fn every_placeable_fault_has_the_shared_flags_named_after_it() {
-        faults::for_each(&mut SharedFlags(Run::command()));
+    fn every_field_of_every_fault_is_a_flag_named_after_it() {
+        faults::for_each(&mut FlagsOfEachField(Run::command()));
     }
 
     #[test]
-    fn the_shared_flags_place_the_fault() {
+    fn the_placement_flags_place_the_fault() {
         let run = Run::try_parse_from([
             "run",
             "--with-reset",
@@ -221,10 +167,27 @@ mod tests {
         );
         assert_eq!(reset.schedule, "start:1s".parse().ok());
         assert_eq!(faults[0].common(), &FaultCommon::default());
-        let error = Run::try_parse_from(["run", "--latency-probability", "2"])
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
-        assert!(error.contains("must be between 0.0 and 1.0"), "{error}");
+        let error = |args: &[&str]| {
+            Run::try_parse_from(args)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
+        let refused = error(&[
+            "run",
+            "--with-latency",
+            "--latency-mean",
+            "1",
+            "--latency-probability",
+            "2",
+        ]);
+        assert!(
+            refused.contains("2 is out of range; accepted: 0 to 1"),
+            "{refused}"
+        );
+        let missing = error(&["run", "--with-latency"]);
+        assert!(missing.contains("--latency-mean: is required"), "{missing}");
+        let orphan = error(&["run", "--latency-mean", "300"]);
+        assert!(orphan.contains("add --with-latency"), "{orphan}");
     }
 }

@@ -13,68 +13,53 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use rand::RngExt;
 use rand::rngs::StdRng;
-use schemars::JsonSchema;
-use serde::{Deserialize, Deserializer};
 
-use super::flags::OwnFlags;
 use super::{Chunk, ConnectionEnd, Injector, Placeable, Stage, TcpFaultSpec, Verdict};
+use crate::fields::{Field, FieldError, FieldInput, Unit};
 use crate::http1::{self, BodyDecoder, FramingError};
-use crate::lenient::{Lenient, Number};
+use crate::lenient::Number;
 use crate::proxy::placement::FaultCommon;
-use crate::proxy::values::{ParseError, parse_probability};
+use crate::proxy::values::ParseError;
 
-#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
-#[serde(default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct HttpErrorSpec {
     /// Side/direction must select the response flow; the relay-level probability stays 1.
-    #[serde(skip)]
     pub common: FaultCommon,
-    /// HTTP status code returned instead of the upstream's response; 400..=599. Default 503.
-    #[serde(deserialize_with = "status_code")]
-    #[schemars(with = "Lenient<f64>")]
     pub status_code: u16,
-    /// Body of the injected response. Default "".
-    #[serde(rename = "error_body", deserialize_with = "text")]
-    #[schemars(with = "Option<String>")]
     pub body: String,
-    /// Share of responses replaced, 0..=1. Default 1.
-    #[serde(deserialize_with = "probability")]
-    #[schemars(with = "Lenient<f64>")]
+    /// Share of responses replaced.
     pub probability: f64,
-    /// `Retry-After` header of the injected response, in whole seconds (0..=86400), as a rate-limiting
-    /// server sends with its 429 or 503. Default: no header.
-    #[serde(deserialize_with = "retry_after")]
-    #[schemars(with = "Lenient<f64>")]
+    /// `Retry-After` header of the injected response, in seconds.
     pub retry_after: Option<u32>,
-}
-
-fn status_code<'de, D: Deserializer<'de>>(input: D) -> Result<u16, D::Error> {
-    // Whole and within 400..=599: the cast is exact.
-    Number::from_to(400.0, 599.0)
-        .whole()
-        .read(input)
-        .map(|code| code as u16)
-}
-
-/// A string, null standing for "".
-fn text<'de, D: Deserializer<'de>>(input: D) -> Result<String, D::Error> {
-    Option::<String>::deserialize(input).map(Option::unwrap_or_default)
-}
-
-fn probability<'de, D: Deserializer<'de>>(input: D) -> Result<f64, D::Error> {
-    Number::from_to(0.0, 1.0).read(input)
 }
 
 /// The most seconds a `Retry-After` may ask for: a day.
 const MAX_RETRY_AFTER: u32 = 86_400;
 
-fn retry_after<'de, D: Deserializer<'de>>(input: D) -> Result<Option<u32>, D::Error> {
-    // Whole and within 0..=MAX_RETRY_AFTER: the cast is exact.
-    Number::from_to(0.0, f64::from(MAX_RETRY_AFTER))
-        .whole()
-        .read(input)
-        .map(|secs| Some(secs as u32))
-}
+const STATUS_CODE: Field = Field::number(
+    "status_code",
+    "HTTP status code returned instead of the upstream's response",
+    Number::from_to(400.0, 599.0).whole(),
+    Unit::None,
+)
+.default("503");
+const BODY: Field = Field::text("error_body", "Body of the injected response")
+    .flag("http-error-body")
+    .default("");
+const PROBABILITY: Field = Field::number(
+    "probability",
+    "Share of responses replaced (drawn once per response)",
+    Number::from_to(0.0, 1.0),
+    Unit::None,
+)
+.default("1");
+const RETRY_AFTER: Field = Field::number(
+    "retry_after",
+    "`Retry-After` header of the injected response, as a rate-limiting server sends with its 429 or 503",
+    Number::from_to(0.0, MAX_RETRY_AFTER as f64).whole(),
+    Unit::Seconds,
+)
+.optional("no header");
 
 impl Default for HttpErrorSpec {
     fn default() -> Self {
@@ -95,9 +80,26 @@ impl TcpFaultSpec for HttpErrorSpec {
 with HTTP errors: the proxy replaces HTTP/1.1 responses with `status_code` and `error_body`, with \
 `probability`, keeping keep-alive framing intact. Acts on the response flow. Same topology, load and report \
 as the latency scenario.";
+    const ENABLE: &'static str =
+        "Replace HTTP/1.1 responses with an error response, keeping keep-alive framing intact";
+    const MODEL: &'static str = "HTTP/1.1 responses replaced by the error, framing followed so keep-alive \
+stays in sync (acts on responses; no side/direction flags)";
+    const ACTED: &'static str = "responses replaced (a head and its body written apart count once)";
     const PLACEABLE: Option<Placeable> = None;
     const READS_HTTP: bool = true;
-    type Flags = HttpErrorFlags;
+    const FIELDS: &'static [Field] = &[STATUS_CODE, BODY, PROBABILITY, RETRY_AFTER];
+
+    fn read(input: &FieldInput) -> Result<Self, FieldError> {
+        Ok(Self {
+            common: FaultCommon::default(),
+            // Whole and within 400..=599: the cast is exact.
+            status_code: input.whole(&STATUS_CODE)? as u16,
+            body: input.text(&BODY)?,
+            probability: input.number(&PROBABILITY)?,
+            // Whole and at most a day: the cast is exact.
+            retry_after: input.optional_whole(&RETRY_AFTER)?.map(|secs| secs as u32),
+        })
+    }
 
     /// Checks what a parser could not: a final error status and a probability.
     fn validate(&self) -> Result<(), ParseError> {
@@ -150,38 +152,6 @@ impl Injector for HttpErrorSpec {
             } else {
                 Some(Box::new(RequestTracker::new(requests.clone())))
             }
-        })
-    }
-}
-
-/// `fault run` flags of the HTTP error fault (it acts on responses).
-#[derive(Debug, Clone, clap::Args)]
-pub struct HttpErrorFlags {
-    /// Replace HTTP/1.1 responses with an error response, keeping keep-alive framing intact.
-    #[arg(long, env = "FAULT_WITH_HTTP_ERROR")]
-    pub with_http_error: bool,
-    /// Status code of the injected response, 400 to 599.
-    #[arg(long, env = "FAULT_HTTP_ERROR_STATUS_CODE", default_value = "503")]
-    pub http_error_status_code: u16,
-    /// Body of the injected response.
-    #[arg(long, env = "FAULT_HTTP_ERROR_BODY", default_value = "")]
-    pub http_error_body: String,
-    /// Share of responses replaced, 0.0 to 1.0.
-    #[arg(long, env = "FAULT_HTTP_ERROR_PROBABILITY", default_value = "1", value_parser = parse_probability)]
-    pub http_error_probability: f64,
-    /// `Retry-After` header of the injected response, in seconds (as a rate-limiting server sends).
-    #[arg(long, env = "FAULT_HTTP_ERROR_RETRY_AFTER", value_parser = clap::value_parser!(u32).range(0..=i64::from(MAX_RETRY_AFTER)))]
-    pub http_error_retry_after: Option<u32>,
-}
-
-impl OwnFlags<HttpErrorSpec> for HttpErrorFlags {
-    fn spec(&self) -> Option<HttpErrorSpec> {
-        self.with_http_error.then(|| HttpErrorSpec {
-            common: FaultCommon::default(),
-            status_code: self.http_error_status_code,
-            body: self.http_error_body.clone(),
-            probability: self.http_error_probability,
-            retry_after: self.http_error_retry_after,
         })
     }
 }
@@ -546,7 +516,10 @@ mod tests {
 
     #[test]
     fn retry_after_is_read_leniently_and_bounded() {
-        let read = |v: serde_json::Value| serde_json::from_value::<HttpErrorSpec>(v);
+        let read = |v: serde_json::Value| {
+            let input = FieldInput::from_arguments(HttpErrorSpec::FIELDS, v.as_object().unwrap());
+            HttpErrorSpec::read(&input)
+        };
         let given = read(serde_json::json!({"status_code": 429, "retry_after": "1"})).unwrap();
         assert_eq!(given.retry_after, Some(1));
         assert_eq!(read(serde_json::json!({})).unwrap().retry_after, None);

@@ -12,50 +12,69 @@ use std::time::Duration;
 
 use rand::RngExt;
 use rand::rngs::StdRng;
-use schemars::JsonSchema;
-use serde::{Deserialize, Deserializer};
 use tokio::time::Instant;
 
-use super::flags::OwnFlags;
 use super::{Chunk, Injector, Placeable, Stage, TcpFaultSpec, Verdict, in_ms};
-use crate::lenient::{Lenient, Number};
+use crate::fields::{Field, FieldError, FieldInput, Unit};
+use crate::lenient::Number;
 use crate::proxy::placement::{Direction, FaultCommon, Flow};
-use crate::proxy::values::{ParseError, parse_hz, parse_ms};
+use crate::proxy::values::{MAX_DELAY_MS, ParseError};
 
-#[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct JitterSpec {
-    #[serde(skip)]
     pub common: FaultCommon,
-    /// Largest extra delay, in milliseconds; more than 0 and at most 60000.
-    #[serde(deserialize_with = "amplitude")]
-    #[schemars(with = "Lenient<f64>")]
     pub amplitude: Duration,
-    /// Delay spikes per second, in Hz; more than 0 and at most 1000.
-    #[serde(deserialize_with = "frequency")]
-    #[schemars(with = "Lenient<f64>")]
     pub frequency: f64,
 }
 
-fn amplitude<'de, D: Deserializer<'de>>(input: D) -> Result<Duration, D::Error> {
-    Number::above_zero(60_000.0, " (ms)")
-        .required("largest extra delay in ms, e.g. 150")
-        .millis(input)
-}
+const AMPLITUDE: Field = Field::millis(
+    "amplitude",
+    "Largest extra delay of one spike (each spike delays by a uniform draw up to it)",
+    Number::above_zero(MAX_DELAY_MS, ""),
+)
+.default("20");
+const FREQUENCY: Field = Field::number(
+    "frequency",
+    "Delay spikes per second, one Poisson process per proxy and flow",
+    Number::above_zero(1000.0, ""),
+    Unit::Hertz,
+)
+.default("5");
 
-fn frequency<'de, D: Deserializer<'de>>(input: D) -> Result<f64, D::Error> {
-    Number::above_zero(1000.0, " (Hz)")
-        .required("in Hz, e.g. 5")
-        .read(input)
-}
+/// The bandwidth tool's fields, which the user guide's payload template for this tool carries.
+const GUIDE_RATE: Field = Field::ignored(
+    "rate",
+    "The bandwidth tool's field, which the user guide's jitter payload template carries; jitter's own are \
+     `amplitude` and `frequency`",
+);
+const GUIDE_UNIT: Field = Field::ignored(
+    "unit",
+    "The bandwidth tool's field, which the user guide's jitter payload template carries; jitter's own are \
+     `amplitude` and `frequency`",
+);
 
 impl TcpFaultSpec for JitterSpec {
     const KIND: &'static str = "jitter";
     const TITLE: &'static str = "Jitter";
+    const ENABLE: &'static str = "Add jitter";
+    const MODEL: &'static str = "one Poisson process of `frequency` spikes per proxy and flow, shared by its \
+connections; a spike delays the next message (request or response) on the flow, whatever its connection, by \
+U(0, amplitude] (drawn per message: a message `gap` after the flow's previous one meets a spike with \
+probability 1 − e^(−frequency·gap))";
+    const ACTED: &'static str = "messages delayed by a spike";
     const TOOL_DESCRIPTION: &'static str = "Evaluate an endpoint's reliability during jitter (random extra \
 delays up to `amplitude` ms, `frequency` spikes per second) on a TCP path. Same topology, load and report as \
-the latency scenario. Defaults: side server, direction ingress.";
+the latency scenario.";
     const PLACEABLE: Option<Placeable> = Some(Placeable::messages(Direction::Ingress));
-    type Flags = JitterFlags;
+    const FIELDS: &'static [Field] = &[AMPLITUDE, FREQUENCY, GUIDE_RATE, GUIDE_UNIT];
+
+    fn read(input: &FieldInput) -> Result<Self, FieldError> {
+        Ok(Self {
+            common: FaultCommon::default(),
+            amplitude: input.millis(&AMPLITUDE)?,
+            frequency: input.number(&FREQUENCY)?,
+        })
+    }
 
     fn validate(&self) -> Result<(), ParseError> {
         if !(self.frequency.is_finite() && self.frequency > 0.0) {
@@ -96,30 +115,6 @@ impl Injector for SpikeProcesses {
             acts_on[flow].then(|| {
                 Box::new(Jitter::new(&self.spec, self.flows[flow].clone())) as Box<dyn Stage>
             })
-        })
-    }
-}
-
-/// `fault run` flags of the jitter fault.
-#[derive(Debug, Clone, clap::Args)]
-pub struct JitterFlags {
-    /// Add jitter.
-    #[arg(long, env = "FAULT_WITH_JITTER")]
-    pub with_jitter: bool,
-    /// Largest delay of one spike, in milliseconds.
-    #[arg(long, env = "FAULT_JITTER_AMPLITUDE", default_value = "20", value_parser = parse_ms)]
-    pub jitter_amplitude: Duration,
-    /// Spikes per second (Hz).
-    #[arg(long, env = "FAULT_JITTER_FREQUENCY", default_value = "5", value_parser = parse_hz)]
-    pub jitter_frequency: f64,
-}
-
-impl OwnFlags<JitterSpec> for JitterFlags {
-    fn spec(&self) -> Option<JitterSpec> {
-        self.with_jitter.then_some(JitterSpec {
-            common: FaultCommon::default(),
-            amplitude: self.jitter_amplitude,
-            frequency: self.jitter_frequency,
         })
     }
 }

@@ -8,14 +8,13 @@ use std::time::Duration;
 use rand::RngExt;
 use rand::rngs::StdRng;
 use rand_distr::{Distribution, Normal, Pareto};
-use schemars::JsonSchema;
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 
-use super::flags::OwnFlags;
 use super::{Chunk, Injector, Placeable, Stage, TcpFaultSpec, Verdict, in_ms, on_selected_flows};
-use crate::lenient::{self, Lenient, Number};
+use crate::fields::{Field, FieldError, FieldInput, parses_as};
+use crate::lenient::Number;
 use crate::proxy::placement::{Direction, FaultCommon};
-use crate::proxy::values::{ParseError, parse_ms};
+use crate::proxy::values::{MAX_DELAY_MS, ParseError};
 
 /// Shape of the latency samples.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -58,64 +57,98 @@ impl fmt::Display for LatencyDistribution {
 }
 
 /// Latency: a delay drawn per message (or per read/write) with a mean and a spread.
-#[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct LatencySpec {
-    #[serde(skip)]
     pub common: FaultCommon,
-    /// Mean latency to add, in milliseconds; more than 0 and at most 60000.
-    #[serde(rename = "latency", deserialize_with = "mean")]
-    #[schemars(with = "Lenient<f64>")]
     pub mean: Duration,
-    /// Standard deviation around the mean, in milliseconds; 0..=60000. Default 0.
-    #[serde(rename = "deviation", default, deserialize_with = "deviation")]
-    #[schemars(with = "Lenient<f64>")]
     pub stddev: Duration,
-    #[serde(skip)]
     pub distribution: LatencyDistribution,
-    #[serde(skip)]
     pub min: Option<Duration>,
-    #[serde(skip)]
     pub max: Option<Duration>,
-    /// Add the latency to every read/write on the connection instead of once per message. Default false.
-    #[serde(
-        rename = "per_read_write_op",
-        default,
-        deserialize_with = "lenient::scalar"
-    )]
-    #[schemars(with = "Lenient<bool>")]
     pub per_read_write: bool,
 }
 
-fn mean<'de, D: Deserializer<'de>>(input: D) -> Result<Duration, D::Error> {
-    Number::above_zero(60_000.0, " (ms)")
-        .required("mean latency in milliseconds, e.g. 300")
-        .millis(input)
-}
-
-fn deviation<'de, D: Deserializer<'de>>(input: D) -> Result<Duration, D::Error> {
-    Number::from_to(0.0, 60_000.0).millis(input)
-}
+const MEAN: Field = Field::millis(
+    "latency",
+    "Mean latency to add",
+    Number::above_zero(MAX_DELAY_MS, ""),
+)
+.flag("latency-mean")
+.required("300");
+const DEVIATION: Field = Field::millis(
+    "deviation",
+    "Standard deviation around the mean",
+    Number::from_to(0.0, MAX_DELAY_MS),
+)
+.flag("latency-stddev")
+.default("0");
+const DISTRIBUTION: Field = Field::parsed(
+    "distribution",
+    "Shape of the delays: uniform over mean ± √3·deviation, normal, pareto (heavy right tail) or \
+     pareto-normal (75% normal + 25% pareto, as netem's paretonormal)",
+    "uniform, normal, pareto or pareto-normal",
+    parses_as::<LatencyDistribution>,
+)
+.default("normal");
+const MIN: Field = Field::millis(
+    "min",
+    "Lowest delay: samples below it are raised to it",
+    Number::from_to(0.0, MAX_DELAY_MS),
+)
+.optional("no lower clamp but 0");
+const MAX: Field = Field::millis(
+    "max",
+    "Highest delay: samples above it are lowered to it",
+    Number::from_to(0.0, MAX_DELAY_MS),
+)
+.optional("no upper clamp");
+const PER_READ_WRITE: Field = Field::switch(
+    "per_read_write_op",
+    "Add the latency to every read/write on the connection instead of once per message",
+)
+.flag("latency-per-read-write");
 
 impl TcpFaultSpec for LatencySpec {
     const KIND: &'static str = "latency";
     const TITLE: &'static str = "Latency";
+    const ENABLE: &'static str = "Add latency";
+    const MODEL: &'static str = "once per message (first chunk of a connection, or first after the other \
+flow spoke) or on every read; each request/response exchange is `mean` slower, keep-alive or not";
+    const ACTED: &'static str = "messages delayed (reads with per_read_write_op)";
     const TOOL_DESCRIPTION: &'static str = "Evaluate an endpoint's reliability while latency is added on a \
 TCP path. Puts a fault-injecting proxy on the path to `url` (or runs the `proxies` you map in front of its \
 upstream), sends open-model load (num_clients × rps requests per second for duration), and returns a markdown \
 report (latency percentiles, errors by outcome, SLO verdicts, per-second sparkline); structuredContent holds \
-every figure. Defaults: side server, direction ingress (responses).";
+every figure.";
     const PLACEABLE: Option<Placeable> = Some(Placeable {
-        tool_direction: Direction::Ingress,
-        probability_help: "Share of messages delayed, 0.0 to 1.0",
+        direction: Direction::Ingress,
+        probability_help: "Share of messages delayed",
     });
-    type Flags = LatencyFlags;
+    const FIELDS: &'static [Field] = &[MEAN, DEVIATION, DISTRIBUTION, MIN, MAX, PER_READ_WRITE];
+
+    fn read(input: &FieldInput) -> Result<Self, FieldError> {
+        let spec = Self {
+            common: FaultCommon::default(),
+            mean: input.millis(&MEAN)?,
+            stddev: input.millis(&DEVIATION)?,
+            distribution: input.parsed(&DISTRIBUTION)?,
+            min: input.optional_millis(&MIN)?,
+            max: input.optional_millis(&MAX)?,
+            per_read_write: input.switch(&PER_READ_WRITE)?,
+        };
+        spec.validate()
+            .map_err(|e| input.refuse(&MAX, e.to_string()))?;
+        Ok(spec)
+    }
 
     fn validate(&self) -> Result<(), ParseError> {
         if let (Some(min), Some(max)) = (self.min, self.max)
             && min > max
         {
             return Err(ParseError::new(format!(
-                "latency min ({min:?}) is above latency max ({max:?})"
+                "latency min ({}) is above latency max ({})",
+                in_ms(min),
+                in_ms(max)
             )));
         }
         Ok(())
@@ -151,46 +184,6 @@ every figure. Defaults: side server, direction ingress (responses).";
 impl Injector for LatencySpec {
     fn connection(&self, acts_on: [bool; 2]) -> [Option<Box<dyn Stage>>; 2] {
         on_selected_flows(acts_on, || Box::new(Latency::new(self)))
-    }
-}
-
-/// `fault run` flags of the latency fault.
-#[derive(Debug, Clone, clap::Args)]
-pub struct LatencyFlags {
-    /// Add latency.
-    #[arg(long, env = "FAULT_WITH_LATENCY")]
-    pub with_latency: bool,
-    /// Mean latency in milliseconds.
-    #[arg(long, env = "FAULT_LATENCY_MEAN", default_value = "0", value_parser = parse_ms)]
-    pub latency_mean: Duration,
-    /// Standard deviation in milliseconds.
-    #[arg(long, env = "FAULT_LATENCY_STDDEV", default_value = "0", value_parser = parse_ms)]
-    pub latency_stddev: Duration,
-    /// Distribution: uniform, normal, pareto, pareto-normal.
-    #[arg(long, env = "FAULT_LATENCY_DISTRIBUTION", default_value = "normal")]
-    pub latency_distribution: LatencyDistribution,
-    /// Lowest latency in milliseconds (clamp).
-    #[arg(long, env = "FAULT_LATENCY_MIN", value_parser = parse_ms)]
-    pub latency_min: Option<Duration>,
-    /// Highest latency in milliseconds (clamp).
-    #[arg(long, env = "FAULT_LATENCY_MAX", value_parser = parse_ms)]
-    pub latency_max: Option<Duration>,
-    /// Delay every read/write instead of once per message.
-    #[arg(long, env = "FAULT_LATENCY_PER_READ_WRITE")]
-    pub latency_per_read_write: bool,
-}
-
-impl OwnFlags<LatencySpec> for LatencyFlags {
-    fn spec(&self) -> Option<LatencySpec> {
-        self.with_latency.then_some(LatencySpec {
-            common: FaultCommon::default(),
-            mean: self.latency_mean,
-            stddev: self.latency_stddev,
-            distribution: self.latency_distribution,
-            min: self.latency_min,
-            max: self.latency_max,
-            per_read_write: self.latency_per_read_write,
-        })
     }
 }
 

@@ -4,34 +4,28 @@
 use std::sync::Arc;
 
 use rand::rngs::StdRng;
-use schemars::JsonSchema;
-use serde::{Deserialize, Deserializer};
 
-use super::flags::OwnFlags;
 use super::{
     Chunk, ConnectionEnd, Injector, Placeable, Stage, TcpFaultSpec, Verdict, on_selected_flows,
 };
-use crate::lenient::{Lenient, Number};
+use crate::fields::{Field, FieldError, FieldInput, Unit};
+use crate::lenient::Number;
 use crate::proxy::placement::{Direction, FaultCommon};
 
-#[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct LimitDataSpec {
-    #[serde(skip)]
     pub common: FaultCommon,
-    /// Bytes of the flow forwarded before the connection is closed; a whole number from 0 to 1000000000000.
-    #[serde(deserialize_with = "bytes")]
-    #[schemars(with = "Lenient<f64>")]
+    /// Bytes of the flow forwarded before the connection is closed.
     pub bytes: u64,
 }
 
-fn bytes<'de, D: Deserializer<'de>>(input: D) -> Result<u64, D::Error> {
-    // Whole and at most 10^12: the cast is exact.
-    Number::from_to(0.0, 1e12)
-        .whole()
-        .required("bytes of the flow forwarded before the close, e.g. 1024")
-        .read(input)
-        .map(|bytes| bytes as u64)
-}
+const BYTES: Field = Field::number(
+    "bytes",
+    "Bytes of the flow forwarded before the connection is closed",
+    Number::from_to(0.0, 1e12).whole(),
+    Unit::Bytes,
+)
+.required("1024");
 
 impl TcpFaultSpec for LimitDataSpec {
     const KIND: &'static str = "limit_data";
@@ -39,9 +33,21 @@ impl TcpFaultSpec for LimitDataSpec {
     const TOOL_DESCRIPTION: &'static str = "Evaluate an endpoint's reliability when connections on a TCP \
 path are closed cleanly (FIN to both peers) once `bytes` bytes of the flow have passed, as a peer or \
 middlebox with a quota would: the caller reads that many bytes, then the end of the stream. Same topology, \
-load and report as the latency scenario. Defaults: side server, direction ingress (responses).";
+load and report as the latency scenario.";
+    const ENABLE: &'static str =
+        "Close connections cleanly (FIN) after --limit-data-bytes bytes of the flow";
+    const MODEL: &'static str = "the connection is closed cleanly (FIN to both peers) once exactly `bytes` \
+bytes of the flow have passed: the client reads that many bytes, then end of stream";
+    const ACTED: &'static str = "connections closed";
     const PLACEABLE: Option<Placeable> = Some(Placeable::messages(Direction::Ingress));
-    type Flags = LimitDataFlags;
+    const FIELDS: &'static [Field] = &[BYTES];
+
+    fn read(input: &FieldInput) -> Result<Self, FieldError> {
+        Ok(Self {
+            common: FaultCommon::default(),
+            bytes: input.whole(&BYTES)?,
+        })
+    }
 
     fn describe(&self) -> String {
         format!(
@@ -62,26 +68,6 @@ impl Injector for LimitDataSpec {
                 limit: self.bytes,
                 passed: 0,
             })
-        })
-    }
-}
-
-/// `fault run` flags of the limit_data fault.
-#[derive(Debug, Clone, clap::Args)]
-pub struct LimitDataFlags {
-    /// Close connections cleanly (FIN) after --limit-data-bytes bytes of the flow.
-    #[arg(long, env = "FAULT_WITH_LIMIT_DATA")]
-    pub with_limit_data: bool,
-    /// Bytes of the flow forwarded before the close.
-    #[arg(long, env = "FAULT_LIMIT_DATA_BYTES", default_value = "0")]
-    pub limit_data_bytes: u64,
-}
-
-impl OwnFlags<LimitDataSpec> for LimitDataFlags {
-    fn spec(&self) -> Option<LimitDataSpec> {
-        self.with_limit_data.then_some(LimitDataSpec {
-            common: FaultCommon::default(),
-            bytes: self.limit_data_bytes,
         })
     }
 }

@@ -1,11 +1,12 @@
 //! Faults as stages on a flow.
 //!
-//! Each fault is one file here: its spec (fields, the tool's reading of them with their defaults and ranges,
-//! validation), its [`TcpFaultSpec`] facts (name, heading, tool description, whether the user places it),
-//! its own `fault run` flags, what it shares across connections and its [`Stage`]. The [`registry!`] list
-//! below is the one place that names them all; every face is generated from it: [`TcpFault`], the `fault
-//! run` flags (the shared placement ones in [`super::flags`]), one impact-scenario tool per fault and the tool
-//! lists ([`for_each`]).
+//! Each fault is one file here: its spec, its fields (each declared once, as a [`Field`]: name, range,
+//! default, unit and help), how it reads them ([`TcpFaultSpec::read`]), its [`TcpFaultSpec`] facts (name,
+//! heading, descriptions, whether the user places it), what it shares across connections and its [`Stage`].
+//! The [`registry!`] list below is the one place that names them all; every face is generated from it and
+//! from the fields: [`TcpFault`], the `fault run` flags ([`flags`]), one impact-scenario tool per fault, the
+//! tool lists ([`for_each`]) and the reference tables. The fields every placeable fault shares (side,
+//! direction, probability, sched) are declared once, in [`crate::proxy::placement`].
 //!
 //! A [`Stage`] sees each chunk of one flow (request or response) of one connection, in order, and
 //! answers with a [`Verdict`]: pass it, delay it, drop it (blackhole), replace its bytes, or end the
@@ -19,15 +20,14 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use rand::rngs::StdRng;
-use schemars::JsonSchema;
-use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
 pub mod flags;
 
-use super::placement::{Direction, FaultCommon, Flow, Window};
+use super::placement::{self, Direction, FaultCommon, Flow, Window};
 use super::values::ParseError;
-use flags::{FaultArgs, OwnFlags};
+use crate::fields::{Field, FieldError, FieldInput};
+use flags::FaultArgs;
 
 /// The faults the proxy knows: `Variant => module::Spec`. Adding a fault is its file plus one line; every
 /// spec has a `pub common: FaultCommon` (where, how often and when it acts), which the faces set.
@@ -106,12 +106,12 @@ macro_rules! registry {
         impl FaultFlags {
             /// The faults enabled on the command line, in registration order.
             pub fn specs(&self) -> Vec<TcpFault> {
-                [$(self.$module.fault()),*].into_iter().flatten().collect()
+                [$(self.$module.fault.clone()),*].into_iter().flatten().collect()
             }
         }
 
         /// Calls `each` with every registered fault's spec type, in registration order: how the faces that list
-        /// every fault (the impact-scenario tools, the tool lists) are built.
+        /// every fault (the impact-scenario tools, the tool lists, the reference) are built.
         pub fn for_each(each: &mut impl EachFault) {
             $(each.fault::<$module::$spec>();)*
         }
@@ -130,20 +130,21 @@ registry! {
     Corrupt => corrupt::CorruptSpec,
 }
 
-/// What every TCP fault's spec is: its facts, from which its faces are generated, and its behaviour.
-///
-/// The spec is also its impact-scenario tool's input: its `Deserialize` and `JsonSchema` are the tool's
-/// reading of its fields (names, lenient types, defaults, ranges naming the field) and their documentation;
-/// fields the tool does not take are `#[serde(skip)]`.
-pub trait TcpFaultSpec:
-    fmt::Debug + Clone + Send + Sync + DeserializeOwned + JsonSchema + Into<TcpFault> + 'static
-{
+/// What every TCP fault's spec is: its facts and fields, from which its faces are generated, and its
+/// behaviour.
+pub trait TcpFaultSpec: fmt::Debug + Clone + Send + Sync + Into<TcpFault> + 'static {
     /// Name of the fault kind: in stats, logs and reports; `--with-<kind>` and `FAULT_<KIND>_…` (`-` and
     /// upper case for `_`); its tool `fault_run_<kind>_impact_scenario`.
     const KIND: &'static str;
     /// Its heading in `fault run --help`, e.g. "HTTP error".
     const TITLE: &'static str;
-    /// The description of its impact-scenario tool.
+    /// What `--with-<kind>` does, e.g. "Add latency".
+    const ENABLE: &'static str;
+    /// How it acts, for the reference.
+    const MODEL: &'static str;
+    /// What "fault acted N times" counts for it, e.g. "messages delayed".
+    const ACTED: &'static str;
+    /// The description of its impact-scenario tool; the defaults are added from the fields.
     const TOOL_DESCRIPTION: &'static str;
     /// How the user places it, or `None` for a fault that places itself (HTTP error acts on responses and
     /// draws its own probability).
@@ -151,10 +152,14 @@ pub trait TcpFaultSpec:
     /// Whether it reads HTTP/1 messages, so it needs them in clear text (the proxy, not the client, then
     /// speaks TLS to an `https://` upstream).
     const READS_HTTP: bool = false;
-    /// Its own `fault run` flags (`--with-<kind>` and its values).
-    type Flags: OwnFlags<Self>;
+    /// Its own fields, in the order the faces list them (the placement ones come after, from
+    /// [`placement::fields`]).
+    const FIELDS: &'static [Field];
 
-    /// Checks the fault's own values; messages name the field.
+    /// The spec from its fields' values, read through `input` (the one reader of every face), placed at the
+    /// defaults; a rule between fields names the field it refuses.
+    fn read(input: &FieldInput) -> Result<Self, FieldError>;
+    /// Checks the fault's own values (for a spec built in code); messages name the field.
     fn validate(&self) -> Result<(), ParseError> {
         Ok(())
     }
@@ -164,22 +169,60 @@ pub trait TcpFaultSpec:
     fn injector(&self) -> Arc<dyn Injector>;
 }
 
-/// How the user places a fault: side, direction, probability and schedule, on the command line and (side and
-/// direction) in its tool.
+/// Every field of fault `S`: its own, then where it acts.
+pub fn fields<S: TcpFaultSpec>() -> Vec<Field> {
+    let placement = S::PLACEABLE.map(|placeable| placement::fields(&placeable));
+    S::FIELDS
+        .iter()
+        .copied()
+        .chain(placement.into_iter().flatten())
+        .collect()
+}
+
+/// Fault `S` from the values a face was given: its own fields, then where it acts, then checked.
+pub fn read_fault<S: TcpFaultSpec>(input: &FieldInput) -> Result<TcpFault, FieldError> {
+    let mut fault: TcpFault = S::read(input)?.into();
+    if let Some(placeable) = S::PLACEABLE {
+        *fault.common_mut() = placement::read(input, &placeable)?;
+    }
+    fault.validate().map_err(|e| FieldError {
+        field: S::KIND.to_owned(),
+        message: e.to_string(),
+    })?;
+    Ok(fault)
+}
+
+/// The defaults of fault `S`'s fields in words, for its tool's description: "side server, direction
+/// egress, loss_rate 0.05".
+pub fn defaults_text<S: TcpFaultSpec>() -> String {
+    fields::<S>()
+        .iter()
+        .filter_map(|field| match field.presence {
+            crate::fields::Presence::Default(value) if !value.is_empty() && value != "false" => {
+                Some(format!("{} {value}", field.name))
+            }
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// How the user places a fault: side, direction, probability and schedule, on the command line and in its
+/// tool alike.
 #[derive(Debug, Clone, Copy)]
 pub struct Placeable {
-    /// The direction its tool takes when the call names none (`fault run`'s is ingress for every fault).
-    pub tool_direction: Direction,
-    /// What its `--<kind>-probability` draws, e.g. "Share of messages delayed, 0.0 to 1.0".
+    /// The direction it takes when none is given (on every face).
+    pub direction: Direction,
+    /// What its probability draws, e.g. "Share of messages delayed".
     pub probability_help: &'static str,
 }
 
 impl Placeable {
-    /// A fault whose probability draws messages, with `tool_direction` for its tool.
-    pub const fn messages(tool_direction: Direction) -> Self {
+    /// A fault whose probability draws messages, acting on `direction` by default.
+    pub const fn messages(direction: Direction) -> Self {
         Self {
-            tool_direction,
-            probability_help: "Share of messages affected, 0.0 to 1.0",
+            direction,
+            probability_help: "Share of messages affected",
         }
     }
 }

@@ -7,32 +7,23 @@ use std::time::Duration;
 
 use rand::RngExt;
 use rand::rngs::StdRng;
-use schemars::JsonSchema;
-use serde::{Deserialize, Deserializer};
 
-use super::flags::OwnFlags;
 use super::{
     Chunk, Injector, MSS, Placeable, Stage, TcpFaultSpec, Verdict, in_ms, on_selected_flows,
 };
-use crate::lenient::{self, Lenient, Scalar};
+use crate::fields::{Field, FieldError, FieldInput, Unit, parses_as};
+use crate::lenient::Number;
 use crate::proxy::placement::{Direction, FaultCommon};
-use crate::proxy::values::{ParseError, parse_rate, parse_segments};
+use crate::proxy::values::{ParseError, parse_rate};
 
-#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
-#[serde(default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PacketLossSpec {
-    #[serde(skip)]
     pub common: FaultCommon,
-    /// Share of TCP segments lost (then retransmitted late, as TCP would): a fraction 0..=0.99 or a
-    /// percentage string such as "5%". Default 0.05.
-    #[serde(rename = "loss_rate", deserialize_with = "loss_rate")]
-    #[schemars(with = "Lenient<LossRate>")]
+    /// Share of segments lost, 0 to below 1.
     pub rate: f64,
     /// Mean length of a loss burst in segments (Gilbert-Elliott); `None` = independent losses.
-    #[serde(skip)]
     pub burst_length: Option<f64>,
     /// First retransmission timeout; doubles each time the same segment is lost again.
-    #[serde(skip)]
     pub rto: Duration,
 }
 
@@ -47,14 +38,22 @@ impl std::str::FromStr for LossRate {
     }
 }
 
-impl Scalar for LossRate {
-    const JSON_TYPES: &'static [&'static str] = &["number"];
-    const EXPECTED: &'static str = "a fraction from 0 to 0.99 or a percentage such as \"5%\"";
-}
-
-fn loss_rate<'de, D: Deserializer<'de>>(input: D) -> Result<f64, D::Error> {
-    lenient::scalar::<D, LossRate>(input).map(|rate| rate.0)
-}
+const RATE: Field = Field::parsed(
+    "loss_rate",
+    "Share of TCP segments lost (then retransmitted late, as TCP would)",
+    "a fraction from 0 to below 1 (0.05) or a percentage (\"5%\")",
+    parses_as::<LossRate>,
+)
+.numbers_too()
+.flag("packet-loss-rate")
+.default("0.05");
+const BURST_LENGTH: Field = Field::number(
+    "burst_length",
+    "Mean length of a loss burst (Gilbert-Elliott)",
+    Number::from_to(1.0, 1e6),
+    Unit::Segments,
+)
+.optional("independent losses");
 
 impl Default for PacketLossSpec {
     fn default() -> Self {
@@ -70,11 +69,27 @@ impl Default for PacketLossSpec {
 impl TcpFaultSpec for PacketLossSpec {
     const KIND: &'static str = "packet_loss";
     const TITLE: &'static str = "Packet loss";
+    const ENABLE: &'static str =
+        "Lose packets (segments are delivered late by a retransmission timeout)";
+    const MODEL: &'static str = "per segment (≤ 1460 B); a lost segment arrives one RTO (200 ms, doubling on \
+repeated loss) late, bytes behind it wait; bursts = Gilbert-Elliott";
+    const ACTED: &'static str = "segments lost";
     const TOOL_DESCRIPTION: &'static str = "Evaluate an endpoint's reliability during packet loss on a TCP \
 path (lost segments are retransmitted late, as TCP would, so bytes arrive intact but slower). Same topology, \
-load and report as the latency scenario. Defaults: side server, direction egress, loss_rate 0.05.";
-    const PLACEABLE: Option<Placeable> = Some(Placeable::messages(Direction::Egress));
-    type Flags = PacketLossFlags;
+load and report as the latency scenario.";
+    const PLACEABLE: Option<Placeable> = Some(Placeable {
+        direction: Direction::Egress,
+        probability_help: "Share of messages whose segments may be lost",
+    });
+    const FIELDS: &'static [Field] = &[RATE, BURST_LENGTH];
+
+    fn read(input: &FieldInput) -> Result<Self, FieldError> {
+        Ok(Self {
+            rate: input.parsed::<LossRate>(&RATE)?.0,
+            burst_length: input.optional_number(&BURST_LENGTH)?,
+            ..Self::default()
+        })
+    }
 
     fn validate(&self) -> Result<(), ParseError> {
         if !(0.0..1.0).contains(&self.rate) {
@@ -116,30 +131,6 @@ load and report as the latency scenario. Defaults: side server, direction egress
 impl Injector for PacketLossSpec {
     fn connection(&self, acts_on: [bool; 2]) -> [Option<Box<dyn Stage>>; 2] {
         on_selected_flows(acts_on, || Box::new(PacketLoss::new(self)))
-    }
-}
-
-/// `fault run` flags of the packet loss fault.
-#[derive(Debug, Clone, clap::Args)]
-pub struct PacketLossFlags {
-    /// Lose packets (segments are delivered late by a retransmission timeout).
-    #[arg(long, env = "FAULT_WITH_PACKET_LOSS")]
-    pub with_packet_loss: bool,
-    /// Share of segments lost: 0.05 or 5%.
-    #[arg(long, env = "FAULT_PACKET_LOSS_RATE", default_value = "0.05", value_parser = parse_rate)]
-    pub packet_loss_rate: f64,
-    /// Mean burst length in segments (Gilbert-Elliott); without it losses are independent.
-    #[arg(long, env = "FAULT_PACKET_LOSS_BURST_LENGTH", value_parser = parse_segments)]
-    pub packet_loss_burst_length: Option<f64>,
-}
-
-impl OwnFlags<PacketLossSpec> for PacketLossFlags {
-    fn spec(&self) -> Option<PacketLossSpec> {
-        self.with_packet_loss.then(|| PacketLossSpec {
-            rate: self.packet_loss_rate,
-            burst_length: self.packet_loss_burst_length,
-            ..Default::default()
-        })
     }
 }
 

@@ -6,46 +6,40 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rand::rngs::StdRng;
-use schemars::JsonSchema;
-use serde::{Deserialize, Deserializer};
 use tokio::time::Instant;
 
-use super::flags::OwnFlags;
 use super::{
     Chunk, ConnectionEnd, Injector, Placeable, Stage, TcpFaultSpec, Verdict, in_ms,
     on_selected_flows,
 };
-use crate::lenient::{Lenient, Number};
+use crate::fields::{Field, FieldError, FieldInput, Unit};
+use crate::lenient::Number;
 use crate::proxy::placement::{Direction, FaultCommon};
-use crate::proxy::values::parse_ms;
+use crate::proxy::values::MAX_DELAY_MS;
 
-#[derive(Debug, Clone, PartialEq, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ResetSpec {
-    #[serde(skip)]
     pub common: FaultCommon,
-    /// Reset once this many bytes of the flow have passed; a whole number from 0 to 1000000000000. Default:
-    /// no byte limit.
-    #[serde(default, deserialize_with = "after_bytes")]
-    #[schemars(with = "Lenient<f64>")]
+    /// Reset once this many bytes of the flow have passed.
     pub after_bytes: Option<u64>,
-    /// Reset this many milliseconds after the connection opened; 0..=3600000. Default: no time limit. Without
-    /// either limit, connections are reset as soon as they open.
-    #[serde(rename = "after_ms", default, deserialize_with = "after_ms")]
-    #[schemars(with = "Lenient<f64>")]
+    /// Reset this long after the connection opened.
     pub after: Option<Duration>,
 }
 
-fn after_bytes<'de, D: Deserializer<'de>>(input: D) -> Result<Option<u64>, D::Error> {
-    // Whole and at most 10^12: the cast is exact.
-    Number::from_to(0.0, 1e12)
-        .whole()
-        .read(input)
-        .map(|bytes| Some(bytes as u64))
-}
-
-fn after_ms<'de, D: Deserializer<'de>>(input: D) -> Result<Option<Duration>, D::Error> {
-    Number::from_to(0.0, 3_600_000.0).millis(input).map(Some)
-}
+const AFTER_BYTES: Field = Field::number(
+    "after_bytes",
+    "Reset once this many bytes of the flow have passed",
+    Number::from_to(0.0, 1e12).whole(),
+    Unit::Bytes,
+)
+.optional("no byte limit");
+const AFTER_MS: Field = Field::millis(
+    "after_ms",
+    "Reset this long after the connection opened; without either limit, connections are reset as soon as \
+     they open",
+    Number::from_to(0.0, MAX_DELAY_MS),
+)
+.optional("no time limit");
 
 impl TcpFaultSpec for ResetSpec {
     const KIND: &'static str = "reset";
@@ -53,13 +47,26 @@ impl TcpFaultSpec for ResetSpec {
     const TOOL_DESCRIPTION: &'static str = "Evaluate an endpoint's reliability when connections on a TCP \
 path are reset (RST to both peers, \"connection reset by peer\"): once `after_bytes` bytes of the flow have \
 passed or `after_ms` milliseconds after a connection opened, whichever comes first, or as soon as it opens \
-without either. Same topology, load and report as the latency scenario. Defaults: side server, direction \
-ingress (responses).";
+without either. Same topology, load and report as the latency scenario.";
+    const ENABLE: &'static str =
+        "Reset connections (RST): after --reset-after-bytes, after --reset-after-ms, or at once";
+    const MODEL: &'static str = "the connection is reset (RST to both peers: `SO_LINGER` 0, then close) once \
+`after_bytes` bytes of the flow have passed or `after_ms` after it opened, whichever first; at once without \
+either. The client reads the bytes before, then `ECONNRESET`";
+    const ACTED: &'static str = "connections reset";
     const PLACEABLE: Option<Placeable> = Some(Placeable {
-        tool_direction: Direction::Ingress,
-        probability_help: "Share of connections reset (drawn per message), 0.0 to 1.0",
+        direction: Direction::Ingress,
+        probability_help: "Share of connections reset (drawn per message)",
     });
-    type Flags = ResetFlags;
+    const FIELDS: &'static [Field] = &[AFTER_BYTES, AFTER_MS];
+
+    fn read(input: &FieldInput) -> Result<Self, FieldError> {
+        Ok(Self {
+            common: FaultCommon::default(),
+            after_bytes: input.optional_whole(&AFTER_BYTES)?,
+            after: input.optional_millis(&AFTER_MS)?,
+        })
+    }
 
     fn describe(&self) -> String {
         let when = match (self.after_bytes, self.after) {
@@ -93,30 +100,6 @@ impl Injector for ResetSpec {
                 at,
                 passed: 0,
             })
-        })
-    }
-}
-
-/// `fault run` flags of the reset fault.
-#[derive(Debug, Clone, clap::Args)]
-pub struct ResetFlags {
-    /// Reset connections (RST): after --reset-after-bytes, after --reset-after-ms, or at once.
-    #[arg(long, env = "FAULT_WITH_RESET")]
-    pub with_reset: bool,
-    /// Reset once this many bytes of the flow have passed.
-    #[arg(long, env = "FAULT_RESET_AFTER_BYTES")]
-    pub reset_after_bytes: Option<u64>,
-    /// Reset this many milliseconds after the connection opened.
-    #[arg(long, env = "FAULT_RESET_AFTER_MS", value_parser = parse_ms)]
-    pub reset_after_ms: Option<Duration>,
-}
-
-impl OwnFlags<ResetSpec> for ResetFlags {
-    fn spec(&self) -> Option<ResetSpec> {
-        self.with_reset.then_some(ResetSpec {
-            common: FaultCommon::default(),
-            after_bytes: self.reset_after_bytes,
-            after: self.reset_after_ms,
         })
     }
 }
