@@ -114,6 +114,15 @@ impl FaultServer {
         ]
     }
 
+    /// Every tool as `tools/list` gives it to a client without MCP Apps, family by family.
+    pub fn tools() -> Vec<rmcp::model::Tool> {
+        let server = Self::new(AgentSettings::default());
+        Self::tool_names()
+            .iter()
+            .filter_map(|name| server.tool_router.get(name).cloned())
+            .collect()
+    }
+
     /// The names of every tool, family by family.
     pub fn tool_names() -> Vec<String> {
         Self::families()
