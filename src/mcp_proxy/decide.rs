@@ -1,7 +1,7 @@
 //! Decisions: which faults, if any, apply to a call. Each decision depends only on (seed, plan, tool, that
 //! tool's call ordinal) through [`super::roll`], never on arrival order across tools: a tool's calls are
 //! decided one after another in ordinal order, and every counter a decision reads (`max_injections`, the
-//! burst chains) is kept per (fault, tool) and advanced only by that tool's own decisions. The exceptions
+//! correlated faults' chains) is kept per (fault, tool) and advanced only by that tool's own decisions. The exceptions
 //! are the wall-clock ones by nature: `window`, and `server_degradation` with `clock: ms`.
 
 use std::{collections::HashMap, time::Instant};
@@ -81,9 +81,14 @@ impl Decider {
                     .map_err(|error| DeciderError { fault, error })
             })
             .collect::<Result<Vec<_>, _>>()?;
+        // A fault that fires on no call (a peer's without tools) hides nothing.
         let hiding = faults
             .iter()
-            .map(|(f, _)| f.spec.hides_tools().is_some() && f.trigger.starts_at_once())
+            .map(|(f, _)| {
+                f.spec.hides_tools().is_some()
+                    && f.trigger.starts_at_once()
+                    && f.trigger.probability > 0.0
+            })
             .collect();
         Ok(Self {
             seed: plan.seed,
