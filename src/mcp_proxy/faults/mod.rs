@@ -1,8 +1,8 @@
 //! The message faults, one file each. A file owns its spec (serde and JSON Schema, with defaults: the schema's
-//! properties are the keys a plan may give it), its validation (messages name the field), its peer tools'
-//! spellings, when it fires, its one-line description and its behaviour on the wire. The decider and the
-//! engine reach a fault only through [`McpFaultSpec`]; [`REGISTRY`] is the one list of fault types, one line
-//! per fault.
+//! properties are the keys a plan may give it), its validation (messages name the field), the peer tools' types
+//! and keys it reads and what they mean there, when it fires, its one-line description and its behaviour on
+//! the wire. The decider, the engine and the plan loader reach a fault only through [`McpFaultSpec`];
+//! [`REGISTRY`] is the one list of fault types, one line per fault.
 
 use std::{collections::HashMap, sync::LazyLock, time::Duration};
 

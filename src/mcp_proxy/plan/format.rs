@@ -55,7 +55,10 @@ fn mcp_chaos_keys(kind: &str) -> Option<&'static [&'static str]> {
 
 /// Whether `fault` is one of mcp-chaos's types with only its keys.
 fn is_mcp_chaos_fault(fault: &Map<String, Value>) -> bool {
-    let kind = fault.get("type").and_then(Value::as_str).unwrap_or_default();
+    let kind = fault
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     mcp_chaos_keys(kind).is_some_and(|keys| {
         fault
             .keys()
@@ -66,7 +69,10 @@ fn is_mcp_chaos_fault(fault: &Map<String, Value>) -> bool {
 /// Whether mcp-chaos's `fault` says something only mcp-chaos says: its type is no name of ours, or one of its
 /// keys is none of the keys our fault of that type or the trigger take.
 fn has_mcp_chaos_words(fault: &Map<String, Value>) -> bool {
-    let kind = fault.get("type").and_then(Value::as_str).unwrap_or_default();
+    let kind = fault
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let Some(ours) = registered(kind) else {
         return false;
     };

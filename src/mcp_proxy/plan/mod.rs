@@ -352,7 +352,9 @@ mod tests {
         let range = "a whole number from 0 to 18446744073709551615 (2^64 - 1)";
         assert_eq!(
             seed("1.5"),
-            Err(format!("line 1: seed: 1.5 is not a seed; accepted: {whole}"))
+            Err(format!(
+                "line 1: seed: 1.5 is not a seed; accepted: {whole}"
+            ))
         );
         assert_eq!(
             seed("-1"),
@@ -369,7 +371,10 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(error.starts_with("line 1: seed: ") && error.ends_with(range), "{error}");
+        assert!(
+            error.starts_with("line 1: seed: ") && error.ends_with(range),
+            "{error}"
+        );
     }
 
     #[test]
@@ -380,7 +385,13 @@ mod tests {
         .unwrap();
         assert_eq!(
             plan.command,
-            ["python", "-c", "import app; app.run()", "--dir", "/tmp/my dir"]
+            [
+                "python",
+                "-c",
+                "import app; app.run()",
+                "--dir",
+                "/tmp/my dir"
+            ]
         );
         let error = yaml("upstream:\n  command: 'python \"server.py'\n").unwrap_err();
         assert_eq!(
