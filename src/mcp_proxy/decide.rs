@@ -292,6 +292,28 @@ mod tests {
     }
 
     #[test]
+    fn degradation_episodes_are_the_same_for_every_tool_whatever_the_arrival_order() {
+        // An error before the degradation takes some calls (so their chain is stepped later, or not at all).
+        let p = plan(
+            "seed: 5\nfaults:\n  - type: error\n    tools: [x]\n    probability: 0.3\n  - type: server_degradation\n    tools: [x, y]\n    episode_rate: 0.3\n    episode_len: 4\n",
+        );
+        let interleaved: Vec<&str> = (0..300).flat_map(|_| ["x", "y"]).collect();
+        let mut grouped: Vec<&str> = vec!["y"; 300];
+        grouped.extend(vec!["x"; 300]);
+        let a = per_tool(&p, &interleaved);
+        assert_eq!(a, per_tool(&p, &grouped));
+        // Where x's call was not taken by the error, x and y are degraded at the same ordinals.
+        let (x, y) = (&a["x"], &a["y"]);
+        let degraded_y = y.iter().filter(|c| c.first() == Some(&1)).count();
+        assert!((45..135).contains(&degraded_y), "{degraded_y} of 300");
+        for (x, y) in x.iter().zip(y) {
+            if x.first() != Some(&0) {
+                assert_eq!(x, y);
+            }
+        }
+    }
+
+    #[test]
     fn policy_all_applies_every_fault_until_one_answers() {
         let p = plan(
             "policy: all\nfaults:\n  - type: latency\n    ms: 5\n  - type: schema_drift\n    rename: {a: b}\n  - type: error\n  - type: empty\n",
