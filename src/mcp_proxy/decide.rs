@@ -1,7 +1,7 @@
 //! Decisions: which faults, if any, apply to a call. Each decision depends only on (seed, plan, tool, that
 //! tool's call ordinal) through [`super::roll`], never on arrival order across tools: a tool's calls are
 //! decided one after another in ordinal order, and every counter a decision reads (`max_injections`, the
-//! burst chains) is kept per (fault, tool) and advanced only by that tool's own decisions. The exceptions
+//! correlated faults' chains) is kept per (fault, tool) and advanced only by that tool's own decisions. The exceptions
 //! are the wall-clock ones by nature: `window`, and `server_degradation` with `clock: ms`.
 
 use std::{collections::HashMap, time::Instant};
@@ -81,9 +81,14 @@ impl Decider {
                     .map_err(|error| DeciderError { fault, error })
             })
             .collect::<Result<Vec<_>, _>>()?;
+        // A fault that fires on no call (a peer's without tools) hides nothing.
         let hiding = faults
             .iter()
-            .map(|(f, _)| f.spec.hides_tools().is_some() && f.trigger.starts_at_once())
+            .map(|(f, _)| {
+                f.spec.hides_tools().is_some()
+                    && f.trigger.starts_at_once()
+                    && f.trigger.probability > 0.0
+            })
             .collect();
         Ok(Self {
             seed: plan.seed,
@@ -283,6 +288,28 @@ mod tests {
                 .nth(2)
                 .unwrap();
             assert_eq!(last_error + 1, third_roll_below, "{tool}");
+        }
+    }
+
+    #[test]
+    fn degradation_episodes_are_the_same_for_every_tool_whatever_the_arrival_order() {
+        // An error before the degradation takes some calls (so their chain is stepped later, or not at all).
+        let p = plan(
+            "seed: 5\nfaults:\n  - type: error\n    tools: [x]\n    probability: 0.3\n  - type: server_degradation\n    tools: [x, y]\n    episode_rate: 0.3\n    episode_len: 4\n",
+        );
+        let interleaved: Vec<&str> = (0..300).flat_map(|_| ["x", "y"]).collect();
+        let mut grouped: Vec<&str> = vec!["y"; 300];
+        grouped.extend(vec!["x"; 300]);
+        let a = per_tool(&p, &interleaved);
+        assert_eq!(a, per_tool(&p, &grouped));
+        // Where x's call was not taken by the error, x and y are degraded at the same ordinals.
+        let (x, y) = (&a["x"], &a["y"]);
+        let degraded_y = y.iter().filter(|c| c.first() == Some(&1)).count();
+        assert!((45..135).contains(&degraded_y), "{degraded_y} of 300");
+        for (x, y) in x.iter().zip(y) {
+            if x.first() != Some(&0) {
+                assert_eq!(x, y);
+            }
         }
     }
 

@@ -1,16 +1,16 @@
-//! `burst_error`: failures come in bursts. A two-state chain (ok, failing) steps once per call of each tool;
-//! it leaves a burst with probability 1/`burst_len` and enters one with the probability that keeps the
-//! long-run failure share at `rate`. Each step's roll is keyed by (seed, fault, tool, ordinal), so the
-//! bursts are the same on every run whatever the arrival order.
+//! `burst_error`: failures come in bursts, as mcp-chaos's `burst_error` has them: a two-state [`Chain`] stepped
+//! once per call, whose long-run share of failed calls is `rate` and whose bursts last `burst_len` calls on
+//! average, starting in its long-run state. A tick is a call ordinal: each tool's n-th call shares tick n, so a
+//! burst fails every tool of the trigger together, and the bursts are the same on every run whatever the
+//! arrival order.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Action, CallContext, Failure, FaultError, FaultMemory, Format, McpFaultSpec, PeerEntry,
-    PeerValueError, check_probability,
+    Action, CallContext, Chain, Failure, FaultError, FaultMemory, Format, McpFaultSpec, PeerEntry,
+    PeerType, PeerValueError, check_probability,
 };
-use crate::mcp_proxy::roll::call_roll;
 
 pub const DEFAULT_CODE: i64 = -32000;
 pub const DEFAULT_MESSAGE: &str = "injected error";
@@ -19,82 +19,62 @@ fn rate() -> f64 {
     0.02
 }
 
-fn eight() -> u64 {
-    8
+fn burst_len() -> f64 {
+    8.0
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct BurstError {
+    /// The long-run share of failed calls.
     #[serde(default = "rate")]
     pub rate: f64,
-    #[serde(default = "eight")]
-    pub burst_len: u64,
+    /// The mean length of a burst, in calls (a decimal is kept).
+    #[serde(default = "burst_len")]
+    pub burst_len: f64,
     #[serde(flatten)]
     pub failure: Failure,
 }
 
-impl BurstError {
-    fn exit_probability(&self) -> f64 {
-        1.0 / self.burst_len as f64
-    }
-
-    fn enter_probability(&self) -> f64 {
-        (self.rate * self.exit_probability() / (1.0 - self.rate)).min(1.0)
-    }
-
-    /// The chain's next state from `failing`, given this step's roll.
-    fn step(&self, failing: bool, roll: f64) -> bool {
-        if failing {
-            roll >= self.exit_probability()
-        } else {
-            roll < self.enter_probability()
+impl McpFaultSpec for BurstError {
+    fn peer_types() -> &'static [PeerType] {
+        const {
+            &[PeerType::mcp_chaos(
+                "burst_error",
+                &["rate", "burst_len", "tools"],
+            )]
         }
     }
-}
 
-impl McpFaultSpec for BurstError {
-    /// mcp-chaos's `burst_len` may be a decimal (rounded).
+    /// In mcp-chaos a `burst_len` below 1 counts as 1.
     fn read_peer(entry: &mut PeerEntry) -> Result<(), PeerValueError> {
-        if entry.format == Format::McpChaos {
-            entry.round("burst_len");
+        if entry.format == Format::McpChaos
+            && let Some(len) = entry.get("burst_len").and_then(serde_json::Value::as_f64)
+            && len < 1.0
+        {
+            entry.set("burst_len", 1.0.into());
         }
         Ok(())
     }
 
     fn validate(&self) -> Result<(), FaultError> {
         check_probability("rate", self.rate)?;
-        if self.rate >= 1.0 {
-            return Err(FaultError::Rule {
-                field: "rate",
-                rule: "be below 1",
-            });
-        }
-        if self.burst_len == 0 {
-            return Err(FaultError::Rule {
+        if self.burst_len < 1.0 {
+            return Err(FaultError::Value {
                 field: "burst_len",
-                rule: "be at least 1",
+                rule: "be at least 1 (the mean burst length, in calls)",
+                got: self.burst_len.to_string(),
             });
         }
         Ok(())
     }
 
-    /// The chain's state at the call's ordinal, stepped on from where `memory` left it (or from the start).
+    /// The chain is on at the call's ordinal.
     fn fires(&self, call: &CallContext<'_>, memory: &mut FaultMemory) -> bool {
-        let (mut at, mut failing) = if memory.ordinal <= call.ordinal {
-            (memory.ordinal, memory.on)
-        } else {
-            (0, false)
+        let chain = Chain {
+            rate: self.rate,
+            mean_len: self.burst_len,
         };
-        while at < call.ordinal {
-            at += 1;
-            let roll = call_roll(call.seed, call.fault_index, call.tool, at, "burst");
-            failing = self.step(failing, roll);
-        }
-        *memory = FaultMemory {
-            ordinal: at,
-            on: failing,
-        };
-        failing
+        chain.on_at(call.seed, call.fault_index, call.ordinal, memory)
     }
 
     fn describe(&self) -> String {

@@ -6,7 +6,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, McpFaultSpec, ms};
+use super::{Action, CallContext, Format, McpFaultSpec, PeerEntry, PeerType, PeerValueError, ms};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ConnectionDrop {
@@ -17,8 +17,15 @@ pub struct ConnectionDrop {
 }
 
 impl McpFaultSpec for ConnectionDrop {
-    fn aliases() -> &'static [&'static str] {
-        &["connection-drop"]
+    fn peer_types() -> &'static [PeerType] {
+        const { &[PeerType::of(Format::ChaosMonkey, "connection-drop")] }
+    }
+
+    /// mcp-chaos-monkey's `afterMs` is ours; its Python port's `afterBytes` is taken and ignored, as the
+    /// port drops the connection at once whatever it says.
+    fn read_peer(entry: &mut PeerEntry) -> Result<(), PeerValueError> {
+        entry.take("after_bytes");
+        Ok(())
     }
 
     fn describe(&self) -> String {

@@ -5,7 +5,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, McpFaultSpec};
+use super::{Action, CallContext, Format, McpFaultSpec, PeerType};
 use crate::mcp_wire::jsonrpc::Reply;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
@@ -35,8 +35,8 @@ pub struct ConnectionRefused {
 }
 
 impl McpFaultSpec for ConnectionRefused {
-    fn aliases() -> &'static [&'static str] {
-        &["connection-refused"]
+    fn peer_types() -> &'static [PeerType] {
+        const { &[PeerType::of(Format::ChaosMonkey, "connection-refused")] }
     }
 
     fn describe(&self) -> String {

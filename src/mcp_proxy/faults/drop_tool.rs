@@ -6,7 +6,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Action, CallContext, FaultError, Hiding, McpFaultSpec, registry_inconsistency::unknown_tool,
+    Action, CallContext, FaultError, Format, Hiding, McpFaultSpec, PeerEntry, PeerType,
+    PeerValueError, no_tools_no_fault, registry_inconsistency::unknown_tool, require_tools,
 };
 use crate::mcp_proxy::trigger::Trigger;
 
@@ -21,14 +22,20 @@ pub struct DropTool {
 }
 
 impl McpFaultSpec for DropTool {
-    fn check_trigger(&self, trigger: &Trigger) -> Result<(), FaultError> {
-        if trigger.tools.is_empty() {
-            return Err(FaultError::Rule {
-                field: "tools",
-                rule: "name the tools to drop",
-            });
+    fn peer_types() -> &'static [PeerType] {
+        const { &[PeerType::mcp_chaos("drop_tool", &["tools"])] }
+    }
+
+    /// In mcp-chaos, no `tools` means no tool is dropped.
+    fn read_peer(entry: &mut PeerEntry) -> Result<(), PeerValueError> {
+        if entry.format == Format::McpChaos {
+            no_tools_no_fault(entry);
         }
         Ok(())
+    }
+
+    fn check_trigger(&self, trigger: &Trigger) -> Result<(), FaultError> {
+        require_tools(trigger, "name the tools to drop")
     }
 
     fn hides_tools(&self) -> Option<Hiding> {

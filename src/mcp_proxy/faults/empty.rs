@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, CallUpstream, McpFaultSpec};
+use super::{Action, CallContext, CallUpstream, Format, McpFaultSpec, PeerType};
 use crate::mcp_wire::jsonrpc::Reply;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -13,6 +13,10 @@ pub struct Empty {
 }
 
 impl McpFaultSpec for Empty {
+    fn peer_types() -> &'static [PeerType] {
+        const { &[PeerType::of(Format::SmartAi, "empty")] }
+    }
+
     fn describe(&self) -> String {
         format!("answer an empty result (upstream {:?})", self.upstream)
     }

@@ -5,7 +5,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Action, CallContext, CallUpstream, Failure, Format, McpFaultSpec, PeerEntry, PeerValueError,
+    Action, CallContext, CallUpstream, Failure, Format, McpFaultSpec, PeerEntry, PeerType,
+    PeerValueError,
 };
 use crate::mcp_wire::jsonrpc::Reply;
 
@@ -26,6 +27,15 @@ pub struct Error {
 }
 
 impl McpFaultSpec for Error {
+    fn peer_types() -> &'static [PeerType] {
+        const {
+            &[
+                PeerType::of(Format::SmartAi, "error"),
+                PeerType::of(Format::ChaosMonkey, "error"),
+            ]
+        }
+    }
+
     /// plexara's `as_tool: true`; mcp-chaos-monkey's `statusCode` without a `message` says the status;
     /// SmartAI's `error` answers "Internal error: service unavailable".
     fn read_peer(entry: &mut PeerEntry) -> Result<(), PeerValueError> {

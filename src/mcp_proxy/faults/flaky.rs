@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Action, CallContext, Failure, Format, McpFaultSpec, PeerEntry, PeerValueError};
+use super::{Action, CallContext, Failure, McpFaultSpec, PeerEntry, PeerType, PeerValueError};
 
 pub const DEFAULT_CODE: i64 = -32000;
 
@@ -17,19 +17,18 @@ pub struct Flaky {
 }
 
 impl McpFaultSpec for Flaky {
-    fn aliases() -> &'static [&'static str] {
-        &["error_injection"]
+    fn peer_types() -> &'static [PeerType] {
+        const { &[PeerType::mcp_chaos("error_injection", &["rate", "tools"])] }
     }
 
-    /// plexara's `fail_rate` and mcp-chaos's `rate` (0.02 when absent) are the trigger's probability;
-    /// mcp-chaos's `error_injection` answers "injected error".
+    /// plexara's `fail_rate` and mcp-chaos's `rate` are the trigger's probability; mcp-chaos's
+    /// `error_injection`, in whatever plan, fails 0.02 of the calls when it gives no `rate`, answering
+    /// "injected error".
     fn read_peer(entry: &mut PeerEntry) -> Result<(), PeerValueError> {
         entry.rename("fail_rate", "probability");
         entry.rename("rate", "probability");
-        if entry.format == Format::McpChaos {
-            entry.set_default("probability", 0.02.into());
-        }
         if entry.type_name == "error_injection" {
+            entry.set_default("probability", 0.02.into());
             entry.set_default("message", "injected error".into());
         }
         Ok(())

@@ -3,7 +3,10 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, FaultError, McpFaultSpec, OnCap, PeerEntry, PeerValueError, ms};
+use super::{
+    Action, CallContext, FaultError, Format, McpFaultSpec, OnCap, PeerEntry, PeerType,
+    PeerValueError, ms,
+};
 
 fn yes() -> bool {
     true
@@ -46,8 +49,13 @@ impl Default for Hang {
 }
 
 impl McpFaultSpec for Hang {
-    fn aliases() -> &'static [&'static str] {
-        &["wedged"]
+    fn peer_types() -> &'static [PeerType] {
+        const {
+            &[
+                PeerType::of(Format::McpTest, "hang"),
+                PeerType::of(Format::McpTest, "wedged"),
+            ]
+        }
     }
 
     /// mcptest's `hang` and `wedged` are one fault; the name written is kept as the label.

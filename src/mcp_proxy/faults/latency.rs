@@ -3,7 +3,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, FaultError, Format, McpFaultSpec, PeerEntry, PeerValueError, ms};
+use super::{
+    Action, CallContext, FaultError, Format, McpFaultSpec, PeerEntry, PeerType, PeerValueError, ms,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -44,7 +46,18 @@ impl Latency {
 
 impl McpFaultSpec for Latency {
     fn aliases() -> &'static [&'static str] {
-        &["slow", "delay"]
+        &["delay"]
+    }
+
+    fn peer_types() -> &'static [PeerType] {
+        const {
+            &[
+                PeerType::mcp_chaos("latency", &["added_ms", "jitter_ms", "probability"]),
+                PeerType::of(Format::SmartAi, "slow"),
+                PeerType::of(Format::McpTest, "slow"),
+                PeerType::of(Format::ChaosMonkey, "latency"),
+            ]
+        }
     }
 
     /// mcp-chaos's `added_ms` (250 when absent; decimals rounded), mcptest's `slow:<ms>` and `delay_ms`;

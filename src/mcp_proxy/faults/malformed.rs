@@ -5,7 +5,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Action, CallContext, FaultError, McpFaultSpec, PeerEntry, PeerValueError, RewriteError,
+    Action, CallContext, FaultError, Format, McpFaultSpec, PeerEntry, PeerType, PeerValueError,
+    RewriteError,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
@@ -37,6 +38,10 @@ pub struct Malformed {
 }
 
 impl McpFaultSpec for Malformed {
+    fn peer_types() -> &'static [PeerType] {
+        const { &[PeerType::of(Format::ChaosMonkey, "malformed")] }
+    }
+
     /// mcp-chaos-monkey's `corruptResponse` says whether the response is corrupted: a boolean, and `false`
     /// never corrupts (the fault stays in the plan, firing on no call).
     fn read_peer(entry: &mut PeerEntry) -> Result<(), PeerValueError> {

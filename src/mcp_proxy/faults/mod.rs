@@ -1,8 +1,8 @@
 //! The message faults, one file each. A file owns its spec (serde and JSON Schema, with defaults: the schema's
-//! properties are the keys a plan may give it), its validation (messages name the field), its peer tools'
-//! spellings, when it fires, its one-line description and its behaviour on the wire. The decider and the
-//! engine reach a fault only through [`McpFaultSpec`]; [`REGISTRY`] is the one list of fault types, one line
-//! per fault.
+//! properties are the keys a plan may give it), its validation (messages name the field), the peer tools' types
+//! and keys it reads and what they mean there, when it fires, its one-line description and its behaviour on
+//! the wire. The decider, the engine and the plan loader reach a fault only through [`McpFaultSpec`];
+//! [`REGISTRY`] is the one list of fault types, one line per fault.
 
 use std::{collections::HashMap, sync::LazyLock, time::Duration};
 
@@ -13,9 +13,11 @@ use serde_json::{Map, Value};
 use super::trigger::{Matcher, Trigger};
 use crate::mcp_wire::jsonrpc::Reply;
 
+mod chain;
 mod peer;
 
-pub use peer::{Format, PeerEntry, PeerValueError};
+pub use chain::{Chain, ChainState};
+pub use peer::{Format, PeerEntry, PeerType, PeerValueError};
 
 /// What the proxy knows about the call a fault acts on.
 #[derive(Debug, Clone)]
@@ -207,11 +209,10 @@ pub enum RewriteError {
 }
 
 /// What the decider keeps for one fault and one tool between that tool's calls, for the fault's own firing
-/// rule (e.g. a chain stepped once per call): `on` as of the tool's call `ordinal`. It starts at the default.
+/// rule: the tool's copy of a correlated fault's [`Chain`], where it last stood. It starts empty.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FaultMemory {
-    pub ordinal: u64,
-    pub on: bool,
+    pub chain: Option<ChainState>,
 }
 
 /// How a fault that hides tools changes `tools/list` once it has fired.
@@ -224,8 +225,18 @@ pub struct Hiding {
 /// Behaviour every fault file implements. The defaults are those of a fault that acts on the call it fires
 /// on, keyed by the tool and its ordinal, and fires whenever its trigger and roll say so.
 pub trait McpFaultSpec {
-    /// The fault's other type names in the peer tools' plans (mcptest's `wedged` for `hang`, ...).
+    /// The fault's other type names of ours (`delay` for `latency`), read in every format.
     fn aliases() -> &'static [&'static str]
+    where
+        Self: Sized,
+    {
+        &[]
+    }
+
+    /// The peers' fault types this fault reads, read in every format: mcp-chaos's with the keys its fault
+    /// takes (`error_injection` with `rate` and `tools` for `flaky`), mcp-chaos-monkey's (`rate-limit`),
+    /// SmartAI's (`corrupt`), mcptest's (`wedged`). The plan loader recognises a peer's plans by them.
+    fn peer_types() -> &'static [PeerType]
     where
         Self: Sized,
     {
@@ -311,14 +322,20 @@ pub struct Registered {
     /// The type name (the fault's module).
     pub name: &'static str,
     pub aliases: fn() -> &'static [&'static str],
+    pub peer_types: fn() -> &'static [PeerType],
     pub read_peer: fn(&mut PeerEntry) -> Result<(), PeerValueError>,
     schema: fn() -> schemars::Schema,
     build: fn(Map<String, Value>) -> Result<McpFault, serde_json::Error>,
 }
 
 impl Registered {
-    /// Whether `name` is this type's name or one of its aliases.
+    /// Whether `name` is this type's name, one of its aliases or a peer's name for it.
     pub fn is_named(&self, name: &str) -> bool {
+        self.is_ours(name) || (self.peer_types)().iter().any(|p| p.name == name)
+    }
+
+    /// Whether `name` is this type's name or one of our aliases for it.
+    pub fn is_ours(&self, name: &str) -> bool {
         self.name == name || (self.aliases)().contains(&name)
     }
 
@@ -367,6 +384,7 @@ macro_rules! registry {
             $( Registered {
                 name: stringify!($module),
                 aliases: <$fault as McpFaultSpec>::aliases,
+                peer_types: <$fault as McpFaultSpec>::peer_types,
                 read_peer: <$fault as McpFaultSpec>::read_peer,
                 schema: || schemars::schema_for!($fault),
                 build: |map| serde_json::from_value::<$fault>(Value::Object(map)).map(McpFault::$fault),
@@ -498,8 +516,8 @@ impl Serialize for NestedFault {
     }
 }
 
-/// For a peer whose fault with no (or empty) `tools` acts on no tool, where ours acts on every tool: a fault
-/// that fires on no call.
+/// For a peer whose fault with no (or empty) `tools` acts on no tool, where our trigger would pick every tool:
+/// a fault that fires on no call.
 pub(crate) fn no_tools_no_fault(entry: &mut PeerEntry) {
     if entry
         .get("tools")
@@ -507,6 +525,18 @@ pub(crate) fn no_tools_no_fault(entry: &mut PeerEntry) {
     {
         entry.set("probability", 0.0.into());
     }
+}
+
+/// For a fault whose `tools` name what it acts on, where a peer's without `tools` acts on nothing: refuses a
+/// trigger without tools unless it fires on no call (a peer's fault read by [`no_tools_no_fault`]).
+pub(crate) fn require_tools(trigger: &Trigger, rule: &'static str) -> Result<(), FaultError> {
+    if trigger.tools.is_empty() && trigger.probability > 0.0 {
+        return Err(FaultError::Rule {
+            field: "tools",
+            rule,
+        });
+    }
+    Ok(())
 }
 
 /// `ms` as a [`Duration`].
@@ -656,12 +686,39 @@ mod tests {
     }
 
     #[test]
-    fn type_names_and_aliases_name_one_fault_each() {
-        let mut seen = std::collections::HashSet::new();
+    fn type_names_aliases_and_peer_names_name_one_fault_each() {
+        let mut seen = std::collections::HashMap::new();
         for fault in REGISTRY {
-            for name in std::iter::once(fault.name).chain((fault.aliases)().iter().copied()) {
-                assert!(seen.insert(name), "`{name}` names two faults");
+            let peer_names = (fault.peer_types)().iter().map(|p| p.name);
+            let names = std::iter::once(fault.name)
+                .chain((fault.aliases)().iter().copied())
+                .chain(peer_names);
+            for name in names {
+                let owner = *seen.entry(name).or_insert(fault.name);
+                assert_eq!(owner, fault.name, "`{name}` names two faults");
                 assert_eq!(registered(name).map(|r| r.name), Some(fault.name));
+            }
+        }
+    }
+
+    #[test]
+    fn mcp_chaos_keys_are_read_by_the_fault() {
+        // Each key an mcp-chaos fault takes is one the loader reads for the fault that answers to it.
+        for fault in REGISTRY {
+            for peer in (fault.peer_types)() {
+                for key in peer.keys {
+                    let mut entry =
+                        PeerEntry::new(peer.format, peer.name.to_owned(), None, std::iter::empty());
+                    entry.set(key, Value::Null);
+                    (fault.read_peer)(&mut entry).unwrap_or_else(|e| panic!("{e}"));
+                    let read = entry.into_keys().map(|(k, _, _)| k).collect::<Vec<_>>();
+                    assert!(
+                        read.iter()
+                            .all(|k| fault.keys().contains(k) || TRIGGER_KEYS.contains(k)),
+                        "{}: mcp-chaos's `{key}` is read as {read:?}",
+                        fault.name
+                    );
+                }
             }
         }
     }

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    Action, CallContext, FaultError, McpFaultSpec, PeerEntry, PeerValueError, check_probability,
-    edit_payloads, result_mut,
+    Action, CallContext, FaultError, Format, McpFaultSpec, PeerEntry, PeerType, PeerValueError,
+    check_probability, edit_payloads, result_mut,
 };
 
 fn half() -> f64 {
@@ -78,8 +78,13 @@ impl PartialResult {
 }
 
 impl McpFaultSpec for PartialResult {
-    fn aliases() -> &'static [&'static str] {
-        &["corrupt"]
+    fn peer_types() -> &'static [PeerType] {
+        const {
+            &[
+                PeerType::mcp_chaos("partial_result", &["tools", "probability"]),
+                PeerType::of(Format::SmartAi, "corrupt"),
+            ]
+        }
     }
 
     /// SmartAI's `corrupt` halves every text block.

@@ -43,6 +43,37 @@ impl Format {
     }
 }
 
+/// A fault type of a peer's plans, declared by the fault that reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerType {
+    pub format: Format,
+    /// The type name as the peer writes it.
+    pub name: &'static str,
+    /// The keys the peer's fault takes besides `type`, where the plan loader recognises the peer's plans by
+    /// them: mcp-chaos's, whose fault constructors refuse any other key. Empty for the other peers.
+    pub keys: &'static [&'static str],
+}
+
+impl PeerType {
+    /// mcp-chaos's type `name`, whose fault takes `keys`.
+    pub const fn mcp_chaos(name: &'static str, keys: &'static [&'static str]) -> Self {
+        Self {
+            format: Format::McpChaos,
+            name,
+            keys,
+        }
+    }
+
+    /// The type `name` of `format`.
+    pub const fn of(format: Format, name: &'static str) -> Self {
+        Self {
+            format,
+            name,
+            keys: &[],
+        }
+    }
+}
+
 /// A peer's key whose value the peer itself refuses.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{written} must {rule}, got {got}")]

@@ -4,7 +4,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, McpFaultSpec, PeerEntry, PeerValueError, ReplyAs};
+use super::{
+    Action, CallContext, Format, McpFaultSpec, PeerEntry, PeerType, PeerValueError, ReplyAs,
+};
 use crate::mcp_wire::jsonrpc::Reply;
 
 fn five() -> u64 {
@@ -28,8 +30,13 @@ pub struct RateLimit {
 }
 
 impl McpFaultSpec for RateLimit {
-    fn aliases() -> &'static [&'static str] {
-        &["rate-limit"]
+    fn peer_types() -> &'static [PeerType] {
+        const {
+            &[
+                PeerType::of(Format::SmartAi, "rate_limit"),
+                PeerType::of(Format::ChaosMonkey, "rate-limit"),
+            ]
+        }
     }
 
     /// mcp-chaos-monkey's `retryAfterSeconds` is ours; `retry_after` is read as it.

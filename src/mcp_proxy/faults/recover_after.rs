@@ -5,8 +5,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Action, CallContext, FaultError, FaultMemory, Hang, McpFault, McpFaultSpec, NestedFault,
-    PeerEntry, PeerValueError, RewriteError,
+    Action, CallContext, FaultError, FaultMemory, Format, Hang, McpFault, McpFaultSpec,
+    NestedFault, PeerEntry, PeerType, PeerValueError, RewriteError,
 };
 
 fn one() -> u64 {
@@ -55,8 +55,13 @@ impl RecoverAfter {
 }
 
 impl McpFaultSpec for RecoverAfter {
-    fn aliases() -> &'static [&'static str] {
-        &["recover-after"]
+    fn peer_types() -> &'static [PeerType] {
+        const {
+            &[
+                PeerType::of(Format::McpTest, "recover-after"),
+                PeerType::of(Format::McpTest, "recover_after"),
+            ]
+        }
     }
 
     /// mcptest's `recover-after:<n>`.

@@ -5,8 +5,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Action, CallContext, Format, McpFaultSpec, PeerEntry, PeerValueError, no_tools_no_fault,
+    Action, CallContext, FaultError, Format, McpFaultSpec, PeerEntry, PeerType, PeerValueError,
+    no_tools_no_fault, require_tools,
 };
+use crate::mcp_proxy::trigger::Trigger;
 use crate::mcp_wire::jsonrpc::Reply;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -26,12 +28,26 @@ pub fn unknown_tool(tool: &str) -> Action {
 }
 
 impl McpFaultSpec for RegistryInconsistency {
+    fn peer_types() -> &'static [PeerType] {
+        const { &[PeerType::mcp_chaos("registry_inconsistency", &["tools"])] }
+    }
+
     /// In mcp-chaos, no `tools` means no tool is inconsistent.
     fn read_peer(entry: &mut PeerEntry) -> Result<(), PeerValueError> {
         if entry.format == Format::McpChaos {
             no_tools_no_fault(entry);
         }
         Ok(())
+    }
+
+    /// Without `tools` mcp-chaos's fault acts on no tool, where our trigger would pick every tool: the tools
+    /// are named.
+    fn check_trigger(&self, trigger: &Trigger) -> Result<(), FaultError> {
+        require_tools(
+            trigger,
+            "name the tools that stay listed but are unknown (`[\"*\"]` for every tool; mcp-chaos's \
+             registry_inconsistency without tools acts on none)",
+        )
     }
 
     fn describe(&self) -> String {

@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{
-    Action, CallContext, FaultError, McpFaultSpec, PeerEntry, PeerValueError, edit_payloads,
+    Action, CallContext, FaultError, Format, McpFaultSpec, PeerEntry, PeerType, PeerValueError,
+    edit_payloads,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -251,13 +252,43 @@ fn retype(value: Value, json_type: JsonType) -> Value {
 
 impl McpFaultSpec for SchemaDrift {
     fn aliases() -> &'static [&'static str] {
-        &["schema_mismatch", "schema-mismatch"]
+        &["schema_mismatch"]
     }
 
-    /// mcp-chaos-monkey's `missingFields`. A `target` that names what drifts (`list`, `result`) is ours, not
-    /// a peer's target tool.
+    fn peer_types() -> &'static [PeerType] {
+        const {
+            &[
+                PeerType::mcp_chaos("schema_drift", &["tools", "probability"]),
+                PeerType::of(Format::ChaosMonkey, "schema-mismatch"),
+            ]
+        }
+    }
+
+    /// mcp-chaos-monkey's `missingFields` are the fields its `schema-mismatch` strips, and nothing else
+    /// changes: without any (or with an empty `missingFields` in whatever fault) the answer is left as it is,
+    /// where ours without operations drifts at random. A `target` that names what drifts (`list`, `result`)
+    /// is ours, not a peer's target tool.
     fn read_peer(entry: &mut PeerEntry) -> Result<(), PeerValueError> {
+        let none_missing = entry
+            .get("missing_fields")
+            .is_some_and(|fields| fields.as_array().is_some_and(Vec::is_empty));
+        let peer_type = matches!(
+            entry.type_name.as_str(),
+            "schema-mismatch" | "schema_mismatch"
+        );
         entry.rename("missing_fields", "drop_fields");
+        let operations = ["drop_fields", "rename", "retype", "nullify", "wrap"];
+        let changes_something = operations.iter().any(|key| {
+            entry.get(key).is_some_and(|value| match value {
+                serde_json::Value::Array(items) => !items.is_empty(),
+                serde_json::Value::Object(map) => !map.is_empty(),
+                serde_json::Value::Null => false,
+                _ => true,
+            })
+        });
+        if (none_missing || peer_type) && !changes_something {
+            entry.set("probability", 0.0.into());
+        }
         if entry
             .get("target")
             .is_some_and(|t| DriftTarget::deserialize(t).is_ok())

@@ -1,15 +1,17 @@
-//! `server_degradation`: episodes in which every tool of the trigger's `tools` fails together. An episode
-//! starts at a tick with probability `episode_rate` and lasts `episode_len` ticks. A tick is a call ordinal
-//! (`clock: calls`: each tool's n-th call shares tick n) or `tick_ms` of wall-clock time (`clock: ms`).
+//! `server_degradation`: episodes in which every tool of the trigger's `tools` fails together, as mcp-chaos's
+//! `server_degradation` has them: `episode_rate` is the long-run share of degraded ticks and `episode_len` the
+//! mean length of an episode in ticks (a two-state [`Chain`] starting in its long-run state). A tick is a call
+//! ordinal (`clock: calls`: each tool's n-th call shares tick n) or `tick_ms` of wall-clock time (`clock: ms`).
+//! The chain is keyed by (seed, fault, tick), so every tool of the group sees the same episodes on every run.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Action, CallContext, Failure, FaultError, FaultMemory, Format, McpFaultSpec, PeerEntry,
-    PeerValueError, check_probability, no_tools_no_fault,
+    Action, CallContext, Chain, Failure, FaultError, FaultMemory, Format, McpFaultSpec, PeerEntry,
+    PeerType, PeerValueError, check_probability, no_tools_no_fault, require_tools,
 };
-use crate::mcp_proxy::roll::call_roll;
+use crate::mcp_proxy::trigger::Trigger;
 
 pub const DEFAULT_CODE: i64 = -32000;
 pub const DEFAULT_MESSAGE: &str = "injected error";
@@ -26,8 +28,8 @@ fn episode_rate() -> f64 {
     0.08
 }
 
-fn twenty() -> u64 {
-    20
+fn episode_len() -> f64 {
+    20.0
 }
 
 fn second() -> u64 {
@@ -36,10 +38,12 @@ fn second() -> u64 {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ServerDegradation {
+    /// The long-run share of degraded ticks.
     #[serde(default = "episode_rate")]
     pub episode_rate: f64,
-    #[serde(default = "twenty")]
-    pub episode_len: u64,
+    /// The mean length of an episode, in ticks (a decimal is kept).
+    #[serde(default = "episode_len")]
+    pub episode_len: f64,
     #[serde(default)]
     pub clock: Clock,
     #[serde(default = "second")]
@@ -57,47 +61,45 @@ impl ServerDegradation {
         }
     }
 
-    /// Whether `tick` falls in an episode; the same for every tool of the group.
-    fn degraded(&self, seed: u64, fault_index: usize, tick: u64) -> bool {
-        let first = tick.saturating_sub(self.episode_len.saturating_sub(1));
-        (first..=tick)
-            .any(|start| call_roll(seed, fault_index, "", start, "episode") < self.episode_rate)
+    fn chain(&self) -> Chain {
+        Chain {
+            rate: self.episode_rate,
+            mean_len: self.episode_len,
+        }
     }
 }
 
 impl McpFaultSpec for ServerDegradation {
-    /// mcp-chaos's `episode_rate` is the long-run share of degraded ticks (its chain's entry probability is
-    /// derived from it): here it becomes the probability an episode starts at a tick that gives that share,
-    /// 1 - (1 - rate)^(1 / episode_len). Its `episode_len` may be a decimal (rounded); without `tools` it
-    /// degrades no tool.
+    fn peer_types() -> &'static [PeerType] {
+        const {
+            &[PeerType::mcp_chaos(
+                "server_degradation",
+                &["tools", "episode_rate", "episode_len"],
+            )]
+        }
+    }
+
+    /// In mcp-chaos an `episode_len` below 1 counts as 1, and without `tools` no tool is degraded.
     fn read_peer(entry: &mut PeerEntry) -> Result<(), PeerValueError> {
         if entry.format != Format::McpChaos {
             return Ok(());
         }
         no_tools_no_fault(entry);
-        entry.round("episode_len");
-        let share = entry
-            .get("episode_rate")
-            .map_or(Some(episode_rate()), serde_json::Value::as_f64);
-        let len = entry
-            .get("episode_len")
-            .map_or(Some(twenty()), serde_json::Value::as_u64);
-        if let (Some(share), Some(len)) = (share, len)
-            && (0.0..=1.0).contains(&share)
-            && len > 0
+        if let Some(len) = entry.get("episode_len").and_then(serde_json::Value::as_f64)
+            && len < 1.0
         {
-            let start = 1.0 - (1.0 - share).powf(1.0 / len as f64);
-            entry.set("episode_rate", start.into());
+            entry.set("episode_len", 1.0.into());
         }
         Ok(())
     }
 
     fn validate(&self) -> Result<(), FaultError> {
         check_probability("episode_rate", self.episode_rate)?;
-        if self.episode_len == 0 {
-            return Err(FaultError::Rule {
+        if self.episode_len < 1.0 {
+            return Err(FaultError::Value {
                 field: "episode_len",
-                rule: "be at least 1",
+                rule: "be at least 1 (the mean episode length, in ticks)",
+                got: self.episode_len.to_string(),
             });
         }
         if self.tick_ms == 0 {
@@ -109,20 +111,31 @@ impl McpFaultSpec for ServerDegradation {
         Ok(())
     }
 
-    /// The call's tick falls in an episode.
-    fn fires(&self, call: &CallContext<'_>, _memory: &mut FaultMemory) -> bool {
-        self.degraded(
-            call.seed,
-            call.fault_index,
-            self.tick(call.ordinal, call.elapsed_ms),
+    /// Without `tools` mcp-chaos degrades no tool, where our trigger would pick every tool: the group is
+    /// named.
+    fn check_trigger(&self, trigger: &Trigger) -> Result<(), FaultError> {
+        require_tools(
+            trigger,
+            "name the tools that fail together (`[\"*\"]` for every tool; mcp-chaos's server_degradation \
+             without tools degrades none)",
         )
     }
 
+    /// The chain is on at the call's tick.
+    fn fires(&self, call: &CallContext<'_>, memory: &mut FaultMemory) -> bool {
+        let tick = self.tick(call.ordinal, call.elapsed_ms);
+        self.chain()
+            .on_at(call.seed, call.fault_index, tick, memory)
+    }
+
     fn describe(&self) -> String {
+        let tick = match self.clock {
+            Clock::Calls => "calls".to_owned(),
+            Clock::Ms => format!("ticks of {} ms", self.tick_ms),
+        };
         format!(
-            "episodes of {} ticks ({:?}) where the tools fail together, starting at {:.1}% of ticks",
+            "episodes of ~{} {tick} in which the tools fail together, {:.1}% of the time in all",
             self.episode_len,
-            self.clock,
             self.episode_rate * 100.0
         )
     }

@@ -3,7 +3,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, McpFaultSpec, PeerEntry, PeerValueError, ReplyAs, ms};
+use super::{
+    Action, CallContext, Format, McpFaultSpec, PeerEntry, PeerType, PeerValueError, ReplyAs, ms,
+};
 use crate::mcp_wire::jsonrpc::Reply;
 
 fn code() -> i64 {
@@ -27,6 +29,15 @@ pub struct Timeout {
 }
 
 impl McpFaultSpec for Timeout {
+    fn peer_types() -> &'static [PeerType] {
+        const {
+            &[
+                PeerType::of(Format::SmartAi, "timeout"),
+                PeerType::of(Format::ChaosMonkey, "timeout"),
+            ]
+        }
+    }
+
     /// mcp-chaos-monkey's `hangMs`: the wait before the timeout error.
     fn read_peer(entry: &mut PeerEntry) -> Result<(), PeerValueError> {
         entry.rename("hang_ms", "after_ms");

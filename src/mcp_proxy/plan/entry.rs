@@ -88,7 +88,8 @@ fn normalise(
         error,
     })?;
     format::read_trigger(&mut keys);
-    // targets: mcptest {tool, server}, mcp-chaos-monkey "name", SmartAI `tool:`
+    // targets: mcptest {tool, server} and mcp-chaos-monkey "name" name one tool exactly (a `*` in it is a
+    // `*`); SmartAI's `tool:` is a glob, as our `tools` are.
     for key in ["target", "tool"] {
         if keys.is_claimed(key) {
             continue;
@@ -99,7 +100,14 @@ fn normalise(
                 other => Some(other),
             };
             match tool {
-                Some(Value::String(name)) => keys.set("tools", Value::from(vec![name])),
+                Some(Value::String(name)) => {
+                    let pattern = if key == "target" {
+                        globset::escape(&name)
+                    } else {
+                        name
+                    };
+                    keys.set("tools", Value::from(vec![pattern]))
+                }
                 Some(list @ Value::Array(_)) => keys.set("tools", list),
                 _ => {}
             }

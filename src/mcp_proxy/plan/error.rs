@@ -7,6 +7,7 @@ use super::{MAX_FAULTS, MAX_NESTING, MAX_PLAN_BYTES, TOP_KEYS};
 use crate::files::FileError;
 use crate::mcp_proxy::faults::{self, FaultError, PeerValueError};
 use crate::mcp_proxy::trigger::{TRIGGER_KEYS, TriggerError};
+use crate::seeded::SeedError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
@@ -74,8 +75,18 @@ pub enum InvalidPlan {
         got: &'static str,
         line: Option<usize>,
     },
+    #[error("{}seed: {error}", Line(*line))]
+    Seed {
+        error: SeedError,
+        line: Option<usize>,
+    },
     #[error("{}{key}.command must be a list of strings", Line(*line))]
     BadCommandList { key: String, line: Option<usize> },
+    #[error(
+        "{}{key}.command leaves a quote or a backslash open (it is split as a shell splits a command line)",
+        Line(*line)
+    )]
+    OpenQuote { key: String, line: Option<usize> },
     #[error(
         "{}{key} must hold `command` (a string or list); only stdio servers are supported",
         Line(*line)

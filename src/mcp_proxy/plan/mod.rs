@@ -21,6 +21,7 @@ use serde_json::Value;
 
 use super::faults::McpFault;
 use super::trigger::Trigger;
+use crate::seeded::seed_from_json;
 use text::key_line;
 
 pub use entry::nested_fault;
@@ -140,9 +141,10 @@ impl Plan {
                     match key.as_str() {
                         "version" | "format" => {}
                         "seed" => {
-                            plan.seed = value
-                                .as_u64()
-                                .ok_or_else(|| bad("seed", "seed must be a non-negative integer"))?
+                            plan.seed = seed_from_json(&value).map_err(|error| InvalidPlan::Seed {
+                                error,
+                                line: key_line(source, "seed"),
+                            })?
                         }
                         "mode" => {
                             plan.mode = serde_json::from_value(value)
@@ -213,11 +215,15 @@ pub fn read_value(text: &str, syntax: Syntax) -> Result<Value, PlanTextError> {
     text::read(text, syntax)
 }
 
-/// The server command of an `upstream:`/`server:` entry: a string (split on spaces) or a list.
+/// The server command of an `upstream:`/`server:` entry: a list, or a string split as a POSIX shell splits it
+/// (quotes and backslashes), as SmartAI's mcp-chaos does.
 fn command_of(key: &str, value: &Value, source: &str) -> Result<Vec<String>, InvalidPlan> {
     let command = value.get("command").unwrap_or(value);
     match command {
-        Value::String(s) => Ok(s.split_whitespace().map(str::to_owned).collect()),
+        Value::String(s) => shlex::split(s).ok_or_else(|| InvalidPlan::OpenQuote {
+            key: key.to_owned(),
+            line: key_line(source, key),
+        }),
         Value::Array(parts) => parts
             .iter()
             .map(|p| p.as_str().map(str::to_owned))
@@ -329,6 +335,88 @@ mod tests {
             parse("seed: .nan\n", Syntax::Yaml),
             "line 1: seed must be a number, got .nan"
         );
+    }
+
+    #[test]
+    fn the_seed_is_exact_over_u64_and_a_bad_one_is_refused_naming_seed() {
+        let seed = |written: &str| {
+            let text = format!("seed: {written}\nfaults: []\n");
+            Plan::parse(&text, Syntax::Yaml)
+                .map(|plan| plan.seed)
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(seed("18446744073709551615"), Ok(u64::MAX));
+        // Above 2^53, where a float would round it to ...992.
+        assert_eq!(seed("\"9007199254740993\""), Ok(9_007_199_254_740_993));
+        let whole = "a whole number written in digits (a JSON integer or a string of digits)";
+        let range = "a whole number from 0 to 18446744073709551615 (2^64 - 1)";
+        assert_eq!(
+            seed("1.5"),
+            Err(format!(
+                "line 1: seed: 1.5 is not a seed; accepted: {whole}"
+            ))
+        );
+        assert_eq!(
+            seed("-1"),
+            Err(format!("line 1: seed: -1 is not a seed; accepted: {range}"))
+        );
+        let error = seed("18446744073709551616").unwrap_err();
+        assert!(
+            error.starts_with("line 1: seed: ") && error.ends_with(range),
+            "{error}"
+        );
+        let error = Plan::parse(
+            "{\"seed\": 18446744073709551616, \"faults\": []}",
+            Syntax::Json,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            error.starts_with("line 1: seed: ") && error.ends_with(range),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_command_string_is_split_as_a_shell_splits_it() {
+        let plan = yaml(
+            "server:\n  command: 'python -c \"import app; app.run()\" --dir /tmp/my\\ dir'\nfaults: []\n",
+        )
+        .unwrap();
+        assert_eq!(
+            plan.command,
+            [
+                "python",
+                "-c",
+                "import app; app.run()",
+                "--dir",
+                "/tmp/my dir"
+            ]
+        );
+        let error = yaml("upstream:\n  command: 'python \"server.py'\n").unwrap_err();
+        assert_eq!(
+            error,
+            "line 1: upstream.command leaves a quote or a backslash open (it is split as a shell splits a \
+             command line)"
+        );
+    }
+
+    #[test]
+    fn a_peers_target_names_one_tool_and_smartais_tool_is_a_glob() {
+        let plan = yaml(
+            "faults:\n  - target: get_*\n    type: rate-limit\n  - kind: hang\n    target: {tool: \"a?\"}\n  - tool: get_*\n    type: empty\n",
+        )
+        .unwrap();
+        let matches = |index: usize, tool: &str| {
+            plan.faults[index]
+                .trigger
+                .compile()
+                .unwrap()
+                .matches_tool(tool)
+        };
+        assert!(matches(0, "get_*") && !matches(0, "get_item"));
+        assert!(matches(1, "a?") && !matches(1, "ab"));
+        assert!(matches(2, "get_item"));
     }
 
     #[test]

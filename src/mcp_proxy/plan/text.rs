@@ -22,7 +22,7 @@ pub(super) fn read(text: &str, syntax: Syntax) -> Result<Value, PlanTextError> {
             message: e.to_string(),
         }),
         Syntax::Yaml => {
-            let yaml: serde_yaml_ng::Value =
+            let Lenient(yaml) =
                 serde_yaml_ng::from_str(text).map_err(|e| PlanTextError::Syntax {
                     format: "YAML",
                     message: e.to_string(),
@@ -35,6 +35,109 @@ pub(super) fn read(text: &str, syntax: Syntax) -> Result<Value, PlanTextError> {
                 message: e.to_string(),
             })
         }
+    }
+}
+
+/// A YAML value as serde_yaml_ng reads one, except that an integer beyond 64 bits, which its own value type
+/// refuses (failing the whole plan as invalid YAML), is read as the float it rounds to, as JSON readers read
+/// it: the key it is given to then refuses it with its own message (`seed: 18446744073709551616` is out of a
+/// seed's range).
+struct Lenient(serde_yaml_ng::Value);
+
+impl<'de> serde::Deserialize<'de> for Lenient {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(LenientVisitor).map(Lenient)
+    }
+}
+
+struct LenientVisitor;
+
+impl<'de> serde::de::Visitor<'de> for LenientVisitor {
+    type Value = serde_yaml_ng::Value;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+        formatter.write_str("any YAML value")
+    }
+
+    fn visit_bool<E>(self, b: bool) -> Result<Self::Value, E> {
+        Ok(b.into())
+    }
+
+    fn visit_i64<E>(self, i: i64) -> Result<Self::Value, E> {
+        Ok(i.into())
+    }
+
+    fn visit_u64<E>(self, u: u64) -> Result<Self::Value, E> {
+        Ok(u.into())
+    }
+
+    fn visit_i128<E>(self, i: i128) -> Result<Self::Value, E> {
+        Ok((i as f64).into())
+    }
+
+    fn visit_u128<E>(self, u: u128) -> Result<Self::Value, E> {
+        Ok((u as f64).into())
+    }
+
+    fn visit_f64<E>(self, f: f64) -> Result<Self::Value, E> {
+        Ok(f.into())
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
+        Ok(s.into())
+    }
+
+    fn visit_string<E>(self, s: String) -> Result<Self::Value, E> {
+        Ok(s.into())
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(serde_yaml_ng::Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Self::Value, E> {
+        Ok(serde_yaml_ng::Value::Null)
+    }
+
+    fn visit_some<D: serde::Deserializer<'de>>(self, inner: D) -> Result<Self::Value, D::Error> {
+        inner.deserialize_any(self)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(Lenient(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(serde_yaml_ng::Value::Sequence(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut mapping = serde_yaml_ng::Mapping::new();
+        while let Some(Lenient(key)) = map.next_key()? {
+            if mapping.contains_key(&key) {
+                let key = serde_yaml_ng::to_string(&key).unwrap_or_default();
+                return Err(serde::de::Error::custom(format_args!(
+                    "duplicate entry with key {}",
+                    key.trim_end()
+                )));
+            }
+            let Lenient(value) = map.next_value()?;
+            mapping.insert(key, value);
+        }
+        Ok(serde_yaml_ng::Value::Mapping(mapping))
+    }
+
+    /// A tagged value (`!tag value`).
+    fn visit_enum<A: serde::de::EnumAccess<'de>>(self, data: A) -> Result<Self::Value, A::Error> {
+        use serde::de::VariantAccess;
+        let (tag, contents) = data.variant::<String>()?;
+        let Lenient(value) = contents.newtype_variant()?;
+        Ok(serde_yaml_ng::Value::Tagged(Box::new(
+            serde_yaml_ng::value::TaggedValue {
+                tag: serde_yaml_ng::value::Tag::new(tag),
+                value,
+            },
+        )))
     }
 }
 
@@ -212,6 +315,22 @@ pub(super) fn key_line_where(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn yaml_reads_as_serde_yaml_ng_reads_it_and_integers_past_64_bits_as_floats() {
+        let text = "a: [1, -2, 2.5, x, true, null, ~]\nb: {c: !t 3}\nd: 18446744073709551616\ne: -9223372036854775809\n";
+        let value = read(text, Syntax::Yaml).unwrap();
+        // serde_yaml_ng's own value, the two large integers made small.
+        let small = text.replace("d: 1", "d: 0").replace("e: -9", "e: -0");
+        let mut expected =
+            serde_json::to_value(serde_yaml_ng::from_str::<serde_yaml_ng::Value>(&small).unwrap())
+                .unwrap();
+        expected["d"] = 18446744073709551616.0.into();
+        expected["e"] = (-9223372036854775809.0).into();
+        assert_eq!(value, expected);
+        let error = read("a: 1\na: 2\n", Syntax::Yaml).unwrap_err().to_string();
+        assert!(error.contains("duplicate entry with key a"), "{error}");
+    }
 
     #[test]
     fn nesting_counts_collections_not_brackets_in_strings_or_plain_text() {
