@@ -2,7 +2,7 @@
 //!
 //! `cargo bench --bench mcp` (release build). Measures, as medians over repeated runs:
 //! - spawn of `fault agent tool` → `initialize` answer, vs. starting `python3 -c pass`;
-//! - `tools/list` round trip;
+//! - `tools/list` round trip, and a call refused for a misspelled field (at the top and nested), beside it;
 //! - `fault_list_function_names` (first call) on a generated 10,000-line Python file, vs. a python3 process
 //!   listing it with `ast` (and vs. `ast.parse` alone, timed inside Python);
 //! - the same on a generated 10,000-line Rust file, vs. `syn::parse_file` + a visitor in this process;
@@ -485,6 +485,22 @@ fn main() {
     let mut server = Server::spawn();
     server.initialize();
     let tools_list = time(runs * 5, || server.request("tools/list", json!({})));
+    // A misspelled field is refused before anything runs: the widest schema (an impact tool's), and a field
+    // nested in a list of objects (the chaos scenario's calls).
+    let refused_top = time(runs * 5, || {
+        let answer = server.call(
+            "fault_run_latency_impact_scenario",
+            json!({"url": "http://127.0.0.1:9/", "latency": 50, "deviaton": 50}),
+        );
+        assert_eq!(answer["result"]["isError"], true, "{answer}");
+    });
+    let refused_nested = time(runs * 5, || {
+        let answer = server.call(
+            "fault_run_mcp_chaos_scenario",
+            json!({"server": {"command": "python"}, "calls": [{"tool": "a"}, {"tol": "b"}]}),
+        );
+        assert_eq!(answer["result"]["isError"], true, "{answer}");
+    });
 
     let listed = server.call(
         "fault_list_function_names",
@@ -659,6 +675,18 @@ fn main() {
         tools_list,
         "spawn → initialize",
         spawn_to_initialize,
+    );
+    row(
+        "a misspelled field refused (latency impact tool, 23 fields)",
+        refused_top,
+        "tools/list round trip",
+        tools_list,
+    );
+    row(
+        "a misspelled field refused (chaos tool, in calls[1])",
+        refused_nested,
+        "tools/list round trip",
+        tools_list,
     );
     row(
         "list functions, Rust 10k lines, first call (MCP round trip)",

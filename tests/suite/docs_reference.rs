@@ -17,6 +17,7 @@ const BLOCKS: &[(&str, fn() -> String)] = &[
     ("tcp-faults", tcp_faults),
     ("tcp-fault-fields", tcp_fault_fields),
     ("placement-fields", placement_fields),
+    ("mcp-faults", mcp_faults),
     ("floors", floors),
 ];
 
@@ -278,6 +279,44 @@ fn placement_fields() -> String {
             cell(&field.accepts()),
             cell(&default),
             cell(field.help)
+        );
+    }
+    out
+}
+
+fn mcp_faults() -> String {
+    let mut out = String::from(
+        "| type (other names) | keys (besides the trigger's) | on the wire |\n|---|---|---|\n",
+    );
+    for fault in fault::mcp_proxy::faults::REGISTRY {
+        let mut names: Vec<String> = (fault.aliases)().iter().map(|a| format!("`{a}`")).collect();
+        // The peers' names for it that are not ours, each with the formats that write it.
+        let mut peers = BTreeMap::<&str, Vec<&str>>::new();
+        for peer in (fault.peer_types)() {
+            if peer.name != fault.name && !(fault.aliases)().contains(&peer.name) {
+                peers.entry(peer.name).or_default().push(peer.format.key());
+            }
+        }
+        names.extend(
+            peers
+                .iter()
+                .map(|(name, formats)| format!("`{name}` ({})", formats.join(", "))),
+        );
+        let names = if names.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", names.join(", "))
+        };
+        let keys: Vec<String> = fault.keys().iter().map(|k| format!("`{k}`")).collect();
+        out += &format!(
+            "| `{}`{names} | {} | {} |\n",
+            fault.name,
+            if keys.is_empty() {
+                "–".to_owned()
+            } else {
+                keys.join(", ")
+            },
+            cell((fault.wire)())
         );
     }
     out

@@ -36,6 +36,13 @@ pub struct BurstError {
 }
 
 impl McpFaultSpec for BurstError {
+    fn wire() -> &'static str {
+        "failures in bursts, as mcp-chaos has them: `rate` (0.02) is the long-run share of failed calls and \
+        `burst_len` (8, a decimal kept) the mean burst length in calls; a two-state chain stepped per call \
+        ordinal and starting in its long-run state, each tool's *n*-th call sharing step *n*, so a burst fails \
+        the trigger's tools together; -32000 `injected error`"
+    }
+
     fn peer_types() -> &'static [PeerType] {
         const {
             &[PeerType::mcp_chaos(

@@ -17,6 +17,12 @@ pub struct ConnectionDrop {
 }
 
 impl McpFaultSpec for ConnectionDrop {
+    fn wire() -> &'static str {
+        "the server is killed `after_ms` into the call; without `restart_after_ms` our stdout closes, with it \
+        calls in flight get -32000 `Connection closed` and the server is restarted and re-initialised with the \
+        client's own `initialize`"
+    }
+
     fn peer_types() -> &'static [PeerType] {
         const { &[PeerType::of(Format::ChaosMonkey, "connection-drop")] }
     }

@@ -35,6 +35,11 @@ pub struct ConnectionRefused {
 }
 
 impl McpFaultSpec for ConnectionRefused {
+    fn wire() -> &'static str {
+        "-32000 `Connection closed` without reaching the server (`mode: close` closes our stdout); bound it \
+        with `first_n` or `window`"
+    }
+
     fn peer_types() -> &'static [PeerType] {
         const { &[PeerType::of(Format::ChaosMonkey, "connection-refused")] }
     }

@@ -22,6 +22,11 @@ pub struct DropTool {
 }
 
 impl McpFaultSpec for DropTool {
+    fn wire() -> &'static str {
+        "the tools leave `tools/list` and their calls get -32602 `Unknown tool: <name>`; with `after_calls` \
+        they leave later and `notifications/tools/list_changed` is sent (`notify`)"
+    }
+
     fn peer_types() -> &'static [PeerType] {
         const { &[PeerType::mcp_chaos("drop_tool", &["tools"])] }
     }

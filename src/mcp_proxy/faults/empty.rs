@@ -13,6 +13,10 @@ pub struct Empty {
 }
 
 impl McpFaultSpec for Empty {
+    fn wire() -> &'static str {
+        "`{\"content\":[],\"isError\":false}` without `structuredContent`"
+    }
+
     fn peer_types() -> &'static [PeerType] {
         const { &[PeerType::of(Format::SmartAi, "empty")] }
     }

@@ -27,6 +27,13 @@ pub struct Error {
 }
 
 impl McpFaultSpec for Error {
+    fn wire() -> &'static str {
+        "`{\"code\":-32603,\"message\":…,\"data\":{\"category\":…}}` (code, message, category configurable; \
+        category `protocol` when the plan gives none), or `as: tool`: \
+        `{\"content\":[{\"type\":\"text\",\"text\":…}],\"isError\":true}`; `upstream: call` runs the real call \
+        first"
+    }
+
     fn peer_types() -> &'static [PeerType] {
         const {
             &[

@@ -17,6 +17,11 @@ pub struct Flaky {
 }
 
 impl McpFaultSpec for Flaky {
+    fn wire() -> &'static str {
+        "fails when the call's seeded roll < `fail_rate` (or `rate`): -32000 `flaky failure (roll=0.4231)`; \
+        `arguments.call_id`, when present, keys the roll"
+    }
+
     fn peer_types() -> &'static [PeerType] {
         const { &[PeerType::mcp_chaos("error_injection", &["rate", "tools"])] }
     }

@@ -49,6 +49,12 @@ impl Default for Hang {
 }
 
 impl McpFaultSpec for Hang {
+    fn wire() -> &'static str {
+        "no answer; the request still reaches the server (`forward: false` keeps it back) and its answer is \
+        swallowed; released by the client's `notifications/cancelled` or after `max_hold_ms` (600 000), then \
+        `on_cap: drop`/`error`/`close`"
+    }
+
     fn peer_types() -> &'static [PeerType] {
         const {
             &[

@@ -23,6 +23,12 @@ pub struct HttpStatus {
 }
 
 impl McpFaultSpec for HttpStatus {
+    fn wire() -> &'static str {
+        "answers `status` (default 503; 400–599) instead of the call's answer, with `Retry-After: \
+        retry_after_seconds` when given and `body` as text; the Python SDK client reports -32603 `Server \
+        returned an error response`"
+    }
+
     fn aliases() -> &'static [&'static str] {
         &["http-status"]
     }

@@ -45,6 +45,11 @@ impl Latency {
 }
 
 impl McpFaultSpec for Latency {
+    fn wire() -> &'static str {
+        "holds this call's response (`phase: response`) or request (`phase: request`) for `ms` + seeded jitter \
+        0..`jitter_ms`; other calls keep flowing"
+    }
+
     fn aliases() -> &'static [&'static str] {
         &["delay"]
     }

@@ -38,6 +38,11 @@ pub struct Malformed {
 }
 
 impl McpFaultSpec for Malformed {
+    fn wire() -> &'static str {
+        "the response line becomes `<<<CORRUPTED_RESPONSE>>>{{{{not json`, is cut (`variant: truncate_json`, \
+        `at`), or loses `jsonrpc` / gets a wrong id (`bad_envelope`); the newline framing is kept"
+    }
+
     fn peer_types() -> &'static [PeerType] {
         const { &[PeerType::of(Format::ChaosMonkey, "malformed")] }
     }

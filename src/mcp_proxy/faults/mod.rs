@@ -225,6 +225,11 @@ pub struct Hiding {
 /// Behaviour every fault file implements. The defaults are those of a fault that acts on the call it fires
 /// on, keyed by the tool and its ordinal, and fires whenever its trigger and roll say so.
 pub trait McpFaultSpec {
+    /// What the fault does on the wire, for the reference (one paragraph, markdown).
+    fn wire() -> &'static str
+    where
+        Self: Sized;
+
     /// The fault's other type names of ours (`delay` for `latency`), read in every format.
     fn aliases() -> &'static [&'static str]
     where
@@ -323,6 +328,8 @@ pub struct Registered {
     pub name: &'static str,
     pub aliases: fn() -> &'static [&'static str],
     pub peer_types: fn() -> &'static [PeerType],
+    /// What it does on the wire, for the reference.
+    pub wire: fn() -> &'static str,
     pub read_peer: fn(&mut PeerEntry) -> Result<(), PeerValueError>,
     schema: fn() -> schemars::Schema,
     build: fn(Map<String, Value>) -> Result<McpFault, serde_json::Error>,
@@ -385,6 +392,7 @@ macro_rules! registry {
                 name: stringify!($module),
                 aliases: <$fault as McpFaultSpec>::aliases,
                 peer_types: <$fault as McpFaultSpec>::peer_types,
+                wire: <$fault as McpFaultSpec>::wire,
                 read_peer: <$fault as McpFaultSpec>::read_peer,
                 schema: || schemars::schema_for!($fault),
                 build: |map| serde_json::from_value::<$fault>(Value::Object(map)).map(McpFault::$fault),
@@ -440,6 +448,11 @@ pub fn registered(name: &str) -> Option<&'static Registered> {
 }
 
 impl McpFaultSpec for McpFault {
+    /// A fault of any type: each type says what it does.
+    fn wire() -> &'static str {
+        "what its type does (see the registered types)"
+    }
+
     fn nested_mut(&mut self) -> Option<&mut NestedFault> {
         self.inner_mut().nested_mut()
     }

@@ -45,6 +45,12 @@ impl OversizedResult {
 }
 
 impl McpFaultSpec for OversizedResult {
+    fn wire() -> &'static str {
+        "a tool result that floods the agent's context: a text block of `filler` (`lorem ipsum dolor sit amet \
+        `, repeated) is appended so the result's text blocks hold `bytes` (1 MiB; at most 16 MiB) in all; the \
+        server's own blocks and `structuredContent` are kept, so the result still matches its output schema"
+    }
+
     fn validate(&self) -> Result<(), FaultError> {
         if self.bytes > MAX_BYTES {
             return Err(FaultError::Value {

@@ -78,6 +78,12 @@ impl PartialResult {
 }
 
 impl McpFaultSpec for PartialResult {
+    fn wire() -> &'static str {
+        "keeps `keep_ratio` (0.5) of the content blocks, of arrays in `structuredContent`/JSON text, or of a \
+        plain text; with `cut: text` (`corrupt`'s default) of every text block's characters (at least one), \
+        `structuredContent` untouched; not marked unless `mark`"
+    }
+
     fn peer_types() -> &'static [PeerType] {
         const {
             &[

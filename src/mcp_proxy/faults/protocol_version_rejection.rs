@@ -13,6 +13,12 @@ pub struct ProtocolVersionRejection {
 }
 
 impl McpFaultSpec for ProtocolVersionRejection {
+    fn wire() -> &'static str {
+        "400 with `{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,\"message\":\"Bad Request: \
+        Unsupported protocol version\"}}` (`message` configurable); the Python SDK client reports that error, \
+        on its request's id"
+    }
+
     fn aliases() -> &'static [&'static str] {
         &["bad_protocol_version"]
     }

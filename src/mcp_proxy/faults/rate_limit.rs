@@ -30,6 +30,10 @@ pub struct RateLimit {
 }
 
 impl McpFaultSpec for RateLimit {
+    fn wire() -> &'static str {
+        "-32000 `Rate limit exceeded, retry after Ns` with `data.retryAfterSeconds`"
+    }
+
     fn peer_types() -> &'static [PeerType] {
         const {
             &[

@@ -55,6 +55,10 @@ impl RecoverAfter {
 }
 
 impl McpFaultSpec for RecoverAfter {
+    fn wire() -> &'static str {
+        "the calls of ordinal ≤ `failures` of each tool get `then` (default a hang), later ones pass"
+    }
+
     fn peer_types() -> &'static [PeerType] {
         const {
             &[

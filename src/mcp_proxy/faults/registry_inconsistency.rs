@@ -28,6 +28,10 @@ pub fn unknown_tool(tool: &str) -> Action {
 }
 
 impl McpFaultSpec for RegistryInconsistency {
+    fn wire() -> &'static str {
+        "the `tools` stay listed; their calls get -32602 `Unknown tool: <name>`"
+    }
+
     fn peer_types() -> &'static [PeerType] {
         const { &[PeerType::mcp_chaos("registry_inconsistency", &["tools"])] }
     }

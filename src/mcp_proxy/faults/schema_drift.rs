@@ -251,6 +251,14 @@ fn retype(value: Value, json_type: JsonType) -> Value {
 }
 
 impl McpFaultSpec for SchemaDrift {
+    fn wire() -> &'static str {
+        "changes `structuredContent` and JSON text alike: `drop_fields`, `rename`, `retype`, `nullify`, `wrap`; \
+        without operations a seeded rename + retype. `target: list` drifts the interface instead: the same \
+        operations act on the `properties` (and `required`) of the `inputSchema` and `outputSchema` of the \
+        `tools` it selects in `tools/list` results, decided per `tools/list` call; a client that validates \
+        results against the listed `outputSchema` (the Python SDK does) then rejects the server's real results"
+    }
+
     fn aliases() -> &'static [&'static str] {
         &["schema_mismatch"]
     }

@@ -70,6 +70,15 @@ impl ServerDegradation {
 }
 
 impl McpFaultSpec for ServerDegradation {
+    fn wire() -> &'static str {
+        "episodes in which all the trigger's `tools` fail together, as mcp-chaos has them: `episode_rate` \
+        (0.08) is the long-run share of degraded ticks and `episode_len` (20, a decimal kept) the mean episode \
+        length in ticks (a two-state chain starting in its long-run state: an episode goes on with probability \
+        1 − 1/`episode_len` at each tick, and one starts with the probability that keeps that share); a tick \
+        is a call ordinal (`clock: calls`, the default: every tool's *n*-th call shares tick *n*) or `tick_ms` \
+        of wall-clock time (`clock: ms`, time-based like `window`); -32000 `injected error`"
+    }
+
     fn peer_types() -> &'static [PeerType] {
         const {
             &[PeerType::mcp_chaos(

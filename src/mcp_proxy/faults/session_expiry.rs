@@ -11,6 +11,12 @@ use super::{Action, CallContext, HttpAction, McpFaultSpec};
 pub struct SessionExpiry {}
 
 impl McpFaultSpec for SessionExpiry {
+    fn wire() -> &'static str {
+        "404 to a request carrying an `Mcp-Session-Id`, and to every later request with that session id \
+        (requests without one pass); the client must initialize a new session; the Python SDK client reports \
+        -32600 `Session terminated`; a new `initialize` then gets a new session from the server"
+    }
+
     fn aliases() -> &'static [&'static str] {
         &["session_expired"]
     }

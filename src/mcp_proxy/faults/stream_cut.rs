@@ -17,6 +17,16 @@ pub struct StreamCut {
 }
 
 impl McpFaultSpec for StreamCut {
+    fn wire() -> &'static str {
+        "forwards the call and closes its SSE answer after `after_events` (1) events, before the answer (a JSON \
+        answer is cut before its body); a server's priming event (an id, no data, as rmcp sends) counts as \
+        one; the Python SDK client reports -32000 `SSE stream ended without a response`, after the progress \
+        events sent before the cut, when the server's events carry no ids (FastMCP); when they do (`fault \
+        mcp-test-server`, rmcp servers) the SDK resumes with a GET and `Last-Event-ID` every `retry` interval, \
+        the server cannot resume a stream whose request was closed and answers empty streams, and the call \
+        ends at the client's timeout (-32001)"
+    }
+
     fn aliases() -> &'static [&'static str] {
         &["stream-cut"]
     }

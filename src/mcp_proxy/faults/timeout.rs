@@ -29,6 +29,11 @@ pub struct Timeout {
 }
 
 impl McpFaultSpec for Timeout {
+    fn wire() -> &'static str {
+        "after `after_ms`: `{\"code\":-32001,\"message\":\"Request timed out\"}`, or with `as: tool` an \
+        `isError` result"
+    }
+
     fn peer_types() -> &'static [PeerType] {
         const {
             &[
