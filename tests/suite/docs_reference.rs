@@ -9,8 +9,11 @@ use std::path::{Path, PathBuf};
 use fault::fields::{Field, Kind, Presence};
 use fault::proxy::faults::{self, EachFault, TcpFaultSpec};
 
-/// A generated block: its name and how it is rendered.
-const BLOCKS: &[(&str, fn() -> String)] = &[
+/// How a generated block is rendered.
+type Render = fn() -> String;
+
+/// The generated blocks: each one's name and how it is rendered.
+const BLOCKS: &[(&str, Render)] = &[
     ("tools", tools),
     ("impact-tools", impact_tools),
     ("impact-common-fields", impact_common_fields),
