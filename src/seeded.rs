@@ -94,7 +94,7 @@ pub fn seed_from_json(value: &serde_json::Value) -> Result<u64, SeedError> {
             // Below zero, or past 2^64 - 1 (which JSON readers hold as a float), is out of range; any other
             // number that is not an integer was written with a fraction or an exponent.
             let x = number.as_f64().unwrap_or(f64::NAN);
-            if number.is_i64() || x < 0.0 || x >= 18_446_744_073_709_551_616.0 {
+            if number.is_i64() || !(0.0..18_446_744_073_709_551_616.0).contains(&x) {
                 Err(SeedError::OutOfRange(text))
             } else {
                 Err(SeedError::NotWhole(text))
