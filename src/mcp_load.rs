@@ -17,7 +17,10 @@ use crate::load::{
     LoadProgress,
     schedule::{self, Arrivals},
 };
-use crate::mcp_wire::client::{Answer, McpClient};
+use crate::mcp_wire::{
+    PROTOCOL_VERSION,
+    client::{Answer, McpClient},
+};
 use crate::report::{
     mcp::record::{CallOutcome, CallRecord, Logical, Schemas},
     millis,
@@ -117,7 +120,7 @@ pub enum HandshakeError {
 /// page of `tools/list`, each answer awaited up to `timeout`.
 pub async fn handshake(client: &McpClient, timeout: Duration) -> Result<Schemas, HandshakeError> {
     let init = json!({
-        "protocolVersion": "2025-06-18",
+        "protocolVersion": PROTOCOL_VERSION,
         "capabilities": {},
         "clientInfo": {"name": "fault-mcp-chaos", "version": env!("CARGO_PKG_VERSION")}
     });
