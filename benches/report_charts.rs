@@ -17,6 +17,10 @@ use std::{
 use fault::{
     load::{LoadReport, RequestOutcome, Samples},
     report::{
+        chaos::{
+            self,
+            record::{CallOutcome, CallRecord},
+        },
         chart::{
             chaos::ChaosFigure,
             impact::ImpactFigure,
@@ -25,10 +29,6 @@ use fault::{
         },
         impact::{
             CallInfo, FaultInfo, LatencySlo, Report, ReportInput, StrategyInfo, build, render,
-        },
-        mcp::{
-            self as chaos,
-            record::{CallOutcome, CallRecord},
         },
     },
 };

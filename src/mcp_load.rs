@@ -22,7 +22,7 @@ use crate::mcp_wire::{
     client::{Answer, McpClient},
 };
 use crate::report::{
-    mcp::record::{CallOutcome, CallRecord, Logical, Schemas},
+    chaos::record::{CallOutcome, CallRecord, Logical, Schemas},
     millis,
 };
 

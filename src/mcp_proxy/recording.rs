@@ -17,7 +17,7 @@ use super::{
     plan::Plan,
 };
 use crate::mcp_wire::jsonrpc::{Envelope, Outcome, id_key};
-use crate::report::mcp::{
+use crate::report::chaos::{
     self as report, ChaosReport, PlannedFaultInfo,
     record::{CallOutcome, CallRecord, Schemas},
 };

@@ -1,5 +1,5 @@
 //! Reports of both kinds of scenario, on one set of numerics: [`impact`] (an impact scenario: load through a
-//! faulty TCP proxy, SLO verdicts) and [`mcp`] (an MCP chaos scenario or a live `fault mcp-proxy --report`
+//! faulty TCP proxy, SLO verdicts) and [`chaos`] (an MCP chaos scenario or a live `fault mcp-proxy --report`
 //! session: what faults in the tool-call plane did to a client).
 //!
 //! One latency definition for both: a request's (or call's) latency runs from when it was due on the load
@@ -8,9 +8,9 @@
 //! latency. Percentiles come from hdrhistogram (three significant figures), each value the middle of its
 //! bucket.
 
+pub mod chaos;
 pub mod chart;
 pub mod impact;
-pub mod mcp;
 pub mod proxy;
 
 use std::time::Duration;
