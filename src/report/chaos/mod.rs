@@ -479,6 +479,8 @@ mod tests {
             args_hash: None,
             start_ms: start,
             latency_ms: 100.0,
+            queueing_ms: Some(0.0),
+            service_ms: Some(100.0),
             fault: fault.then(|| "hang".to_owned()),
             outcome,
             reached_server: true,
