@@ -51,7 +51,8 @@ pub struct PlannedFaultInfo {
 /// The client policy the scenario tool drove calls with.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct ClientPolicy {
-    /// After this long without an answer the client sends `notifications/cancelled` and gives up.
+    /// This long after a call was due (a retry: after its backoff), without an answer, the client sends
+    /// `notifications/cancelled` and gives up.
     pub timeout_ms: u64,
     /// Further attempts after a failed one (error, isError, timeout, malformed answer).
     pub retries: u32,
