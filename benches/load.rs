@@ -313,7 +313,8 @@ fn rss_mb(pid: u32) -> Option<f64> {
 }
 
 fn memory_through_a_long_scenario(url: &str, seconds: u64) {
-    let mut server = mcp_stdio::Server::spawn();
+    // 50 clients × 100 req/s is over the scenario cap a server has by default (1,000 req/s).
+    let mut server = mcp_stdio::Server::spawn_with(&["--max-scenario-rps", "5000"], &[]);
     server.initialize();
     std::thread::sleep(Duration::from_millis(500));
     let pid = server.pid();

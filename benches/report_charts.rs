@@ -15,8 +15,12 @@ use std::{
 };
 
 use fault::{
-    load::{LoadReport, RequestOutcome, Samples},
+    load::{LoadReport, RequestOutcome, Samples, Timing},
     report::{
+        chaos::{
+            self,
+            record::{CallOutcome, CallRecord},
+        },
         chart::{
             chaos::ChaosFigure,
             impact::ImpactFigure,
@@ -25,10 +29,6 @@ use fault::{
         },
         impact::{
             CallInfo, FaultInfo, LatencySlo, Report, ReportInput, StrategyInfo, build, render,
-        },
-        mcp::{
-            self as chaos,
-            record::{CallOutcome, CallRecord},
         },
     },
 };
@@ -88,12 +88,13 @@ fn load(seconds: usize, rate: u64, faulted: bool) -> LoadReport {
                 true => (base + 120.0 + 60.0 * noise(i ^ 5), RequestOutcome::Success),
                 false => (base, RequestOutcome::Success),
             };
-            samples.record(
-                second,
-                Duration::from_secs_f64(latency_ms / 1000.0),
-                outcome,
-                200,
-            );
+            let due = tokio::time::Instant::now();
+            let timing = Timing {
+                due,
+                sent: Some(due),
+                ended: due + Duration::from_secs_f64(latency_ms / 1000.0),
+            };
+            samples.record(second, &timing, outcome, 200);
         }
     }
     let now = chrono::Utc::now();
@@ -149,6 +150,8 @@ fn chaos_records(seconds: usize, rate: u64) -> Vec<CallRecord> {
                 args_hash: None,
                 start_ms: i as f64 * 1000.0 / rate as f64,
                 latency_ms: 2.0 + 40.0 * noise(i ^ 3),
+                queueing_ms: Some(0.01),
+                service_ms: Some(2.0 + 40.0 * noise(i ^ 3) - 0.01),
                 fault: failed.then(|| "error".into()),
                 outcome: if failed {
                     CallOutcome::ProtocolError

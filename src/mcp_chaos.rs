@@ -30,7 +30,7 @@ use crate::mcp_wire::{
     endpoint::{Endpoint, EndpointOptions},
     http_session::HttpSession,
 };
-use crate::report::mcp::{
+use crate::report::chaos::{
     self as report, ChaosReport, ClientPolicy,
     record::{CallOutcome, CallRecord},
 };

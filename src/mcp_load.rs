@@ -1,8 +1,10 @@
 //! Tool calls as load: each client session makes the calls of a list, over and over, on the shared
 //! scheduler ([`crate::load::schedule`]), with a client policy (a timeout that cancels the call, retries
-//! with a backoff). Open model (`rate` calls per second for `duration`: a call due while every in-flight slot
-//! is busy is not sent, and counts with the timeout as its latency) or a closed loop (`repeat` times through
-//! the list, `concurrency` at a time). A call's latency runs from when it was due, as in the impact report.
+//! with a backoff). Open model (`rate` calls per second for `duration`, planned as the scheduler plans every
+//! open-model load: a call due while every in-flight slot is busy is not sent, and counts with the timeout as
+//! its latency) or a closed loop (`repeat` times through the list, `concurrency` at a time). Each attempt has
+//! the load generator's [`Timing`] and timeout rule: its latency runs from when it was due and it is cancelled
+//! at its deadline, the timeout after it was due, as in the impact report.
 
 use std::{
     sync::{Arc, atomic::Ordering},
@@ -14,12 +16,16 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::load::{
-    LoadProgress,
+    LoadProgress, Timing,
     schedule::{self, Arrivals},
+    timing,
 };
-use crate::mcp_wire::client::{Answer, McpClient};
+use crate::mcp_wire::{
+    PROTOCOL_VERSION,
+    client::{Answer, McpClient},
+};
 use crate::report::{
-    mcp::record::{CallOutcome, CallRecord, Logical, Schemas},
+    chaos::record::{CallOutcome, CallRecord, Logical, Schemas},
     millis,
 };
 
@@ -44,7 +50,7 @@ pub enum CallPace {
 /// How the driving client treats a call that fails or hangs.
 #[derive(Debug, Clone, Copy)]
 pub struct CallPolicy {
-    /// A call unanswered this long is cancelled and counts as a timeout.
+    /// A call unanswered this long after it was due is cancelled and counts as a timeout.
     pub timeout: Duration,
     /// Further attempts after a failure (an error, an `isError` result, a timeout, a malformed answer).
     pub retries: u32,
@@ -64,20 +70,12 @@ pub struct CallLoad {
 }
 
 impl CallLoad {
-    /// Logical calls of one run, all clients together.
+    /// Logical calls of one run, all clients together (open model: [`schedule::planned`]).
     pub fn planned_calls(&self) -> u64 {
-        (0..self.num_clients.max(1))
-            .map(|session| self.planned_for(session))
-            .sum()
-    }
-
-    /// Logical calls client `session` makes: in the open model, those due before the end.
-    fn planned_for(&self, session: u32) -> u64 {
         match self.pace {
-            CallPace::Repeat(n) => n * self.calls.len() as u64,
+            CallPace::Repeat(n) => u64::from(self.num_clients.max(1)) * n * self.calls.len() as u64,
             CallPace::Rate { duration, rate } => {
-                let phase = f64::from(session) / f64::from(self.num_clients.max(1));
-                (duration.as_secs_f64() * rate - phase).ceil().max(0.0) as u64
+                schedule::planned(rate, duration, self.num_clients)
             }
         }
     }
@@ -117,7 +115,7 @@ pub enum HandshakeError {
 /// page of `tools/list`, each answer awaited up to `timeout`.
 pub async fn handshake(client: &McpClient, timeout: Duration) -> Result<Schemas, HandshakeError> {
     let init = json!({
-        "protocolVersion": "2025-06-18",
+        "protocolVersion": PROTOCOL_VERSION,
         "capabilities": {},
         "clientInfo": {"name": "fault-mcp-chaos", "version": env!("CARGO_PKG_VERSION")}
     });
@@ -167,17 +165,13 @@ pub async fn drive(
     stop: &CancellationToken,
 ) -> Vec<CallRecord> {
     let arrivals = match load.pace {
-        CallPace::Repeat(_) => Arrivals::Closed {
-            planned: Some(load.planned_for(session)),
+        CallPace::Repeat(n) => Arrivals::Closed {
+            planned: Some(n * load.calls.len() as u64),
             until: None,
         },
-        CallPace::Rate { rate, .. } => Arrivals::open(
-            start,
-            Duration::from_secs_f64(1.0 / rate),
-            load.planned_for(session),
-            session,
-            load.num_clients,
-        ),
+        CallPace::Rate { duration, rate } => {
+            Arrivals::open(start, rate, duration, session, load.num_clients)
+        }
     };
     let mut calls = SessionCalls {
         load: load.clone(),
@@ -261,11 +255,15 @@ impl schedule::Work for SessionCalls {
         let (call, logical) = self.call(index);
         self.progress.completed.fetch_add(1, Ordering::Relaxed);
         self.progress.errors.fetch_add(1, Ordering::Relaxed);
+        let timing = Timing::not_started(due, self.load.policy.timeout);
+        let times = Times::of(&timing, self.start);
         self.records.push(CallRecord {
             tool: call.tool,
             args_hash: None,
-            start_ms: millis(due.saturating_duration_since(self.start)),
-            latency_ms: millis(self.load.policy.timeout),
+            start_ms: times.start_ms,
+            latency_ms: times.latency_ms,
+            queueing_ms: times.queueing_ms,
+            service_ms: times.service_ms,
             fault: None,
             outcome: CallOutcome::NotStarted,
             reached_server: false,
@@ -277,8 +275,33 @@ impl schedule::Work for SessionCalls {
     }
 }
 
-/// One logical call: attempts until a result the client accepts or the retries run out. The first attempt's
-/// latency runs from `due`; a retry's from when it was sent.
+/// A [`Timing`] as a call record's figures, from the run's `start`.
+struct Times {
+    start_ms: f64,
+    latency_ms: f64,
+    queueing_ms: Option<f64>,
+    service_ms: Option<f64>,
+}
+
+impl Times {
+    fn of(timing: &Timing, start: Instant) -> Self {
+        Self {
+            start_ms: millis(timing.due.saturating_duration_since(start)),
+            latency_ms: millis(timing.latency()),
+            queueing_ms: Some(millis(timing.queueing())),
+            service_ms: timing.service().map(millis),
+        }
+    }
+}
+
+/// One logical call: attempts until a result the client accepts or the retries run out.
+///
+/// Every attempt is due, sent and timed out as any load work is ([`Timing`], [`timing::deadline`]): the
+/// first is due at `due`, when the schedule said; a retry is due when the backoff after the attempt before
+/// it ends (that attempt's end + the backoff). Each attempt is cancelled at its own deadline, its due + the
+/// timeout, however late it was sent, and its latency runs from its due, so a client too busy to send on
+/// time shows as queueing delay. The logical call as a whole runs from `due` to the end of its last
+/// attempt: every attempt and the backoffs between them.
 #[allow(clippy::too_many_arguments)]
 async fn logical_call(
     client: &McpClient,
@@ -291,11 +314,17 @@ async fn logical_call(
     session: u32,
 ) -> Vec<CallRecord> {
     let mut records = Vec::new();
-    let mut from = due;
+    let mut due = due;
     for attempt in 1..=policy.retries + 1 {
         let params = json!({"name": call.tool, "arguments": call.arguments});
-        let (id, answer) = client.request("tools/call", params, policy.timeout).await;
-        let latency = from.elapsed();
+        let sent = Instant::now();
+        let deadline = timing::deadline(due, policy.timeout);
+        let (id, answer) = client.request_until("tools/call", params, deadline).await;
+        let timing = Timing {
+            due,
+            sent: Some(sent),
+            ended: Instant::now(),
+        };
         let (outcome, cancel_after_ms) = match answer {
             Answer::Response(r) => match r.get("result") {
                 Some(result) if r.get("error").is_none() => {
@@ -303,14 +332,20 @@ async fn logical_call(
                 }
                 _ => (CallOutcome::ProtocolError, None),
             },
-            Answer::TimedOut => (CallOutcome::Timeout, Some(millis(policy.timeout))),
+            Answer::TimedOut => (
+                CallOutcome::Timeout,
+                Some(millis(deadline.saturating_duration_since(sent))),
+            ),
             Answer::Closed => (CallOutcome::ProtocolError, None),
         };
+        let times = Times::of(&timing, start);
         records.push(CallRecord {
             tool: call.tool.clone(),
             args_hash: None,
-            start_ms: millis(from.saturating_duration_since(start)),
-            latency_ms: millis(latency),
+            start_ms: times.start_ms,
+            latency_ms: times.latency_ms,
+            queueing_ms: times.queueing_ms,
+            service_ms: times.service_ms,
             fault: None,
             outcome,
             reached_server: true,
@@ -325,10 +360,150 @@ async fn logical_call(
         if !outcome.retryable() || attempt > policy.retries {
             break;
         }
-        if !policy.backoff.is_zero() {
-            tokio::time::sleep(policy.backoff).await;
-        }
-        from = Instant::now();
+        due = timing.ended + policy.backoff;
+        tokio::time::sleep_until(due).await;
     }
     records
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::{io::AsyncReadExt, net::TcpListener};
+
+    use super::*;
+    use crate::load::{LoadPlan, Pace, Target};
+
+    fn load(pace: CallPace, num_clients: u32, policy: CallPolicy) -> CallLoad {
+        CallLoad {
+            calls: vec![PlannedCall {
+                tool: "t".into(),
+                arguments: json!({}),
+                task: None,
+            }],
+            pace,
+            num_clients,
+            concurrency: 4,
+            policy,
+        }
+    }
+
+    fn policy(timeout_ms: u64, retries: u32, backoff_ms: u64) -> CallPolicy {
+        CallPolicy {
+            timeout: Duration::from_millis(timeout_ms),
+            retries,
+            backoff: Duration::from_millis(backoff_ms),
+        }
+    }
+
+    #[test]
+    fn both_load_drivers_plan_the_same_open_model_schedule() {
+        let duration = Duration::from_millis(1500);
+        for clients in [1, 2, 3] {
+            let requests = LoadPlan {
+                target: Target::parse("http://127.0.0.1:9/", "GET", &[], "").unwrap(),
+                connect_to: None,
+                proxy_originates_tls: false,
+                num_clients: clients,
+                pace: Pace::Open { rps: 3 },
+                duration,
+                timeout: Duration::from_secs(1),
+                max_in_flight: None,
+            }
+            .planned_requests();
+            let rate = CallPace::Rate {
+                duration,
+                rate: 3.0,
+            };
+            let calls = load(rate, clients, policy(1000, 0, 0)).planned_calls();
+            assert_eq!(requests, Some(calls), "{clients} clients");
+        }
+        let one = load(
+            CallPace::Rate {
+                duration,
+                rate: 3.0,
+            },
+            1,
+            policy(1000, 0, 0),
+        );
+        assert_eq!(one.planned_calls(), 5);
+    }
+
+    /// A client of an MCP server on 127.0.0.1 that reads every request and never answers.
+    async fn silent_server() -> Arc<McpClient> {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut connection, _) = listener.accept().await.unwrap();
+            let mut read = Vec::new();
+            let _ = connection.read_to_end(&mut read).await;
+        });
+        let (reader, writer) = tokio::net::TcpStream::connect(addr)
+            .await
+            .unwrap()
+            .into_split();
+        Arc::new(McpClient::over_lines(reader, writer, 1))
+    }
+
+    async fn drive_for(load: CallLoad, client: Arc<McpClient>) -> Vec<CallRecord> {
+        let mut records = drive(
+            &Arc::new(load),
+            client,
+            Arc::new(Schemas::default()),
+            Instant::now(),
+            0,
+            Arc::default(),
+            &CancellationToken::new(),
+        )
+        .await;
+        records.sort_by(|a, b| a.start_ms.total_cmp(&b.start_ms));
+        records
+    }
+
+    fn within(value: Option<f64>, low: f64, high: f64) -> bool {
+        value.is_some_and(|v| (low..high).contains(&v))
+    }
+
+    /// On one runtime thread, kept busy from 300 to 800 ms into the run: the call due at 500 ms goes out at
+    /// about 800 ms and is still cancelled at its due + 1 s.
+    #[tokio::test]
+    async fn a_call_sent_late_times_out_at_its_due_plus_the_timeout() {
+        let client = silent_server().await;
+        let busy = tokio::spawn(async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            std::thread::sleep(Duration::from_millis(500));
+        });
+        let rate = CallPace::Rate {
+            duration: Duration::from_secs(1),
+            rate: 2.0,
+        };
+        let records = drive_for(load(rate, 1, policy(1000, 0, 0)), client).await;
+        busy.await.unwrap();
+        assert_eq!(records.len(), 2);
+        let late = &records[1];
+        assert_eq!(late.outcome, CallOutcome::Timeout);
+        assert!(within(Some(late.start_ms), 499.0, 510.0), "{late:?}");
+        assert!(within(Some(late.latency_ms), 1000.0, 1050.0), "{late:?}");
+        assert!(within(late.queueing_ms, 250.0, 350.0), "{late:?}");
+        assert!(within(late.service_ms, 650.0, 750.0), "{late:?}");
+        // The client waited what was left of the timeout once it had sent the call.
+        assert!(within(late.cancel_after_ms, 650.0, 750.0), "{late:?}");
+    }
+
+    /// A retry is due when the backoff after the failed attempt ends, and times out a timeout after that.
+    #[tokio::test]
+    async fn a_retry_is_due_after_the_backoff_and_has_its_own_deadline() {
+        let client = silent_server().await;
+        let records = drive_for(load(CallPace::Repeat(1), 1, policy(300, 1, 100)), client).await;
+        assert_eq!(records.len(), 2);
+        let (first, retry) = (&records[0], &records[1]);
+        assert!(within(Some(first.latency_ms), 300.0, 340.0), "{first:?}");
+        let retry_due = first.start_ms + first.latency_ms + 100.0;
+        assert!(
+            within(Some(retry.start_ms), retry_due - 1.0, retry_due + 5.0),
+            "{retry:?}"
+        );
+        assert!(within(Some(retry.latency_ms), 300.0, 340.0), "{retry:?}");
+        assert!(within(retry.queueing_ms, 0.0, 20.0), "{retry:?}");
+        assert_eq!(retry.logical.as_ref().map(|l| l.attempt), Some(2));
+    }
 }

@@ -2,21 +2,24 @@
 //!
 //! Requests start on a fixed schedule (`num_clients × rps` per second for `duration`) whether or not earlier
 //! ones have finished, so a slow service shows up as latency rather than as fewer requests (no coordinated
-//! omission). Each virtual client keeps its own pool of kept-alive connections. Latency runs from the
-//! scheduled start to the end of the body; `timeout` ends a request. Requests only go to the URL's host, or
+//! omission). Each virtual client keeps its own pool of kept-alive connections. Each request's [`Timing`]
+//! keeps when it was due, sent and ended: latency runs from the scheduled start to the end of the body, and
+//! a request ends at its deadline, `timeout` after it was due, however late it was sent. How many requests
+//! the schedule plans is [`schedule::planned`]'s rule. Requests only go to the URL's host, or
 //! to the address given in [`LoadPlan::connect_to`] (a proxy in front of it) with the URL's host kept for TLS
 //! and `Host`.
 //!
 //! Each client has at most [`LoadPlan::max_in_flight`] requests in flight (default
 //! [`DEFAULT_MAX_IN_FLIGHT`], lowered so that all clients together stay within the process's open-file limit):
 //! a request whose start time comes while its client is at the cap is not sent and counts as its own outcome
-//! ([`RequestOutcome::NotStarted`]), with its timeout as latency. Name resolution and TLS
+//! ([`RequestOutcome::NotStarted`]), with its timeout as latency (all of it queueing). Name resolution and TLS
 //! handshakes run under the request timeout, so a run never outlives `duration + timeout + GRACE`.
 
 mod client;
 mod record;
 pub mod schedule;
 mod target;
+pub mod timing;
 
 use std::{
     net::SocketAddr,
@@ -34,6 +37,7 @@ use tokio_util::sync::CancellationToken;
 pub(crate) use record::histogram;
 pub use record::{RequestOutcome, Samples, SecondSamples};
 pub use target::Target;
+pub use timing::Timing;
 
 use client::{Connection, Connector};
 
@@ -115,26 +119,21 @@ impl LoadPlan {
             .max(1)
     }
 
-    /// How many requests the schedule starts (open model); `None` when saturating.
+    /// How many requests the schedule starts (open model: [`schedule::planned`]); `None` when saturating.
     pub fn planned_requests(&self) -> Option<u64> {
         match self.pace {
-            Pace::Open { rps } => Some(u64::from(self.num_clients) * self.per_client(rps)),
+            Pace::Open { rps } => Some(schedule::planned(
+                f64::from(rps),
+                self.duration,
+                self.num_clients,
+            )),
             Pace::Saturate => None,
         }
-    }
-
-    fn per_client(&self, rps: u32) -> u64 {
-        per_client(rps, self.duration)
     }
 
     fn seconds(&self) -> usize {
         seconds_of(self.duration)
     }
-}
-
-/// Requests one client starts at `rps` over `duration`.
-fn per_client(rps: u32, duration: Duration) -> u64 {
-    (f64::from(rps) * duration.as_secs_f64() + 1e-9).floor() as u64
 }
 
 /// Seconds of the per-second series.
@@ -178,6 +177,13 @@ struct RunState {
     recorder: SampleRecorder,
 }
 
+impl RunState {
+    /// The second of the schedule work due at `due` belongs to.
+    fn second_of(&self, due: Instant) -> usize {
+        due.saturating_duration_since(self.start).as_secs() as usize
+    }
+}
+
 /// Where clients record. Memory stays bounded by the run's length, not by clients × seconds: totals go
 /// to a few shards (a histogram at 3 significant digits is a few hundred KB), and each second of the
 /// series has one slot shared by all clients. Each record takes two short, mostly uncontended locks.
@@ -205,15 +211,15 @@ impl SampleRecorder {
         &self,
         client: u32,
         second: usize,
-        latency: Duration,
+        timing: &Timing,
         outcome: RequestOutcome,
         body_bytes: u64,
     ) {
         if let Some(slot) = self.seconds.get(second) {
-            lock(slot).add(latency, &outcome);
+            lock(slot).add(timing.latency(), &outcome);
         }
         let shard = &self.shards[client as usize % self.shards.len()];
-        lock(shard).record(second, latency, outcome, body_bytes);
+        lock(shard).record(second, timing, outcome, body_bytes);
     }
 
     /// Everything recorded so far, merged.
@@ -317,8 +323,8 @@ async fn virtual_client(index: u32, shared: Arc<RunState>, stop: CancellationTok
     let arrivals = match shared.pace {
         Pace::Open { rps } => schedule::Arrivals::open(
             shared.start,
-            Duration::from_secs_f64(1.0 / f64::from(rps)),
-            per_client(rps, shared.duration),
+            f64::from(rps),
+            shared.duration,
             index,
             shared.num_clients,
         ),
@@ -346,11 +352,10 @@ struct VirtualClient {
     idle: Vec<Connection>,
 }
 
-/// One request's end: when it was due, when it ended (taken at once, so other requests completing at the
+/// One request's end: when it was due, sent and ended (taken at once, so other requests completing at the
 /// same moment do not add to it), its result (`None`: timed out) and its connection if it can be reused.
 type RequestEnd = (
-    Instant,
-    Instant,
+    Timing,
     Option<Result<client::Received, client::ExchangeError>>,
     Option<Connection>,
 );
@@ -366,30 +371,37 @@ impl schedule::Work for VirtualClient {
         let shared = self.shared.clone();
         let idle = self.idle.pop();
         async move {
+            // Sent when its exchange begins (a connection taken or opened, the request written), which is
+            // later than due when this client's task was busy.
+            let sent = Instant::now();
             shared.progress.started.fetch_add(1, Ordering::Relaxed);
             let wire = client::Wire {
                 bytes: &shared.target.wire,
                 is_head: shared.target.method == Method::HEAD,
             };
             let outcome = tokio::time::timeout_at(
-                due + shared.timeout,
+                timing::deadline(due, shared.timeout),
                 client::exchange(idle, &shared.connector, &wire),
             )
             .await;
-            let ended = Instant::now();
+            let timing = Timing {
+                due,
+                sent: Some(sent),
+                ended: Instant::now(),
+            };
             match outcome {
-                Ok((result, kept)) => (due, ended, Some(result), kept),
+                Ok((result, kept)) => (timing, Some(result), kept),
                 // The connection is dropped with the cut request.
-                Err(_) => (due, ended, None, None),
+                Err(_) => (timing, None, None),
             }
         }
     }
 
-    fn done(&mut self, (due, ended, result, kept): RequestEnd) {
+    fn done(&mut self, (timing, result, kept): RequestEnd) {
         if let Some(connection) = kept {
             self.idle.push(connection);
         }
-        record(self.index, &self.shared, due, ended, result);
+        record(self.index, &self.shared, &timing, result);
     }
 
     fn not_started(&mut self, _index: u64, due: Instant) {
@@ -398,14 +410,13 @@ impl schedule::Work for VirtualClient {
 }
 
 /// Records a request of `client` that could not start (its client was at the in-flight cap); it counts as
-/// served no sooner than its timeout.
-fn record_not_started(client: u32, shared: &RunState, scheduled: Instant) {
+/// waiting until its deadline.
+fn record_not_started(client: u32, shared: &RunState, due: Instant) {
     shared.progress.errors.fetch_add(1, Ordering::Relaxed);
-    let second = scheduled.saturating_duration_since(shared.start).as_secs() as usize;
     shared.recorder.record(
         client,
-        second,
-        shared.timeout,
+        shared.second_of(due),
+        &Timing::not_started(due, shared.timeout),
         RequestOutcome::NotStarted,
         0,
     );
@@ -416,11 +427,9 @@ fn record_not_started(client: u32, shared: &RunState, scheduled: Instant) {
 fn record(
     client: u32,
     shared: &RunState,
-    scheduled: Instant,
-    ended: Instant,
+    timing: &Timing,
     result: Option<Result<client::Received, client::ExchangeError>>,
 ) {
-    let latency = ended.saturating_duration_since(scheduled);
     let (outcome, body_bytes) = match result {
         None => (RequestOutcome::Timeout, 0),
         Some(Err(e)) => (RequestOutcome::Transport(e.to_string()), 0),
@@ -432,9 +441,67 @@ fn record(
     if outcome != RequestOutcome::Success {
         shared.progress.errors.fetch_add(1, Ordering::Relaxed);
     }
-    let second = scheduled.saturating_duration_since(shared.start).as_secs() as usize;
-    shared
-        .recorder
-        .record(client, second, latency, outcome, body_bytes);
+    shared.recorder.record(
+        client,
+        shared.second_of(timing.due),
+        timing,
+        outcome,
+        body_bytes,
+    );
     shared.progress.completed.fetch_add(1, Ordering::Relaxed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A target on 127.0.0.1 that takes every connection and never answers.
+    async fn silent_target() -> SocketAddr {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((connection, _)) = listener.accept().await {
+                held.push(connection);
+            }
+        });
+        addr
+    }
+
+    fn ms(histogram: &hdrhistogram::Histogram<u64>, at: u64) -> f64 {
+        histogram.median_equivalent(at) as f64 / 1000.0
+    }
+
+    /// On one runtime thread, kept busy from 300 to 800 ms into the run: the request due at 500 ms goes out
+    /// at about 800 ms and still times out at its due + 1 s, so no latency is over the timeout.
+    #[tokio::test]
+    async fn a_request_sent_late_times_out_at_its_due_plus_the_timeout() {
+        let addr = silent_target().await;
+        let plan = LoadPlan {
+            target: Target::parse(&format!("http://{addr}/"), "GET", &[], "").unwrap(),
+            connect_to: Some(addr),
+            proxy_originates_tls: false,
+            num_clients: 1,
+            pace: Pace::Open { rps: 2 },
+            duration: Duration::from_secs(1),
+            timeout: Duration::from_secs(1),
+            max_in_flight: None,
+        };
+        let busy = tokio::spawn(async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            std::thread::sleep(Duration::from_millis(500));
+        });
+        let report = run(&plan, &CancellationToken::new(), Arc::default())
+            .await
+            .unwrap();
+        busy.await.unwrap();
+        let samples = &report.samples;
+        assert_eq!((samples.requests(), samples.timeouts), (2, 2));
+        let latest = ms(&samples.all_us, samples.all_us.max());
+        assert!((1000.0..1050.0).contains(&latest), "latency {latest} ms");
+        let queued = ms(&samples.queueing_us, samples.queueing_us.max());
+        assert!((250.0..350.0).contains(&queued), "queueing {queued} ms");
+        let shortest = ms(&samples.service_us, samples.service_us.min());
+        assert!((650.0..750.0).contains(&shortest), "service {shortest} ms");
+    }
 }

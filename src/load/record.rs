@@ -1,8 +1,11 @@
-//! Samples of a load run: latency histograms, outcome counts and a per-second series.
+//! Samples of a load run: latency histograms (and latency split into queueing delay and service time),
+//! outcome counts and a per-second series.
 
 use std::{collections::BTreeMap, time::Duration};
 
 use hdrhistogram::Histogram;
+
+use super::Timing;
 
 /// Highest latency a histogram tracks (1 hour, in microseconds); longer values saturate.
 const MAX_LATENCY_US: u64 = 3_600_000_000;
@@ -72,6 +75,10 @@ pub struct Samples {
     pub all_us: Histogram<u64>,
     /// Latency (µs) of successful requests only.
     pub success_us: Histogram<u64>,
+    /// Queueing delay (µs, due → sent) of every request; a request that could not start waited its timeout.
+    pub queueing_us: Histogram<u64>,
+    /// Service time (µs, sent → ended) of every request that was sent.
+    pub service_us: Histogram<u64>,
     /// Exact sum of `all_us` values, for a true mean.
     pub sum_us: u128,
     pub success: u64,
@@ -91,6 +98,8 @@ impl Samples {
         Self {
             all_us: histogram(3),
             success_us: histogram(3),
+            queueing_us: histogram(3),
+            service_us: histogram(3),
             sum_us: 0,
             success: 0,
             http_errors: BTreeMap::new(),
@@ -115,16 +124,22 @@ impl Samples {
         self.http_error_count() + self.transport_errors + self.timeouts + self.not_started
     }
 
-    /// Records one request scheduled in `second` that ended after `latency` with `outcome`.
+    /// Records one request scheduled in `second`, with its times and `outcome`.
     pub fn record(
         &mut self,
         second: usize,
-        latency: Duration,
+        timing: &Timing,
         outcome: RequestOutcome,
         body_bytes: u64,
     ) {
+        let latency = timing.latency();
         let us = micros(latency);
         self.all_us.saturating_record(us);
+        self.queueing_us
+            .saturating_record(micros(timing.queueing()));
+        if let Some(service) = timing.service() {
+            self.service_us.saturating_record(micros(service));
+        }
         self.sum_us += u128::from(us);
         self.body_bytes += body_bytes;
         if let Some(slot) = self.per_second.get_mut(second) {
@@ -153,6 +168,8 @@ impl Samples {
         // Same bounds on both sides, so adding cannot fail.
         let _ = self.all_us.add(&other.all_us);
         let _ = self.success_us.add(&other.success_us);
+        let _ = self.queueing_us.add(&other.queueing_us);
+        let _ = self.service_us.add(&other.service_us);
         self.sum_us += other.sum_us;
         self.success += other.success;
         for (status, count) in &other.http_errors {

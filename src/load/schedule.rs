@@ -3,7 +3,13 @@
 //! finished, so a slow target shows up as latency rather than as less work; a start due while the client is
 //! at its in-flight cap is not made and is reported as such. In the closed loop, the next start comes as
 //! soon as a slot is free. Either way the work is told when it was due, and its latency is counted from
-//! there (the definition both reports use: [`crate::report`]).
+//! there (the definition both reports use: [`crate::report`]; the record: [`super::timing`]).
+//!
+//! How many starts an open-model schedule plans is decided here once, for both drivers: every start due
+//! before the end of the run. Client `index` of `clients` has its k-th start due at `(k + index / clients) /
+//! rate`, so it plans ⌈rate × duration − index / clients⌉ starts, and all clients together plan every start
+//! of their combined schedule due before the end: ⌈clients × rate × duration⌉ (exactly the product when it is
+//! whole). 1.5 s at 3/s: 5 starts, at 0, ⅓, ⅔, 1 and 1⅓ s.
 
 use std::{future::Future, time::Duration};
 
@@ -29,23 +35,45 @@ pub enum Arrivals {
 }
 
 impl Arrivals {
-    /// The open-model starts of client `index` of `clients`, each starting one per `interval` from `start`:
-    /// the clients are spread evenly within one interval, so together they start at a steady rate rather
-    /// than in bursts of `clients`.
-    pub fn open(
-        start: Instant,
-        interval: Duration,
-        planned: u64,
-        index: u32,
-        clients: u32,
-    ) -> Self {
-        let phase = interval.mul_f64(f64::from(index) / f64::from(clients.max(1)));
+    /// The open-model starts of client `index` of `clients`, each starting `rate` per second from `start`
+    /// for `duration`: the clients are spread evenly within one interval, so together they start at a
+    /// steady rate rather than in bursts of `clients`.
+    pub fn open(start: Instant, rate: f64, duration: Duration, index: u32, clients: u32) -> Self {
+        let planned = planned_for(rate, duration, index, clients);
+        let interval = if planned == 0 {
+            Duration::ZERO
+        } else {
+            Duration::from_secs_f64(1.0 / rate)
+        };
         Arrivals::Open {
-            first: start + phase,
+            first: start + interval.mul_f64(phase(index, clients)),
             interval,
             planned,
         }
     }
+}
+
+/// Where client `index` of `clients` starts within one interval (0..1).
+fn phase(index: u32, clients: u32) -> f64 {
+    f64::from(index) / f64::from(clients.max(1))
+}
+
+/// Starts client `index` of `clients` plans at `rate` per second for `duration`: those due before the end.
+pub fn planned_for(rate: f64, duration: Duration, index: u32, clients: u32) -> u64 {
+    if !(rate.is_finite() && rate > 0.0) {
+        return 0;
+    }
+    // The tolerance keeps a whole product whole (3/s for 1 s is 3 starts, not 4 from a rounding error).
+    (rate * duration.as_secs_f64() - phase(index, clients) - 1e-9)
+        .ceil()
+        .max(0.0) as u64
+}
+
+/// Starts all `clients` together plan at `rate` per second each for `duration`.
+pub fn planned(rate: f64, duration: Duration, clients: u32) -> u64 {
+    (0..clients.max(1))
+        .map(|index| planned_for(rate, duration, index, clients))
+        .sum()
 }
 
 /// What a client starts on schedule. Its futures borrow nothing from it, so several run at once while it
@@ -169,7 +197,7 @@ mod tests {
     async fn open_starts_on_time_and_counts_what_the_cap_refused() {
         let start = Instant::now();
         let mut work = probe(250);
-        let arrivals = Arrivals::open(start, Duration::from_millis(100), 10, 1, 2);
+        let arrivals = Arrivals::open(start, 10.0, Duration::from_millis(1000), 1, 2);
         run(arrivals, 2, &mut work, &CancellationToken::new()).await;
         // Each start at its due time, the first half an interval in (client 1 of 2).
         for (index, due, started) in &work.started {
@@ -180,6 +208,37 @@ mod tests {
         assert_eq!(work.not_started, [2, 5, 8]);
         assert_eq!(work.done as usize, work.started.len());
         assert_eq!(work.started.len() + work.not_started.len(), 10);
+    }
+
+    #[test]
+    fn an_open_schedule_plans_every_start_due_before_its_end() {
+        let secs = Duration::from_secs_f64;
+        assert_eq!(planned_for(3.0, secs(1.5), 0, 1), 5);
+        assert_eq!(planned_for(3.0, secs(1.0), 0, 1), 3);
+        // Two clients half an interval apart: 0, ⅓, ⅔, 1, 1⅓ s and ⅙, ½, ⅚, 1⅙ s.
+        assert_eq!(planned_for(3.0, secs(1.5), 1, 2), 4);
+        assert_eq!(planned(3.0, secs(1.5), 2), 9);
+        assert_eq!(planned(50.0, secs(2.0), 4), 400);
+        assert_eq!(planned(0.5, secs(3.0), 1), 2);
+        assert_eq!(planned(0.0, secs(3.0), 1), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_planned_starts_are_those_due_before_the_end() {
+        let start = Instant::now();
+        let mut work = probe(10);
+        let arrivals = Arrivals::open(start, 3.0, Duration::from_millis(1500), 0, 1);
+        run(arrivals, 8, &mut work, &CancellationToken::new()).await;
+        let due: Vec<Duration> = work
+            .started
+            .iter()
+            .map(|(_, due, _)| *due - start)
+            .collect();
+        let ms = |ms: f64| Duration::from_secs_f64(ms / 1000.0);
+        assert_eq!(due.len(), 5);
+        for (got, want) in due.iter().zip([0.0, 333.3, 666.7, 1000.0, 1333.3]) {
+            assert!(got.abs_diff(ms(want)) < ms(0.1), "{got:?} vs {want} ms");
+        }
     }
 
     #[tokio::test(start_paused = true)]

@@ -19,8 +19,8 @@ use crate::{
     load::LoadProgress,
     mcp_chaos,
     report::{
+        chaos::{self, ChaosReport},
         chart::{self, chaos::ChaosFigure, page_file::PageFile},
-        mcp::{self as chaos_report, ChaosReport},
     },
 };
 
@@ -69,7 +69,7 @@ HTTP MCP server directly (no plan: it measures the server as it is).",
         match outcome {
             Ok(report) => {
                 let result = with_chart(
-                    text_and_structured(chaos_report::render(&report), &report),
+                    text_and_structured(chaos::render(&report), &report),
                     &ChaosFigure::all(&report),
                 );
                 let result = with_view(result, apps, "chaos", || chart::page::chaos_body(&report));

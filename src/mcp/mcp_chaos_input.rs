@@ -72,8 +72,8 @@ struct CallInput {
 /// How the driving client behaves.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 struct ClientInput {
-    /// Give up on a call after this many ms: send `notifications/cancelled` and count a timeout. Default
-    /// 10000; 1..=600000.
+    /// Give up on a call this many ms after it was due (a retry: after its backoff), however late it was
+    /// sent: send `notifications/cancelled` and count a timeout. Default 10000; 1..=600000.
     #[serde(default)]
     timeout_ms: Lenient<f64>,
     /// Further attempts after an error, an isError result, a timeout or a malformed answer. Default 0; 0..=10.

@@ -17,7 +17,7 @@ use super::{
     plan::Plan,
 };
 use crate::mcp_wire::jsonrpc::{Envelope, Outcome, id_key};
-use crate::report::mcp::{
+use crate::report::chaos::{
     self as report, ChaosReport, PlannedFaultInfo,
     record::{CallOutcome, CallRecord, Schemas},
 };
@@ -164,6 +164,9 @@ impl CallObserver for ReportObserver {
             args_hash: event.args_hash.clone(),
             start_ms: (end_ms - event.latency_ms).max(0.0),
             latency_ms: event.latency_ms,
+            // The proxy sees a call when it is sent; when it was due is the client's to know.
+            queueing_ms: None,
+            service_ms: None,
             fault: event.fault.as_ref().map(|f| f.fault_type.to_owned()),
             outcome,
             reached_server: event.upstream != Outcome::None,

@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 use tokio::{
     io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader},
     sync::{mpsc, oneshot},
+    time::Instant,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -208,6 +209,17 @@ impl McpClient {
 
     /// Sends a request and waits up to `timeout` for its response; returns the id it used.
     pub async fn request(&self, method: &str, params: Value, timeout: Duration) -> (u64, Answer) {
+        self.request_until(method, params, Instant::now() + timeout)
+            .await
+    }
+
+    /// Sends a request and waits for its response until `deadline` (then cancels it); returns the id it used.
+    pub async fn request_until(
+        &self,
+        method: &str,
+        params: Value,
+        deadline: Instant,
+    ) -> (u64, Answer) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let line = request_line(&json!(id), method, &params);
         let answer = match &self.transport {
@@ -227,14 +239,14 @@ impl McpClient {
                         Ok(value) => Answer::Response(value),
                         Err(_) => Answer::Closed,
                     },
-                    () = tokio::time::sleep(timeout) => {
+                    () = tokio::time::sleep_until(deadline) => {
                         lock(&self.waiting).remove(&id);
                         self.notify("notifications/cancelled", cancelled(id));
                         Answer::TimedOut
                     }
                 }
             }
-            Carrier::Http(session) => self.http_request(session, id, line, timeout).await,
+            Carrier::Http(session) => self.http_request(session, id, line, deadline).await,
         };
         (id, answer)
     }
@@ -244,7 +256,7 @@ impl McpClient {
         session: &HttpSession,
         id: u64,
         line: Vec<u8>,
-        timeout: Duration,
+        deadline: Instant,
     ) -> Answer {
         let mut response = None;
         let posted = session.post(Bytes::from(line), |message| {
@@ -257,7 +269,7 @@ impl McpClient {
             }
         });
         // Dropping the POST on timeout closes its request: the cancellation HTTP servers see.
-        let posted = tokio::time::timeout(timeout, posted).await;
+        let posted = tokio::time::timeout_at(deadline, posted).await;
         match posted {
             Err(_) => {
                 let cancel = notification_line("notifications/cancelled", &cancelled(id));

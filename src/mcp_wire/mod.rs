@@ -4,9 +4,25 @@
 //! ([`endpoint`]), one Streamable HTTP client session ([`http_session`]) and one MCP client over a byte
 //! stream or HTTP ([`client`]).
 
+/// The MCP protocol revision we speak as a client: the `protocolVersion` of our `initialize` (over
+/// Streamable HTTP, [`http_session`] then sends the revision the server answered in `mcp-protocol-version`).
+pub const PROTOCOL_VERSION: &str = "2025-06-18";
+
 pub mod client;
 pub mod endpoint;
 pub mod http_session;
 pub mod jsonrpc;
 pub mod lines;
 pub mod sse;
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn our_protocol_version_is_one_the_mcp_sdk_knows() {
+        assert!(
+            rmcp::model::ProtocolVersion::KNOWN_VERSIONS
+                .iter()
+                .any(|known| known.as_str() == super::PROTOCOL_VERSION)
+        );
+    }
+}

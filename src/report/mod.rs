@@ -1,16 +1,17 @@
 //! Reports of both kinds of scenario, on one set of numerics: [`impact`] (an impact scenario: load through a
-//! faulty TCP proxy, SLO verdicts) and [`mcp`] (an MCP chaos scenario or a live `fault mcp-proxy --report`
+//! faulty TCP proxy, SLO verdicts) and [`chaos`] (an MCP chaos scenario or a live `fault mcp-proxy --report`
 //! session: what faults in the tool-call plane did to a client).
 //!
-//! One latency definition for both: a request's (or call's) latency runs from when it was due on the load
-//! schedule to when its answer ended, so time spent waiting to be sent counts (no coordinated omission); a
-//! request that could not start because its client was at its in-flight cap counts with its timeout as its
-//! latency. Percentiles come from hdrhistogram (three significant figures), each value the middle of its
-//! bucket.
+//! One latency definition for both, from one record ([`crate::load::Timing`]): a request's (or call's)
+//! latency runs from when it was due on the load schedule to when its answer ended, so time spent waiting to
+//! be sent counts (no coordinated omission); a request that could not start because its client was at its
+//! in-flight cap counts with its timeout as its latency. Both reports split it into queueing delay (due →
+//! sent; all of it for a request that could not start) and service time (sent → ended, requests sent).
+//! Percentiles come from hdrhistogram (three significant figures), each value the middle of its bucket.
 
+pub mod chaos;
 pub mod chart;
 pub mod impact;
-pub mod mcp;
 pub mod proxy;
 
 use std::time::Duration;

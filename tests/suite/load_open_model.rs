@@ -4,7 +4,10 @@ use crate::scenario_support;
 
 use std::{sync::Arc, time::Duration};
 
-use fault::load::{self, LoadPlan, LoadProgress, Pace, Target};
+use fault::{
+    load::{self, LoadPlan, LoadProgress, Pace, Target},
+    report::impact as report,
+};
 use scenario_support::run_load;
 use tokio_util::sync::CancellationToken;
 
@@ -88,6 +91,79 @@ async fn outcomes_are_counted_apart() {
     .await;
     assert_eq!(report.samples.transport_errors, 5);
     assert!(report.samples.transport_error_examples[0].contains("connect"));
+}
+
+/// The impact report of `load`: its figures and its markdown.
+fn impact_report(plan: &LoadPlan, load: &load::LoadReport) -> (report::RunFigures, String) {
+    let input = report::ReportInput {
+        call: report::CallInfo {
+            url: format!("http://{}:{}/", plan.target.host(), plan.target.port()),
+            method: "GET".into(),
+            timeout_ms: plan.timeout.as_millis() as u64,
+            headers: vec![],
+            has_body: false,
+        },
+        strategy: report::StrategyInfo {
+            duration_s: plan.duration.as_secs_f64(),
+            num_clients: plan.num_clients,
+            rps: 10,
+        },
+        faults: vec![],
+        slos: vec![],
+    };
+    let built = report::build(input, load, None);
+    (built.run.clone(), report::render(&built))
+}
+
+/// The report's queueing and service row, as the markdown shows it.
+fn part_row(markdown: &str, name: &str) -> String {
+    markdown
+        .lines()
+        .find(|line| line.starts_with(&format!("| {name} |")))
+        .unwrap_or_else(|| panic!("no {name} row in\n{markdown}"))
+        .to_owned()
+}
+
+/// One request in flight at 10 requests per second: a target answering in 250 ms is slower than the
+/// schedule, so the requests due while one is out wait (unsent, their whole timeout): the report's queueing
+/// delay is the timeout at p99 and its service time the target's 250 ms. A target answering at once leaves
+/// the queueing delay near zero (the timer's millisecond).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queueing_delay_shows_a_target_slower_than_the_schedule() {
+    let upstream = scenario_support::upstream().await;
+    let one_at_a_time = |path: &str| LoadPlan {
+        max_in_flight: Some(1),
+        ..plan(&upstream.url(path), 1, 10, 2000, 1000)
+    };
+    let slow_plan = one_at_a_time("/delay/250");
+    let (slow, markdown) = impact_report(&slow_plan, &run_load(&slow_plan).await);
+    assert_eq!(slow.requests, 20, "{markdown}");
+    assert!(slow.outcomes.not_started >= 8, "{markdown}");
+    assert_eq!(slow.queueing.requests, 20, "{markdown}");
+    assert!(slow.queueing.p99_ms >= 999.0, "{markdown}");
+    assert_eq!(slow.service.requests, slow.outcomes.success, "{markdown}");
+    assert!((250.0..300.0).contains(&slow.service.p50_ms), "{markdown}");
+    let row = part_row(&markdown, "Queueing delay");
+    assert!(
+        row.contains(&format!("| {:.2} |", slow.queueing.p99_ms)),
+        "{row}"
+    );
+
+    let fast_plan = one_at_a_time("/todos/1");
+    let (fast, markdown) = impact_report(&fast_plan, &run_load(&fast_plan).await);
+    assert_eq!(fast.outcomes.success, 20, "{markdown}");
+    // The runtime's timer fires on whole milliseconds: a start is up to 1 ms late.
+    assert!(fast.queueing.p50_ms <= 2.0, "{markdown}");
+    assert!(fast.queueing.max_ms < 50.0, "{markdown}");
+    eprintln!(
+        "queueing delay p50/p99/max: slow target {:.2}/{:.2}/{:.2} ms, fast target {:.2}/{:.2}/{:.2} ms",
+        slow.queueing.p50_ms,
+        slow.queueing.p99_ms,
+        slow.queueing.max_ms,
+        fast.queueing.p50_ms,
+        fast.queueing.p99_ms,
+        fast.queueing.max_ms
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -225,3 +225,76 @@ async fn a_server_stall_is_in_the_latency_from_the_schedule() {
     assert!(text.contains("| max |"), "{text}");
     agent.cancel().await.unwrap();
 }
+
+/// One call in flight at 10 calls per second: `slow` at 250 ms is slower than the schedule, so the calls due
+/// while one is out wait (unsent, their whole timeout): the report's queueing delay is the timeout at p99,
+/// its service time the tool's 250 ms. `echo` keeps up, and its queueing delay stays near zero (the timer's
+/// millisecond).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queueing_delay_shows_a_server_slower_than_the_schedule() {
+    let server = HttpServer::start(&["mcp-test-server"], &[], &[]).await;
+    let agent = common::spawn().await;
+    let args = |call: serde_json::Value| {
+        json!({
+            "server": {"url": server.url()},
+            "calls": [call],
+            "rps": 10,
+            "duration": "2s",
+            "concurrency": 1,
+            "client": {"timeout_ms": 1000},
+        })
+    };
+    let (text, report) = run(
+        &agent,
+        args(json!({"tool": "slow", "arguments": {"milliseconds": 250}})),
+    )
+    .await;
+    let slow = &report["run"]["overall"];
+    assert!(
+        slow["outcomes"]["not_started"].as_u64().unwrap() >= 8,
+        "{text}"
+    );
+    assert_eq!(slow["queueing"]["calls"], 20, "{text}");
+    assert!(
+        slow["queueing"]["p99_ms"].as_f64().unwrap() >= 999.0,
+        "{text}"
+    );
+    assert_eq!(slow["service"]["calls"], slow["outcomes"]["ok"], "{text}");
+    let service_p50 = slow["service"]["p50_ms"].as_f64().unwrap();
+    assert!((250.0..300.0).contains(&service_p50), "{text}");
+
+    let (text, report) = run(
+        &agent,
+        args(json!({"tool": "echo", "arguments": {"text": "a"}})),
+    )
+    .await;
+    let fast = &report["run"]["overall"];
+    assert_eq!(fast["outcomes"]["ok"], 20, "{text}");
+    assert!(
+        fast["queueing"]["p50_ms"].as_f64().unwrap() <= 2.0,
+        "{text}"
+    );
+    assert!(
+        fast["queueing"]["max_ms"].as_f64().unwrap() < 50.0,
+        "{text}"
+    );
+    let q = |field: &str| fast["queueing"][field].as_f64().unwrap();
+    let row = format!(
+        "| (all) | 20 | {:.2} | {:.2} | {:.2} | {:.2} | 20 |",
+        q("p50_ms"),
+        q("p95_ms"),
+        q("p99_ms"),
+        q("max_ms")
+    );
+    assert!(text.contains(&row), "{row}\n{text}");
+    eprintln!(
+        "MCP queueing delay p50/p99/max: slow server {}/{}/{} ms, fast server {}/{}/{} ms",
+        slow["queueing"]["p50_ms"],
+        slow["queueing"]["p99_ms"],
+        slow["queueing"]["max_ms"],
+        fast["queueing"]["p50_ms"],
+        fast["queueing"]["p99_ms"],
+        fast["queueing"]["max_ms"]
+    );
+    agent.cancel().await.unwrap();
+}

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use fault::{
-    load::{LoadReport, RequestOutcome, Samples},
+    load::{LoadReport, RequestOutcome, Samples, Timing},
     report::impact::{
         self as report, CallInfo, FaultInfo, LatencySlo, ReportInput, Status, StrategyInfo,
     },
@@ -13,21 +13,31 @@ fn ms(v: u64) -> Duration {
     Duration::from_millis(v)
 }
 
+/// A request sent when it was due that ended `latency_ms` later.
+fn on_time(latency_ms: u64) -> Timing {
+    let due = tokio::time::Instant::now();
+    Timing {
+        due,
+        sent: Some(due),
+        ended: due + ms(latency_ms),
+    }
+}
+
 /// 100 requests over 2 seconds: 90 fast successes (100 ms), 5 slow successes (400 ms), 2 HTTP 500 (50 ms),
 /// 3 timeouts (1000 ms). The second second is the slow one.
 fn samples() -> Samples {
     let mut s = Samples::new(2);
     for _ in 0..90 {
-        s.record(0, ms(100), RequestOutcome::Success, 10);
+        s.record(0, &on_time(100), RequestOutcome::Success, 10);
     }
     for _ in 0..5 {
-        s.record(1, ms(400), RequestOutcome::Success, 10);
+        s.record(1, &on_time(400), RequestOutcome::Success, 10);
     }
     for _ in 0..2 {
-        s.record(1, ms(50), RequestOutcome::HttpError(500), 3);
+        s.record(1, &on_time(50), RequestOutcome::HttpError(500), 3);
     }
     for _ in 0..3 {
-        s.record(1, ms(1000), RequestOutcome::Timeout, 0);
+        s.record(1, &on_time(1000), RequestOutcome::Timeout, 0);
     }
     s
 }
@@ -123,7 +133,7 @@ fn markdown_has_the_guide_layout_and_the_breakdown() {
     let baseline = {
         let mut s = Samples::new(2);
         for _ in 0..100 {
-            s.record(0, ms(20), RequestOutcome::Success, 10);
+            s.record(0, &on_time(20), RequestOutcome::Success, 10);
         }
         load(s)
     };

@@ -173,6 +173,28 @@ async fn latency_raises_p50_by_the_latency_and_tables_agree_with_structured_cont
     for row in &percentiles {
         assert_eq!(leading_number(&row[1]), p(run, &row[0]), "{row:?}");
     }
+    let parts = table(&markdown, "Part");
+    assert_eq!(parts.len(), 2);
+    for (row, key) in parts.iter().zip(["queueing", "service"]) {
+        let part = &run[key];
+        assert_eq!(leading_number(&row[1]), part["requests"].as_f64().unwrap());
+        for (cell, field) in row[2..]
+            .iter()
+            .zip(["p50_ms", "p95_ms", "p99_ms", "max_ms"])
+        {
+            assert_eq!(
+                cell,
+                &format!("{:.2}", part[field].as_f64().unwrap()),
+                "{key} {field}"
+            );
+        }
+    }
+    // The fault delays the answer, not the send.
+    let service_p50 = run["service"]["p50_ms"].as_f64().unwrap();
+    assert!(
+        (p(run, "p50") - service_p50).abs() <= 5.0,
+        "service p50 {service_p50} ms\n{markdown}"
+    );
     let slos = table(&markdown, "SLO");
     assert_eq!(slos.len(), 2);
     for (row, verdict) in slos.iter().zip(run["slos"].as_array().unwrap()) {

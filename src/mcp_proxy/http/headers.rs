@@ -97,7 +97,7 @@ mod tests {
             ("x-hop", "1"),
             ("transfer-encoding", "chunked"),
             ("mcp-session-id", "abc"),
-            ("mcp-protocol-version", "2025-06-18"),
+            ("mcp-protocol-version", crate::mcp_wire::PROTOCOL_VERSION),
             ("authorization", "Bearer t"),
             ("last-event-id", "7"),
         ] {

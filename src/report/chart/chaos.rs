@@ -12,7 +12,7 @@ use super::{
     ChartError, Figure, PlotFrame, chart_on, drawing, font::FAMILY, header, legend, palette::*,
     stack, stacked_height,
 };
-use crate::report::mcp::{
+use crate::report::chaos::{
     ChaosReport, ToolFigures,
     timeline::{CallTimeline, MarkKind},
 };

@@ -16,7 +16,7 @@ use super::{
     proxy::{ProxyChart, ProxyFigure},
     svg,
 };
-use crate::report::{impact::Report, mcp::ChaosReport, proxy::ProxyReport};
+use crate::report::{chaos::ChaosReport, impact::Report, proxy::ProxyReport};
 
 const STYLE: &str = include_str!("page.css");
 /// Defines `faultCharts(report)`, which wires the charts on the page to `report`'s figures.
@@ -100,7 +100,11 @@ pub fn chaos_body(report: &ChaosReport) -> Result<String, ChartError> {
         .iter()
         .map(|chart| panel(&ChaosFigure::one(report, chart), chart.id(), chart.series()))
         .collect::<Result<Vec<_>, _>>()?;
-    body(&report.title, &crate::report::mcp::render(report), &panels)
+    body(
+        &report.title,
+        &crate::report::chaos::render(report),
+        &panels,
+    )
 }
 
 fn panel(

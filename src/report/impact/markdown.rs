@@ -263,6 +263,7 @@ fn write_run(out: &mut String, run: &RunFigures) -> std::fmt::Result {
         )?;
     }
     writeln!(out)?;
+    write_queueing_and_service(out, run)?;
     writeln!(
         out,
         "| SLO | Pass? | Objective | Margin | Num. Requests Over Threshold or Failed (% of total) |"
@@ -290,6 +291,28 @@ fn write_run(out: &mut String, run: &RunFigures) -> std::fmt::Result {
     }
     writeln!(out)?;
     write_sparkline(out, run)
+}
+
+fn write_queueing_and_service(out: &mut String, run: &RunFigures) -> std::fmt::Result {
+    writeln!(
+        out,
+        "**Queueing and service** (ms; the latency's two parts: queueing delay from when each request was due to \
+         when it was sent, all of it for a request that could not start; service time from when it was sent to \
+         the end of its body or its timeout):\n"
+    )?;
+    writeln!(out, "| Part | Requests | p50 | p95 | p99 | max |")?;
+    writeln!(out, "|------|----------|-----|-----|-----|-----|")?;
+    for (name, part) in [
+        ("Queueing delay", &run.queueing),
+        ("Service time", &run.service),
+    ] {
+        writeln!(
+            out,
+            "| {name} | {} | {:.2} | {:.2} | {:.2} | {:.2} |",
+            part.requests, part.p50_ms, part.p95_ms, part.p99_ms, part.max_ms
+        )?;
+    }
+    writeln!(out)
 }
 
 fn write_sparkline(out: &mut String, run: &RunFigures) -> std::fmt::Result {

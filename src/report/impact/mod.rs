@@ -3,6 +3,8 @@
 //!
 //! Definitions (stated in the report too):
 //! - latency percentiles, min, max and mean cover every request; a timeout counts at the moment it ended;
+//! - latency = queueing delay (due → sent; a request that could not start waited its whole timeout) + service
+//!   time (sent → the end of its body or its timeout, requests sent);
 //! - errors = HTTP status ≥ 400 + transport errors + timeouts + requests that could not start (in-flight cap);
 //! - a request counts towards an SLO only if it succeeded within the threshold;
 //! - the scenario is Failed when any SLO is not met.
@@ -128,6 +130,33 @@ pub struct PercentileRow {
     pub percent_of_total: f64,
 }
 
+/// Percentiles of one part of the latency (queueing delay or service time) over a run's requests.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LatencyPart {
+    /// Requests the figures cover.
+    pub requests: u64,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+impl LatencyPart {
+    fn of(histogram: &hdrhistogram::Histogram<u64>) -> Self {
+        if histogram.is_empty() {
+            return Self::default();
+        }
+        let at = |q: f64| ms(quantile(histogram, q));
+        Self {
+            requests: histogram.len(),
+            p50_ms: at(0.50),
+            p95_ms: at(0.95),
+            p99_ms: at(0.99),
+            max_ms: ms(histogram.median_equivalent(histogram.max())),
+        }
+    }
+}
+
 /// One point of the latency distribution.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CurvePoint {
@@ -203,6 +232,14 @@ pub struct RunFigures {
     /// True when in-flight requests had to be cut after duration + timeout + grace.
     pub cut_short: bool,
     pub percentiles: Vec<PercentileRow>,
+    /// Of the latency, the queueing delay: from when each request was due to when it was sent (a request
+    /// that could not start waited its whole timeout).
+    #[serde(default)]
+    pub queueing: LatencyPart,
+    /// Of the latency, the service time: from when each request was sent to the end of its body or its
+    /// timeout (requests that were sent).
+    #[serde(default)]
+    pub service: LatencyPart,
     pub slos: Vec<SloVerdict>,
     /// Number of SLOs not met.
     pub slo_failures: u64,
@@ -372,6 +409,8 @@ pub fn figures(load: &LoadReport, slos: &[LatencySlo]) -> RunFigures {
         body_bytes: samples.body_bytes,
         cut_short: load.cut_short,
         percentiles,
+        queueing: LatencyPart::of(&samples.queueing_us),
+        service: LatencyPart::of(&samples.service_us),
         slo_failures: slo_verdicts.iter().filter(|v| !v.passed).count() as u64,
         slos: slo_verdicts,
         per_second,

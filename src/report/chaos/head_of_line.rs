@@ -219,6 +219,8 @@ mod tests {
             args_hash: None,
             start_ms,
             latency_ms,
+            queueing_ms: None,
+            service_ms: None,
             fault: None,
             outcome: CallOutcome::Ok,
             reached_server: true,

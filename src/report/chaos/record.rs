@@ -62,10 +62,17 @@ pub struct CallRecord {
     pub tool: String,
     /// Hash of the arguments (identical calls share it).
     pub args_hash: Option<String>,
-    /// When the call was due (a retry: when it was sent), from the start of the run.
+    /// When the call was due (a retry: when the backoff after the attempt before it ended), from the start
+    /// of the run; for a call the proxy saw, when it was sent.
     pub start_ms: f64,
     /// From when it was due to the answer, or to the client's cancel.
     pub latency_ms: f64,
+    /// Of the latency, the queueing delay: from when the call was due to when it was sent (a call that could
+    /// not start: all of it). `None` for a call the proxy saw, whose client's schedule it does not know.
+    pub queueing_ms: Option<f64>,
+    /// Of the latency, the service time: from when the call was sent to the answer or the cancel. `None`
+    /// for a call never sent, or one the proxy saw.
+    pub service_ms: Option<f64>,
     /// The fault the proxy injected, by type.
     pub fault: Option<String>,
     pub outcome: CallOutcome,
@@ -223,6 +230,8 @@ mod tests {
             args_hash: Some(args.into()),
             start_ms: start,
             latency_ms: 10.0,
+            queueing_ms: None,
+            service_ms: None,
             fault: None,
             outcome,
             reached_server: true,

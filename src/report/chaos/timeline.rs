@@ -168,6 +168,8 @@ mod tests {
             args_hash: None,
             start_ms,
             latency_ms: 10.0,
+            queueing_ms: None,
+            service_ms: None,
             fault: None,
             outcome,
             reached_server: true,

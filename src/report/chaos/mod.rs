@@ -6,6 +6,8 @@
 //!   answered calls; effective availability A×C = valid results / calls;
 //! - a retry is a further attempt of the same logical call; a call is a runaway when 3 or more attempts
 //!   followed its first failure; a duplicate is a retry of a failed attempt the server had received;
+//! - latency runs from when a call was due to its answer or cancel: queueing delay (due → sent) and service
+//!   time (sent → answer or cancel);
 //! - time to detect runs from a request to the client's cancel; time to recovery from a failed call to the
 //!   next valid result of the same tool, in ms and in calls;
 //! - a task fails when one of its logical calls ends (after retries) without a valid result; the blast
@@ -24,7 +26,7 @@ pub mod timeline;
 
 use head_of_line::{HeadOfLine, head_of_line};
 pub use latency::LatencyFigures;
-use latency::latency;
+use latency::{latency, queueing, service};
 use record::{CallOutcome, CallRecord, infer_logical};
 use timeline::{CallTimeline, timeline};
 
@@ -49,7 +51,8 @@ pub struct PlannedFaultInfo {
 /// The client policy the scenario tool drove calls with.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct ClientPolicy {
-    /// After this long without an answer the client sends `notifications/cancelled` and gives up.
+    /// This long after a call was due (a retry: after its backoff), without an answer, the client sends
+    /// `notifications/cancelled` and gives up.
     pub timeout_ms: u64,
     /// Further attempts after a failed one (error, isError, timeout, malformed answer).
     pub retries: u32,
@@ -81,7 +84,6 @@ pub struct ChaosOutcomes {
     pub not_started: u64,
 }
 
-/// Latency percentiles of a set of calls (null when there is none).
 /// What the client did after failures.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ClientFigures {
@@ -133,6 +135,15 @@ pub struct ToolFigures {
     pub latency_clean: LatencyFigures,
     /// Calls a fault was injected into.
     pub latency_injected: LatencyFigures,
+    /// Of the latency, the queueing delay: from when each call was due to when it was sent (a call that could
+    /// not start waited its whole timeout). Only the scenario's own client knows it: none in a live proxy
+    /// session.
+    #[serde(default)]
+    pub queueing: LatencyFigures,
+    /// Of the latency, the service time: from when each call was sent to its answer or cancel (calls sent by
+    /// the scenario's client).
+    #[serde(default)]
+    pub service: LatencyFigures,
     pub client: ClientFigures,
 }
 
@@ -330,6 +341,8 @@ fn tool_figures(tool: &str, records: &[&CallRecord]) -> ToolFigures {
         latency: latency(records.iter().copied()),
         latency_clean: latency(records.iter().copied().filter(|r| r.fault.is_none())),
         latency_injected: latency(records.iter().copied().filter(|r| r.fault.is_some())),
+        queueing: queueing(records.iter().copied()),
+        service: service(records.iter().copied()),
         client,
     }
 }
@@ -479,6 +492,8 @@ mod tests {
             args_hash: None,
             start_ms: start,
             latency_ms: 100.0,
+            queueing_ms: Some(0.0),
+            service_ms: Some(100.0),
             fault: fault.then(|| "hang".to_owned()),
             outcome,
             reached_server: true,
@@ -514,6 +529,8 @@ mod tests {
         assert_eq!(f.overall.faults_by_type.get("hang"), Some(&3));
         assert_eq!(f.overall.latency_injected.calls, 3);
         assert_eq!(f.overall.latency.p50_ms, Some(100.0));
+        assert_eq!(f.overall.service.p50_ms, Some(100.0));
+        assert_eq!(f.overall.queueing.max_ms, Some(0.0));
         assert_eq!(f.per_second[0].p95_ms, Some(100.0));
     }
 }

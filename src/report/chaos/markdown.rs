@@ -204,6 +204,7 @@ fn write_run(out: &mut String, run: &ChaosFigures) -> std::fmt::Result {
         )?;
     }
     writeln!(out)?;
+    write_queueing_and_service(out, &rows)?;
     writeln!(out, "**Client behaviour**:\n")?;
     writeln!(
         out,
@@ -265,6 +266,40 @@ fn write_run(out: &mut String, run: &ChaosFigures) -> std::fmt::Result {
     }
     write_sparkline(out, run)?;
     write_head_of_line(out, &run.head_of_line)
+}
+
+/// Latency's two parts; only the scenario's own client knows them (a live proxy session does not).
+fn write_queueing_and_service(out: &mut String, rows: &[ToolFigures]) -> std::fmt::Result {
+    if rows
+        .iter()
+        .all(|t| t.queueing.calls == 0 && t.service.calls == 0)
+    {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "**Queueing and service** (ms; the latency's two parts: queueing delay from when each call was due to when \
+         it was sent, all of it for a call that could not start; service time from when it was sent to its answer \
+         or cancel):\n"
+    )?;
+    writeln!(
+        out,
+        "| Tool | Scheduled calls | Queueing p50 | Queueing p95 | Queueing p99 | Queueing max | Sent calls | Service p50 | Service p95 | Service p99 | Service max |"
+    )?;
+    writeln!(
+        out,
+        "|------|-----------------|--------------|--------------|--------------|--------------|------------|-------------|-------------|-------------|-------------|"
+    )?;
+    for t in rows {
+        writeln!(
+            out,
+            "| {} | {} | {} |",
+            t.tool,
+            latency_cells_with_max(&t.queueing),
+            latency_cells_with_max(&t.service)
+        )?;
+    }
+    writeln!(out)
 }
 
 fn write_head_of_line(out: &mut String, hol: &HeadOfLine) -> std::fmt::Result {
