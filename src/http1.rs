@@ -402,6 +402,75 @@ fn chunk_size(line: &[u8]) -> Result<u64, FramingError> {
     }
 }
 
+/// Follows the requests of one HTTP/1 request flow, however reads cut it: each request head is handed to
+/// the caller as it completes. A flow that is not HTTP/1 (TLS, another protocol) or stops being framable
+/// becomes opaque and is no longer followed. The HTTP error fault learns HEAD requests from it; the proxy
+/// counts the requests it sends upstream with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestFlow {
+    phase: RequestPhase,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum RequestPhase {
+    Head(Vec<u8>),
+    Body(BodyDecoder),
+    Opaque,
+}
+
+impl Default for RequestFlow {
+    fn default() -> Self {
+        Self {
+            phase: RequestPhase::Head(Vec::new()),
+        }
+    }
+}
+
+impl RequestFlow {
+    /// Whether the flow could not be followed as HTTP/1.
+    pub fn is_opaque(&self) -> bool {
+        self.phase == RequestPhase::Opaque
+    }
+
+    /// Reads the next bytes of the flow, calling `on_head` with each request head completed in them.
+    pub fn observe(&mut self, mut input: &[u8], mut on_head: impl FnMut(&RequestHead)) {
+        while !input.is_empty() {
+            match &mut self.phase {
+                RequestPhase::Opaque => return,
+                RequestPhase::Head(head) => {
+                    let before = head.len();
+                    head.extend_from_slice(input);
+                    let parsed = match parse_request_head(head) {
+                        Ok(None) => return,
+                        Ok(Some(parsed)) => parsed,
+                        Err(_) => {
+                            self.phase = RequestPhase::Opaque;
+                            return;
+                        }
+                    };
+                    input = &input[parsed.len - before..];
+                    on_head(&parsed);
+                    let body = BodyDecoder::new(parsed.body);
+                    self.phase = if body.is_done() {
+                        RequestPhase::Head(Vec::new())
+                    } else {
+                        RequestPhase::Body(body)
+                    };
+                }
+                RequestPhase::Body(body) => {
+                    let step = body.step(input);
+                    input = &input[step.consumed..];
+                    if step.error.is_some() {
+                        self.phase = RequestPhase::Opaque;
+                    } else if step.done {
+                        self.phase = RequestPhase::Head(Vec::new());
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -181,10 +181,11 @@ pub async fn run(
 }
 
 /// The share of the faulted run (start, end, in percent) during which the fault was active: its schedule's
-/// window (the proxy started it with the same run duration), else the whole run.
+/// first window (the proxy started it with the same run duration), else the whole run.
 fn active_percent(spec: &ImpactSpec) -> (f64, f64) {
     let run = spec.duration.as_secs_f64();
-    match spec.fault.window(Some(spec.duration)) {
+    let first = spec.fault.windows(Some(spec.duration)).map(|windows| windows?.first().copied());
+    match first {
         Ok(Some((start, end))) if run > 0.0 => {
             let share = |d: Duration| (d.as_secs_f64() / run * 100.0).clamp(0.0, 100.0);
             (share(start), end.map_or(100.0, share))

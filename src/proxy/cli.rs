@@ -11,7 +11,7 @@ use super::mapping::Mapping;
 use super::{ProxyError, ProxyStats};
 use crate::report::{
     chart::page_file::{PageFile, PageFileError},
-    proxy::{ProxyCounters, ProxyFaultInfo, ProxyReport, ProxySampler},
+    proxy::{ProxyCounters, ProxyFaultInfo, ProxyReport, ProxySampler, ProxyWindow},
 };
 
 /// A run length such as 30s, 5m, 1h30m.
@@ -96,6 +96,7 @@ impl From<&RunArgs> for ProxyConfig {
             run_duration: a.duration,
             extra_ca: a.upstream_ca.clone(),
             connect_timeout: None,
+            count_requests: false,
         }
     }
 }
@@ -114,6 +115,12 @@ pub enum RunError {
     UpstreamCa(#[source] crate::tls::TlsSetupError),
     #[error("--report: {0}")]
     Report(#[source] PageFileError),
+    #[error("--{flag}: {source}")]
+    Schedule {
+        flag: String,
+        #[source]
+        source: super::ScheduleError,
+    },
 }
 
 /// The fault's description with where, how often and when it applies.
@@ -157,26 +164,34 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
     if let Some(path) = &args.upstream_ca {
         crate::tls::extra_ca_certificates(path).map_err(RunError::UpstreamCa)?;
     }
+    let config = ProxyConfig::from(&args);
+    let faults: Vec<String> = config.faults.iter().map(describe).collect();
+    let mut fault_windows = Vec::with_capacity(faults.len());
+    for (spec, description) in config.faults.iter().zip(&faults) {
+        // Checked against --duration here, so that the error names the fault's own flag.
+        let windows = spec
+            .windows(args.duration)
+            .map_err(|source| RunError::Schedule {
+                flag: super::placement::SCHED.long(spec.kind()),
+                source,
+            })?
+            .unwrap_or_else(|| vec![(Duration::ZERO, None)]);
+        fault_windows.push(ProxyFaultInfo {
+            description: description.clone(),
+            windows: windows
+                .into_iter()
+                .map(|(start, end)| ProxyWindow {
+                    active_from_s: start.as_secs_f64(),
+                    active_until_s: end.map(|end| end.as_secs_f64()),
+                })
+                .collect(),
+        });
+    }
     // Where the report goes is checked (and the file created) now, not when the session has been run.
     let report_file = match &args.report {
         Some(path) => Some(PageFile::create(path).map_err(RunError::Report)?),
         None => None,
     };
-    let config = ProxyConfig::from(&args);
-    let faults: Vec<String> = config.faults.iter().map(describe).collect();
-    let fault_windows: Vec<ProxyFaultInfo> = config
-        .faults
-        .iter()
-        .zip(&faults)
-        .map(|(spec, description)| {
-            let window = spec.window(args.duration).ok().flatten();
-            ProxyFaultInfo {
-                description: description.clone(),
-                active_from_s: window.map_or(0.0, |(start, _)| start.as_secs_f64()),
-                active_until_s: window.and_then(|(_, end)| end).map(|end| end.as_secs_f64()),
-            }
-        })
-        .collect();
     let handle = super::start(config).await?;
     let mut stderr = std::io::stderr();
     for mapping in handle.mappings() {

@@ -20,4 +20,8 @@ pub struct ProxyConfig {
     pub extra_ca: Option<PathBuf>,
     /// How long to wait for an upstream to accept a connection (default 10 s).
     pub connect_timeout: Option<Duration>,
+    /// Count the HTTP/1 requests every connection sends upstream ([`super::ProxyStats::requests_to_upstream`]),
+    /// framed as the HTTP error fault frames them. Off by default: a counted flow is read through user space,
+    /// never spliced.
+    pub count_requests: bool,
 }

@@ -36,7 +36,9 @@ pub use faults::jitter::JitterSpec;
 pub use faults::latency::{LatencyDistribution, LatencySpec};
 pub use faults::packet_loss::PacketLossSpec;
 pub use mapping::{Mapping, Upstream};
-pub use placement::{Direction, FaultCommon, Flow, SchedTime, Schedule, Side, Window};
+pub use placement::{
+    Direction, FaultCommon, Flow, SchedTime, Schedule, ScheduleError, ScheduledWindow, Side, Window,
+};
 pub use values::ParseError;
 
 use crate::tls;
@@ -76,6 +78,12 @@ pub struct ProxyStats {
     pub bytes_to_client: u64,
     /// Chunks each fault kind acted on (delayed, dropped, replaced, or closed on).
     pub faults_applied: BTreeMap<String, u64>,
+    /// Times each configured fault acted, in configuration order (two faults of one kind apart).
+    pub applied_by_fault: Vec<u64>,
+    /// HTTP/1 requests written to upstreams, when the proxy counts them ([`ProxyConfig::count_requests`]).
+    pub requests_to_upstream: u64,
+    /// Request flows that were not (or stopped being) HTTP/1, so their requests were not all counted.
+    pub opaque_request_flows: u64,
 }
 
 /// A running proxy. Dropping it stops accepting and closes connections in the background;
@@ -102,10 +110,13 @@ impl ProxyHandle {
     pub fn stats(&self) -> ProxyStats {
         let c = &self.runtime.counters;
         let mut faults_applied = BTreeMap::new();
+        let mut applied_by_fault = Vec::with_capacity(self.runtime.faults.len());
         for fault in &self.runtime.faults {
+            let applied = fault.applied.load(Ordering::Relaxed);
             *faults_applied
                 .entry(fault.spec.kind().to_string())
-                .or_insert(0) += fault.applied.load(Ordering::Relaxed);
+                .or_insert(0) += applied;
+            applied_by_fault.push(applied);
         }
         ProxyStats {
             connections_total: c.connections_total.load(Ordering::Relaxed),
@@ -114,6 +125,9 @@ impl ProxyHandle {
             bytes_to_upstream: c.bytes[Flow::Request.index()].load(Ordering::Relaxed),
             bytes_to_client: c.bytes[Flow::Response.index()].load(Ordering::Relaxed),
             faults_applied,
+            applied_by_fault,
+            requests_to_upstream: c.requests_to_upstream.load(Ordering::Relaxed),
+            opaque_request_flows: c.opaque_request_flows.load(Ordering::Relaxed),
         }
     }
 
@@ -140,7 +154,9 @@ pub async fn start(config: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
     let mut faults = Vec::with_capacity(config.faults.len());
     for spec in &config.faults {
         spec.validate()?;
-        let window = spec.window(config.run_duration)?;
+        let windows = spec
+            .windows(config.run_duration)
+            .map_err(|e| ParseError::new(format!("{} sched: {e}", spec.kind())))?;
         let common = spec.common();
         let mut flows = [false; 2];
         for flow in common.side.flows(common.direction) {
@@ -150,7 +166,8 @@ pub async fn start(config: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
             injector: spec.injector(),
             spec: spec.clone(),
             flows,
-            window,
+            windows,
+            reads_http: spec.reads_http(),
             applied: AtomicU64::new(0),
         });
     }
@@ -181,6 +198,7 @@ pub async fn start(config: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
         tls,
         connect_timeout: config.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT),
         next_connection: AtomicU64::new(0),
+        count_requests: config.count_requests,
     });
     let cancel = CancellationToken::new();
     let mut local_addrs = Vec::with_capacity(listeners.len());

@@ -30,6 +30,42 @@ pub(crate) struct Counters {
     pub upstream_failures: AtomicU64,
     /// Bytes written, indexed by `Flow::index` (request = to upstream, response = to client).
     pub bytes: [AtomicU64; 2],
+    /// HTTP/1 requests written to upstreams (counted when the runtime counts requests).
+    pub requests_to_upstream: AtomicU64,
+    /// Request flows that stopped being HTTP/1, whose requests could not be counted past that point.
+    pub opaque_request_flows: AtomicU64,
+}
+
+/// Counts the HTTP/1 requests a request flow writes upstream, framed by the one HTTP/1 reader.
+struct UpstreamRequests<'a> {
+    flow: crate::http1::RequestFlow,
+    counters: &'a Counters,
+}
+
+impl<'a> UpstreamRequests<'a> {
+    /// A counter for `flow` when `rt` counts requests and it is a request flow.
+    fn of(flow: Flow, rt: &'a Runtime) -> Option<Self> {
+        (rt.count_requests && flow == Flow::Request).then(|| Self {
+            flow: crate::http1::RequestFlow::default(),
+            counters: &rt.counters,
+        })
+    }
+
+    /// Follows `bytes`, just written upstream.
+    fn written(&mut self, bytes: &[u8]) {
+        let counters = self.counters;
+        let was_opaque = self.flow.is_opaque();
+        self.flow.observe(bytes, |_| {
+            counters
+                .requests_to_upstream
+                .fetch_add(1, Ordering::Relaxed);
+        });
+        if !was_opaque && self.flow.is_opaque() {
+            counters
+                .opaque_request_flows
+                .fetch_add(1, Ordering::Relaxed);
+        }
+    }
 }
 
 /// A configured fault on a running proxy, ready to build the stages of new connections.
@@ -38,16 +74,20 @@ pub(crate) struct ProxyFault {
     pub injector: Arc<dyn Injector>,
     /// The flows its side and direction select, indexed by `Flow::index`.
     pub flows: [bool; 2],
-    /// Active window from the proxy's start; `None` = always.
-    pub window: Option<Window>,
+    /// Active windows from the proxy's start, in time order; `None` = always.
+    pub windows: Option<Vec<Window>>,
+    /// Whether its stages follow the whole stream, outside its windows too ([`faults::Chunk::active`]).
+    pub reads_http: bool,
     pub applied: AtomicU64,
 }
 
 impl ProxyFault {
     fn active_at(&self, since_start: Duration) -> bool {
-        match self.window {
+        match &self.windows {
             None => true,
-            Some((start, end)) => since_start >= start && end.is_none_or(|e| since_start < e),
+            Some(windows) => windows
+                .iter()
+                .any(|(start, end)| since_start >= *start && end.is_none_or(|e| since_start < e)),
         }
     }
 }
@@ -62,6 +102,8 @@ pub(crate) struct Runtime {
     pub tls: Option<tokio_rustls::TlsConnector>,
     pub connect_timeout: Duration,
     pub next_connection: AtomicU64,
+    /// Whether request flows are followed to count the requests sent upstream (no zero-copy path then).
+    pub count_requests: bool,
 }
 
 impl Runtime {
@@ -294,7 +336,7 @@ async fn plain_flow(
     rt: &Runtime,
     turns: &[AtomicU64; 2],
 ) -> io::Result<()> {
-    if !stages.is_empty() {
+    if !stages.is_empty() || UpstreamRequests::of(flow, rt).is_some() {
         return pump(reader, writer, flow, stages, rt, turns).await;
     }
     let me = flow.index();
@@ -394,7 +436,8 @@ where
     let me = flow.index();
     let other = 1 - me;
     let written = &rt.counters.bytes[me];
-    if stages.is_empty() {
+    let mut requests = UpstreamRequests::of(flow, rt);
+    if stages.is_empty() && requests.is_none() {
         let mut buf = BytesMut::with_capacity(BUFFER);
         copy(
             &mut reader,
@@ -457,7 +500,8 @@ where
             let mut exact = false;
             for active in stages.iter_mut() {
                 let fault = &rt.faults[active.fault];
-                if !applies(active, fault, since_start) {
+                let open = fault.active_at(since_start);
+                if !(open || fault.reads_http) || !drawn(active, fault) {
                     continue;
                 }
                 let chunk = Chunk {
@@ -465,6 +509,7 @@ where
                     flow,
                     new_message,
                     now,
+                    active: open,
                 };
                 let verdict = active.stage.on_chunk(&chunk, &mut active.rng);
                 let acted = active.stage.acted(&verdict);
@@ -512,6 +557,9 @@ where
                 writer.write_all(out).await?;
                 writer.flush().await?;
                 written.fetch_add(out.len() as u64, Ordering::Relaxed);
+                if let Some(requests) = &mut requests {
+                    requests.written(out);
+                }
             }
             if let Some((_, how, kind)) = ending {
                 return Err(end_connection(&mut writer, how, kind).await);
@@ -520,12 +568,14 @@ where
     }
 }
 
-/// Whether `active`'s fault applies now: inside its schedule, and drawn by its probability (once per
-/// message, or on the first chunk the stage sees).
+/// Whether `active`'s fault applies now: inside its schedule, and drawn by its probability.
 fn applies(active: &mut ActiveStage, fault: &ProxyFault, since_start: Duration) -> bool {
-    if !fault.active_at(since_start) {
-        return false;
-    }
+    fault.active_at(since_start) && drawn(active, fault)
+}
+
+/// Whether `active`'s fault is drawn by its probability for the current message (drawn once per message, on
+/// the first chunk the stage sees).
+fn drawn(active: &mut ActiveStage, fault: &ProxyFault) -> bool {
     if active.applies.is_none() {
         let p = fault.spec.common().probability;
         active.applies = Some(p >= 1.0 || active.rng.random::<f64>() < p);

@@ -22,6 +22,13 @@ pub struct ProxyCounters {
 #[derive(Debug, Clone, Serialize)]
 pub struct ProxyFaultInfo {
     pub description: String,
+    /// Its active windows in time order (one from 0 to the end when it has no schedule).
+    pub windows: Vec<ProxyWindow>,
+}
+
+/// A window during which a fault was active, in seconds from the start.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ProxyWindow {
     pub active_from_s: f64,
     /// `None`: until the end.
     pub active_until_s: Option<f64>,
@@ -147,13 +154,21 @@ fn write_report(out: &mut String, report: &ProxyReport) -> std::fmt::Result {
         writeln!(out, "- none (pass-through)")?;
     }
     for fault in &report.faults {
-        let until = fault
-            .active_until_s
-            .map_or("the end".to_owned(), |s| format!("{s} s"));
+        let windows: Vec<String> = fault
+            .windows
+            .iter()
+            .map(|w| {
+                let until = w
+                    .active_until_s
+                    .map_or("the end".to_owned(), |s| format!("{s} s"));
+                format!("from {} s to {until}", w.active_from_s)
+            })
+            .collect();
         writeln!(
             out,
-            "- {} (active from {} s to {until})",
-            fault.description, fault.active_from_s
+            "- {} (active {})",
+            fault.description,
+            windows.join(", ")
         )?;
     }
     writeln!(

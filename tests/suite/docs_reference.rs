@@ -214,6 +214,8 @@ fn tcp_faults() -> String {
                 "and the placement flags `--{}-side`, `-direction`, `-probability`, `-sched`",
                 fault.kind.replace('_', "-")
             ));
+        } else {
+            flags.push(format!("and `--{}-sched`", fault.kind.replace('_', "-")));
         }
         out += &format!(
             "| {} | {} | {} | {} |\n",

@@ -862,6 +862,7 @@ fn corrupt_flips_one_bit_in_its_share_of_segments_and_a_seed_repeats_them() {
                     flow: Flow::Response,
                     new_message: n == 0,
                     now,
+                    active: true,
                 };
                 match stage.on_chunk(&chunk, &mut rng) {
                     Verdict::Pass => Vec::new(),

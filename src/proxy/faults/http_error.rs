@@ -16,7 +16,7 @@ use rand::rngs::StdRng;
 
 use super::{Chunk, ConnectionEnd, Injector, Placeable, Stage, TcpFaultSpec, Verdict};
 use crate::fields::{Field, FieldError, FieldInput, Unit};
-use crate::http1::{self, BodyDecoder, FramingError};
+use crate::http1::{self, BodyDecoder, FramingError, RequestFlow};
 use crate::lenient::Number;
 use crate::proxy::placement::FaultCommon;
 use crate::proxy::values::ParseError;
@@ -83,7 +83,7 @@ as the latency scenario.";
     const ENABLE: &'static str =
         "Replace HTTP/1.1 responses with an error response, keeping keep-alive framing intact";
     const MODEL: &'static str = "HTTP/1.1 responses replaced by the error, framing followed so keep-alive \
-stays in sync (acts on responses; no side/direction flags)";
+stays in sync, outside its `sched` windows too (acts on responses; no side/direction flags)";
     const ACTED: &'static str = "responses replaced (a head and its body written apart count once)";
     const PLACEABLE: Option<Placeable> = None;
     const READS_HTTP: bool = true;
@@ -196,6 +196,9 @@ pub struct HttpError {
     phase: Phase,
     /// Whether the response being relayed is replaced; drawn when its head starts.
     replacing: Option<bool>,
+    /// Whether the fault's window is open (set from each chunk): a response whose head starts outside it is
+    /// passed.
+    active: bool,
     /// Responses replaced since the relay last asked ([`Stage::acted`]).
     replaced: u64,
     requests: Arc<RequestLog>,
@@ -207,6 +210,7 @@ impl HttpError {
             spec: spec.clone(),
             phase: Phase::Head(Vec::new()),
             replacing: None,
+            active: true,
             replaced: 0,
             requests,
         }
@@ -254,9 +258,10 @@ impl HttpError {
                 Phase::Broken => return Err(FramingError::ChunkSize),
                 Phase::Head(head) => {
                     let p = self.spec.probability;
+                    let active = self.active;
                     let replacing = *self
                         .replacing
-                        .get_or_insert_with(|| p >= 1.0 || rng.random::<f64>() < p);
+                        .get_or_insert_with(|| active && (p >= 1.0 || rng.random::<f64>() < p));
                     let before = head.len();
                     head.extend_from_slice(input);
                     let parsed = match http1::parse_response_head(head) {
@@ -323,6 +328,7 @@ impl Stage for HttpError {
     }
 
     fn on_chunk(&mut self, chunk: &Chunk<'_>, rng: &mut StdRng) -> Verdict {
+        self.active = chunk.active;
         let mut out = Vec::with_capacity(chunk.bytes.len());
         if let Err(e) = self.process(chunk.bytes, &mut out, rng) {
             tracing::debug!(
@@ -345,60 +351,21 @@ impl Stage for HttpError {
 
 /// Watches the request flow (passing every byte) to record, per request, whether it was HEAD.
 pub struct RequestTracker {
-    phase: RequestPhase,
+    flow: RequestFlow,
     requests: Arc<RequestLog>,
-}
-
-enum RequestPhase {
-    Head(Vec<u8>),
-    Body(BodyDecoder),
-    /// Not HTTP/1.x as far as can be told, or no longer framable: stop watching.
-    Opaque,
 }
 
 impl RequestTracker {
     pub fn new(requests: Arc<RequestLog>) -> Self {
         Self {
-            phase: RequestPhase::Head(Vec::new()),
+            flow: RequestFlow::default(),
             requests,
         }
     }
 
-    fn observe(&mut self, mut input: &[u8]) {
-        while !input.is_empty() {
-            match &mut self.phase {
-                RequestPhase::Opaque => return,
-                RequestPhase::Head(head) => {
-                    let before = head.len();
-                    head.extend_from_slice(input);
-                    let parsed = match http1::parse_request_head(head) {
-                        Ok(None) => return,
-                        Ok(Some(parsed)) => parsed,
-                        Err(_) => {
-                            self.phase = RequestPhase::Opaque;
-                            return;
-                        }
-                    };
-                    input = &input[parsed.len - before..];
-                    self.requests.push(parsed.is_head);
-                    let body = BodyDecoder::new(parsed.body);
-                    self.phase = if body.is_done() {
-                        RequestPhase::Head(Vec::new())
-                    } else {
-                        RequestPhase::Body(body)
-                    };
-                }
-                RequestPhase::Body(body) => {
-                    let step = body.step(input);
-                    input = &input[step.consumed..];
-                    if step.error.is_some() {
-                        self.phase = RequestPhase::Opaque;
-                    } else if step.done {
-                        self.phase = RequestPhase::Head(Vec::new());
-                    }
-                }
-            }
-        }
+    fn observe(&mut self, input: &[u8]) {
+        let requests = &self.requests;
+        self.flow.observe(input, |head| requests.push(head.is_head));
     }
 }
 
@@ -610,6 +577,7 @@ mod tests {
                 flow: crate::proxy::placement::Flow::Response,
                 new_message: true,
                 now: tokio::time::Instant::now(),
+                active: true,
             };
             assert_eq!(
                 stage.on_chunk(&chunk, &mut rng),

@@ -189,6 +189,7 @@ mod tests {
             flow: Flow::Response,
             new_message: true,
             now,
+            active: true,
         }
     }
 

@@ -24,7 +24,7 @@ use tokio::time::Instant;
 
 pub mod flags;
 
-use super::placement::{self, Direction, FaultCommon, Flow, Window};
+use super::placement::{self, Direction, FaultCommon, Flow, ScheduleError, Window};
 use super::values::ParseError;
 use crate::fields::{Field, FieldError, FieldInput};
 use flags::FaultArgs;
@@ -150,7 +150,8 @@ pub trait TcpFaultSpec: fmt::Debug + Clone + Send + Sync + Into<TcpFault> + 'sta
     /// draws its own probability).
     const PLACEABLE: Option<Placeable>;
     /// Whether it reads HTTP/1 messages, so it needs them in clear text (the proxy, not the client, then
-    /// speaks TLS to an `https://` upstream).
+    /// speaks TLS to an `https://` upstream), and follows them outside its schedule's windows too
+    /// ([`Chunk::active`]).
     const READS_HTTP: bool = false;
     /// Its own fields, in the order the faces list them (the placement ones come after, from
     /// [`placement::fields`]).
@@ -169,21 +170,22 @@ pub trait TcpFaultSpec: fmt::Debug + Clone + Send + Sync + Into<TcpFault> + 'sta
     fn injector(&self) -> Arc<dyn Injector>;
 }
 
-/// Every field of fault `S`: its own, then where it acts.
+/// Every field of fault `S`: its own, then where and when it acts (only when, its schedule, for a fault that
+/// places itself).
 pub fn fields<S: TcpFaultSpec>() -> Vec<Field> {
-    let placement = S::PLACEABLE.map(|placeable| placement::fields(&placeable));
-    S::FIELDS
-        .iter()
-        .copied()
-        .chain(placement.into_iter().flatten())
-        .collect()
+    let placement = match S::PLACEABLE {
+        Some(placeable) => placement::fields(&placeable).to_vec(),
+        None => vec![placement::SCHED],
+    };
+    S::FIELDS.iter().copied().chain(placement).collect()
 }
 
-/// Fault `S` from the values a face was given: its own fields, then where it acts, then checked.
+/// Fault `S` from the values a face was given: its own fields, then where and when it acts, then checked.
 pub fn read_fault<S: TcpFaultSpec>(input: &FieldInput) -> Result<TcpFault, FieldError> {
     let mut fault: TcpFault = S::read(input)?.into();
-    if let Some(placeable) = S::PLACEABLE {
-        *fault.common_mut() = placement::read(input, &placeable)?;
+    match S::PLACEABLE {
+        Some(placeable) => *fault.common_mut() = placement::read(input, &placeable)?,
+        None => fault.common_mut().schedule = input.optional_parsed(&placement::SCHED)?,
     }
     fault.validate().map_err(|e| FieldError {
         field: S::KIND.to_owned(),
@@ -261,18 +263,18 @@ impl TcpFault {
         self.validate_own()
     }
 
-    /// When the fault is active, from the proxy's start, in a run of `run_duration`: `None` = always; an error
-    /// when its schedule is in percent and the run has no length.
-    pub fn window(&self, run_duration: Option<Duration>) -> Result<Option<Window>, ParseError> {
-        let Some(schedule) = &self.common().schedule else {
-            return Ok(None);
-        };
-        schedule.window(run_duration).map(Some).ok_or_else(|| {
-            ParseError::new(format!(
-                "{} schedule uses percentages, which need a run duration (--duration)",
-                self.kind()
-            ))
-        })
+    /// When the fault is active, from the proxy's start, in a run of `run_duration` (`None`: no set length):
+    /// its schedule's windows in time order, or `None` for always; an error when the schedule does not fit
+    /// the run (percentages without a length, a window past its end).
+    pub fn windows(
+        &self,
+        run_duration: Option<Duration>,
+    ) -> Result<Option<Vec<Window>>, ScheduleError> {
+        self.common()
+            .schedule
+            .as_ref()
+            .map(|schedule| schedule.windows(run_duration))
+            .transpose()
     }
 }
 
@@ -332,6 +334,10 @@ pub struct Chunk<'a> {
     pub new_message: bool,
     /// When the chunk is being decided (tokio clock, so paused-time tests work).
     pub now: Instant,
+    /// Whether the fault's schedule has it active now. Always true for a stage of a fault that does not read
+    /// HTTP: the relay only calls it inside its windows. A fault that reads HTTP follows the whole stream to
+    /// stay in step with its messages, so it is called outside its windows too, and acts only inside them.
+    pub active: bool,
 }
 
 /// A fault's behaviour on one flow of one connection. Built per connection, so it may keep state.

@@ -234,6 +234,7 @@ mod tests {
             flow: crate::proxy::placement::Flow::Response,
             new_message: false,
             now: Instant::now(),
+            active: true,
         };
         let n = 50_000;
         let lost = (0..n)

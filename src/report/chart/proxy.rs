@@ -167,9 +167,12 @@ fn fault_windows<'a, DB: DrawingBackend + 'a>(
     seconds: f64,
     top: f64,
 ) -> Result<(), ChartError> {
-    for fault in &report.faults {
-        let window = (fault.active_from_s, fault.active_until_s.unwrap_or(seconds));
-        fault_window(chart, window, (0.0, top), "fault active")?;
+    for window in report.faults.iter().flat_map(|fault| &fault.windows) {
+        let span = (
+            window.active_from_s,
+            window.active_until_s.unwrap_or(seconds),
+        );
+        fault_window(chart, span, (0.0, top), "fault active")?;
     }
     Ok(())
 }
