@@ -35,7 +35,7 @@ use tokio::{task::JoinSet, time::Instant};
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use record::histogram;
-pub use record::{RequestOutcome, Samples, SecondSamples};
+pub use record::{PhaseSamples, RequestOutcome, Samples, SecondSamples, phase_of, phases};
 pub use target::Target;
 pub use timing::Timing;
 
@@ -178,9 +178,9 @@ struct RunState {
 }
 
 impl RunState {
-    /// The second of the schedule work due at `due` belongs to.
-    fn second_of(&self, due: Instant) -> usize {
-        due.saturating_duration_since(self.start).as_secs() as usize
+    /// How long after the run's start work due at `due` was due.
+    fn since_start(&self, due: Instant) -> Duration {
+        due.saturating_duration_since(self.start)
     }
 }
 
@@ -190,13 +190,17 @@ impl RunState {
 struct SampleRecorder {
     shards: Vec<Mutex<Samples>>,
     seconds: Vec<Mutex<SecondSamples>>,
+    /// The run's phases, each with its own slot as the seconds have.
+    phases: Vec<Mutex<PhaseSamples>>,
+    /// Where each phase starts, to find a request's.
+    phase_starts: Vec<Duration>,
 }
 
 /// Enough shards that clients on different runtime threads rarely meet on one lock.
 const RECORDER_SHARDS: u32 = 8;
 
 impl SampleRecorder {
-    fn new(num_clients: u32, seconds: usize) -> Self {
+    fn new(num_clients: u32, seconds: usize, phases: Vec<PhaseSamples>) -> Self {
         Self {
             shards: (0..num_clients.clamp(1, RECORDER_SHARDS))
                 .map(|_| Mutex::new(Samples::new(0)))
@@ -204,18 +208,26 @@ impl SampleRecorder {
             seconds: (0..seconds)
                 .map(|_| Mutex::new(SecondSamples::new()))
                 .collect(),
+            phase_starts: phases.iter().map(|phase| phase.from).collect(),
+            phases: phases.into_iter().map(Mutex::new).collect(),
         }
     }
 
+    /// Records one request of `client`, due `at` after the run's start.
     fn record(
         &self,
         client: u32,
-        second: usize,
+        at: Duration,
         timing: &Timing,
         outcome: RequestOutcome,
         body_bytes: u64,
     ) {
+        let second = at.as_secs() as usize;
         if let Some(slot) = self.seconds.get(second) {
+            lock(slot).add(timing.latency(), &outcome);
+        }
+        let phase = self.phase_starts.partition_point(|from| *from <= at);
+        if let Some(slot) = phase.checked_sub(1).and_then(|i| self.phases.get(i)) {
             lock(slot).add(timing.latency(), &outcome);
         }
         let shard = &self.shards[client as usize % self.shards.len()];
@@ -229,6 +241,7 @@ impl SampleRecorder {
             samples.merge(&lock(shard));
         }
         samples.per_second = self.seconds.iter().map(|s| lock(s).clone()).collect();
+        samples.phases = self.phases.iter().map(|p| lock(p).clone()).collect();
         samples
     }
 }
@@ -241,6 +254,20 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Runs the plan to its end, or until `cancel` fires (then `Err(Cancelled)`).
 pub async fn run(
     plan: &LoadPlan,
+    cancel: &CancellationToken,
+    progress: Arc<LoadProgress>,
+) -> Result<LoadReport, LoadError> {
+    let (started, _) = tokio::sync::oneshot::channel();
+    run_in_phases(plan, &[], started, cancel, progress).await
+}
+
+/// [`run`], with the requests also grouped into phases by when they were due: cut at `cuts` (times from the
+/// run's start, in order), see [`phases`]. `started` gets the instant the schedule starts from, which every
+/// request's due time counts from.
+pub async fn run_in_phases(
+    plan: &LoadPlan,
+    cuts: &[Duration],
+    started: tokio::sync::oneshot::Sender<Instant>,
     cancel: &CancellationToken,
     progress: Arc<LoadProgress>,
 ) -> Result<LoadReport, LoadError> {
@@ -263,6 +290,8 @@ pub async fn run(
     let _stop_on_drop = stop.clone().drop_guard();
     let started_at = chrono::Utc::now();
     let start = Instant::now();
+    // Whoever watches the run from outside counts from here; gone, it no longer watches.
+    let _ = started.send(start);
     let shared = Arc::new(RunState {
         target: plan.target.clone(),
         connector: Connector {
@@ -277,7 +306,11 @@ pub async fn run(
         max_in_flight: plan.in_flight_cap() as usize,
         start,
         progress,
-        recorder: SampleRecorder::new(plan.num_clients, plan.seconds()),
+        recorder: SampleRecorder::new(
+            plan.num_clients,
+            plan.seconds(),
+            phases(cuts, plan.duration),
+        ),
     });
     let mut clients = JoinSet::new();
     for index in 0..plan.num_clients {
@@ -415,7 +448,7 @@ fn record_not_started(client: u32, shared: &RunState, due: Instant) {
     shared.progress.errors.fetch_add(1, Ordering::Relaxed);
     shared.recorder.record(
         client,
-        shared.second_of(due),
+        shared.since_start(due),
         &Timing::not_started(due, shared.timeout),
         RequestOutcome::NotStarted,
         0,
@@ -443,7 +476,7 @@ fn record(
     }
     shared.recorder.record(
         client,
-        shared.second_of(timing.due),
+        shared.since_start(timing.due),
         timing,
         outcome,
         body_bytes,

@@ -64,6 +64,81 @@ impl SecondSamples {
     }
 }
 
+/// Figures of one phase of the run (requests grouped by their scheduled start, from `from` until `until`
+/// after the run's start): what a phase of the impact report is judged on.
+#[derive(Debug, Clone)]
+pub struct PhaseSamples {
+    pub from: Duration,
+    pub until: Duration,
+    /// Latencies (µs) of every request due in the phase, whatever its outcome.
+    pub all_us: Histogram<u64>,
+    /// Latencies (µs) of its successful requests.
+    pub success_us: Histogram<u64>,
+    pub success: u64,
+    pub errors: u64,
+    /// Of the errors, timeouts.
+    pub timeouts: u64,
+}
+
+impl PhaseSamples {
+    pub fn new(from: Duration, until: Duration) -> Self {
+        Self {
+            from,
+            until,
+            all_us: histogram(3),
+            success_us: histogram(3),
+            success: 0,
+            errors: 0,
+            timeouts: 0,
+        }
+    }
+
+    /// Records one request due in the phase.
+    pub fn add(&mut self, latency: Duration, outcome: &RequestOutcome) {
+        let us = micros(latency);
+        self.all_us.saturating_record(us);
+        if *outcome == RequestOutcome::Success {
+            self.success += 1;
+            self.success_us.saturating_record(us);
+        } else {
+            self.errors += 1;
+        }
+        self.timeouts += u64::from(*outcome == RequestOutcome::Timeout);
+    }
+
+    pub fn requests(&self) -> u64 {
+        self.all_us.len()
+    }
+}
+
+/// The phases of a run of `duration` cut at `cuts` (times from its start, in order, inside the run): from 0
+/// to the first cut, between cuts, from the last cut to the end. No cut: no phases.
+pub fn phases(cuts: &[Duration], duration: Duration) -> Vec<PhaseSamples> {
+    if cuts.is_empty() {
+        return Vec::new();
+    }
+    let mut bounds = Vec::with_capacity(cuts.len() + 2);
+    bounds.push(Duration::ZERO);
+    bounds.extend(
+        cuts.iter()
+            .copied()
+            .filter(|c| !c.is_zero() && *c < duration),
+    );
+    bounds.push(duration);
+    bounds.dedup();
+    bounds
+        .windows(2)
+        .map(|pair| PhaseSamples::new(pair[0], pair[1]))
+        .collect()
+}
+
+/// The phase of `phases` work due `at` after the run's start belongs to (the last one for work due at or
+/// after its end).
+pub fn phase_of(phases: &[PhaseSamples], at: Duration) -> Option<usize> {
+    let after = phases.partition_point(|phase| phase.from <= at);
+    after.checked_sub(1)
+}
+
 fn micros(latency: Duration) -> u64 {
     (latency.as_micros() as u64).max(1)
 }
@@ -90,6 +165,8 @@ pub struct Samples {
     pub transport_error_examples: Vec<String>,
     pub body_bytes: u64,
     pub per_second: Vec<SecondSamples>,
+    /// The run's phases, when it was cut into some (see [`phases`]); empty otherwise.
+    pub phases: Vec<PhaseSamples>,
 }
 
 impl Samples {
@@ -109,6 +186,7 @@ impl Samples {
             transport_error_examples: Vec::new(),
             body_bytes: 0,
             per_second: (0..seconds).map(|_| SecondSamples::new()).collect(),
+            phases: Vec::new(),
         }
     }
 
