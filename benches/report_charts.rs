@@ -1,8 +1,10 @@
 //! What the charts cost a report: the time and peak memory of drawing an impact report's charts (the PNG of
 //! the tool result, the standalone HTML page) beside building the same report without them (figures and
-//! markdown), in the same run, for a 60 s scenario at 1,000 requests per second with a baseline; and the
-//! size of the charts of a 1 h scenario at 1,000 requests per second, which must not grow with the run
-//! (one point per pixel column). The MCP chaos report likewise (60 s and 1 h of calls).
+//! markdown), in the same run, for a 60 s scenario at 1,000 requests per second with a baseline, its fault held
+//! for the whole run and then in a window from 20 s to 40 s (phases, time to detect and to recover, burn rates
+//! and retry amplification); and the size of the charts of a 1 h scenario at 1,000 requests per second, which
+//! must not grow with the run (one point per pixel column). The MCP chaos report likewise (60 s and 1 h of
+//! calls).
 //!
 //! `cargo bench --bench report_charts` (release build). `REPORT_CHARTS_BENCH_ROUNDS` sets the rounds
 //! (default 7; the median is shown).
@@ -15,7 +17,7 @@ use std::{
 };
 
 use fault::{
-    load::{LoadReport, RequestOutcome, Samples, Timing},
+    load::{LoadReport, RequestOutcome, Samples, Timing, phase_of, phases},
     report::{
         chaos::{
             self,
@@ -28,7 +30,8 @@ use fault::{
             png::png,
         },
         impact::{
-            CallInfo, FaultInfo, LatencySlo, Report, ReportInput, StrategyInfo, build, render,
+            ActiveWindow, CallInfo, FaultInfo, LatencySlo, Report, ReportInput, StrategyInfo,
+            UpstreamCounts, UpstreamTally, build, render,
         },
     },
 };
@@ -76,14 +79,32 @@ fn noise(i: u64) -> f64 {
     (x % 10_000) as f64 / 10_000.0
 }
 
-/// A run of `seconds` at `rate` requests per second; `extra_ms` more latency and 2% timeouts when `faulted`.
-fn load(seconds: usize, rate: u64, faulted: bool) -> LoadReport {
+/// The window of the windowed scenario, in seconds: a third of the run in its middle.
+fn window(seconds: usize) -> ActiveWindow {
+    ActiveWindow {
+        from_s: seconds as f64 / 3.0,
+        until_s: seconds as f64 * 2.0 / 3.0,
+    }
+}
+
+/// A run of `seconds` at `rate` requests per second; `extra_ms` more latency and 2% timeouts when `faulted`,
+/// for the whole run, or inside `window` only (the run then cut into phases at its edges).
+fn load(seconds: usize, rate: u64, faulted: bool, window: Option<ActiveWindow>) -> LoadReport {
     let mut samples = Samples::new(seconds);
+    if let Some(w) = window {
+        let cuts = [
+            Duration::from_secs_f64(w.from_s),
+            Duration::from_secs_f64(w.until_s),
+        ];
+        samples.phases = phases(&cuts, Duration::from_secs(seconds as u64));
+    }
     for second in 0..seconds {
         for k in 0..rate {
             let i = second as u64 * rate + k;
+            let at = second as f64 + k as f64 / rate as f64;
+            let active = faulted && window.is_none_or(|w| w.from_s <= at && at < w.until_s);
             let base = 2.0 + 3.0 * noise(i).powi(4);
-            let (latency_ms, outcome) = match faulted {
+            let (latency_ms, outcome) = match active {
                 true if noise(i ^ 77) < 0.02 => (1_000.0, RequestOutcome::Timeout),
                 true => (base + 120.0 + 60.0 * noise(i ^ 5), RequestOutcome::Success),
                 false => (base, RequestOutcome::Success),
@@ -94,6 +115,9 @@ fn load(seconds: usize, rate: u64, faulted: bool) -> LoadReport {
                 sent: Some(due),
                 ended: due + Duration::from_secs_f64(latency_ms / 1000.0),
             };
+            if let Some(phase) = phase_of(&samples.phases, Duration::from_secs_f64(at)) {
+                samples.phases[phase].add(timing.latency(), &outcome);
+            }
             samples.record(second, &timing, outcome, 200);
         }
     }
@@ -109,8 +133,24 @@ fn load(seconds: usize, rate: u64, faulted: bool) -> LoadReport {
     }
 }
 
-/// What the scenario knows of a run of `seconds` at `rate`.
-fn input(seconds: usize, rate: u64) -> ReportInput {
+/// What the scenario knows of a run of `seconds` at `rate`, its fault held throughout or in `window`.
+fn input(seconds: usize, rate: u64, window: Option<ActiveWindow>) -> ReportInput {
+    let whole = ActiveWindow {
+        from_s: 0.0,
+        until_s: seconds as f64,
+    };
+    // One upstream request per request, and a connection per second.
+    let tally = |requests: u64| UpstreamTally {
+        connections: requests / rate,
+        requests,
+    };
+    let phases = match window {
+        Some(w) => [w.from_s, w.until_s - w.from_s, seconds as f64 - w.until_s]
+            .iter()
+            .map(|length| tally((length * rate as f64) as u64))
+            .collect(),
+        None => Vec::new(),
+    };
     ReportInput {
         call: CallInfo {
             url: "http://127.0.0.1:9090/".into(),
@@ -127,17 +167,28 @@ fn input(seconds: usize, rate: u64) -> ReportInput {
         faults: vec![FaultInfo {
             kind: "latency".into(),
             description: "Latency: mean 150ms, deviation 60ms".into(),
-            active_from_percent: 0.0,
-            active_until_percent: 100.0,
+            sched: window.map(|w| format!("start:{}s,duration:{}s", w.from_s, w.length_s())),
+            windows: vec![window.unwrap_or(whole)],
             applied_on: "proxy".into(),
+            applications: Some(seconds as u64 * rate),
         }],
         slos: LatencySlo::defaults(),
+        recovery_seconds: 3,
+        upstream: Some(UpstreamCounts {
+            per_second: (0..seconds).map(|_| tally(rate)).collect(),
+            per_phase: phases,
+            total: tally(seconds as u64 * rate),
+            requests_counted: true,
+        }),
     }
 }
 
 fn impact_report(seconds: usize, rate: u64) -> Report {
-    let (run, baseline) = (load(seconds, rate, true), load(seconds, rate, false));
-    build(input(seconds, rate), &run, Some(&baseline))
+    let (run, baseline) = (
+        load(seconds, rate, true, None),
+        load(seconds, rate, false, None),
+    );
+    build(input(seconds, rate, None), &run, Some(&baseline))
 }
 
 fn chaos_records(seconds: usize, rate: u64) -> Vec<CallRecord> {
@@ -187,50 +238,56 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(7);
 
-    // The 60 s impact scenario: report without charts, then its PNG and its HTML page.
-    let (mut report_t, mut png_t, mut page_t) = (vec![], vec![], vec![]);
-    let (mut report_m, mut png_m, mut page_m) = (0, 0, 0);
-    let mut png_bytes = 0;
-    for _ in 0..rounds {
-        let (run, baseline) = (load(60, 1000, true), load(60, 1000, false));
-        let input = input(60, 1000);
-        let ((report, _markdown), t, m) = measured(|| {
-            let report = build(input, &run, Some(&baseline));
-            let markdown = render(&report);
-            (report, markdown)
-        });
-        report_t.push(t);
-        report_m = report_m.max(m);
-        let (image, t, m) = measured(|| png(&ImpactFigure::all(&report)).expect("png"));
-        png_t.push(t);
-        png_m = png_m.max(m);
-        png_bytes = image.len();
-        let (_, t, m) = measured(|| impact_page(&report).expect("page"));
-        page_t.push(t);
-        page_m = page_m.max(m);
+    // The 60 s impact scenario: report without charts, then its PNG and its HTML page; the fault held for
+    // the whole run, then in a window (phases).
+    for (name, window) in [
+        ("fault held throughout", None),
+        ("fault in a window from 20 s to 40 s", Some(window(60))),
+    ] {
+        let (mut report_t, mut png_t, mut page_t) = (vec![], vec![], vec![]);
+        let (mut report_m, mut png_m, mut page_m) = (0, 0, 0);
+        let mut png_bytes = 0;
+        for _ in 0..rounds {
+            let (run, baseline) = (load(60, 1000, true, window), load(60, 1000, false, None));
+            let input = input(60, 1000, window);
+            let ((report, _markdown), t, m) = measured(|| {
+                let report = build(input, &run, Some(&baseline));
+                let markdown = render(&report);
+                (report, markdown)
+            });
+            report_t.push(t);
+            report_m = report_m.max(m);
+            let (image, t, m) = measured(|| png(&ImpactFigure::all(&report)).expect("png"));
+            png_t.push(t);
+            png_m = png_m.max(m);
+            png_bytes = image.len();
+            let (_, t, m) = measured(|| impact_page(&report).expect("page"));
+            page_t.push(t);
+            page_m = page_m.max(m);
+        }
+        let (report_t, png_t, page_t) = (median(report_t), median(png_t), median(page_t));
+        println!(
+            "impact report, 60 s at 1,000 req/s with a baseline, {name} ({rounds} rounds, medians; memory: peak added)"
+        );
+        println!(
+            "  report without charts (figures + markdown): {:8.2} ms  {:6.2} MiB",
+            ms(report_t),
+            mib(report_m)
+        );
+        println!(
+            "  PNG chart (tool result):                    {:8.2} ms  {:6.2} MiB  ({:.2}× the report's time), {} bytes",
+            ms(png_t),
+            mib(png_m),
+            ms(png_t) / ms(report_t),
+            png_bytes
+        );
+        println!(
+            "  HTML page (report_path):                    {:8.2} ms  {:6.2} MiB  ({:.2}× the report's time)",
+            ms(page_t),
+            mib(page_m),
+            ms(page_t) / ms(report_t)
+        );
     }
-    let (report_t, png_t, page_t) = (median(report_t), median(png_t), median(page_t));
-    println!(
-        "impact report, 60 s at 1,000 req/s with a baseline ({rounds} rounds, medians; memory: peak added)"
-    );
-    println!(
-        "  report without charts (figures + markdown): {:8.2} ms  {:6.2} MiB",
-        ms(report_t),
-        mib(report_m)
-    );
-    println!(
-        "  PNG chart (tool result):                    {:8.2} ms  {:6.2} MiB  ({:.2}× the report's time), {} bytes",
-        ms(png_t),
-        mib(png_m),
-        ms(png_t) / ms(report_t),
-        png_bytes
-    );
-    println!(
-        "  HTML page (report_path):                    {:8.2} ms  {:6.2} MiB  ({:.2}× the report's time)",
-        ms(page_t),
-        mib(page_m),
-        ms(page_t) / ms(report_t)
-    );
 
     // 1 h at 1,000 req/s: the charts stay the size of the 60 s ones.
     let hour = impact_report(3600, 1000);

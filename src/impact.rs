@@ -1,4 +1,6 @@
-//! An impact scenario: start the proxy with the fault, send the load, build the report, stop everything.
+//! An impact scenario: start the proxy with the faults, send the load, build the report, stop everything.
+//! While the load runs, the proxy's counters are read at each second and phase boundary, so that the report
+//! sets what went upstream against the load's requests (retry amplification).
 //!
 //! Topology: with `proxies` the faults run on those listeners (the service under test calls its upstream
 //! through them) and the load goes to the URL. Without, a proxy on 127.0.0.1 (port chosen by the system)
@@ -9,13 +11,19 @@
 
 use std::{net::SocketAddr, sync::Arc, time::Duration};
 
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
     load::{self, LoadError, LoadPlan, LoadProgress, LoadReport, Pace, Target},
-    proxy::{self, FaultCommon, Mapping, ProxyConfig, ProxyError, ProxyHandle, TcpFault, Upstream},
+    proxy::{
+        self, FaultCommon, Mapping, ProxyConfig, ProxyError, ProxyHandle, ProxyStats,
+        ScheduleError, TcpFault, Upstream,
+    },
     report::impact::{
-        self as report, CallInfo, FaultInfo, LatencySlo, Report, ReportInput, StrategyInfo,
+        self as report, ActiveWindow, CallInfo, FaultInfo, LatencySlo, Report, ReportInput,
+        StrategyInfo, UpstreamCounts, UpstreamTally,
+        phases::{merge_windows, phase_cuts},
     },
 };
 
@@ -74,10 +82,13 @@ pub struct ImpactSpec {
     pub timeout: Duration,
     /// Empty: a proxy is put in front of the URL itself.
     pub proxies: Vec<Mapping>,
-    pub fault: TcpFault,
+    /// The faults, all on the same proxies, each in its own windows.
+    pub faults: Vec<TcpFault>,
     pub slos: Vec<LatencySlo>,
     pub seed: Option<u64>,
     pub baseline: bool,
+    /// N of time to recover: seconds in a row that must hold every SLO.
+    pub recovery_seconds: u32,
 }
 
 impl ImpactSpec {
@@ -90,7 +101,32 @@ impl ImpactSpec {
     /// Whether the proxy in front of an `https://` URL speaks TLS to it, so that the fault sees clear-text HTTP:
     /// in the direct topology, for a fault that reads HTTP. Both runs (baseline too) use the same path.
     fn proxy_originates_tls(&self) -> bool {
-        self.proxies.is_empty() && self.target.is_tls() && self.fault.reads_http()
+        self.proxies.is_empty()
+            && self.target.is_tls()
+            && self.faults.iter().any(TcpFault::reads_http)
+    }
+
+    /// When each fault is active, in seconds from the start of the run (the whole run without a schedule); an
+    /// error names the fault (its index) whose schedule does not fit the run.
+    pub fn fault_windows(&self) -> Result<Vec<Vec<ActiveWindow>>, (usize, ScheduleError)> {
+        let run = self.duration.as_secs_f64();
+        self.faults
+            .iter()
+            .enumerate()
+            .map(|(index, fault)| {
+                let windows = fault
+                    .windows(Some(self.duration))
+                    .map_err(|e| (index, e))?
+                    .unwrap_or_else(|| vec![(Duration::ZERO, None)]);
+                Ok(windows
+                    .into_iter()
+                    .map(|(start, end)| ActiveWindow {
+                        from_s: start.as_secs_f64(),
+                        until_s: end.map_or(run, |end| end.as_secs_f64().min(run)),
+                    })
+                    .collect())
+            })
+            .collect()
     }
 
     fn load_plan(&self, connect_to: Option<SocketAddr>) -> LoadPlan {
@@ -116,30 +152,65 @@ pub fn parse_mapping(text: &str) -> Result<Mapping, proxy::ParseError> {
 pub enum ImpactError {
     #[error("proxies: {0}")]
     Proxy(#[from] ProxyError),
+    #[error("sched of the {kind} fault: {source}")]
+    Schedule {
+        kind: &'static str,
+        #[source]
+        source: ScheduleError,
+    },
     #[error("{0}")]
     Load(#[from] LoadError),
     #[error("the scenario was cancelled; load and proxies were stopped")]
     Cancelled,
 }
 
-/// Runs the scenario: an optional baseline without the fault, then the run with it, then the report.
+/// Runs the scenario: an optional baseline without the faults, then the run with them, then the report.
 /// Proxies are stopped (ports freed) on every path, including cancellation.
 pub async fn run(
     spec: &ImpactSpec,
     cancel: &CancellationToken,
     progress: Arc<LoadProgress>,
 ) -> Result<Report, ImpactError> {
+    let windows = spec
+        .fault_windows()
+        .map_err(|(index, source)| ImpactError::Schedule {
+            kind: spec.faults[index].kind(),
+            source,
+        })?;
     let service = spec.target.resolve(spec.timeout).await?;
     spec.target.check_reachable(service).await?;
 
+    let run_s = spec.duration.as_secs_f64();
+    let cuts: Vec<Duration> = phase_cuts(&merge_windows(windows.iter().flatten().copied()), run_s)
+        .into_iter()
+        .map(Duration::from_secs_f64)
+        .collect();
     let baseline = if spec.baseline {
-        Some(run_once(spec, Vec::new(), cancel, progress.clone()).await?)
+        Some(run_once(spec, Vec::new(), &[], cancel, progress.clone()).await?)
     } else {
         None
     };
-    let faulted = run_once(spec, vec![spec.fault.clone()], cancel, progress).await?;
-    let (active_from_percent, active_until_percent) = active_percent(spec);
-
+    let faulted = run_once(spec, spec.faults.clone(), &cuts, cancel, progress).await?;
+    let proxies = faulted
+        .mappings
+        .iter()
+        .map(|m| format!("proxy {} → {}", m.listen, m.upstream))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let faults = spec
+        .faults
+        .iter()
+        .zip(windows)
+        .enumerate()
+        .map(|(index, (fault, windows))| FaultInfo {
+            kind: fault.kind().to_owned(),
+            description: fault.describe(),
+            sched: fault.common().schedule.as_ref().map(ToString::to_string),
+            windows,
+            applied_on: format!("{proxies} ({})", describe_placement(fault.common())),
+            applications: faulted.stats.applied_by_fault.get(index).copied(),
+        })
+        .collect();
     let input = ReportInput {
         call: CallInfo {
             url: spec.target.url.to_string(),
@@ -154,56 +225,41 @@ pub async fn run(
             has_body: !spec.target.body.is_empty(),
         },
         strategy: StrategyInfo {
-            duration_s: spec.duration.as_secs_f64(),
+            duration_s: run_s,
             num_clients: spec.num_clients,
             rps: spec.rps,
         },
-        faults: vec![FaultInfo {
-            kind: spec.fault.kind().to_owned(),
-            description: spec.fault.describe(),
-            active_from_percent,
-            active_until_percent,
-            applied_on: format!(
-                "{} ({})",
-                faulted
-                    .mappings
-                    .iter()
-                    .map(|m| format!("proxy {} → {}", m.listen, m.upstream))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                describe_placement(spec.fault.common())
-            ),
-        }],
+        faults,
         slos: spec.slos.clone(),
+        recovery_seconds: spec.recovery_seconds,
+        upstream: Some(faulted.upstream),
     };
     let report = report::build(input, &faulted.load, baseline.as_ref().map(|b| &b.load));
-    Ok(report.with_proxy(faulted.proxy_figures))
-}
-
-/// The share of the faulted run (start, end, in percent) during which the fault was active: its schedule's
-/// first window (the proxy started it with the same run duration), else the whole run.
-fn active_percent(spec: &ImpactSpec) -> (f64, f64) {
-    let run = spec.duration.as_secs_f64();
-    let first = spec.fault.windows(Some(spec.duration)).map(|windows| windows?.first().copied());
-    match first {
-        Ok(Some((start, end))) if run > 0.0 => {
-            let share = |d: Duration| (d.as_secs_f64() / run * 100.0).clamp(0.0, 100.0);
-            (share(start), end.map_or(100.0, share))
-        }
-        _ => (0.0, 100.0),
-    }
+    let stats = &faulted.stats;
+    Ok(report.with_proxy(report::ProxyFigures {
+        connections: stats.connections_total,
+        upstream_failures: stats.upstream_failures,
+        bytes_to_upstream: stats.bytes_to_upstream,
+        bytes_to_client: stats.bytes_to_client,
+        fault_applications: stats.faults_applied.values().sum(),
+    }))
 }
 
 struct RunOutcome {
     load: LoadReport,
     mappings: Vec<Mapping>,
-    proxy_figures: report::ProxyFigures,
+    /// The proxy's counters at the end of the run.
+    stats: ProxyStats,
+    /// What the proxies sent upstream, per second and per phase.
+    upstream: UpstreamCounts,
 }
 
-/// One load run through proxies carrying `faults` (none for the baseline).
+/// One load run through proxies carrying `faults` (none for the baseline), its requests grouped into phases
+/// cut at `cuts`.
 async fn run_once(
     spec: &ImpactSpec,
     faults: Vec<TcpFault>,
+    cuts: &[Duration],
     cancel: &CancellationToken,
     progress: Arc<LoadProgress>,
 ) -> Result<RunOutcome, ImpactError> {
@@ -227,6 +283,8 @@ async fn run_once(
         faults,
         seed: spec.seed,
         run_duration: Some(spec.duration),
+        // Both runs count the requests sent upstream, so that they relay alike.
+        count_requests: true,
         ..ProxyConfig::default()
     })
     .await?;
@@ -236,31 +294,134 @@ async fn run_once(
         None
     };
     let plan = spec.load_plan(connect_to);
-    let result = load::run(&plan, cancel, progress).await;
-    let outcome = finish(handle, result).await;
-    match outcome {
-        Err(ImpactError::Load(LoadError::Cancelled)) => Err(ImpactError::Cancelled),
-        other => other,
-    }
-}
-
-async fn finish(
-    handle: ProxyHandle,
-    result: Result<LoadReport, LoadError>,
-) -> Result<RunOutcome, ImpactError> {
+    let rate = u64::from(spec.num_clients) * u64::from(spec.rps);
+    let mut tally = Tally::new(spec.duration, cuts, rate);
+    let (started, start) = tokio::sync::oneshot::channel();
+    let result = {
+        let load = load::run_in_phases(&plan, cuts, started, cancel, progress);
+        let watch = tally.watch(&handle, start);
+        tokio::pin!(load, watch);
+        tokio::select! {
+            result = &mut load => result,
+            () = &mut watch => (&mut load).await,
+        }
+    };
     let stats = handle.stats();
     let mappings = handle.mappings().to_vec();
     handle.stop().await;
-    let load = result?;
+    let load = match result {
+        Ok(load) => load,
+        Err(LoadError::Cancelled) => return Err(ImpactError::Cancelled),
+        Err(e) => return Err(e.into()),
+    };
+    let upstream = tally.counts(&load, &stats);
     Ok(RunOutcome {
         load,
         mappings,
-        proxy_figures: report::ProxyFigures {
-            connections: stats.connections_total,
-            upstream_failures: stats.upstream_failures,
-            bytes_to_upstream: stats.bytes_to_upstream,
-            bytes_to_client: stats.bytes_to_client,
-            fault_applications: stats.faults_applied.values().sum(),
-        },
+        stats,
+        upstream,
     })
+}
+
+/// How long before a boundary the counters are read at most: the request due at the boundary (open-model
+/// requests fall on whole seconds) must count after it however late the timer fires, and the one due before it
+/// must have reached the upstream.
+const MAX_READ_AHEAD: Duration = Duration::from_millis(20);
+
+/// The proxy's counters read at each boundary of the run's seconds and phases, counted from the load's start.
+struct Tally {
+    duration: Duration,
+    /// Readings are taken this long before their boundary: half the time between two requests of the load, at
+    /// most [`MAX_READ_AHEAD`].
+    read_ahead: Duration,
+    /// The boundaries inside the run, in order: each whole second and each phase cut.
+    boundaries: Vec<Duration>,
+    /// The counters at each boundary reached.
+    readings: Vec<Option<UpstreamTally>>,
+}
+
+fn tally_of(stats: &ProxyStats) -> UpstreamTally {
+    UpstreamTally {
+        connections: stats.connections_total,
+        requests: stats.requests_to_upstream,
+    }
+}
+
+impl Tally {
+    fn new(duration: Duration, cuts: &[Duration], requests_per_second: u64) -> Self {
+        let mut boundaries: Vec<Duration> = (1..duration.as_secs_f64().ceil() as u64)
+            .map(Duration::from_secs)
+            .chain(cuts.iter().copied())
+            .filter(|at| !at.is_zero() && *at < duration)
+            .collect();
+        boundaries.sort();
+        boundaries.dedup();
+        Self {
+            duration,
+            read_ahead: Duration::from_secs_f64(0.5 / requests_per_second.max(1) as f64)
+                .min(MAX_READ_AHEAD),
+            readings: vec![None; boundaries.len()],
+            boundaries,
+        }
+    }
+
+    /// Reads `handle`'s counters at each boundary, counted from when the load's schedule starts (`start`);
+    /// once they are all read (or without a start), waits forever.
+    async fn watch(
+        &mut self,
+        handle: &ProxyHandle,
+        start: tokio::sync::oneshot::Receiver<Instant>,
+    ) {
+        let Ok(start) = start.await else {
+            return std::future::pending().await;
+        };
+        for (at, reading) in self.boundaries.iter().zip(self.readings.iter_mut()) {
+            tokio::time::sleep_until(start + at.saturating_sub(self.read_ahead)).await;
+            *reading = Some(tally_of(&handle.stats()));
+        }
+        std::future::pending::<()>().await;
+    }
+
+    /// The counters `at` from the start: its reading, or the final ones `last` at (and past) the end of the
+    /// run, so that work still in flight then counts in the last second and phase.
+    fn at(&self, at: Duration, last: UpstreamTally) -> UpstreamTally {
+        if at.is_zero() {
+            return UpstreamTally::default();
+        }
+        if at >= self.duration {
+            return last;
+        }
+        self.boundaries
+            .binary_search(&at)
+            .ok()
+            .and_then(|i| self.readings[i])
+            .unwrap_or(last)
+    }
+
+    fn between(&self, from: Duration, until: Duration, last: UpstreamTally) -> UpstreamTally {
+        let (a, b) = (self.at(from, last), self.at(until, last));
+        UpstreamTally {
+            connections: b.connections.saturating_sub(a.connections),
+            requests: b.requests.saturating_sub(a.requests),
+        }
+    }
+
+    /// The counts per second and per phase of `load`, `stats` being the proxy's final counters.
+    fn counts(&self, load: &LoadReport, stats: &ProxyStats) -> UpstreamCounts {
+        let last = tally_of(stats);
+        let seconds = load.samples.per_second.len() as u64;
+        UpstreamCounts {
+            per_second: (0..seconds)
+                .map(|s| self.between(Duration::from_secs(s), Duration::from_secs(s + 1), last))
+                .collect(),
+            per_phase: load
+                .samples
+                .phases
+                .iter()
+                .map(|phase| self.between(phase.from, phase.until, last))
+                .collect(),
+            total: last,
+            requests_counted: stats.opaque_request_flows == 0,
+        }
+    }
 }

@@ -1,5 +1,6 @@
 //! MCP tools of the impact scenarios: `fault_run_<fault>_impact_scenario`, one per registered TCP fault
-//! ([`crate::proxy::faults`]). Their inputs, parsed and validated into an [`ImpactSpec`], are in
+//! ([`crate::proxy::faults`]), and `fault_run_impact_scenario`, whose `faults` list takes any of them at once,
+//! each in its own windows. Their inputs, parsed and validated into an [`ImpactSpec`], are in
 //! [`super::impact_input`].
 
 use std::{sync::Arc, time::Duration};
@@ -15,7 +16,7 @@ use rmcp::{
     service::RequestContext,
 };
 
-use super::impact_input::{InputError, impact_spec, input_schema};
+use super::impact_input::{InputError, compound_schema, compound_spec, impact_spec, input_schema};
 use super::{
     FaultServer, output_schema, text_and_structured, tool_error, with_chart, with_page, with_view,
 };
@@ -155,12 +156,39 @@ pub(super) fn progress_ticker(
 }
 
 impl FaultServer {
-    /// One `fault_run_<fault>_impact_scenario` tool per registered TCP fault.
+    /// One `fault_run_<fault>_impact_scenario` tool per registered TCP fault, then the compound tool.
     pub(super) fn impact_router() -> ToolRouter<Self> {
         let mut tools = ImpactTools(ToolRouter::new());
         faults::for_each(&mut tools);
+        let compound = Tool::new(COMPOUND_TOOL, COMPOUND_DESCRIPTION, compound_schema())
+            .with_raw_output_schema(output_schema::<Report>())
+            .with_annotations(annotations());
+        tools
+            .0
+            .add_route(ToolRoute::new_dyn(compound, call_compound));
         tools.0
     }
+}
+
+/// The tool whose `faults` list takes several TCP faults at once.
+pub(super) const COMPOUND_TOOL: &str = "fault_run_impact_scenario";
+
+const COMPOUND_DESCRIPTION: &str = "Evaluate an endpoint's reliability under several TCP faults at once, as real \
+outages come (latency with some packet loss, an error burst inside a slow period). Each item of `faults` is one \
+fault of `fault run`, named by `type`, with that fault's own fields (as its fault_run_<type>_impact_scenario tool \
+takes them) and its own `sched` window(s). Puts a fault-injecting proxy on the path to `url` (or runs the `proxies` \
+you map in front of its upstream), sends open-model load, and returns a markdown report naming every fault and \
+how often it acted, with phases before, during and after the windows, time to detect and to recover, error budget \
+burn and retry amplification; structuredContent holds every figure.";
+
+/// What the impact tools do: they start listeners and send the load you configure (any method and body, so
+/// possibly writes) to the target, which may be remote; each call sends new load.
+fn annotations() -> ToolAnnotations {
+    ToolAnnotations::new()
+        .read_only(false)
+        .destructive(true)
+        .idempotent(false)
+        .open_world(true)
 }
 
 /// The impact-scenario tools, built fault by fault.
@@ -168,25 +196,18 @@ struct ImpactTools(ToolRouter<FaultServer>);
 
 impl EachFault for ImpactTools {
     fn fault<S: TcpFaultSpec>(&mut self) {
-        // They start listeners and send the load you configure (any method and body, so possibly writes) to
-        // the target, which may be remote; each call sends new load.
-        let annotations = ToolAnnotations::new()
-            .read_only(false)
-            .destructive(true)
-            .idempotent(false)
-            .open_world(true);
         let tool = Tool::new(
             tool_name::<S>(),
             tool_description::<S>(),
             input_schema::<S>(),
         )
         .with_raw_output_schema(output_schema::<Report>())
-        .with_annotations(annotations);
+        .with_annotations(annotations());
         self.0.add_route(ToolRoute::new_dyn(tool, call::<S>));
     }
 }
 
-/// The names of the impact-scenario tools, in registration order.
+/// The names of the impact-scenario tools: one per fault in registration order, then the compound tool.
 pub(super) fn tool_names() -> Vec<String> {
     struct Names(Vec<String>);
     impl EachFault for Names {
@@ -196,6 +217,7 @@ pub(super) fn tool_names() -> Vec<String> {
     }
     let mut names = Names(Vec::new());
     faults::for_each(&mut names);
+    names.0.push(COMPOUND_TOOL.to_owned());
     names.0
 }
 
@@ -219,6 +241,20 @@ fn call<S: TcpFaultSpec>(
         let arguments = call.arguments.unwrap_or_default();
         let server = call.service;
         let spec = impact_spec::<S>(&arguments, &server.settings.scenario);
+        server
+            .run_impact(spec, call.request_context)
+            .await
+            .map(CallToolResponse::from)
+    })
+}
+
+fn call_compound(
+    call: ToolCallContext<'_, FaultServer>,
+) -> BoxFuture<'_, Result<CallToolResponse, rmcp::ErrorData>> {
+    Box::pin(async move {
+        let arguments = call.arguments.unwrap_or_default();
+        let server = call.service;
+        let spec = compound_spec(&arguments, &server.settings.scenario);
         server
             .run_impact(spec, call.request_context)
             .await

@@ -8,16 +8,21 @@ use std::{collections::BTreeMap, sync::Arc, time::Duration};
 use rmcp::{handler::server::common::schema_for_type, model::JsonObject, schemars::JsonSchema};
 use serde::{Deserialize, de::DeserializeOwned};
 
+use serde_json::{Value, json};
+
 use crate::{
-    fields::{FieldInput, Presence},
+    fields::{Field, FieldInput, Presence, closest},
     impact::{self, ImpactSpec, Limits},
     lenient::{Lenient, Number, Seed, Strings, blank_as_default, blank_as_none},
     load::{self, Target},
     proxy::{
         TcpFault,
-        faults::{self, TcpFaultSpec},
+        faults::{self, EachFault, TcpFaultSpec},
     },
-    report::{chart::page_file::PageFile, impact::LatencySlo},
+    report::{
+        chart::page_file::PageFile,
+        impact::{DEFAULT_RECOVERY_SECONDS, LatencySlo},
+    },
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -147,6 +152,10 @@ struct CommonInput {
     /// Default false.
     #[serde(default)]
     baseline: Lenient<bool>,
+    /// Seconds in a row that must hold every SLO, with errors back to the share before the fault's window, for
+    /// the service to count as recovered (time to recover, in the report's phases). Default 3; 1..=60.
+    #[serde(default)]
+    recovery_seconds: Lenient<f64>,
     /// Also write the report as one self-contained HTML page (the report, its charts, the figures as JSON;
     /// opens from disk with no network) to this path, e.g. "/tmp/impact.html". Checked before the run: its
     /// directory must exist and be writable. Default: no file.
@@ -163,8 +172,13 @@ pub(super) fn report_page(path: Option<String>) -> Result<Option<PageFile>, Inpu
 }
 
 impl CommonInput {
-    /// The scenario around `fault`.
-    fn validate(self, fault: TcpFault, limits: &Limits) -> Result<ImpactSpec, InputError> {
+    /// The scenario around `faults`; `sched_field` names the `sched` field of the fault at an index.
+    fn validate(
+        self,
+        faults: Vec<TcpFault>,
+        sched_field: impl Fn(usize) -> String,
+        limits: &Limits,
+    ) -> Result<ImpactSpec, InputError> {
         let url = self
             .url
             .0
@@ -250,18 +264,30 @@ impl CommonInput {
                 .map(|(i, row)| row.validate(&format!("slos[{i}]")))
                 .collect::<Result<_, _>>()?,
         };
-        Ok(ImpactSpec {
+        let recovery_seconds = whole(
+            "recovery_seconds",
+            self.recovery_seconds.0,
+            DEFAULT_RECOVERY_SECONDS.into(),
+            1,
+            60,
+        )? as u32;
+        let spec = ImpactSpec {
             target,
             num_clients,
             rps,
             duration,
             timeout: Duration::from_secs_f64(timeout),
             proxies,
-            fault,
+            faults,
             slos,
             seed: self.seed.0,
             baseline: self.baseline.0.unwrap_or(false),
-        })
+            recovery_seconds,
+        };
+        // Each window must fit the run: checked now, against `duration`, before anything starts.
+        spec.fault_windows()
+            .map_err(|(index, e)| bad(sched_field(index), e.to_string()))?;
+        Ok(spec)
     }
 }
 
@@ -331,15 +357,180 @@ pub(super) fn impact_spec<S: TcpFaultSpec>(
     let fault: TcpFault = faults::read_fault::<S>(&input).map_err(|e| bad(e.field, e.message))?;
     let mut common = read::<CommonInput>(args)?;
     let report_path = common.report_path.0.take();
-    let spec = common.validate(fault, limits)?;
+    let spec = common.validate(vec![fault], |_| "sched".to_owned(), limits)?;
     // Last, once everything else is accepted: it creates the file.
     Ok((spec, report_page(report_path)?))
+}
+
+/// Faults the compound tool takes at most.
+pub(super) const MAX_FAULTS: usize = 10;
+
+/// The kinds of every registered TCP fault, in registration order.
+fn kinds() -> Vec<&'static str> {
+    struct Kinds(Vec<&'static str>);
+    impl EachFault for Kinds {
+        fn fault<S: TcpFaultSpec>(&mut self) {
+            self.0.push(S::KIND);
+        }
+    }
+    let mut kinds = Kinds(Vec::new());
+    faults::for_each(&mut kinds);
+    kinds.0
+}
+
+/// Reads one item of `faults` with the reader of the fault its `type` names.
+struct ReadItem<'a> {
+    kind: &'a str,
+    item: &'a JsonObject,
+    read: Option<Result<TcpFault, crate::fields::FieldError>>,
+}
+
+impl EachFault for ReadItem<'_> {
+    fn fault<S: TcpFaultSpec>(&mut self) {
+        if self.read.is_none() && S::KIND == self.kind {
+            let input = FieldInput::from_arguments(&faults::fields::<S>(), self.item);
+            self.read = Some(faults::read_fault::<S>(&input));
+        }
+    }
+}
+
+/// The scenario of a call of the compound tool: each item of `faults` read by the reader of its `type` (the
+/// fault's own fields and where and when it acts, as its own tool reads them), then the common fields.
+pub(super) fn compound_spec(
+    args: &JsonObject,
+    limits: &Limits,
+) -> Result<(ImpactSpec, Option<PageFile>), InputError> {
+    let items = match args.get("faults") {
+        Some(Value::Array(items)) if (1..=MAX_FAULTS).contains(&items.len()) => items,
+        Some(Value::Array(items)) => {
+            return Err(bad(
+                "faults",
+                format!(
+                    "{} faults; give between 1 and {MAX_FAULTS}, e.g. [{{\"type\": \"latency\", \"latency\": 300}}]",
+                    items.len()
+                ),
+            ));
+        }
+        _ => {
+            return Err(bad(
+                "faults",
+                "is required: a list of faults, each an object whose `type` is one of the TCP faults, e.g. \
+                 [{\"type\": \"latency\", \"latency\": 300, \"sched\": \"start:2s,duration:3s\"}]",
+            ));
+        }
+    };
+    let known = kinds();
+    let mut faults = Vec::with_capacity(items.len());
+    for (index, item) in items.iter().enumerate() {
+        let at = format!("faults[{index}]");
+        let Value::Object(item) = item else {
+            return Err(bad(
+                at,
+                "expected an object with `type` (the fault) and its fields",
+            ));
+        };
+        let kind = match item.get("type") {
+            Some(Value::String(kind)) if !kind.trim().is_empty() => kind.trim(),
+            _ => {
+                return Err(bad(
+                    format!("{at}.type"),
+                    format!("is required: one of {}", known.join(", ")),
+                ));
+            }
+        };
+        let mut reader = ReadItem {
+            kind,
+            item,
+            read: None,
+        };
+        faults::for_each(&mut reader);
+        let Some(read) = reader.read else {
+            let hint = closest(kind, known.iter().copied())
+                .map(|name| format!("; did you mean '{name}'?"))
+                .unwrap_or_default();
+            return Err(bad(
+                format!("{at}.type"),
+                format!("unknown fault '{kind}'{hint} (one of {})", known.join(", ")),
+            ));
+        };
+        faults.push(read.map_err(|e| bad(format!("{at}.{}", e.field), e.message))?);
+    }
+    let mut common = read::<CommonInput>(args)?;
+    let report_path = common.report_path.0.take();
+    let spec = common.validate(faults, |index| format!("faults[{index}].sched"), limits)?;
+    Ok((spec, report_page(report_path)?))
+}
+
+/// The schema of one item of the compound tool's `faults`: `type` naming fault `S`, then its fields (its own
+/// and where it acts), each generated from its declaration; closed to any other field.
+fn item_schema<S: TcpFaultSpec>() -> Value {
+    let fields = faults::fields::<S>();
+    let mut properties = serde_json::Map::new();
+    properties.insert(
+        "type".into(),
+        json!({"type": "string", "const": S::KIND, "description": format!("The fault: {}.", S::TITLE)}),
+    );
+    for field in &fields {
+        properties.insert(field.name.to_owned(), field.schema());
+    }
+    let required: Vec<&str> = std::iter::once("type")
+        .chain(required_names(&fields))
+        .collect();
+    json!({
+        "type": "object",
+        "title": S::KIND,
+        "description": S::MODEL,
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false,
+    })
+}
+
+fn required_names(fields: &[Field]) -> impl Iterator<Item = &'static str> + '_ {
+    fields
+        .iter()
+        .filter(|field| matches!(field.presence, Presence::Required { .. }))
+        .map(|field| field.name)
+}
+
+/// The input schema of the compound tool: the common fields, then `faults`, a list whose items are one of the
+/// registered faults, told apart by `type`.
+pub(super) fn compound_schema() -> Arc<JsonObject> {
+    struct Items(Vec<Value>);
+    impl EachFault for Items {
+        fn fault<S: TcpFaultSpec>(&mut self) {
+            self.0.push(item_schema::<S>());
+        }
+    }
+    let mut items = Items(Vec::new());
+    faults::for_each(&mut items);
+    let mut schema = (*schema_for_type::<CommonInput>()).clone();
+    if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+        properties.insert(
+            "faults".into(),
+            json!({
+                "type": "array",
+                "minItems": 1,
+                "maxItems": MAX_FAULTS,
+                "description": format!(
+                    "The faults, all on the same proxies, each an object whose `type` names it ({}) with that \
+                     fault's own fields and `sched`, its own window(s) (without: the whole run). 1 to {MAX_FAULTS}.",
+                    kinds().join(", ")
+                ),
+                "items": {"oneOf": items.0},
+            }),
+        );
+    }
+    match schema.get_mut("required") {
+        Some(Value::Array(names)) => names.push("faults".into()),
+        _ => drop(schema.insert("required".into(), json!(["faults"]))),
+    }
+    Arc::new(schema)
 }
 
 /// The input schema of fault `S`'s tool: the common fields, then the fault's (its own and where it acts),
 /// each generated from its declaration.
 pub(super) fn input_schema<S: TcpFaultSpec>() -> Arc<JsonObject> {
-    use serde_json::Value;
     let mut schema = (*schema_for_type::<CommonInput>()).clone();
     let fields = faults::fields::<S>();
     if let Some(Value::Object(properties)) = schema.get_mut("properties") {
@@ -347,10 +538,7 @@ pub(super) fn input_schema<S: TcpFaultSpec>() -> Arc<JsonObject> {
             properties.insert(field.name.to_owned(), field.schema());
         }
     }
-    let required = fields
-        .iter()
-        .filter(|field| matches!(field.presence, Presence::Required { .. }))
-        .map(|field| Value::from(field.name));
+    let required = required_names(&fields).map(Value::from);
     match schema.get_mut("required") {
         Some(Value::Array(names)) => names.extend(required),
         _ => drop(schema.insert("required".into(), Value::Array(required.collect()))),

@@ -51,7 +51,9 @@ fault_suggest_better_function_performance / fault_suggest_better_function_reliab
 fault_suggest_service_level_objectives_slo proposes SLOs; fault_make_reliability_and_perf_changes proposes a \
 whole-file change; fault_function_reliability_deep_analysis reviews one function in depth. \
 Impact scenarios: {} put a fault-injecting proxy on the path to a URL (or on the `proxies` you map), send \
-load, and return a markdown report with latency percentiles and SLO verdicts. \
+load, and return a markdown report with latency percentiles and SLO verdicts; a fault's `sched` limits it to \
+windows, and the report then judges the phases before, during and after them, with time to detect and to \
+recover, error budget burn and retry amplification; fault_run_impact_scenario takes several faults at once. \
 MCP chaos: fault_run_mcp_chaos_scenario starts an MCP server behind fault mcp-proxy with a fault plan, drives \
 tool calls with a client policy (timeout, retries, backoff) and reports availability, correctness against \
 outputSchema, latency, recovery and blast radius. Paths must be absolute.",
@@ -362,24 +364,46 @@ fn value(root: &JsonObject, schema: &JsonObject, given: &Value, path: &str) -> O
     }
 }
 
-/// For a schema of alternatives (an optional object: `anyOf: [{$ref}, {type: null}]`), [`value`] through
-/// the one that declares properties or items.
+/// For a schema of alternatives, [`value`] through the one that applies: of those that declare properties or
+/// items, the one whose constant properties the value holds when they are told apart that way (a tagged list
+/// such as the compound impact tool's `faults`, by `type`; none when the tag names no alternative, which the
+/// tool then refuses by name), else the first (an optional object: `anyOf: [{$ref}, {type: null}]`).
 fn alternatives(
     root: &JsonObject,
     schema: &JsonObject,
     given: &Value,
     path: &str,
 ) -> Option<String> {
-    ["anyOf", "oneOf"]
+    let candidates: Vec<&JsonObject> = ["anyOf", "oneOf"]
         .iter()
         .filter_map(|key| schema.get(*key).and_then(Value::as_array))
         .flatten()
         .filter_map(Value::as_object)
-        .find(|alternative| {
-            let alternative = resolve(root, alternative);
+        .map(|alternative| resolve(root, alternative))
+        .filter(|alternative| {
             alternative.contains_key("properties") || alternative.contains_key("items")
         })
-        .and_then(|alternative| value(root, alternative, given, path))
+        .collect();
+    let constants = |alternative: &JsonObject| -> Vec<(String, Value)> {
+        alternative
+            .get("properties")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter_map(|(name, property)| Some((name.clone(), property.get("const")?.clone())))
+            .collect()
+    };
+    let tagged = candidates.iter().any(|a| !constants(a).is_empty());
+    let chosen = if tagged {
+        candidates.into_iter().find(|alternative| {
+            constants(alternative)
+                .iter()
+                .all(|(name, constant)| given.get(name) == Some(constant))
+        })
+    } else {
+        candidates.into_iter().next()
+    };
+    chosen.and_then(|alternative| value(root, alternative, given, path))
 }
 
 /// `schema`, or the definition its `$ref` points at (`#/$defs/Name`).

@@ -110,6 +110,8 @@ fn impact_report(plan: &LoadPlan, load: &load::LoadReport) -> (report::RunFigure
         },
         faults: vec![],
         slos: vec![],
+        recovery_seconds: report::DEFAULT_RECOVERY_SECONDS,
+        upstream: None,
     };
     let built = report::build(input, load, None);
     (built.run.clone(), report::render(&built))

@@ -5,7 +5,8 @@ use std::time::Duration;
 use fault::{
     load::{LoadReport, RequestOutcome, Samples, Timing},
     report::impact::{
-        self as report, CallInfo, FaultInfo, LatencySlo, ReportInput, Status, StrategyInfo,
+        self as report, ActiveWindow, CallInfo, FaultInfo, LatencySlo, ReportInput, Status,
+        StrategyInfo,
     },
 };
 
@@ -72,11 +73,17 @@ fn input(slos: Vec<LatencySlo>) -> ReportInput {
         faults: vec![FaultInfo {
             kind: "latency".into(),
             description: "Latency: mean 300.00ms".into(),
-            active_from_percent: 0.0,
-            active_until_percent: 100.0,
+            sched: None,
+            windows: vec![ActiveWindow {
+                from_s: 0.0,
+                until_s: 2.0,
+            }],
             applied_on: "proxy 127.0.0.1:34000 → 127.0.0.1:7070".into(),
+            applications: Some(100),
         }],
         slos,
+        recovery_seconds: 3,
+        upstream: None,
     }
 }
 

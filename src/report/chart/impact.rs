@@ -1,10 +1,11 @@
 //! The impact scenario's charts, from its [`Report`]: latency over time (p50, p95 and p99 per second, the
-//! baseline's beside them, the fault's active window shaded and labelled, the SLO thresholds), the latency
-//! distribution (latency at each percentile, on a scale of "nines" so the tail gets room; log latency when the
-//! tail is far above the median), and errors and timeouts per second.
+//! baseline's beside them, each fault's active windows shaded and labelled, detection and recovery marked, the
+//! SLO thresholds), the latency distribution (latency at each percentile, on a scale of "nines" so the tail gets
+//! room; log latency when the tail is far above the median), and errors and timeouts per second (the windows,
+//! detection and recovery again). The header names each phase with its figures.
 
 use plotters::{
-    coord::Shift,
+    coord::{Shift, types::RangedCoordf64},
     prelude::*,
     style::text_anchor::{HPos, Pos, VPos},
 };
@@ -16,12 +17,12 @@ use super::{
     font::FAMILY,
     header,
     palette::*,
-    series::{fault_window, legend, series_line},
+    series::{fault_window, legend, series_line, time_mark},
     stack, stacked_height, value_axis,
 };
 use crate::report::{
     SecondFigures,
-    impact::{CurvePoint, Report, RunFigures, Status},
+    impact::{CurvePoint, Recovery, Report, RunFigures, Status},
 };
 
 /// The charts of an impact report, each drawable on its own (the HTML views) or stacked (the image block).
@@ -130,14 +131,59 @@ impl<'a> ImpactFigure<'a> {
                 if missed > 0 { SLO_MISSED } else { TEXT },
             ),
         ];
-        for (fault, (from, until)) in report.faults.iter().zip(self.fault_windows()) {
+        for fault in &report.faults {
+            let windows: Vec<String> = fault
+                .windows
+                .iter()
+                .map(|w| format!("{}–{} s", seconds_text(w.from_s), seconds_text(w.until_s)))
+                .collect();
+            let acted = fault
+                .applications
+                .map_or(String::new(), |n| format!(", acted {n} times"));
             lines.push((
                 format!(
-                    "Fault: {} ({}), active {from:.0}–{until:.0} s",
-                    fault.kind, fault.description
+                    "Fault: {} ({}), active {}{acted}",
+                    fault.kind,
+                    fault.description,
+                    windows.join(", ")
                 ),
                 FAULT_LABEL,
             ));
+        }
+        for phase in &report.phases {
+            let upstream = phase
+                .upstream
+                .as_ref()
+                .and_then(|u| u.requests_per_client_request)
+                .map_or(String::new(), |x| {
+                    format!(", {x:.2} upstream requests per request")
+                });
+            let missed: Vec<&str> = phase
+                .slos
+                .iter()
+                .filter(|slo| !slo.passed)
+                .map(|slo| slo.name.as_str())
+                .collect();
+            let verdict = if missed.is_empty() {
+                "SLOs met".to_owned()
+            } else {
+                format!("missed {}", missed.join(", "))
+            };
+            lines.push((
+                format!(
+                    "{} {}–{} s: {} requests, {} errors, p99 {} ms{upstream}; {verdict}",
+                    phase.name,
+                    seconds_text(phase.from_s),
+                    seconds_text(phase.until_s),
+                    phase.requests,
+                    phase.errors,
+                    phase.p99_ms
+                ),
+                if missed.is_empty() { TEXT } else { SLO_MISSED },
+            ));
+        }
+        for window in &report.recovery {
+            lines.push((recovery_text(window, report.recovery_seconds), TEXT));
         }
         if let Some(why) = &report.inconclusive {
             lines.push((format!("Inconclusive: {why}"), WARNING));
@@ -145,19 +191,63 @@ impl<'a> ImpactFigure<'a> {
         header::wrapped(lines)
     }
 
-    /// Each fault's active window, in seconds of the run.
-    fn fault_windows(&self) -> Vec<(f64, f64)> {
-        let run = self.report.strategy.duration_s;
+    /// Each fault's active windows, in seconds of the run, with the fault's kind.
+    fn fault_windows(&self) -> Vec<(f64, f64, &str)> {
         self.report
             .faults
             .iter()
-            .map(|f| {
-                (
-                    f.active_from_percent / 100.0 * run,
-                    f.active_until_percent / 100.0 * run,
-                )
+            .flat_map(|f| {
+                f.windows
+                    .iter()
+                    .map(move |w| (w.from_s, w.until_s, f.kind.as_str()))
             })
             .collect()
+    }
+
+    /// Where detection and recovery are marked on the time charts: (x in seconds, label).
+    fn marks(&self) -> Vec<(f64, String)> {
+        let report = self.report;
+        let mut marks = Vec::new();
+        for window in &report.recovery {
+            if let Some(detect) = window.detect_s {
+                marks.push((window.from_s + detect, "detected".to_owned()));
+            }
+            match window.recovery {
+                Recovery::Recovered { recover_s, .. } => {
+                    marks.push((window.until_s + recover_s, "recovered".to_owned()));
+                }
+                Recovery::NotRecovered { after_s, .. } => {
+                    marks.push((window.until_s + after_s, "not recovered".to_owned()));
+                }
+                Recovery::HeldToTheEnd => {}
+            }
+        }
+        marks
+    }
+
+    /// Shades every fault's windows and marks detection and recovery on a time chart over `low..high`.
+    fn draw_windows<'c, DB: DrawingBackend + 'c>(
+        &self,
+        chart: &mut ChartContext<'c, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+        (low, high): (f64, f64),
+        labelled: bool,
+    ) -> Result<(), ChartError> {
+        for (from, until, kind) in self.fault_windows() {
+            let label = if labelled {
+                format!(
+                    "{kind} active ({}–{} s)",
+                    seconds_text(from),
+                    seconds_text(until)
+                )
+            } else {
+                format!("{kind} active")
+            };
+            fault_window(chart, (from, until), (low, high), &label)?;
+        }
+        for (x, label) in self.marks() {
+            time_mark(chart, x, (low, high), &label)?;
+        }
+        Ok(())
     }
 
     /// The x range of the time charts: the run's length, or the seconds recorded if longer.
@@ -214,11 +304,7 @@ impl<'a> ImpactFigure<'a> {
             .draw()
             .map_err(drawing)?;
         axis.draw_ticks(&mut chart, (0.0, seconds))?;
-        let (low, high) = axis.bounds();
-        for (from, until) in self.fault_windows() {
-            let label = format!("fault active ({from:.0}–{until:.0} s)");
-            fault_window(&mut chart, (from, until), (low, high), &label)?;
-        }
+        self.draw_windows(&mut chart, axis.bounds(), true)?;
         for slo in &report.run.slos {
             let colour = if slo.passed { SLO } else { SLO_MISSED };
             let y = axis.at(slo.threshold_ms);
@@ -391,9 +477,7 @@ impl<'a> ImpactFigure<'a> {
             .axis_desc_style((FAMILY, 13).into_font().color(&TEXT))
             .draw()
             .map_err(drawing)?;
-        for window in self.fault_windows() {
-            fault_window(&mut chart, window, (0.0, top), "fault active")?;
-        }
+        self.draw_windows(&mut chart, (0.0, top), false)?;
         if report.run.errors == 0 {
             chart
                 .draw_series([Text::new(
@@ -455,7 +539,7 @@ impl Figure for ImpactFigure<'_> {
     }
 
     fn alt_text(&self) -> String {
-        alt_text(self.report, &self.fault_windows())
+        alt_text(self.report)
     }
 
     fn draw<DB: DrawingBackend>(
@@ -476,18 +560,89 @@ impl Figure for ImpactFigure<'_> {
     }
 }
 
+/// Seconds for the charts' text: "5", "2.5".
+fn seconds_text(value: f64) -> String {
+    let text = format!("{value:.2}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+/// A window's time to detect and to recover in words.
+fn recovery_text(window: &crate::report::impact::WindowRecovery, in_a_row: u32) -> String {
+    let detect = match window.detect_s {
+        Some(s) => format!("detected after {} s", seconds_text(s)),
+        None => "no SLO broke".to_owned(),
+    };
+    let recover = match window.recovery {
+        Recovery::Recovered { recover_s, .. } => {
+            format!("recovered {} s after it ended", seconds_text(recover_s))
+        }
+        Recovery::NotRecovered {
+            after_s,
+            next_window: false,
+        } => format!(
+            "did not recover ({in_a_row} s in a row within the SLOs) by the end of the run, {} s after it",
+            seconds_text(after_s)
+        ),
+        Recovery::NotRecovered { after_s, .. } => format!(
+            "did not recover before the next window, {} s after it",
+            seconds_text(after_s)
+        ),
+        Recovery::HeldToTheEnd => "held to the end of the run".to_owned(),
+    };
+    let short = if window.shorter_than_a_second {
+        " (shorter than a second)"
+    } else {
+        ""
+    };
+    format!(
+        "Window {}–{} s{short}: {detect}; {recover}",
+        seconds_text(window.from_s),
+        seconds_text(window.until_s)
+    )
+}
+
 /// What the charts show, in words.
-fn alt_text(report: &Report, windows: &[(f64, f64)]) -> String {
+fn alt_text(report: &Report) -> String {
     let run = &report.run;
     let mut text = format!(
         "Charts of the impact scenario on {} {}: latency over time, the latency distribution, and errors per \
          second.",
         report.call.method, report.call.url
     );
-    for (fault, (from, until)) in report.faults.iter().zip(windows) {
+    for fault in &report.faults {
+        let windows: Vec<String> = fault
+            .windows
+            .iter()
+            .map(|w| {
+                format!(
+                    "from {} s to {} s",
+                    seconds_text(w.from_s),
+                    seconds_text(w.until_s)
+                )
+            })
+            .collect();
         text.push_str(&format!(
-            " The fault {} ({}) was active from {from:.0} s to {until:.0} s.",
-            fault.kind, fault.description
+            " The fault {} ({}) was active {}.",
+            fault.kind,
+            fault.description,
+            windows.join(" and ")
+        ));
+    }
+    for phase in &report.phases {
+        text.push_str(&format!(
+            " Phase {} ({}–{} s): {} requests, {} errors, p99 {} ms.",
+            phase.name,
+            seconds_text(phase.from_s),
+            seconds_text(phase.until_s),
+            phase.requests,
+            phase.errors,
+            phase.p99_ms
+        ));
+    }
+    for window in &report.recovery {
+        text.push_str(&format!(
+            " {}.",
+            recovery_text(window, report.recovery_seconds)
         ));
     }
     match &report.comparison {

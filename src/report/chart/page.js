@@ -19,13 +19,22 @@ function faultCharts(report) {
     return run && run.per_second ? run.per_second.find((r) => r.second === s) : undefined;
   }
 
+  // The phase (before, during, after a fault's window) the middle of second s is in, as a line of text.
+  function phase(s) {
+    const p = (report.phases || []).find((q) => q.from_s <= s + 0.5 && s + 0.5 < q.until_s);
+    if (!p) return "";
+    const upstream = (report.upstream && report.upstream.per_second[s]) || {};
+    const ratio = upstream.requests_per_client_request;
+    return `\n${p.name} phase${ratio === null || ratio === undefined ? "" : `, ${ratio} upstream requests per request`}`;
+  }
+
   // What a chart shows at x (its value) and row fraction y (0 at the top, 1 at the bottom).
   const readers = {
     latency(x) {
       const s = Math.floor(x);
       const f = second(report.run, s);
       if (!f) return null;
-      let text = `second ${s}: p50 ${ms(f.p50_ms)}, p95 ${ms(f.p95_ms)}, p99 ${ms(f.p99_ms)}\n${f.requests} requests, ${f.errors} errors`;
+      let text = `second ${s}: p50 ${ms(f.p50_ms)}, p95 ${ms(f.p95_ms)}, p99 ${ms(f.p99_ms)}\n${f.requests} requests, ${f.errors} errors${phase(s)}`;
       const b = second(report.baseline, s);
       if (b) text += `\nbaseline: p50 ${ms(b.p50_ms)}, p99 ${ms(b.p99_ms)}`;
       return text;
@@ -34,7 +43,7 @@ function faultCharts(report) {
       const s = Math.floor(x);
       const f = second(report.run, s);
       if (!f) return null;
-      let text = `second ${s}: ${f.errors} errors, ${f.timeouts || 0} timeouts of ${f.requests} requests`;
+      let text = `second ${s}: ${f.errors} errors, ${f.timeouts || 0} timeouts of ${f.requests} requests${phase(s)}`;
       const b = second(report.baseline, s);
       if (b) text += `\nbaseline: ${b.errors} errors`;
       return text;

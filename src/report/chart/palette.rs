@@ -17,3 +17,5 @@ pub(super) const TEXT: RGBColor = RGBColor(30, 30, 30);
 pub(super) const GRID: RGBColor = RGBColor(225, 225, 225);
 pub(super) const WARNING: RGBColor = RGBColor(180, 90, 0);
 pub(super) const BASELINE_TAIL: RGBColor = RGBColor(60, 60, 60);
+/// Detection and recovery marks: a violet apart from every series and from the windows' red.
+pub(super) const MARK: RGBColor = RGBColor(86, 60, 160);

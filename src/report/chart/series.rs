@@ -2,10 +2,12 @@
 
 use plotters::{coord::types::RangedCoordf64, prelude::*};
 
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
 use super::{
     ChartError, drawing,
     font::FAMILY,
-    palette::{FAULT_LABEL, FAULT_WINDOW, GRID, TEXT},
+    palette::{FAULT_LABEL, FAULT_WINDOW, GRID, MARK, TEXT},
 };
 
 /// `points` as a line (dashed: a baseline) named `name` in the legend; nothing without points.
@@ -76,6 +78,35 @@ pub(super) fn fault_window<'a, DB: DrawingBackend + 'a>(
                 label.to_owned(),
                 (4, -16),
                 (FAMILY, 12).into_font().color(&FAULT_LABEL),
+            )])
+        .map_err(drawing)?;
+    Ok(())
+}
+
+/// A moment (detection, recovery) at `x`: a dashed vertical line over `low..high`, `label` beside its top.
+pub(super) fn time_mark<'a, DB: DrawingBackend + 'a>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    x: f64,
+    (low, high): (f64, f64),
+    label: &str,
+) -> Result<(), ChartError> {
+    chart
+        .draw_series(DashedLineSeries::new(
+            [(x, low), (x, high)],
+            4,
+            3,
+            MARK.stroke_width(2),
+        ))
+        .map_err(drawing)?;
+    chart
+        .draw_series([EmptyElement::at((x, high))
+            + Text::new(
+                label.to_owned(),
+                (3, 2),
+                (FAMILY, 12)
+                    .into_font()
+                    .color(&MARK)
+                    .pos(Pos::new(HPos::Left, VPos::Top)),
             )])
         .map_err(drawing)?;
     Ok(())

@@ -2,6 +2,7 @@
 
 use std::fmt::Write;
 
+use super::phases::{FOOTNOTE, Recovery};
 use super::{Report, RunFigures, Status};
 use crate::report::{SecondFigures, latency_scale};
 
@@ -28,18 +29,36 @@ fn signed(value: f64) -> String {
     }
 }
 
-fn timeline(from: f64, until: f64) -> String {
+/// Ten cells of the run, `x` where a window (seconds) covers the cell's middle.
+fn timeline(windows: &[super::ActiveWindow], run_s: f64) -> String {
     let cells = 10usize;
     (0..cells)
         .map(|i| {
-            let middle = (i as f64 + 0.5) * 100.0 / cells as f64;
-            if middle >= from && middle <= until {
+            let middle = (i as f64 + 0.5) * run_s / cells as f64;
+            if windows
+                .iter()
+                .any(|w| middle >= w.from_s && middle <= w.until_s)
+            {
                 'x'
             } else {
                 '.'
             }
         })
         .collect()
+}
+
+/// Seconds for the text: "5", "2.5", "0.25".
+fn secs(value: f64) -> String {
+    super::trim_float(value)
+}
+
+/// A fault's windows in words: "5–10 s", "2–3 s, 8–10 s".
+fn windows_text(windows: &[super::ActiveWindow]) -> String {
+    windows
+        .iter()
+        .map(|w| format!("{}–{} s", secs(w.from_s), secs(w.until_s)))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Renders the whole report.
@@ -102,11 +121,22 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
     writeln!(out, "| Type | Timeline | Description |")?;
     writeln!(out, "|------|----------|-------------|")?;
     for fault in &report.faults {
+        let when = match &fault.sched {
+            Some(sched) => format!(
+                " — sched `{sched}`: active {}",
+                windows_text(&fault.windows)
+            ),
+            None => String::new(),
+        };
+        let acted = match fault.applications {
+            Some(n) => format!(" — acted {n} times"),
+            None => String::new(),
+        };
         writeln!(
             out,
-            "| {} | 0% `{}` 100% | {} — on {} |",
+            "| {} | 0% `{}` 100% | {} — on {}{when}{acted} |",
             fault.kind,
-            timeline(fault.active_from_percent, fault.active_until_percent),
+            timeline(&fault.windows, report.strategy.duration_s),
             fault.description,
             fault.applied_on
         )?;
@@ -123,7 +153,22 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
             proxy.fault_applications
         )?;
     }
+    if let Some(upstream) = &report.upstream {
+        let requests = match (upstream.requests, upstream.requests_per_client_request) {
+            (Some(requests), Some(ratio)) => {
+                format!("{requests} requests ({ratio:.2} per request of the load)")
+            }
+            (Some(requests), None) => format!("{requests} requests"),
+            (None, _) => "requests not counted (some traffic was not HTTP/1)".to_owned(),
+        };
+        writeln!(
+            out,
+            "Upstream: the proxies sent {requests} on {} connections.\n",
+            upstream.connections
+        )?;
+    }
     write_run(out, &report.run)?;
+    write_phases(out, report)?;
     if let (Some(baseline), Some(comparison)) = (&report.baseline, &report.comparison) {
         writeln!(
             out,
@@ -157,10 +202,153 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
             comparison.fault_errors as i64 - comparison.baseline_errors as i64
         )?;
     }
+    let phases = if report.phases.is_empty() {
+        String::new()
+    } else {
+        format!(" {FOOTNOTE}")
+    };
     writeln!(
         out,
-        "_Latencies run from each request's scheduled start to the end of its body and cover every request (a timeout counts at the moment it ended, a request that could not start at its timeout). Errors are HTTP statuses ≥ 400, transport errors, timeouts and requests that could not start. A request counts towards an SLO only if it succeeded within the threshold._"
+        "_Latencies run from each request's scheduled start to the end of its body and cover every request (a timeout counts at the moment it ended, a request that could not start at its timeout). Errors are HTTP statuses ≥ 400, transport errors, timeouts and requests that could not start. A request counts towards an SLO only if it succeeded within the threshold.{phases}_"
     )
+}
+
+/// A ratio for the text: "1.00", or "–" when there is none.
+fn per_request(value: Option<f64>) -> String {
+    value.map_or("–".to_owned(), |v| format!("{v:.2}"))
+}
+
+/// The phases, their error budget, and each window's time to detect and to recover.
+fn write_phases(out: &mut String, report: &Report) -> std::fmt::Result {
+    if report.phases.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "**Phases** (requests grouped by when they were due; the faults' windows: {}):\n",
+        windows_text(&report.merged_windows())
+    )?;
+    writeln!(
+        out,
+        "| Phase | Time (s) | Requests | Errors | Timeouts | p50 (ms) | p95 (ms) | p99 (ms) | Max (ms) | Upstream requests per request |"
+    )?;
+    writeln!(
+        out,
+        "|-------|----------|----------|--------|----------|----------|----------|----------|----------|-------------------------------|"
+    )?;
+    for phase in &report.phases {
+        writeln!(
+            out,
+            "| {} | {}–{} | {} | {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {} |",
+            phase.name,
+            secs(phase.from_s),
+            secs(phase.until_s),
+            phase.requests,
+            count_with_share(phase.errors, phase.requests),
+            phase.timeouts,
+            phase.p50_ms,
+            phase.p95_ms,
+            phase.p99_ms,
+            phase.max_ms,
+            per_request(
+                phase
+                    .upstream
+                    .as_ref()
+                    .and_then(|u| u.requests_per_client_request)
+            ),
+        )?;
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "**Error budget by phase** (burn rate: the phase's share of requests over the threshold or failed, over the share the objective allows; budget spent: of the requests the objective allows to fail over the whole run):\n"
+    )?;
+    writeln!(
+        out,
+        "| SLO | Phase | Pass? | Over Threshold or Failed | Burn Rate | Budget Spent |"
+    )?;
+    writeln!(
+        out,
+        "|-----|-------|-------|--------------------------|-----------|--------------|"
+    )?;
+    for (index, verdict) in report.run.slos.iter().enumerate() {
+        for phase in &report.phases {
+            let Some(slo) = phase.slos.get(index) else {
+                continue;
+            };
+            writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} |",
+                verdict.name,
+                phase.name,
+                if slo.passed { "✅" } else { "❌" },
+                count_with_share(slo.bad_requests, phase.requests),
+                slo.burn_rate
+                    .map_or("–".to_owned(), |rate| format!("{rate:.2}×")),
+                slo.budget_spent_percent
+                    .map_or("–".to_owned(), |spent| format!("{spent:.1}%")),
+            )?;
+        }
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "**Detection and recovery** (from the load's seconds; recovered = {} seconds in a row within every SLO, errors back to the before phase's share):\n",
+        report.recovery_seconds
+    )?;
+    for window in &report.recovery {
+        let short = if window.shorter_than_a_second {
+            format!(
+                " ({} s, shorter than a second: it acted and its phase counts the requests due in it, but each second around it also holds time without it)",
+                secs(window.until_s - window.from_s)
+            )
+        } else {
+            String::new()
+        };
+        let detect = match (window.detect_s, window.detected_at_second) {
+            (Some(detect), Some(second)) => format!(
+                "detected {} s after its start (second {second} broke {})",
+                secs(detect),
+                window.broken_slos.join(" and ")
+            ),
+            _ => "no second broke an SLO (nothing to detect)".to_owned(),
+        };
+        let recover = match &window.recovery {
+            Recovery::Recovered {
+                recover_s,
+                from_second,
+            } => format!(
+                "recovered {} s after its end (seconds {from_second}–{} held)",
+                secs(*recover_s),
+                from_second + report.recovery_seconds - 1
+            ),
+            Recovery::NotRecovered {
+                after_s,
+                next_window: false,
+            } => format!(
+                "**did not recover**: the run ended {} s after the window without {} seconds in a row within every SLO",
+                secs(*after_s),
+                report.recovery_seconds
+            ),
+            Recovery::NotRecovered {
+                after_s,
+                next_window: true,
+            } => format!(
+                "**did not recover** before the next window began, {} s after this one",
+                secs(*after_s)
+            ),
+            Recovery::HeldToTheEnd => {
+                "it held to the end of the run: no time to recover".to_owned()
+            }
+        };
+        writeln!(
+            out,
+            "- Window {}–{} s{short}: {detect}; {recover}.",
+            secs(window.from_s),
+            secs(window.until_s)
+        )?;
+    }
+    writeln!(out)
 }
 
 fn write_run(out: &mut String, run: &RunFigures) -> std::fmt::Result {

@@ -7,9 +7,11 @@
 //!   time (sent → the end of its body or its timeout, requests sent);
 //! - errors = HTTP status ≥ 400 + transport errors + timeouts + requests that could not start (in-flight cap);
 //! - a request counts towards an SLO only if it succeeded within the threshold;
-//! - the scenario is Failed when any SLO is not met.
+//! - the scenario is Failed when any SLO is not met;
+//! - phases, time to detect and to recover, burn rates and retry amplification: see [`phases`].
 
 mod markdown;
+pub mod phases;
 
 use std::collections::BTreeMap;
 
@@ -19,8 +21,12 @@ use serde::{Deserialize, Serialize};
 use crate::load::{LoadReport, Samples};
 
 pub use markdown::render;
+pub use phases::{
+    ActiveWindow, Amplification, PhaseFigures, PhaseKind, PhaseSlo, PhaseUpstream, Recovery,
+    UpstreamCounts, UpstreamSecond, UpstreamTally, WindowRecovery,
+};
 
-use super::{SecondFigures, ms, percent, quantile, round2, round4, sparklines};
+use super::{SecondFigures, ms, percent, quantile, ratio, round2, round4, sparklines};
 
 /// A service level objective: `objective`% of requests succeed within `threshold_ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -90,15 +96,19 @@ pub struct StrategyInfo {
 /// One fault applied during the run.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct FaultInfo {
-    /// latency, jitter, packet_loss, bandwidth, blackhole or http_error.
+    /// latency, jitter, packet_loss, bandwidth, blackhole, http_error, reset, limit_data or corrupt.
     pub kind: String,
     /// Human description of its parameters.
     pub description: String,
-    /// Share of the run (start, end, in percent) during which the fault was active.
-    pub active_from_percent: f64,
-    pub active_until_percent: f64,
+    /// Its schedule as given (`sched`); `None`: active for the whole run.
+    pub sched: Option<String>,
+    /// When it was active, in seconds from the run's start, in time order (the whole run without a schedule).
+    pub windows: Vec<ActiveWindow>,
     /// Where it was applied, e.g. "proxy 127.0.0.1:34000 → 127.0.0.1:8080 (server side, ingress)".
     pub applied_on: String,
+    /// Times it acted during the run, in the unit of its kind (messages delayed, segments lost, responses
+    /// replaced, …); `None` when the proxy's counts were not read.
+    pub applications: Option<u64>,
 }
 
 /// Requests by outcome.
@@ -300,20 +310,53 @@ pub struct Report {
     pub proxy: Option<ProxyFigures>,
     /// Set when the status says nothing about the fault: why (the fault never acted during the run).
     pub inconclusive: Option<String>,
+    /// The faulted run cut at the faults' windows: before, during, between and after, each judged on its own;
+    /// empty when the faults held for the whole run.
+    #[serde(default)]
+    pub phases: Vec<PhaseFigures>,
+    /// Time to detect and time to recover of each window (the faults' windows merged where they overlap);
+    /// empty when the faults held for the whole run.
+    #[serde(default)]
+    pub recovery: Vec<WindowRecovery>,
+    /// N of time to recover: seconds in a row that must hold every SLO, back at the before phase's errors.
+    pub recovery_seconds: u32,
+    /// What the proxies sent upstream against the load's requests (retry amplification), over the run and
+    /// per second; `None` when the proxy's counts were not read.
+    #[serde(default)]
+    pub upstream: Option<Amplification>,
 }
 
 impl Report {
     /// Adds the proxy's counters; a fault that acted 0 times makes the run inconclusive, whatever its status.
     pub fn with_proxy(mut self, proxy: ProxyFigures) -> Self {
+        let idle: Vec<&str> = self
+            .faults
+            .iter()
+            .filter(|fault| fault.applications == Some(0))
+            .map(|fault| fault.kind.as_str())
+            .collect();
+        let why = |subject: String| {
+            format!(
+                "{subject} 0 times during the run, so this status says nothing about it: check that the traffic \
+                 goes through the proxy, that the fault's side and direction match it and that its window sees \
+                 traffic"
+            )
+        };
         if proxy.fault_applications == 0 {
-            self.inconclusive = Some(
-                "the fault acted 0 times during the run, so this status says nothing about it: check that \
-                 the traffic goes through the proxy and that the fault's side and direction match it"
-                    .into(),
-            );
+            self.inconclusive = Some(why("the fault acted".into()));
+        } else if !idle.is_empty() {
+            self.inconclusive = Some(why(format!(
+                "the fault {} acted",
+                idle.join(" and the fault ")
+            )));
         }
         self.proxy = Some(proxy);
         self
+    }
+
+    /// The faults' windows merged where they overlap or touch, in time order.
+    pub fn merged_windows(&self) -> Vec<ActiveWindow> {
+        phases::merge_windows(self.faults.iter().flat_map(|f| f.windows.iter().copied()))
     }
 }
 
@@ -422,16 +465,30 @@ pub fn figures(load: &LoadReport, slos: &[LatencySlo]) -> RunFigures {
     }
 }
 
-fn evaluate(slo: &LatencySlo, samples: &Samples) -> SloVerdict {
-    let total = samples.requests();
+/// Of the requests in `all` (`success` of them successful, with latencies `successes`), those within `slo`'s
+/// threshold (good), the others (bad), and whether enough were good.
+pub(crate) fn slo_counts(
+    slo: &LatencySlo,
+    all: &hdrhistogram::Histogram<u64>,
+    successes: &hdrhistogram::Histogram<u64>,
+    success: u64,
+) -> (u64, u64, bool) {
+    let total = all.len();
     let threshold_us = (slo.threshold_ms * 1000.0).round().max(0.0) as u64;
-    let good = if samples.success == 0 {
+    let good = if success == 0 {
         0
     } else {
-        samples.success_us.count_between(0, threshold_us)
+        successes.count_between(0, threshold_us)
     };
     let bad = total - good.min(total);
     let passed = total > 0 && (good as f64) * 100.0 >= slo.objective * total as f64;
+    (good, bad, passed)
+}
+
+fn evaluate(slo: &LatencySlo, samples: &Samples) -> SloVerdict {
+    let total = samples.requests();
+    let (good, bad, passed) =
+        slo_counts(slo, &samples.all_us, &samples.success_us, samples.success);
     let latency_at_objective = if total == 0 {
         0.0
     } else {
@@ -459,11 +516,47 @@ pub struct ReportInput {
     pub strategy: StrategyInfo,
     pub faults: Vec<FaultInfo>,
     pub slos: Vec<LatencySlo>,
+    /// N of time to recover: seconds in a row that must hold every SLO (see [`phases`]).
+    pub recovery_seconds: u32,
+    /// The proxies' counts per second and per phase of the faulted run, when they were read.
+    pub upstream: Option<UpstreamCounts>,
 }
+
+/// Default N of time to recover.
+pub const DEFAULT_RECOVERY_SECONDS: u32 = 3;
 
 /// Builds the report from the faulted run and, optionally, a baseline run without faults.
 pub fn build(input: ReportInput, run: &LoadReport, baseline: Option<&LoadReport>) -> Report {
     let run_figures = figures(run, &input.slos);
+    let merged = phases::merge_windows(input.faults.iter().flat_map(|f| f.windows.iter().copied()));
+    let phases = phases::phase_figures(
+        &run.samples.phases,
+        &merged,
+        &input.slos,
+        run_figures.requests,
+        input.upstream.as_ref(),
+    );
+    let recovery = if phases.is_empty() {
+        Vec::new()
+    } else {
+        // The usual error share: the before phase's; the baseline's when a window starts the run.
+        let usual = match phases.first() {
+            Some(first) if first.kind == PhaseKind::Before => ratio(first.errors, first.requests),
+            _ => baseline.map_or(0.0, |b| ratio(b.samples.errors(), b.samples.requests())),
+        };
+        phases::recoveries(
+            &merged,
+            &run_figures.per_second,
+            &input.slos,
+            usual,
+            input.recovery_seconds,
+            input.strategy.duration_s,
+        )
+    };
+    let upstream = input
+        .upstream
+        .as_ref()
+        .map(|counts| Amplification::of(counts, &run_figures.per_second, run_figures.requests));
     let baseline_figures = baseline.map(|b| figures(b, &input.slos));
     let comparison = baseline_figures.as_ref().map(|b| {
         let p = |f: &RunFigures, name: &str| {
@@ -504,5 +597,9 @@ pub fn build(input: ReportInput, run: &LoadReport, baseline: Option<&LoadReport>
         comparison,
         proxy: None,
         inconclusive: None,
+        phases,
+        recovery,
+        recovery_seconds: input.recovery_seconds,
+        upstream,
     }
 }
