@@ -244,8 +244,12 @@ impl<'a> ImpactFigure<'a> {
             };
             fault_window(chart, (from, until), (low, high), &label)?;
         }
+        // Labelled on the latency chart; the errors chart below, whose legend sits where they would, repeats
+        // the lines alone.
+        let seconds = self.seconds();
         for (x, label) in self.marks() {
-            time_mark(chart, x, (low, high), &label)?;
+            let label = labelled.then_some(label.as_str());
+            time_mark(chart, x, (low, high), label, x > seconds * 0.85)?;
         }
         Ok(())
     }

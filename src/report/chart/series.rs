@@ -83,12 +83,14 @@ pub(super) fn fault_window<'a, DB: DrawingBackend + 'a>(
     Ok(())
 }
 
-/// A moment (detection, recovery) at `x`: a dashed vertical line over `low..high`, `label` beside its top.
+/// A moment (detection, recovery) at `x`: a dashed vertical line over `low..high`, with `label` beside its top
+/// (on its left when `label_left`, so that a mark near the right edge keeps its label inside the plot).
 pub(super) fn time_mark<'a, DB: DrawingBackend + 'a>(
     chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
     x: f64,
     (low, high): (f64, f64),
-    label: &str,
+    label: Option<&str>,
+    label_left: bool,
 ) -> Result<(), ChartError> {
     chart
         .draw_series(DashedLineSeries::new(
@@ -98,15 +100,23 @@ pub(super) fn time_mark<'a, DB: DrawingBackend + 'a>(
             MARK.stroke_width(2),
         ))
         .map_err(drawing)?;
+    let Some(label) = label else {
+        return Ok(());
+    };
+    let (offset, anchor) = if label_left {
+        (-3, HPos::Right)
+    } else {
+        (3, HPos::Left)
+    };
     chart
         .draw_series([EmptyElement::at((x, high))
             + Text::new(
                 label.to_owned(),
-                (3, 2),
+                (offset, 2),
                 (FAMILY, 12)
                     .into_font()
                     .color(&MARK)
-                    .pos(Pos::new(HPos::Left, VPos::Top)),
+                    .pos(Pos::new(anchor, VPos::Top)),
             )])
         .map_err(drawing)?;
     Ok(())
