@@ -55,4 +55,5 @@ mod report_charts_browser;
 mod report_charts_html;
 mod report_figures;
 mod robustness;
+mod scenario_recovery;
 mod scenario_tools;

@@ -213,6 +213,38 @@ async fn bad_values_fail_with_a_clear_message() {
         &["--latency-mean: is required", "e.g. 300"],
     )
     .await;
+    // A window that does not fit the run, or that overlaps another, is refused naming the fault's flag.
+    fails_with(
+        &[
+            "run",
+            "--proxy",
+            "0=127.0.0.1:9",
+            "--duration",
+            "10s",
+            "--with-http-error",
+            "--http-error-sched",
+            "start:8s,duration:5s",
+        ],
+        &["--http-error-sched: window 1 (start:8s,duration:5s) ends at 13s, after the run's end at 10s"],
+    )
+    .await;
+    fails_with(
+        &[
+            "run",
+            "--proxy",
+            "0=127.0.0.1:9",
+            "--with-latency",
+            "--latency-mean",
+            "300",
+            "--latency-sched",
+            "start:1s,duration:4s;start:3s",
+        ],
+        &[
+            "--latency-sched",
+            "window 2 (start:3s) overlaps window 1 (start:1s,duration:4s)",
+        ],
+    )
+    .await;
     fails_with(
         &[
             "run",

@@ -3,10 +3,10 @@
 use std::time::Duration;
 
 use fault::{
-    load::{LoadReport, RequestOutcome, Samples, Timing},
+    load::{LoadReport, RequestOutcome, Samples, Timing, phase_of, phases},
     report::impact::{
-        self as report, ActiveWindow, CallInfo, FaultInfo, LatencySlo, ReportInput, Status,
-        StrategyInfo,
+        self as report, ActiveWindow, CallInfo, FaultInfo, LatencySlo, Recovery, ReportInput,
+        Status, StrategyInfo, UpstreamCounts, UpstreamTally,
     },
 };
 
@@ -183,4 +183,98 @@ fn an_empty_run_renders_without_panicking() {
     assert_eq!(report.run.requests, 0);
     assert_eq!(report.status, Status::Failed);
     assert!(report::render(&report).contains("| 0 | 0 (0.0%) |"));
+}
+
+/// 10 s at 10 requests per second, a fault from 3 s to 6 s: every request in the window fails (503 in 5 ms)
+/// and goes upstream twice (a retry), the first second after it is slow (400 ms), the rest is fast.
+#[test]
+fn a_window_is_judged_phase_by_phase_with_detection_recovery_burn_and_retries() {
+    let mut samples = Samples::new(10);
+    samples.phases = phases(&[ms(3000), ms(6000)], ms(10_000));
+    let mut upstream = UpstreamCounts {
+        requests_counted: true,
+        ..UpstreamCounts::default()
+    };
+    for second in 0..10u64 {
+        let (latency, outcome) = match second {
+            3..=5 => (5, RequestOutcome::HttpError(503)),
+            6 => (400, RequestOutcome::Success),
+            _ => (5, RequestOutcome::Success),
+        };
+        for k in 0..10 {
+            let at = ms(second * 1000 + k * 100);
+            let phase = phase_of(&samples.phases, at).unwrap();
+            samples.phases[phase].add(ms(latency), &outcome);
+            samples.record(second as usize, &on_time(latency), outcome.clone(), 10);
+        }
+        let retried = if (3..=5).contains(&second) { 20 } else { 10 };
+        upstream.per_second.push(UpstreamTally {
+            connections: 1,
+            requests: retried,
+        });
+    }
+    upstream.per_phase = [(0..3), (3..6), (6..10)]
+        .into_iter()
+        .map(|seconds| UpstreamTally {
+            connections: seconds.len() as u64,
+            requests: seconds
+                .map(|s: usize| upstream.per_second[s].requests)
+                .sum(),
+        })
+        .collect();
+    upstream.total = UpstreamTally {
+        connections: 10,
+        requests: 130,
+    };
+    let mut input = input(LatencySlo::defaults());
+    input.strategy.duration_s = 10.0;
+    input.faults[0].sched = Some("start:3s,duration:3s".into());
+    input.faults[0].windows = vec![ActiveWindow {
+        from_s: 3.0,
+        until_s: 6.0,
+    }];
+    input.upstream = Some(upstream);
+    let mut loaded = load(samples);
+    loaded.elapsed = ms(10_000);
+    let report = report::build(input, &loaded, None);
+
+    let names: Vec<&str> = report.phases.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["before", "during", "after"]);
+    let during = &report.phases[1];
+    assert_eq!((during.requests, during.errors), (30, 30));
+    // Every request broke the 99% SLO, which allows 1%: a burn rate of 100, and 30 of the whole run's 1
+    // allowed bad request: 3000% of the budget.
+    assert_eq!(during.slos[0].burn_rate, Some(100.0));
+    assert_eq!(during.slos[0].budget_spent_percent, Some(3000.0));
+    let upstream = during.upstream.as_ref().unwrap();
+    assert_eq!(upstream.requests_per_client_request, Some(2.0));
+    let window = &report.recovery[0];
+    assert_eq!(window.detect_s, Some(0.0));
+    // Second 6 is slow: the three seconds in a row start at 7.
+    assert_eq!(
+        window.recovery,
+        Recovery::Recovered {
+            recover_s: 1.0,
+            from_second: 7
+        }
+    );
+    let markdown = report::render(&report);
+    for needle in [
+        "| latency | 0% `...xxx....` 100% | Latency: mean 300.00ms — on proxy 127.0.0.1:34000 → \
+         127.0.0.1:7070 — sched `start:3s,duration:3s`: active 3–6 s — acted 100 times |",
+        "Upstream: the proxies sent 130 requests (1.30 per request of the load) on 10 connections.",
+        "**Phases** (requests grouped by when they were due; the faults' windows: 3–6 s):",
+        "| before | 0–3 | 30 | 0 (0.0%) | 0 | 5.00 | 5.00 | 5.00 | 5.00 | 1.00 |",
+        "| during | 3–6 | 30 | 30 (100.0%) | 0 | 5.00 | 5.00 | 5.00 | 5.00 | 2.00 |",
+        "| 99% @ 350ms | during | ❌ | 30 (100.0%) | 100.00× | 3000.0% |",
+        "| 95% @ 200ms | after | ❌ | 10 (25.0%) | 5.00× | 200.0% |",
+        "- Window 3–6 s: detected 0 s after its start (second 3 broke 99% @ 350ms and 95% @ 200ms); \
+         recovered 1 s after its end (seconds 7–9 held).",
+        "Time to detect runs from a window's start to the start of the first second that breaks an SLO",
+    ] {
+        assert!(
+            markdown.contains(needle),
+            "missing {needle:?} in\n{markdown}"
+        );
+    }
 }

@@ -3,7 +3,7 @@
 //! take a shared lock so they do not measure each other; each run lasts 1-3 s.
 
 use crate::common;
-use crate::scenario_support;
+use crate::scenario_support::{self, TIMING};
 
 use std::{
     sync::{
@@ -19,9 +19,6 @@ use rmcp::{
     service::{NotificationContext, PeerRequestOptions},
 };
 use serde_json::{Value, json};
-use tokio::sync::Mutex;
-
-static TIMING: Mutex<()> = Mutex::const_new(());
 
 /// The demo app wired to the upstream through `proxy_port`, plus the mapping to give the tool.
 struct Topology {

@@ -22,6 +22,9 @@ use hyper_util::{
 };
 use tokio::net::TcpListener;
 
+/// Taken by the tests that measure time through a scenario, so that they do not measure each other.
+pub static TIMING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 pub const TODO: &str = r#"{"userId":1,"id":1,"title":"delectus aut autem","completed":false}"#;
 
 /// The byte at `i` of a `/bytes/N` body: a pattern whose corruption is detectable.
@@ -238,6 +241,82 @@ async fn demo_app_with(upstream_base: String, keep_alive: bool) -> Server {
                 }
                 Ok(Err(e)) => respond(StatusCode::BAD_GATEWAY, format!("upstream: {e}")),
                 Err(_) => respond(StatusCode::GATEWAY_TIMEOUT, "upstream timeout"),
+            }
+        }
+    })
+    .await
+}
+
+/// What a [`guarded_app`] does once a call to its upstream has failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterFailure {
+    /// Answers 503 until this long after its last upstream failure, as a circuit breaker or a load balancer
+    /// with a cool-down does; it still calls the upstream for every request, and each failure starts the
+    /// hold-down again.
+    HoldDown(Duration),
+    /// Answers from its upstream again at once.
+    Recover,
+    /// Answers 503 for good, without calling its upstream again.
+    Never,
+}
+
+/// A service that calls its upstream for every request: `GET /` calls `<upstream_base>/todos/1` with a
+/// kept-alive client and gives up after `upstream_timeout`. It answers 200 when the upstream answered in time
+/// with a status below 500, 503 when it did not (a failure), and after a failure as `after` says.
+pub async fn guarded_app(
+    upstream_base: String,
+    upstream_timeout: Duration,
+    after: AfterFailure,
+) -> Server {
+    let client: Client<_, Empty<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
+    let upstream: Arc<hyper::Uri> = Arc::new(
+        format!("{upstream_base}/todos/1")
+            .parse()
+            .expect("an upstream URL"),
+    );
+    let last_failure: Arc<std::sync::Mutex<Option<tokio::time::Instant>>> = Arc::default();
+    serve(move |_req: Request<Incoming>| {
+        let client = client.clone();
+        let upstream = upstream.clone();
+        let last_failure = last_failure.clone();
+        async move {
+            let failed_before = *last_failure.lock().unwrap();
+            if after == AfterFailure::Never && failed_before.is_some() {
+                return respond(StatusCode::SERVICE_UNAVAILABLE, "down for good");
+            }
+            let call = async {
+                let response = client
+                    .get((*upstream).clone())
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let status = response.status();
+                response
+                    .into_body()
+                    .collect()
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok::<_, String>(status)
+            };
+            let answered = matches!(
+                tokio::time::timeout(upstream_timeout, call).await,
+                Ok(Ok(status)) if status.as_u16() < 500
+            );
+            let now = tokio::time::Instant::now();
+            if !answered {
+                *last_failure.lock().unwrap() = Some(now);
+                return respond(StatusCode::SERVICE_UNAVAILABLE, "upstream failed");
+            }
+            let holding = match (after, *last_failure.lock().unwrap()) {
+                (AfterFailure::HoldDown(hold), Some(failed)) => now < failed + hold,
+                _ => false,
+            };
+            if holding {
+                respond(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "holding down after a failure",
+                )
+            } else {
+                respond(StatusCode::OK, "ok")
             }
         }
     })
