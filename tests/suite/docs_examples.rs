@@ -8,6 +8,7 @@
 
 mod extract;
 mod run;
+mod served;
 mod shape;
 
 use std::io::Write;

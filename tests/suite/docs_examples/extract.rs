@@ -1,23 +1,9 @@
 //! The examples of a docs page: its fenced code blocks, each with what it is. A block's language says what
-//! it is by default (`sh` and `console` are commands to run, `python` a client to compile, `text` and
-//! `markdown` shown output); an `<!-- example: … -->` comment right before a block says the rest, in clauses
-//! separated by `;`:
-//!
-//! | clause | the block |
-//! |---|---|
-//! | `call TOOL` (`call TOOL error`) | a tool's arguments (JSON), sent to a `fault agent tool`; answered without error (or with one) |
-//! | `answer text` / `answer structured` (then `exact`) | the previous call's text or `structuredContent`: the same shape (or value) |
-//! | `config` | an MCP client configuration: each server in it is started or reached, and answers `initialize` |
-//! | `plan` | a `fault mcp-proxy` plan, loaded by `fault mcp-proxy --print-plan` |
-//! | `data` | JSON (or JSON lines) or YAML that must parse |
-//! | `run` | a whole Python script, run with FastMCP and `fault` on PATH |
-//! | `file PATH` | also written to PATH before the next block (a plan, a demo source file) |
-//! | `given PATH from REPO_PATH` | before the block, REPO_PATH of this repository is copied to PATH |
-//! | `status N` | its commands exit with N, not 0 |
-//! | `needs PROGRAM: WHY` | its `PROGRAM …` commands run only where PROGRAM is installed; a server command after ` -- ` is checked anyway |
-//! | `skip: WHY` | not run, for the reason given (counted and printed) |
-//!
-//! A `json` or `yaml` block must say what it is; an unknown clause is refused.
+//! it is by default (`sh` and `console` are commands to run, `python` a client to compile, `text`, `markdown`
+//! and the rest are shown); an `<!-- example: … -->` comment right before a block says the rest, in clauses
+//! separated by `;`. The clauses are the book's to list, for the people who write examples: "The examples of
+//! this book are tests" in docs/src/testing.md. A `json` or `yaml` block must say what it is, and an unknown
+//! clause is refused, so that no example is passed over silently.
 
 use pulldown_cmark::{CodeBlockKind, Event, Parser, Tag, TagEnd};
 
@@ -91,8 +77,9 @@ const SHELL: &[&str] = &["sh", "bash", "shell", "console"];
 pub fn examples(page: &str, text: &str) -> Result<Vec<Example>, Vec<String>> {
     let mut found = Vec::new();
     let mut errors = Vec::new();
+    // The last `<!-- example: … -->` comment, with its line, and the block being read.
     let mut directive: Option<(String, usize)> = None;
-    let mut open: Option<(usize, String, String, Option<(String, usize)>)> = None;
+    let mut open: Option<Open> = None;
     let line_of = |offset: usize| text[..offset].matches('\n').count() + 1;
     for (event, range) in Parser::new(text).into_offset_iter() {
         match event {
@@ -105,16 +92,22 @@ pub fn examples(page: &str, text: &str) -> Result<Vec<Example>, Vec<String>> {
             }
             Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(info))) => {
                 let lang = info.split([',', ' ']).next().unwrap_or_default().to_owned();
-                open = Some((line_of(range.start), lang, String::new(), directive.take()));
+                open = Some(Open {
+                    line: line_of(range.start),
+                    lang,
+                    text: String::new(),
+                    directive: directive.take().map(|(body, _)| body),
+                });
             }
             Event::Text(chunk) => {
-                if let Some((_, _, body, _)) = open.as_mut() {
-                    body.push_str(&chunk);
+                if let Some(open) = open.as_mut() {
+                    open.text.push_str(&chunk);
                 }
             }
             Event::End(TagEnd::CodeBlock) => {
-                if let Some((line, lang, body, directive)) = open.take() {
-                    match example(line, lang, body, directive) {
+                if let Some(block) = open.take() {
+                    let line = block.line;
+                    match example(block) {
                         Ok(example) => found.push(example),
                         Err(why) => errors.push(format!("{page}:{line}: {why}")),
                     }
@@ -143,12 +136,21 @@ pub fn examples(page: &str, text: &str) -> Result<Vec<Example>, Vec<String>> {
     }
 }
 
-fn example(
+/// A fenced block as read, before it is told what it is.
+struct Open {
     line: usize,
     lang: String,
     text: String,
-    directive: Option<(String, usize)>,
-) -> Result<Example, String> {
+    directive: Option<String>,
+}
+
+fn example(block: Open) -> Result<Example, String> {
+    let Open {
+        line,
+        lang,
+        text,
+        directive,
+    } = block;
     let mut example = Example {
         line,
         lang: lang.clone(),
@@ -161,7 +163,7 @@ fn example(
         serves: None,
     };
     let mut what = None;
-    for clause in clauses(directive.as_ref().map_or("", |(body, _)| body)) {
+    for clause in clauses(directive.as_deref().unwrap_or_default()) {
         let (word, rest) = clause.split_once([' ', ':']).unwrap_or((clause, ""));
         let rest = rest.trim_start_matches(':').trim();
         let words: Vec<&str> = rest.split_whitespace().collect();
@@ -241,7 +243,7 @@ fn example(
     }
     example.what = match (what, lang.as_str()) {
         (Some(what), _) => what,
-        (None, lang) if SHELL.contains(&lang) => What::Shell(commands(&lang, &example.text)?),
+        (None, lang) if SHELL.contains(&lang) => What::Shell(commands(lang, &example.text)?),
         (None, "python") => What::Python { run: false },
         (None, "json" | "yaml") => {
             return Err(format!(
