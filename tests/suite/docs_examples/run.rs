@@ -134,12 +134,27 @@ impl Runner {
 
     fn fail(&mut self, line: usize, what: String) {
         let at = self.at(line);
+        let what = self.as_on_the_page(&what);
         self.outcome.failures.push(format!("{at}: {what}"));
     }
 
     fn not_run(&mut self, line: usize, what: &str, why: &str) {
         let at = self.at(line);
+        let what = self.as_on_the_page(what);
         self.outcome.not_run.push(format!("{at}: {what}: {why}"));
+    }
+
+    /// `text` with the page's own ports and paths again, as its reader knows them (see [`Runner::localize`]).
+    fn as_on_the_page(&self, text: &str) -> String {
+        let text = text
+            .replace(&format!("{}/", self.tmp.display()), "/tmp/")
+            .replace(&format!("{}/", self.sandbox.home().display()), "/home/me/");
+        let back: HashMap<String, String> = self
+            .ports
+            .iter()
+            .map(|(fixed, free)| (free.clone(), fixed.clone()))
+            .collect();
+        replace_numbers(&text, &back)
     }
 
     /// `text` as it runs here: the page's free ports for its fixed ones, its directories for `/tmp/` and
