@@ -344,7 +344,7 @@ impl Runner {
             Err(e) => return self.fail(line, format!("`{text}` did not start: {e}")),
         };
         if let Err(why) = self.check_serving(&mut served, text, serves, command).await {
-            served.kill();
+            served.kill().await;
             let output = served.output_tail();
             return self.fail(
                 line,

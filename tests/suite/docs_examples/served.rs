@@ -73,9 +73,9 @@ pub fn serves(words: &[String]) -> Option<Serves> {
     }
 }
 
-/// The lines a process wrote so far on one of its streams.
+/// The lines a process wrote so far on one of its streams, and whether the stream has ended.
 #[derive(Clone, Default)]
-struct Lines(Arc<Mutex<Vec<String>>>);
+struct Lines(Arc<Mutex<Vec<String>>>, Arc<std::sync::atomic::AtomicBool>);
 
 impl Lines {
     fn follow(stream: impl tokio::io::AsyncRead + Unpin + Send + 'static) -> Lines {
@@ -86,8 +86,13 @@ impl Lines {
             while let Ok(Some(line)) = reader.next_line().await {
                 sink.0.lock().expect("lines").push(line);
             }
+            sink.1.store(true, std::sync::atomic::Ordering::Release);
         });
         lines
+    }
+
+    fn ended(&self) -> bool {
+        self.1.load(std::sync::atomic::Ordering::Acquire)
     }
 
     fn snapshot(&self) -> Vec<String> {
@@ -292,9 +297,16 @@ impl Served {
         }
     }
 
-    /// Kills it at once (it failed a check).
-    pub fn kill(&mut self) {
+    /// Kills it at once (it failed a check), and waits up to a second for what it wrote to be read, so that
+    /// [`Served::output_tail`] shows its last words (a refused flag's error, say).
+    pub async fn kill(&mut self) {
         let _ = self.child.start_kill();
+        for _ in 0..100 {
+            if self.stdout.ended() && self.stderr.ended() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 
     /// The last lines it wrote, indented.

@@ -174,7 +174,7 @@ impl Runner {
         let mut served = Served::start(command.into(), 0, at, Serves::Stdio)
             .map_err(|e| format!("`{program}` did not start: {e}"))?;
         if let Err(why) = served.initialize().await {
-            served.kill();
+            served.kill().await;
             return Err(format!("{why}\n{}", served.output_tail()));
         }
         served.stop().await
