@@ -1,7 +1,7 @@
 //! `fault`: reliability tools for coding assistants.
 //!
 //! The binary's `agent tool` command serves these over MCP on stdio; `run` exposes the
-//! fault-injecting proxy on the command line. Each module is one concern (see README.md).
+//! fault-injecting proxy on the command line. Each module is one concern (see docs/src/architecture.md).
 
 pub mod advice;
 pub mod cli;

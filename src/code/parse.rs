@@ -1,5 +1,5 @@
 //! Parsing a source with tree-sitter: whole, or a large one as two halves on two threads when a cut at a
-//! top-level line changes nothing (see the README's "How a first call goes").
+//! top-level line changes nothing (see "How a first call goes" in docs/src/benchmarks.md).
 
 use tree_sitter::{Parser, Tree};
 

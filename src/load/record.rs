@@ -7,7 +7,7 @@ use hdrhistogram::Histogram;
 
 use super::Timing;
 
-/// Highest latency a histogram tracks (1 hour, in microseconds); longer values saturate.
+/// Highest latency a histogram tracks (1 hour, in microseconds); longer values are recorded as this.
 const MAX_LATENCY_US: u64 = 3_600_000_000;
 /// How many distinct transport error messages are kept as examples.
 const MAX_ERROR_EXAMPLES: usize = 5;
@@ -27,12 +27,19 @@ pub enum RequestOutcome {
     NotStarted,
 }
 
-/// A latency histogram in µs, 1 µs to an hour (the load generator's and the MCP chaos report's).
+/// A latency histogram in µs, 1 µs to an hour (the load generator's and the MCP chaos report's), filled with
+/// [`record_us`]. Its counts grow with the largest value recorded, so a run of millisecond latencies holds a
+/// few tens of KB per histogram rather than the ~190 KB (at 3 significant figures) that an hour's range
+/// takes; the buckets, and so every percentile, are the same either way.
 pub(crate) fn histogram(sigfig: u8) -> Histogram<u64> {
-    // Bounds are constants within hdrhistogram's limits, so creation cannot fail.
-    Histogram::new_with_bounds(1, MAX_LATENCY_US, sigfig).unwrap_or_else(|_| {
-        Histogram::new(sigfig.min(5)).unwrap_or_else(|_| unreachable!("valid sigfig"))
-    })
+    // An auto-resizing histogram from 1 µs; any sigfig up to 5 is valid, so creation cannot fail.
+    Histogram::new(sigfig.min(5)).unwrap_or_else(|_| unreachable!("valid sigfig"))
+}
+
+/// Records `us` into a histogram of [`histogram`], within 1 µs to an hour.
+pub(crate) fn record_us(histogram: &mut Histogram<u64>, us: u64) {
+    // Growing to an hour's range cannot overflow its counts' length.
+    let _ = histogram.record(us.clamp(1, MAX_LATENCY_US));
 }
 
 /// Figures of one second of the schedule (requests grouped by their scheduled start).
@@ -57,7 +64,7 @@ impl SecondSamples {
     }
 
     pub(super) fn add(&mut self, latency: Duration, outcome: &RequestOutcome) {
-        self.latency_us.saturating_record(micros(latency));
+        record_us(&mut self.latency_us, micros(latency));
         self.requests += 1;
         self.errors += u64::from(*outcome != RequestOutcome::Success);
         self.timeouts += u64::from(*outcome == RequestOutcome::Timeout);
@@ -212,11 +219,10 @@ impl Samples {
     ) {
         let latency = timing.latency();
         let us = micros(latency);
-        self.all_us.saturating_record(us);
-        self.queueing_us
-            .saturating_record(micros(timing.queueing()));
+        record_us(&mut self.all_us, us);
+        record_us(&mut self.queueing_us, micros(timing.queueing()));
         if let Some(service) = timing.service() {
-            self.service_us.saturating_record(micros(service));
+            record_us(&mut self.service_us, micros(service));
         }
         self.sum_us += u128::from(us);
         self.body_bytes += body_bytes;
@@ -226,7 +232,7 @@ impl Samples {
         match outcome {
             RequestOutcome::Success => {
                 self.success += 1;
-                self.success_us.saturating_record(us);
+                record_us(&mut self.success_us, us);
             }
             RequestOutcome::HttpError(status) => *self.http_errors.entry(status).or_default() += 1,
             RequestOutcome::Transport(message) => {
@@ -270,5 +276,31 @@ impl Samples {
             mine.errors += theirs.errors;
             mine.timeouts += theirs.timeouts;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_histogram_grows_with_its_values_and_keeps_the_percentiles_of_an_hours_range() {
+        let mut grown = histogram(3);
+        let mut full = Histogram::<u64>::new_with_bounds(1, MAX_LATENCY_US, 3).unwrap();
+        for us in (1..5_000).step_by(7) {
+            record_us(&mut grown, us);
+            full.saturating_record(us);
+        }
+        // Millisecond latencies: a fraction of the counts an hour's range takes.
+        assert!(grown.distinct_values() * 4 < full.distinct_values());
+        // Longer ones, up to past the hour (kept as the hour).
+        for us in [250_000, 90_000_000, 7_200_000_000] {
+            record_us(&mut grown, us);
+            full.saturating_record(us);
+        }
+        for q in [0.0, 0.25, 0.5, 0.9, 0.99, 0.999, 1.0] {
+            assert_eq!(grown.value_at_quantile(q), full.value_at_quantile(q), "{q}");
+        }
+        assert_eq!((grown.min(), grown.max()), (full.min(), full.max()));
     }
 }

@@ -44,6 +44,11 @@ pub(crate) fn latency_histogram() -> hdrhistogram::Histogram<u64> {
     crate::load::histogram(3)
 }
 
+/// Records a latency of `ms` milliseconds into a [`latency_histogram`].
+pub(crate) fn record_ms(histogram: &mut hdrhistogram::Histogram<u64>, ms: f64) {
+    crate::load::record_us(histogram, (ms * 1000.0).round().max(1.0) as u64);
+}
+
 /// The value at `q`, as the middle of its histogram bucket rather than its upper edge.
 pub(crate) fn quantile(histogram: &hdrhistogram::Histogram<u64>, q: f64) -> u64 {
     histogram.median_equivalent(histogram.value_at_quantile(q))

@@ -147,8 +147,11 @@ async fn each_fault_in_front_of_the_embeddings_ends_the_index_clearly_and_loses_
             "--with-latency --latency-mean 15000",
             &["did not answer within 10s", "FAULT_LLM_TIMEOUT_SECS"],
         ),
+        // The dependency takes the request and its answer never comes back (the responses swallowed; the
+        // blackhole's default direction, egress, swallows the requests instead, and an idle server then closes
+        // the connection).
         (
-            "--with-blackhole",
+            "--with-blackhole --blackhole-direction ingress",
             &["did not answer within 10s", "FAULT_LLM_TIMEOUT_SECS"],
         ),
         (
@@ -233,7 +236,7 @@ async fn each_fault_in_front_of_the_chat_model_ends_the_llm_tool_clearly() {
             &["HTTP 429", "wait, then run again"],
         ),
         (
-            "--with-blackhole",
+            "--with-blackhole --blackhole-direction ingress",
             &["did not answer within 10s", "FAULT_LLM_TIMEOUT_SECS"],
         ),
         (
@@ -366,7 +369,7 @@ async fn each_fault_in_front_of_qdrant_ends_the_index_clearly_and_the_rerun_equa
     // The fault (on the gRPC connection to Qdrant), and what the error must say about it.
     let cases: [(&str, &[&str]); 4] = [
         (
-            "--with-blackhole",
+            "--with-blackhole --blackhole-direction ingress",
             &["did not answer within 3s", "--qdrant-timeout"],
         ),
         (
@@ -698,7 +701,7 @@ async fn faults_edits_and_reruns_in_sequence_end_as_a_fault_free_index_of_the_fi
         "def renamed_step(request):\n    return request.get(\"renamed\")\n",
     );
     // 3. Qdrant never answers: the run ends at the timeout.
-    let third = run("", "--with-blackhole").await;
+    let third = run("", "--with-blackhole --blackhole-direction ingress").await;
     println!("3: {}", common::text(&third));
     assert!(common::is_error(&third));
     // 4. Everything answers.

@@ -116,7 +116,8 @@ async fn each_task_asks_for_at_most_the_tokens_its_answer_can_need() {
     })
     .await;
     let client = fault_for(&server, &[]).await;
-    // The README's table: a score 600; a rewrite 800 plus one token per two bytes of the function; SLOs 2,000.
+    // The token budgets' table (docs/src/llm-tools.md): a score 600; a rewrite 800 plus one token per two
+    // bytes of the function; SLOs 2,000.
     assert_eq!(
         asked(&server, &client, "fault_score_performance").await,
         600

@@ -13,6 +13,8 @@ mod advice_examples;
 mod advice_tools;
 mod code_reference_parsers;
 mod dependency_faults;
+mod docs_book;
+mod docs_examples;
 mod docs_reference;
 mod fault_fields;
 mod index_context;

@@ -1,4 +1,4 @@
-//! The peer tools' plans mean here what they mean in the peer (README, "Peer plans"): the share of calls each
+//! The peer tools' plans mean here what they mean in the peer (docs/src/peer-plans.md): the share of calls each
 //! fault fails, which calls it picks and the delays, as each peer documents them. Shares are checked with the
 //! library's decider over many calls, within about four standard deviations of sampling error; what the client
 //! receives is checked end to end through the proxy.

@@ -1,8 +1,8 @@
 //! The report pages in a real browser: Chromium, driven by Playwright from Python, opens the standalone HTML
 //! of a real impact run and of a real MCP chaos run and checks what a person sees: every chart drawn,
 //! hovering a chart shows the values under the pointer, a series toggle hides that series, no console error,
-//! no request beyond the file itself. The screenshots it takes are the README's (`FAULT_UPDATE_SCREENSHOTS=1`
-//! copies them to `docs/charts/`). Needs Chromium (`$FAULT_TEST_CHROMIUM`, else `chromium` on PATH) and a
+//! no request beyond the file itself. The screenshots it takes are the book's and the README's (`FAULT_UPDATE_SCREENSHOTS=1`
+//! copies them to `docs/src/charts/`). Needs Chromium (`$FAULT_TEST_CHROMIUM`, else `chromium` on PATH) and a
 //! Python with Playwright; skips out loud without them.
 
 use std::path::{Path, PathBuf};
@@ -69,7 +69,7 @@ fn assert_self_contained(seen: &Value, page: &Path) {
 
 fn keep_screenshots(names: &[&str]) {
     if std::env::var("FAULT_UPDATE_SCREENSHOTS").is_ok_and(|v| v == "1") {
-        let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/charts");
+        let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/charts");
         std::fs::create_dir_all(&docs).unwrap();
         for name in names {
             std::fs::copy(chart_dir().join(name), docs.join(name)).unwrap();

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::record::CallRecord;
-use crate::report::{latency_histogram, ms, quantile};
+use crate::report::{latency_histogram, ms, quantile, record_ms};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LatencyFigures {
@@ -34,7 +34,7 @@ pub fn service<'a>(records: impl Iterator<Item = &'a CallRecord>) -> LatencyFigu
 fn figures(values_ms: impl Iterator<Item = f64>) -> LatencyFigures {
     let mut h = latency_histogram();
     for value in values_ms {
-        h.saturating_record((value * 1000.0).round().max(1.0) as u64);
+        record_ms(&mut h, value);
     }
     if h.is_empty() {
         return LatencyFigures::default();

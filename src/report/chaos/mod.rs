@@ -32,7 +32,7 @@ use timeline::{CallTimeline, timeline};
 
 pub use markdown::render;
 
-use super::{SecondFigures, latency_histogram, ms, quantile, ratio, round2, sparklines};
+use super::{SecondFigures, latency_histogram, ms, quantile, ratio, record_ms, round2, sparklines};
 
 /// Attempts after a first failure that make a runaway.
 pub const RUNAWAY_ATTEMPTS: u32 = 3;
@@ -428,7 +428,7 @@ pub fn figures(mut records: Vec<CallRecord>, duration_ms: f64) -> ChaosFigures {
         *calls += 1;
         *failed += u64::from(r.outcome != CallOutcome::Ok);
         *timed_out += u64::from(r.outcome == CallOutcome::Timeout);
-        h.saturating_record((r.latency_ms * 1000.0).round().max(1.0) as u64);
+        record_ms(h, r.latency_ms);
     }
     let per_second: Vec<SecondFigures> = buckets
         .iter()
