@@ -103,10 +103,10 @@ impl PhaseSamples {
     /// Records one request due in the phase.
     pub fn add(&mut self, latency: Duration, outcome: &RequestOutcome) {
         let us = micros(latency);
-        self.all_us.saturating_record(us);
+        record_us(&mut self.all_us, us);
         if *outcome == RequestOutcome::Success {
             self.success += 1;
-            self.success_us.saturating_record(us);
+            record_us(&mut self.success_us, us);
         } else {
             self.errors += 1;
         }
