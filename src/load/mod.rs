@@ -34,8 +34,8 @@ use http::Method;
 use tokio::{task::JoinSet, time::Instant};
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use record::{histogram, record_us};
 pub use record::{PhaseSamples, RequestOutcome, Samples, SecondSamples, phase_of, phases};
+pub(crate) use record::{histogram, record_us};
 pub use target::Target;
 pub use timing::Timing;
 
