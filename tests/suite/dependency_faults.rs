@@ -354,6 +354,7 @@ async fn each_fault_in_front_of_qdrant_ends_the_index_clearly_and_the_rerun_equa
     // The fault-free index, in the embedded store: what every faulted-then-healed index must equal.
     let reference_data = tempfile::tempdir().unwrap();
     let reference_repo = tree("reference");
+    let reference_started = Instant::now();
     let reference = index_support::index_with(
         reference_data.path(),
         &agent_args(&embed_base, "embedded"),
@@ -361,6 +362,9 @@ async fn each_fault_in_front_of_qdrant_ends_the_index_clearly_and_the_rerun_equa
         &reference_repo,
     )
     .await;
+    // A cut after some batches comes after their embedding too, which a loaded machine slows: such a call
+    // must end within the fault-free run's time plus the bound.
+    let bound = reference_started.elapsed() + BOUND;
     let reference_store = index_support::embedded_store(&reference);
     let (reference_chunks, _) = index_support::stored_chunks(&reference_store).await;
     let reference_top = top_5(reference_data.path(), &llm).await;
@@ -410,7 +414,7 @@ async fn each_fault_in_front_of_qdrant_ends_the_index_clearly_and_the_rerun_equa
             proxy.stats()
         );
         assert!(common::is_error(&result), "{flags}: {message}");
-        assert!(took < BOUND, "{flags}: {took:?}");
+        assert!(took < bound, "{flags}: {took:?} (bound {bound:?})");
         let address = format!("127.0.0.1:{}", proxy.local_addrs()[0].port());
         assert!(message.contains(&address), "{flags}: {message}");
         assert!(message.contains("Qdrant"), "{flags}: {message}");
