@@ -18,7 +18,8 @@ use rmcp::{
 
 use super::impact_input::{InputError, compound_schema, compound_spec, impact_spec, input_schema};
 use super::{
-    FaultServer, output_schema, text_and_structured, tool_error, with_chart, with_page, with_view,
+    FaultServer, output_schema, tasks::TaskStatusLine, text_and_structured, tool_error, with_chart,
+    with_page, with_view,
 };
 use crate::{
     impact::{self, ImpactSpec},
@@ -126,14 +127,32 @@ impl FaultServer {
     }
 }
 
-/// Sends `notifications/progress` each second while a run goes on, when the client asked for progress:
-/// `completed` of `total` `unit` done, and how many failed.
+/// Tells how far a run is each second: as the task's status message when the call runs as a task, else as
+/// `notifications/progress` when the client asked for progress: `completed` of `total` `unit` done, and how
+/// many failed.
 pub(super) fn progress_ticker(
     context: &RequestContext<RoleServer>,
     progress: Arc<load::LoadProgress>,
     total: u64,
     unit: &'static str,
 ) -> Option<tokio::task::JoinHandle<()>> {
+    if let Some(status) = context.extensions.get::<TaskStatusLine>().cloned() {
+        return Some(tokio::spawn(async move {
+            let started = tokio::time::Instant::now();
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                tick.tick().await;
+                let done = progress
+                    .completed
+                    .load(std::sync::atomic::Ordering::Relaxed);
+                let errors = progress.errors.load(std::sync::atomic::Ordering::Relaxed);
+                status.set(format!(
+                    "{} s in, {done} of {total} {unit} done, {errors} errors",
+                    started.elapsed().as_secs()
+                ));
+            }
+        }));
+    }
     let token = context.meta.get_progress_token()?;
     let peer = context.peer.clone();
     Some(tokio::spawn(async move {

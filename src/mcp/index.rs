@@ -13,7 +13,7 @@ use rmcp::{
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{FaultServer, output_schema, text_and_structured, tool_error};
+use super::{FaultServer, output_schema, tasks::TaskStatusLine, text_and_structured, tool_error};
 use crate::{
     code::Language,
     index::{self, IndexSummary, ProgressSink},
@@ -60,6 +60,14 @@ impl ProgressSink for McpProgress {
     }
 }
 
+/// A task's status message after each committed batch.
+impl ProgressSink for TaskStatusLine {
+    fn batch_committed(&self, _embedded: u64, _total: u64, message: String) -> BoxFuture<'_, ()> {
+        self.set(message);
+        futures::future::ready(()).boxed()
+    }
+}
+
 #[tool_router(router = index_router, vis = "pub(super)")]
 impl FaultServer {
     #[tool(
@@ -94,17 +102,23 @@ impl FaultServer {
             Err(e) => return Ok(tool_error(e)),
         };
         let source_dir = PathBuf::from(input.source_dir.trim());
-        let progress = context.meta.get_progress_token().map(|token| McpProgress {
-            peer: context.peer.clone(),
-            token,
-        });
+        let progress: Option<Box<dyn ProgressSink>> =
+            match context.extensions.get::<TaskStatusLine>().cloned() {
+                Some(status) => Some(Box::new(status)),
+                None => context.meta.get_progress_token().map(|token| {
+                    Box::new(McpProgress {
+                        peer: context.peer.clone(),
+                        token,
+                    }) as Box<dyn ProgressSink>
+                }),
+            };
         let settings = self.settings();
         let outcome = index::index_source(
             &settings.llm,
             &settings.store,
             &source_dir,
             &languages,
-            progress.as_ref().map(|p| p as &dyn ProgressSink),
+            progress.as_deref(),
             &context.ct,
         )
         .await;

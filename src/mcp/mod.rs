@@ -9,6 +9,7 @@ mod impact_input;
 mod index;
 mod mcp_chaos;
 mod mcp_chaos_input;
+mod tasks;
 
 use std::sync::Arc;
 
@@ -16,10 +17,10 @@ use rmcp::{
     RoleServer, ServerHandler,
     handler::server::{router::tool::ToolRouter, tool::ToolCallContext},
     model::{
-        CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode,
-        Implementation, JsonObject, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-        ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-        ResourceContents, ServerCapabilities, ServerConfig,
+        CallToolRequestParams, CallToolResponse, CancelTaskParams, CustomRequest, CustomResult,
+        ErrorCode, GetTaskParams, GetTaskResult, Implementation, JsonObject, ListResourcesResult,
+        ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+        ReadResourceResult, Resource, ResourceContents, ServerCapabilities, ServerConfig,
     },
     service::RequestContext,
     tool_handler,
@@ -84,6 +85,8 @@ pub struct FaultServer {
     tool_router: ToolRouter<Self>,
     /// One impact scenario at a time: they bind ports and measure latency.
     impact_slot: impact::ImpactSlot,
+    /// The calls run as tasks, one store for every session of this process.
+    tasks: tasks::Tasks,
 }
 
 impl FaultServer {
@@ -102,6 +105,7 @@ impl FaultServer {
             settings: Arc::new(settings),
             tool_router,
             impact_slot: impact::ImpactSlot::default(),
+            tasks: tasks::Tasks::default(),
         }
     }
 
@@ -147,6 +151,7 @@ impl ServerHandler for FaultServer {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_resources()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(Implementation::new("fault", env!("CARGO_PKG_VERSION")))
@@ -234,8 +239,27 @@ impl ServerHandler for FaultServer {
                 return Ok(tool_error(wrong).into());
             }
         }
+        if tasks::runs_as_task(&request.name) && declared_tasks(&context) {
+            return self.start_task(request, context);
+        }
         let call = ToolCallContext::new(self, request, context);
         self.tool_router.call(call).await
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, rmcp::ErrorData> {
+        self.tasks.get(&request)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), rmcp::ErrorData> {
+        self.tasks.cancel(&request.task_id)
     }
 
     /// rmcp hands a `tools/call` whose params it cannot read (e.g. `arguments` not an object) here as a
@@ -255,6 +279,40 @@ impl ServerHandler for FaultServer {
         };
         Err(rmcp::ErrorData::new(code, message, None))
     }
+}
+
+impl FaultServer {
+    /// Runs a validated call as a task: the same tool on the same arguments, with the task's own
+    /// cancellation and its status line in place of progress notifications (the request is answered at once).
+    fn start_task(
+        &self,
+        request: CallToolRequestParams,
+        mut context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, rmcp::ErrorData> {
+        let server = self.clone();
+        self.tasks.start(move |cancel, status| {
+            context.ct = cancel;
+            context.meta.remove("progressToken");
+            context.extensions.insert(status);
+            async move {
+                let call = ToolCallContext::new(&server, request, context);
+                match server.tool_router.call(call).await? {
+                    CallToolResponse::Complete(result) => Ok(result),
+                    _ => Err(rmcp::ErrorData::internal_error(
+                        "a task's tool answered with something other than a result",
+                        None,
+                    )),
+                }
+            }
+        })
+    }
+}
+
+/// Whether the request of `context` declared the tasks extension (in its `_meta`, or at `initialize`).
+fn declared_tasks(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .client_capabilities()
+        .is_some_and(|capabilities| capabilities.supports_tasks())
 }
 
 /// Whether the client of `context` declared MCP Apps with HTML views.

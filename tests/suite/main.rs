@@ -49,6 +49,7 @@ mod mcp_proxy_python;
 mod mcp_proxy_wire;
 mod mcp_server;
 mod mcp_stdio;
+mod mcp_tasks;
 mod mcp_test_server;
 mod proxy_cli;
 mod proxy_faults;

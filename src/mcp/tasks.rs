@@ -1,0 +1,206 @@
+//! Long tools as tasks (the MCP Tasks extension, `io.modelcontextprotocol/tasks`): a `tools/call` of a scenario
+//! or of indexing, from a request that declares the extension, is answered at once with a task; the run goes on
+//! without the request, `tasks/get` tells how far it is and then gives the very result the plain call would have
+//! given, and `tasks/cancel` stops it. rmcp's [`TaskManager`] keeps the tasks; this file decides which calls
+//! become tasks, bounds how many are kept, refuses what the extension forbids, and turns the run's progress into
+//! the task's status message.
+//!
+//! The store is one per server process, shared by every session: over HTTP a task outlives the request and the
+//! session that started it, and a client that comes back polls it by id.
+
+use std::{
+    collections::{HashMap, VecDeque},
+    sync::{Arc, Mutex, MutexGuard},
+    time::{Duration, Instant},
+};
+
+use rmcp::{
+    ErrorData,
+    model::{
+        CallToolResponse, CallToolResult, CreateTaskResult, GetTaskParams, GetTaskResult,
+        TaskStatus,
+    },
+    task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions},
+};
+use tokio_util::sync::CancellationToken;
+
+/// How long a task and its result are kept, from its creation (`ttlMs`).
+pub(crate) const TASK_TTL: Duration = Duration::from_secs(15 * 60);
+/// How often a client should poll a task (`pollIntervalMs`).
+pub(crate) const POLL_INTERVAL: Duration = Duration::from_secs(1);
+/// Polls of one task closer together than this are refused: a tenth of the interval the task asks for.
+pub(crate) const FASTEST_POLL: Duration = Duration::from_millis(100);
+/// Tasks kept at once, running or finished and still within their TTL. A scenario's result is a few hundred KB
+/// at most (its charts are bounded), so this bounds the bytes kept too.
+pub(crate) const MAX_TASKS: usize = 64;
+
+/// The tasks of one server process.
+#[derive(Clone, Default)]
+pub(super) struct Tasks {
+    manager: TaskManager,
+    ledger: Arc<Mutex<Ledger>>,
+}
+
+/// What rmcp's manager does not say: which ids existed (to tell an expired task from an unknown one), how many
+/// are kept, and when each was last polled.
+#[derive(Default)]
+struct Ledger {
+    /// Every task created within the last two TTLs (the longest the manager keeps one: a task may finish just
+    /// before its TTL and is then kept one TTL more), oldest first.
+    created: VecDeque<(String, Instant)>,
+    last_poll: HashMap<String, Instant>,
+}
+
+impl Ledger {
+    fn forget_expired(&mut self, now: Instant) {
+        while let Some((id, at)) = self.created.front() {
+            if now.duration_since(*at) < 2 * TASK_TTL {
+                break;
+            }
+            self.last_poll.remove(id);
+            self.created.pop_front();
+        }
+    }
+
+    fn knew(&self, id: &str) -> bool {
+        self.created.iter().any(|(known, _)| known == id)
+    }
+}
+
+/// How far a run is, for its task's status message (and nothing when the call is not a task).
+#[derive(Clone)]
+pub(super) struct TaskStatusLine(TaskContext);
+
+impl TaskStatusLine {
+    pub(super) fn set(&self, message: String) {
+        self.0.set_status_message(message);
+    }
+}
+
+impl Tasks {
+    fn ledger(&self) -> MutexGuard<'_, Ledger> {
+        self.ledger.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts `run` as a task and answers with its handle. `run` gets a cancellation token of its own (the
+    /// request is answered at once, so its token no longer says anything) and the task's status line; a
+    /// `tasks/cancel` cancels the token and the task ends `cancelled` once the run has stopped (proxies closed,
+    /// load stopped, children gone).
+    pub(super) fn start<F, Fut>(&self, run: F) -> Result<CallToolResponse, ErrorData>
+    where
+        F: FnOnce(CancellationToken, TaskStatusLine) -> Fut,
+        Fut: Future<Output = Result<CallToolResult, ErrorData>> + Send + 'static,
+    {
+        let now = Instant::now();
+        {
+            let mut ledger = self.ledger();
+            ledger.forget_expired(now);
+            if ledger.created.len() >= MAX_TASKS {
+                return Err(ErrorData::invalid_request(
+                    format!(
+                        "too many tasks: {MAX_TASKS} are kept at once (the task cap), running or finished \
+                         within their ttlMs of {} s; read or cancel earlier tasks, or call without the tasks \
+                         extension",
+                        TASK_TTL.as_secs()
+                    ),
+                    None,
+                ));
+            }
+        }
+        let options = TaskOptions::new()
+            .with_ttl_ms(TASK_TTL.as_millis() as u64)
+            .with_poll_interval_ms(POLL_INTERVAL.as_millis() as u64)
+            .with_status_message("starting");
+        let task = self.manager.spawn(options, move |context| {
+            let cancel = CancellationToken::new();
+            let running = run(cancel.clone(), TaskStatusLine(context.clone()));
+            Box::pin(async move {
+                let mut running = std::pin::pin!(running);
+                tokio::select! {
+                    outcome = &mut running => outcome.map_err(TaskExit::Error),
+                    () = context.cancelled() => {
+                        cancel.cancel();
+                        // The run stops its proxies and load on the token; the task is cancelled once it has.
+                        let _ = running.await;
+                        Err(TaskExit::Cancelled)
+                    }
+                }
+            })
+        });
+        self.ledger().created.push_back((task.task_id.clone(), now));
+        Ok(CallToolResponse::Task(CreateTaskResult::new(task)))
+    }
+
+    /// `tasks/get`: the task's state, with the result once it is done. An id never given, or given so long ago
+    /// that its task was dropped, and polls far faster than `pollIntervalMs`, are refused by name.
+    pub(super) fn get(&self, params: &GetTaskParams) -> Result<GetTaskResult, ErrorData> {
+        let id = params.task_id.as_str();
+        let task = self.manager.get_task(id).map_err(|_| self.not_found(id))?;
+        let now = Instant::now();
+        let mut ledger = self.ledger();
+        if let Some(last) = ledger.last_poll.get(id)
+            && now.duration_since(*last) < FASTEST_POLL
+            && !task.status().is_terminal()
+        {
+            return Err(ErrorData::invalid_request(
+                format!(
+                    "task {id} polled {} ms after its last poll: poll it every {} ms (its pollIntervalMs); \
+                     nothing is lost, poll again later",
+                    now.duration_since(*last).as_millis(),
+                    POLL_INTERVAL.as_millis()
+                ),
+                None,
+            ));
+        }
+        ledger.last_poll.insert(id.to_owned(), now);
+        Ok(GetTaskResult::new(task))
+    }
+
+    /// `tasks/cancel`: asks a working task to stop. A finished task cannot be cancelled (the extension's rule):
+    /// that is refused with its status.
+    pub(super) fn cancel(&self, id: &str) -> Result<(), ErrorData> {
+        let task = self.manager.get_task(id).map_err(|_| self.not_found(id))?;
+        let status = task.status();
+        if status.is_terminal() {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "task {id} is already {}: only a working task can be cancelled",
+                    status_name(status)
+                ),
+                None,
+            ));
+        }
+        self.manager.cancel_task(id).map_err(|_| self.not_found(id))
+    }
+
+    fn not_found(&self, id: &str) -> ErrorData {
+        let message = if self.ledger().knew(id) {
+            format!(
+                "task {id} has expired: tasks and their results are kept {} s from their creation (ttlMs)",
+                TASK_TTL.as_secs()
+            )
+        } else {
+            format!("unknown task: {id} (no task of this server has that id)")
+        };
+        ErrorData::invalid_params(message, None)
+    }
+}
+
+fn status_name(status: TaskStatus) -> &'static str {
+    match status {
+        TaskStatus::Working => "working",
+        TaskStatus::InputRequired => "waiting for input",
+        TaskStatus::Completed => "completed",
+        TaskStatus::Failed => "failed",
+        TaskStatus::Cancelled => "cancelled",
+        _ => "finished",
+    }
+}
+
+/// Whether calls of tool `name` run as tasks for a request that declares the extension: the long ones (the
+/// scenarios run up to minutes; indexing a large tree through a remote embeddings API can too).
+pub(super) fn runs_as_task(name: &str) -> bool {
+    name == "fault_run_mcp_chaos_scenario"
+        || name == "fault_index_source_code"
+        || super::impact::tool_names().iter().any(|tool| tool == name)
+}
