@@ -456,7 +456,11 @@ async fn run_once(
         Some(proxy_records) => join(records, proxy_records),
         None => records,
     };
-    Ok(report::figures(records, duration_ms))
+    let hints = schemas
+        .first()
+        .map(|s| s.hints().clone())
+        .unwrap_or_default();
+    Ok(report::figures(records, duration_ms, &hints))
 }
 
 /// Adds what the proxy recorded to each attempt the client made: the fault that fired, a malformed answer

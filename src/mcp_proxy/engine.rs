@@ -33,6 +33,11 @@ impl Recorder {
         self.events.is_some() || self.observer.is_some()
     }
 
+    /// Whether an observer (the `--report` recorder) watches the session.
+    pub fn observes(&self) -> bool {
+        self.observer.is_some()
+    }
+
     /// A message the proxy delivered to the client.
     pub fn client_line(&self, line: &[u8]) {
         if let Some(observer) = &self.observer {

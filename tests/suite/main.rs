@@ -38,6 +38,7 @@ mod mcp_code;
 mod mcp_errors;
 mod mcp_examples;
 mod mcp_http;
+mod mcp_judgements;
 mod mcp_load;
 mod mcp_proxy;
 mod mcp_proxy_determinism;

@@ -393,6 +393,46 @@ async fn report_text_and_structured_content_agree_on_every_figure() {
             checked += 1;
         }
     }
+    let judgement = &run["judgement"];
+    assert!(
+        text.contains(&format!(
+            "**Judgement**: {}",
+            judgement["verdict"].as_str().unwrap()
+        )),
+        "{text}"
+    );
+    for t in judgement["tools"].as_array().unwrap() {
+        let name = t["tool"].as_str().unwrap();
+        assert!(
+            text.contains(t["sentence"].as_str().unwrap()),
+            "{name}\n{text}"
+        );
+        for (column, value) in [
+            ("Failures#2", shown(&t["failures"], 0)),
+            ("Retried#3", shown(&t["retried"], 0)),
+            ("Retry wait mean (ms)#4", shown(&t["retry_wait_mean_ms"], 2)),
+            ("Retry wait min (ms)#5", shown(&t["retry_wait_min_ms"], 2)),
+            ("Cancelled#6", shown(&t["cancelled"], 0)),
+            ("Called another tool#7", shown(&t["called_another_tool"], 0)),
+            ("Gave up#8", shown(&t["gave_up"], 0)),
+            ("Recovered calls#9", shown(&t["recovered_calls"], 0)),
+            ("Unrecovered calls#10", shown(&t["unrecovered_calls"], 0)),
+            ("Runaways#11", shown(&t["runaways"], 0)),
+            ("Max attempts#12", shown(&t["max_attempts"], 0)),
+            ("Duplicate writes#13", shown(&t["duplicate_writes"], 0)),
+            ("Harmless retries#14", shown(&t["harmless_retries"], 0)),
+            (
+                "Retry-After honoured#15",
+                format!(
+                    "{} of {}",
+                    t["retry_after_honoured"], t["retry_after_asked"]
+                ),
+            ),
+        ] {
+            assert_eq!(cell(name, column), value, "{name} {column}\n{text}");
+            checked += 1;
+        }
+    }
     assert!(checked > 200, "{checked} figures compared");
     // Something happened on each axis, so the comparison is not of zeros only.
     assert!(run["overall"]["faults_injected"].as_u64().unwrap() > 0);

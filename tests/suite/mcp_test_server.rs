@@ -84,13 +84,13 @@ async fn create_order_is_a_destructive_write_whose_orders_the_server_counts() {
         let a = tool.annotations.as_ref().expect("annotations");
         (a.read_only_hint, a.destructive_hint, a.idempotent_hint)
     };
-    assert_eq!(hints("create_order"), (Some(false), Some(true), Some(false)));
+    assert_eq!(
+        hints("create_order"),
+        (Some(false), Some(true), Some(false))
+    );
     assert_eq!(hints("orders_count").0, Some(true));
     let count = |result: &rmcp::model::CallToolResult| structured(result)["count"].clone();
-    assert_eq!(
-        count(&call_ok(&client, "orders_count", json!({})).await),
-        0
-    );
+    assert_eq!(count(&call_ok(&client, "orders_count", json!({})).await), 0);
     // The same arguments twice: two orders.
     for expected in [1, 2] {
         let order = call_ok(
@@ -104,19 +104,17 @@ async fn create_order_is_a_destructive_write_whose_orders_the_server_counts() {
             json!({"order_id": expected, "item_id": 7, "quantity": 3, "total": 1662.99})
         );
     }
-    assert_eq!(
-        count(&call_ok(&client, "orders_count", json!({})).await),
-        2
-    );
-    let bad = call(&client, "create_order", json!({"item_id": 7, "quantity": 0}))
-        .await
-        .unwrap();
+    assert_eq!(count(&call_ok(&client, "orders_count", json!({})).await), 2);
+    let bad = call(
+        &client,
+        "create_order",
+        json!({"item_id": 7, "quantity": 0}),
+    )
+    .await
+    .unwrap();
     assert!(is_error(&bad));
     assert!(text(&bad).contains("`quantity`"), "{}", text(&bad));
-    assert_eq!(
-        count(&call_ok(&client, "orders_count", json!({})).await),
-        2
-    );
+    assert_eq!(count(&call_ok(&client, "orders_count", json!({})).await), 2);
     client.cancel().await.unwrap();
 }
 

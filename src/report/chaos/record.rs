@@ -4,6 +4,8 @@
 
 use std::collections::HashMap;
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// What the client ended up with for one call.
@@ -85,7 +87,73 @@ pub struct CallRecord {
     pub session: u32,
     /// The JSON-RPC request id (its key: `1` and `"1"` differ), when the call was sent.
     pub request_id: Option<String>,
+    /// How long the answer asked the client to wait before trying again (`data.retryAfterSeconds` of a
+    /// JSON-RPC error).
+    pub retry_after_ms: Option<f64>,
 }
+
+/// The `retryAfterSeconds` of a JSON-RPC error's `data`, in ms.
+pub fn retry_after_ms(error: &Value) -> Option<f64> {
+    let seconds = error.get("data")?.get("retryAfterSeconds")?.as_f64()?;
+    (seconds.is_finite() && seconds >= 0.0).then_some(seconds * 1000.0)
+}
+
+/// A tool's behaviour hints, as its `tools/list` entry's `annotations` gave them; `None` where it said
+/// nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolHints {
+    /// Whether the listing named the tool at all.
+    pub listed: bool,
+    /// `readOnlyHint`.
+    pub read_only: Option<bool>,
+    /// `destructiveHint`.
+    pub destructive: Option<bool>,
+    /// `idempotentHint`.
+    pub idempotent: Option<bool>,
+}
+
+impl ToolHints {
+    fn of(annotations: Option<&Value>) -> Self {
+        let hint = |key: &str| {
+            annotations
+                .and_then(|a| a.get(key))
+                .and_then(Value::as_bool)
+        };
+        Self {
+            listed: true,
+            read_only: hint("readOnlyHint"),
+            destructive: hint("destructiveHint"),
+            idempotent: hint("idempotentHint"),
+        }
+    }
+
+    /// Whether running the tool twice may do its effect twice: it is neither read-only nor idempotent. An
+    /// absent hint counts as false, as the MCP specification says of both.
+    pub fn repeats_effect(&self) -> bool {
+        !self.read_only.unwrap_or(false) && !self.idempotent.unwrap_or(false)
+    }
+
+    /// The hints as the listing gave them, e.g. "readOnlyHint false, destructiveHint true, idempotentHint
+    /// absent".
+    pub fn describe(&self) -> String {
+        if !self.listed {
+            return "not listed (no hints: taken as neither read-only nor idempotent)".to_owned();
+        }
+        let hint = |name: &str, value: Option<bool>| match value {
+            Some(v) => format!("{name} {v}"),
+            None => format!("{name} absent"),
+        };
+        format!(
+            "{}, {}, {}",
+            hint("readOnlyHint", self.read_only),
+            hint("destructiveHint", self.destructive),
+            hint("idempotentHint", self.idempotent)
+        )
+    }
+}
+
+/// Hints by tool name.
+pub type Hints = HashMap<String, ToolHints>;
 
 /// Output schemas by tool, from a `tools/list` result.
 #[derive(Default)]
@@ -93,6 +161,7 @@ pub struct Schemas {
     validators: HashMap<String, jsonschema::Validator>,
     /// Every tool the listing named, in its order.
     names: Vec<String>,
+    hints: Hints,
 }
 
 impl Schemas {
@@ -109,6 +178,8 @@ impl Schemas {
             if !self.names.iter().any(|n| n == name) {
                 self.names.push(name.to_owned());
             }
+            self.hints
+                .insert(name.to_owned(), ToolHints::of(tool.get("annotations")));
             match tool.get("outputSchema") {
                 Some(schema) => match jsonschema::validator_for(schema) {
                     Ok(validator) => {
@@ -126,6 +197,11 @@ impl Schemas {
     /// The tools the listing named.
     pub fn names(&self) -> &[String] {
         &self.names
+    }
+
+    /// The listed tools' annotations.
+    pub fn hints(&self) -> &Hints {
+        &self.hints
     }
 
     /// How a `tools/call` result of `tool` ends: an error, a valid payload, or an invalid one. The payload
@@ -239,6 +315,7 @@ mod tests {
             logical: None,
             session: 0,
             request_id: None,
+            retry_after_ms: None,
         }
     }
 

@@ -123,6 +123,8 @@ impl Exchange {
     /// Answers `reply` in the server's place.
     fn reply(&mut self, reply: &Reply) -> Response<ProxyBody> {
         let mut line = reply.line(&self.id());
+        // The report reads what the client was told (e.g. a Retry-After) before the call's event.
+        self.proxy.engine().recorder.client_line(&line);
         self.finish(reply_outcome(reply));
         if line.last() == Some(&b'\n') {
             line.pop();
