@@ -45,6 +45,7 @@ mod mcp_proxy_determinism;
 mod mcp_proxy_http;
 mod mcp_proxy_http_session;
 mod mcp_proxy_http_upstream;
+mod mcp_proxy_lies;
 mod mcp_proxy_peers;
 mod mcp_proxy_python;
 mod mcp_proxy_wire;
