@@ -266,6 +266,7 @@ fn main() {
                 run: chaos::figures(records, seconds as f64 * 1000.0, &Default::default()),
                 baseline: None,
                 comparison: None,
+                gates: None,
             };
             let _ = chaos::render(&report);
             report

@@ -154,6 +154,7 @@ pub async fn run(
             num_clients: spec.load.num_clients,
             schedule: spec.load.describe(),
         }),
+        gates: report::gates::evaluate(&spec.plan.gates, &run),
         run,
         baseline,
         comparison,

@@ -19,7 +19,7 @@ use crate::{
         stdio::ServerCommand,
     },
     mcp_wire::{endpoint::parse_endpoint, http_session::header_map},
-    report::chart::page_file::PageFile,
+    report::{chaos::gates::Gates, chart::page_file::PageFile},
 };
 
 /// Logical calls one run may make.
@@ -127,6 +127,11 @@ pub(super) struct McpChaosInput {
     /// Run the same calls without faults first and add a with/without table. Default false.
     #[serde(default)]
     baseline: Lenient<bool>,
+    /// Budgets the run must meet, over the plan's `gates`: {max_detection_ms, max_recovery_ms,
+    /// require_clean_timeout, max_runaways, duplicate_writes}. The report says PASSED or FAILED for each.
+    /// Default none.
+    #[serde(default)]
+    gates: Option<Gates>,
     /// Also write the report as one self-contained HTML page (the report, its charts, the figures as JSON;
     /// opens from disk with no network) to this path, e.g. "/tmp/chaos.html". Checked before the run: its
     /// directory must exist and be writable. Default: no file.
@@ -140,6 +145,9 @@ impl McpChaosInput {
         let mut plan = plan(self.plan)?;
         if let Some(seed) = self.seed.0 {
             plan.seed = seed;
+        }
+        if let Some(gates) = &self.gates {
+            plan.gates = plan.gates.overridden_by(gates);
         }
         if self.calls.is_empty() || self.calls.len() > 1000 {
             return Err(bad(

@@ -15,6 +15,7 @@ use super::stdio::{
     self, ClientSide, RelayError, RelayOptions, ServerCommand, ServerStderr, ServerTarget,
 };
 use crate::mcp_wire::endpoint::{Endpoint, EndpointError, EndpointOptions};
+use crate::report::chaos::gates::Gates;
 
 /// Arguments of `fault mcp-proxy [--plan FILE] [--seed N] [--events FILE] [--report FILE] [--strict]
 /// (-- COMMAND [ARGS…] | --upstream URL [--listen ADDR] [--upstream-fault FLAGS]… [--upstream-ca PATH])`.
@@ -66,6 +67,11 @@ pub struct McpProxyArgs {
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
 
+    /// Gates the session must meet (over the plan's `gates:`): the report says PASSED or FAILED for each,
+    /// and the proxy exits non-zero when one fails.
+    #[command(flatten)]
+    pub gates: Gates,
+
     /// Fail closed: when the proxy cannot apply a fault, answer the client with a JSON-RPC error instead of
     /// passing the original message on.
     #[arg(long)]
@@ -97,6 +103,8 @@ pub enum McpProxyError {
         path: String,
         source: std::io::Error,
     },
+    #[error("gates {0}")]
+    GatesFailed(String),
 }
 
 /// Runs `fault mcp-proxy`.
@@ -111,6 +119,7 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
     if args.strict {
         plan.mode = Mode::Strict;
     }
+    plan.gates = plan.gates.overridden_by(&args.gates);
     if args.print_plan {
         print!("{}", plan.to_yaml()); // stdout-ok: --print-plan's output, not an MCP session
         return Ok(());
@@ -135,10 +144,9 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
     if args.listen.is_none() {
         stdio::check_stdio_plan(&plan)?;
     }
-    let recorder = args
-        .report
-        .as_ref()
-        .map(|_| Arc::new(Mutex::new(ReportObserver::new(&plan, &command))));
+    // Gates are judged on the report's figures, so they record the session even without --report.
+    let recorder = (args.report.is_some() || !plan.gates.is_empty())
+        .then(|| Arc::new(Mutex::new(ReportObserver::new(&plan, &command))));
     let on_signal = match (&args.report, &recorder) {
         (Some(path), Some(recorder)) => report_on_signal(path.clone(), recorder.clone()),
         _ => None,
@@ -206,7 +214,16 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
             source,
         })?;
     }
-    relayed
+    relayed?;
+    let gates = recorder.and_then(|r| r.lock().unwrap_or_else(|p| p.into_inner()).report().gates);
+    match gates {
+        Some(gates) if !gates.passed => Err(McpProxyError::GatesFailed(gates.summary())),
+        Some(gates) => {
+            tracing::info!("mcp-proxy: gates {}", gates.summary());
+            Ok(())
+        }
+        None => Ok(()),
+    }
 }
 
 /// An endpoint error with the flag its input came from.

@@ -19,6 +19,7 @@ use super::{
 use crate::mcp_wire::jsonrpc::{Envelope, Outcome, id_key};
 use crate::report::chaos::{
     self as report, ChaosReport, PlannedFaultInfo,
+    gates::Gates,
     record::{CallOutcome, CallRecord, Schemas, retry_after_ms},
 };
 
@@ -50,6 +51,7 @@ pub struct ReportObserver {
     server: String,
     seed: u64,
     faults: Vec<PlannedFaultInfo>,
+    gates: Gates,
     started: Instant,
     started_at: String,
     schemas: Schemas,
@@ -68,6 +70,7 @@ impl ReportObserver {
             server: command.join(" "),
             seed: plan.seed,
             faults: planned_faults(plan),
+            gates: plan.gates.clone(),
             started: Instant::now(),
             started_at: now(),
             schemas: Schemas::default(),
@@ -78,10 +81,12 @@ impl ReportObserver {
         }
     }
 
-    /// The report of everything seen so far.
+    /// The report of everything seen so far, its gates judged.
     pub fn report(&self) -> ChaosReport {
         let duration_ms = self.started.elapsed().as_secs_f64() * 1000.0;
+        let run = report::figures(self.records.clone(), duration_ms, self.schemas.hints());
         ChaosReport {
+            gates: report::gates::evaluate(&self.gates, &run),
             title: "MCP Chaos Report".into(),
             started_at: self.started_at.clone(),
             ended_at: now(),
@@ -89,7 +94,7 @@ impl ReportObserver {
             seed: self.seed,
             faults: self.faults.clone(),
             client: None,
-            run: report::figures(self.records.clone(), duration_ms, self.schemas.hints()),
+            run,
             baseline: None,
             comparison: None,
         }

@@ -193,6 +193,61 @@ fn tables(text: &str) -> BTreeMap<(String, String), String> {
     cells
 }
 
+/// Gates as the tool's field over the plan's: the result says FAILED with the gate that broke, PASSED for
+/// the one that held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_gate_makes_the_result_say_failed_with_the_gate() {
+    let client = common::spawn().await;
+    let (text, report) = run(
+        &client,
+        json!({
+            "server": test_server(),
+            "plan": {"faults": [{"type": "recover_after", "tools": ["echo"], "failures": 3,
+                                 "then": {"type": "error"}}],
+                     "gates": {"max_runaways": 5, "duplicate_writes": 3}},
+            "calls": [{"tool": "echo", "arguments": {"text": "hi"}}],
+            "client": {"retries": 3},
+            "gates": {"max_runaways": 0, "max_recovery_ms": 60000},
+        }),
+    )
+    .await;
+    assert!(
+        text.contains("**Gates: FAILED: max_runaways 1 (echo) (allowed 0)**"),
+        "{text}"
+    );
+    assert!(text.contains("| max_recovery_ms | 60000 ms |"), "{text}");
+    let gates: Vec<(String, bool)> = report["gates"]["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["gate"].as_str().unwrap().to_owned(), g["passed"] == true))
+        .collect();
+    assert_eq!(
+        gates,
+        [
+            ("max_recovery_ms".to_owned(), true),
+            ("max_runaways".to_owned(), false),
+            ("duplicate_writes".to_owned(), true),
+        ]
+    );
+    // echo is read-only: its retries of calls the server never got are no duplicate writes.
+    assert_eq!(report["run"]["judgement"]["duplicate_writes"], 0);
+    let refused = common::call(
+        &client,
+        "fault_run_mcp_chaos_scenario",
+        json!({"server": test_server(), "calls": [{"tool": "echo"}], "gates": {"max_runaway": 0}}),
+    )
+    .await
+    .unwrap();
+    assert!(common::is_error(&refused));
+    assert!(
+        common::text(&refused).contains("max_runaway"),
+        "{}",
+        common::text(&refused)
+    );
+    client.cancel().await.unwrap();
+}
+
 fn shown(value: &Value, decimals: usize) -> String {
     match value {
         Value::Null => "-".to_owned(),

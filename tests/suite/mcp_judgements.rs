@@ -2,7 +2,7 @@
 //! (the official MCP Python SDK and FastMCP's client, over stdio and Streamable HTTP) and the MCP Inspector's
 //! CLI, through `fault mcp-proxy --report` in front of `fault mcp-test-server`, gets the verdicts the book's
 //! table of behaviour → verdict gives (docs/src/chaos-scenarios.md), and the test server's own count of
-//! orders agrees with the duplicate writes the report names.
+//! orders agrees with the duplicate writes the report names. A broken gate makes the proxy exit non-zero.
 
 use std::{
     path::{Path, PathBuf},
@@ -460,4 +460,133 @@ async fn the_mcp_inspector_cli_gives_up_after_one_failure() {
         &json!({"orders": 0}),
         &report,
     );
+}
+
+/// A broken gate: `fault mcp-proxy` over stdio exits non-zero naming it, and its report says FAILED; the same
+/// session within its gates exits 0 and says PASSED.
+#[tokio::test]
+async fn a_broken_gate_makes_the_stdio_proxy_exit_non_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.yaml");
+    std::fs::write(
+        &plan,
+        "faults:\n  - type: error\n    tools: [get_item]\n    first_n: 3\ngates:\n  duplicate_writes: 0\n",
+    )
+    .unwrap();
+    let session = |flags: &'static [&'static str], report: PathBuf| {
+        let plan = plan.clone();
+        async move {
+            let mut proxy = Command::new(common::fault_bin())
+                .args(["--log-level", "warn", "mcp-proxy", "--plan"])
+                .arg(&plan)
+                .arg("--report")
+                .arg(&report)
+                .args(flags)
+                .args([
+                    "--",
+                    common::fault_bin(),
+                    "--log-level",
+                    "warn",
+                    "mcp-test-server",
+                ])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .kill_on_drop(true)
+                .spawn()
+                .unwrap();
+            let mut stdin = proxy.stdin.take().unwrap();
+            let mut lines = BufReader::new(proxy.stdout.take().unwrap()).lines();
+            let handshake = [
+                r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#.to_owned(),
+                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned(),
+            ];
+            // The same call four times in a row, each after the answer to the one before: three failures,
+            // then a result.
+            let calls = (1..=4).map(|id| {
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"get_item","arguments":{{"id":1}}}}}}"#
+                )
+            });
+            for line in handshake.into_iter().chain(calls) {
+                stdin
+                    .write_all(format!("{line}\n").as_bytes())
+                    .await
+                    .unwrap();
+                if !line.contains("notifications/") {
+                    lines.next_line().await.unwrap().unwrap();
+                }
+            }
+            drop(stdin);
+            let output = tokio::time::timeout(Duration::from_secs(30), proxy.wait_with_output())
+                .await
+                .expect("the proxy exits when its client closes")
+                .unwrap();
+            let report: Value =
+                serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+            (output, report)
+        }
+    };
+    let (output, report) = session(&["--max-runaways", "0"], dir.path().join("failed.json")).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("gates FAILED: max_runaways 1 (get_item) (allowed 0)"),
+        "{stderr}"
+    );
+    let gates = &report["gates"];
+    assert_eq!(gates["passed"], false, "{gates}");
+    let results: Vec<(&str, bool)> = gates["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["gate"].as_str().unwrap(), g["passed"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(
+        results,
+        [("max_runaways", false), ("duplicate_writes", true)]
+    );
+
+    let (output, report) = session(&["--max-runaways", "1"], dir.path().join("passed.json")).await;
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(report["gates"]["passed"], true, "{}", report["gates"]);
+}
+
+/// The same over Streamable HTTP, with an mcptest suite's `recovery:` budget read as mcptest means it: the
+/// immediate retry loop never recovers within 1 ms, and the proxy stopped by SIGTERM exits non-zero.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcptest_recovery_budget_gates_the_http_proxy() {
+    let Some(python) = python("mcp_judgements::an_mcptest_recovery_budget_gates_the_http_proxy")
+    else {
+        return;
+    };
+    let (behaviour, plan) = BEHAVIOURS[0];
+    let suite = format!(
+        "{plan}agents:\n  - name: retries get_item\n    model: any\n    prompt: get item 1\n    recovery:\n      max_detection_ms: 3000\n      max_recovery_ms: 1\n      require_clean_timeout: true\n"
+    );
+    let mut proxy = HttpProxy::start(&suite).await;
+    run_client(&python, json!({"behaviour": behaviour, "url": proxy.url})).await;
+    let pid = proxy.proxy.id().unwrap().to_string();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(20), proxy.proxy.wait())
+        .await
+        .expect("the proxy exits on SIGTERM")
+        .unwrap();
+    assert!(!status.success());
+    let report = read_report(&proxy.report).await;
+    let gates = &report["gates"]["gates"];
+    assert_eq!(gates[0]["gate"], "max_detection_ms");
+    assert_eq!(gates[1]["gate"], "require_clean_timeout");
+    assert_eq!(
+        (gates[2]["gate"].as_str(), gates[2]["passed"].as_bool()),
+        (Some("max_recovery_ms"), Some(false))
+    );
+    assert_eq!(report["gates"]["passed"], false);
 }

@@ -3,6 +3,7 @@
 
 use std::fmt::Write;
 
+use super::gates::GateReport;
 use super::head_of_line::{BLOCKED_RATIO, HeadOfLine, MIN_CALLS, SLOWER_FACTOR};
 use super::judgement::{Judgement, MAX_FOLLOW_UPS, NextStep, RETRY_AFTER_SLACK_MS};
 use super::{ChaosFigures, ChaosReport, LatencyFigures, RUNAWAY_ATTEMPTS, ToolFigures};
@@ -60,6 +61,9 @@ fn write_report(out: &mut String, report: &ChaosReport) -> std::fmt::Result {
             client.retries,
             client.backoff_ms
         )?;
+    }
+    if let Some(gates) = &report.gates {
+        write_gates(out, gates)?;
     }
     writeln!(out, "**Faults Applied**:\n")?;
     if report.faults.is_empty() {
@@ -439,4 +443,22 @@ read-only or idempotent tool is harmless. Retry-After is honoured when the retry
 (`retryAfterSeconds`) after the answer, less {RETRY_AFTER_SLACK_MS} ms. A run handles its failures well with no \
 runaway, no duplicate write and no ignored Retry-After._\n"
     )
+}
+
+/// PASSED or FAILED first, then each gate.
+fn write_gates(out: &mut String, gates: &GateReport) -> std::fmt::Result {
+    writeln!(out, "**Gates: {}**\n", gates.summary())?;
+    writeln!(out, "| Gate | Allowed | Measured | Result |")?;
+    writeln!(out, "|------|---------|----------|--------|")?;
+    for g in &gates.gates {
+        writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            g.gate,
+            g.limit,
+            g.measured,
+            if g.passed { "PASSED" } else { "FAILED" }
+        )?;
+    }
+    writeln!(out)
 }

@@ -20,6 +20,7 @@ use std::collections::{BTreeMap, HashMap};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub mod gates;
 pub mod head_of_line;
 pub mod judgement;
 pub mod latency;
@@ -233,6 +234,9 @@ pub struct ChaosReport {
     /// The same calls without faults, when `baseline` was asked for.
     pub baseline: Option<ChaosFigures>,
     pub comparison: Option<Vec<ComparisonRow>>,
+    /// The run's gates, PASSED or FAILED each, when any were given.
+    #[serde(default)]
+    pub gates: Option<gates::GateReport>,
 }
 
 fn mean(values: &[f64]) -> Option<f64> {

@@ -153,6 +153,10 @@ impl<'a> ChaosFigure<'a> {
         if let Some(why) = self.inconclusive() {
             lines.push((format!("Inconclusive: {why}"), WARNING));
         }
+        if let Some(gates) = &self.report.gates {
+            let colour = if gates.passed { TEXT } else { WARNING };
+            lines.push((format!("Gates: {}", gates.summary()), colour));
+        }
         let judgement = &run.judgement;
         let colour = if judgement.handled_well {
             TEXT
