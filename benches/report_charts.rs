@@ -267,6 +267,7 @@ fn main() {
                 baseline: None,
                 comparison: None,
                 gates: None,
+                sessions: None,
             };
             let _ = chaos::render(&report);
             report

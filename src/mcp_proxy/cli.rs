@@ -15,7 +15,7 @@ use super::stdio::{
     self, ClientSide, RelayError, RelayOptions, ServerCommand, ServerStderr, ServerTarget,
 };
 use crate::mcp_wire::endpoint::{Endpoint, EndpointError, EndpointOptions};
-use crate::report::chaos::gates::Gates;
+use crate::report::chaos::{ChaosReport, gates::Gates};
 
 /// Arguments of `fault mcp-proxy [--plan FILE] [--seed N] [--events FILE] [--report FILE] [--strict]
 /// (-- COMMAND [ARGS…] | --upstream URL [--listen ADDR] [--upstream-fault FLAGS]… [--upstream-ca PATH])`.
@@ -77,6 +77,11 @@ pub struct McpProxyArgs {
     #[arg(long)]
     pub strict: bool,
 
+    /// Print pass^k over the JSON reports (`--report FILE.json`) of k sessions of the same plan, then exit:
+    /// how many sessions handled every failure well, and pass^1 … pass^k.
+    #[arg(long, value_name = "REPORT_JSON", num_args = 1..)]
+    pub pass_k: Vec<PathBuf>,
+
     /// Print the normalised plan (YAML) and exit.
     #[arg(long)]
     pub print_plan: bool,
@@ -105,10 +110,40 @@ pub enum McpProxyError {
     },
     #[error("gates {0}")]
     GatesFailed(String),
+    #[error("--pass-k {path}: {reason}")]
+    PassK { path: String, reason: String },
+}
+
+/// The most a session's JSON report may weigh for `--pass-k`.
+const MAX_REPORT_BYTES: u64 = 64 << 20;
+
+/// pass^k over the sessions whose JSON reports are at `paths`, as markdown.
+fn pass_k(paths: &[PathBuf]) -> Result<String, McpProxyError> {
+    let reports = paths
+        .iter()
+        .map(|path| {
+            let refused = |reason: String| McpProxyError::PassK {
+                path: path.display().to_string(),
+                reason,
+            };
+            let text = crate::files::read_text(path, MAX_REPORT_BYTES)
+                .map_err(|e| refused(e.to_string()))?;
+            serde_json::from_str::<ChaosReport>(&text)
+                .map_err(|e| refused(format!("not a JSON chaos report (--report FILE.json): {e}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let judgements: Vec<_> = reports.iter().map(|r| &r.run.judgement).collect();
+    Ok(crate::report::chaos::render_sessions(
+        &crate::report::chaos::sessions::sessions(&judgements),
+    ))
 }
 
 /// Runs `fault mcp-proxy`.
 pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
+    if !args.pass_k.is_empty() {
+        print!("{}", pass_k(&args.pass_k)?); // stdout-ok: --pass-k's output, not an MCP session
+        return Ok(());
+    }
     let mut plan = match &args.plan {
         Some(path) => Plan::load(path)?,
         None => Plan::default(),

@@ -97,6 +97,7 @@ impl ReportObserver {
             run,
             baseline: None,
             comparison: None,
+            sessions: None,
         }
     }
 

@@ -248,6 +248,41 @@ async fn a_broken_gate_makes_the_result_say_failed_with_the_gate() {
     client.cancel().await.unwrap();
 }
 
+/// `sessions: k` runs the plan k times, each with its own proxy and server: how many sessions handled their
+/// failures well, and pass^1 … pass^k.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_of_one_plan_give_pass_k() {
+    let client = common::spawn().await;
+    let (text, report) = run(
+        &client,
+        json!({
+            "server": test_server(),
+            "plan": {"faults": [{"type": "recover_after", "tools": ["echo"], "failures": 3,
+                                 "then": {"type": "error"}}]},
+            "calls": [{"tool": "echo", "arguments": {"text": "hi"}}],
+            "client": {"retries": 3},
+            "sessions": 3,
+        }),
+    )
+    .await;
+    let sessions = &report["sessions"];
+    assert_eq!(sessions["sessions"], 3, "{text}");
+    assert_eq!(sessions["handled_well"], 0);
+    assert_eq!(
+        sessions["pass"],
+        json!([{"j": 1, "pass": 0.0}, {"j": 2, "pass": 0.0}, {"j": 3, "pass": 0.0}])
+    );
+    assert!(
+        text.contains("**Sessions**: 0 of 3 handled every failure well"),
+        "{text}"
+    );
+    assert!(
+        text.contains("| 3 | mishandled: 1 runaway (echo) |"),
+        "{text}"
+    );
+    client.cancel().await.unwrap();
+}
+
 fn shown(value: &Value, decimals: usize) -> String {
     match value {
         Value::Null => "-".to_owned(),

@@ -590,3 +590,57 @@ async fn an_mcptest_recovery_budget_gates_the_http_proxy() {
     );
     assert_eq!(report["gates"]["passed"], false);
 }
+
+/// `fault mcp-proxy --pass-k` over the JSON reports of k sessions of one plan: one client that honours
+/// Retry-After and one that loops, so one of two sessions handled its failures well.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pass_k_over_the_reports_of_proxy_sessions() {
+    let Some(python) = python("mcp_judgements::pass_k_over_the_reports_of_proxy_sessions") else {
+        return;
+    };
+    let plan = BEHAVIOURS[1].1;
+    let dir = tempfile::tempdir().unwrap();
+    let mut paths = Vec::new();
+    for behaviour in ["backoff_retry_after", "immediate_retry_loop"] {
+        let (_, report) = over_stdio(&python, "sdk", behaviour, plan).await;
+        let path = dir.path().join(format!("{behaviour}.json"));
+        std::fs::write(&path, report.to_string()).unwrap();
+        paths.push(path);
+    }
+    let output = Command::new(common::fault_bin())
+        .args(["mcp-proxy", "--pass-k"])
+        .args(&paths)
+        .output()
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        text.contains("**Sessions**: 1 of 2 handled every failure well"),
+        "{text}"
+    );
+    assert!(
+        text.contains("| pass^1 | pass^2 |\n|---|---|\n| 0.5000 | 0.0000 |"),
+        "{text}"
+    );
+    assert!(
+        text.contains("| 2 | mishandled: 2 ignored Retry-After (get_item) |"),
+        "{text}"
+    );
+    let refused = Command::new(common::fault_bin())
+        .args(["mcp-proxy", "--pass-k"])
+        .arg(dir.path().join("missing.json"))
+        .output()
+        .await
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("--pass-k"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+}

@@ -6,6 +6,7 @@ use std::fmt::Write;
 use super::gates::GateReport;
 use super::head_of_line::{BLOCKED_RATIO, HeadOfLine, MIN_CALLS, SLOWER_FACTOR};
 use super::judgement::{Judgement, MAX_FOLLOW_UPS, NextStep, RETRY_AFTER_SLACK_MS};
+use super::sessions::SessionsFigures;
 use super::{ChaosFigures, ChaosReport, LatencyFigures, RUNAWAY_ATTEMPTS, ToolFigures};
 
 fn opt_ms(value: Option<f64>) -> String {
@@ -64,6 +65,9 @@ fn write_report(out: &mut String, report: &ChaosReport) -> std::fmt::Result {
     }
     if let Some(gates) = &report.gates {
         write_gates(out, gates)?;
+    }
+    if let Some(sessions) = &report.sessions {
+        write_sessions(out, sessions)?;
     }
     writeln!(out, "**Faults Applied**:\n")?;
     if report.faults.is_empty() {
@@ -461,4 +465,44 @@ fn write_gates(out: &mut String, gates: &GateReport) -> std::fmt::Result {
         )?;
     }
     writeln!(out)
+}
+
+/// The sessions' figures alone, as [`render`] shows them.
+pub fn render_sessions(sessions: &SessionsFigures) -> String {
+    let mut out = String::new();
+    // Writing into a String cannot fail.
+    let _ = write_sessions(&mut out, sessions);
+    out
+}
+
+/// k sessions of the plan: the share that handled every failure well, and pass^j.
+fn write_sessions(out: &mut String, sessions: &SessionsFigures) -> std::fmt::Result {
+    writeln!(
+        out,
+        "**Sessions**: {} of {} handled every failure well (no runaway, no duplicate write, Retry-After honoured).\n",
+        sessions.handled_well, sessions.sessions
+    )?;
+    writeln!(out, "| Session | Judgement |")?;
+    writeln!(out, "|---------|-----------|")?;
+    for (i, verdict) in sessions.verdicts.iter().enumerate() {
+        writeln!(out, "| {} | {} |", i + 1, verdict.replace('|', "\\|"))?;
+    }
+    writeln!(out)?;
+    let header: Vec<String> = sessions
+        .pass
+        .iter()
+        .map(|p| format!("pass^{}", p.j))
+        .collect();
+    writeln!(out, "| {} |", header.join(" | "))?;
+    writeln!(out, "|{}", "---|".repeat(header.len()))?;
+    let values: Vec<String> = sessions
+        .pass
+        .iter()
+        .map(|p| format!("{:.4}", p.pass))
+        .collect();
+    writeln!(out, "| {} |\n", values.join(" | "))?;
+    writeln!(
+        out,
+        "_pass^j = C(c, j) / C(k, j) for c of k sessions handled well: the chance that j sessions drawn from them all were._\n"
+    )
 }

@@ -26,6 +26,7 @@ pub mod judgement;
 pub mod latency;
 pub mod markdown;
 pub mod record;
+pub mod sessions;
 pub mod timeline;
 
 use head_of_line::{HeadOfLine, head_of_line};
@@ -35,7 +36,7 @@ use latency::{latency, queueing, service};
 use record::{CallOutcome, CallRecord, Hints, infer_logical};
 use timeline::{CallTimeline, timeline};
 
-pub use markdown::render;
+pub use markdown::{render, render_sessions};
 
 use super::{SecondFigures, latency_histogram, ms, quantile, ratio, record_ms, round2, sparklines};
 
@@ -237,6 +238,10 @@ pub struct ChaosReport {
     /// The run's gates, PASSED or FAILED each, when any were given.
     #[serde(default)]
     pub gates: Option<gates::GateReport>,
+    /// With more than one session of the plan: how many handled their failures well, and pass^k. The
+    /// report's figures are the first session's.
+    #[serde(default)]
+    pub sessions: Option<sessions::SessionsFigures>,
 }
 
 fn mean(values: &[f64]) -> Option<f64> {
