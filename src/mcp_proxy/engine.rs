@@ -48,6 +48,16 @@ impl Recorder {
         }
     }
 
+    /// An HTTP answer to call `id` that asked the client to wait `wait_ms` (`Retry-After`).
+    pub fn retry_after(&self, id: &serde_json::Value, wait_ms: f64) {
+        if let Some(observer) = &self.observer {
+            observer
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .retry_after(id, wait_ms);
+        }
+    }
+
     pub fn record(&mut self, event: &CallEvent) {
         if let Some(events) = self.events.as_mut() {
             events.write(event);

@@ -161,6 +161,13 @@ impl CallObserver for ReportObserver {
         }
     }
 
+    fn retry_after(&mut self, id: &Value, wait_ms: f64) {
+        if self.retry_after.len() >= MAX_HELD_RESULTS {
+            self.retry_after.clear();
+        }
+        self.retry_after.insert(id_key(id), wait_ms);
+    }
+
     fn call(&mut self, event: &CallEvent) {
         if event.method != "tools/call" {
             return;

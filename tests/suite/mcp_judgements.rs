@@ -644,3 +644,33 @@ async fn pass_k_over_the_reports_of_proxy_sessions() {
         String::from_utf8_lossy(&refused.stderr)
     );
 }
+
+/// Over Streamable HTTP, a 429 with `Retry-After` asks for a wait as `retryAfterSeconds` does: a client that
+/// retries at once ignored it, one that waits honoured it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_429_retry_after_is_judged() {
+    let Some(python) = python("mcp_judgements::an_http_429_retry_after_is_judged") else {
+        return;
+    };
+    let plan = "faults:\n  - type: http_status\n    tools: [get_item]\n    status: 429\n    retry_after_seconds: 1\n    first_n: 2\n";
+    let proxy = HttpProxy::start(plan).await;
+    let seen = run_client(
+        &python,
+        json!({"behaviour": "immediate_retry_loop", "url": proxy.url}),
+    )
+    .await;
+    let report = proxy.stop().await;
+    let get_item = report["run"]["judgement"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tool"] == "get_item")
+        .cloned()
+        .unwrap_or_else(|| panic!("no get_item: client did {seen}"));
+    assert_eq!(get_item["retry_after_asked"], 2, "{get_item}");
+    assert_eq!(get_item["retry_after_honoured"], 0, "{get_item}");
+    assert_eq!(
+        get_item["verdicts"][0]["kind"], "ignored_retry_after",
+        "{get_item}"
+    );
+}

@@ -444,7 +444,7 @@ fn write_judgement(out: &mut String, judgement: &Judgement) -> std::fmt::Result 
         "\n_A duplicate write is a retry of an attempt the server had received and whose outcome the client did not get, \
 of a tool neither read-only nor idempotent by its annotations (an absent hint counts as false); the same retry of a \
 read-only or idempotent tool is harmless. Retry-After is honoured when the retry came at least the wait asked \
-(`retryAfterSeconds`) after the answer, less {RETRY_AFTER_SLACK_MS} ms. A run handles its failures well with no \
+(`retryAfterSeconds`, or an HTTP `Retry-After`) after the answer, less {RETRY_AFTER_SLACK_MS} ms. A run handles its failures well with no \
 runaway, no duplicate write and no ignored Retry-After._\n"
     )
 }

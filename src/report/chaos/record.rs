@@ -88,7 +88,7 @@ pub struct CallRecord {
     /// The JSON-RPC request id (its key: `1` and `"1"` differ), when the call was sent.
     pub request_id: Option<String>,
     /// How long the answer asked the client to wait before trying again (`data.retryAfterSeconds` of a
-    /// JSON-RPC error).
+    /// JSON-RPC error, or an HTTP answer's `Retry-After`).
     pub retry_after_ms: Option<f64>,
 }
 
