@@ -230,11 +230,17 @@ impl Schemas {
     }
 }
 
-/// A run of identical calls: (logical index, attempts so far, last outcome, when the last one ended).
-type Chain = (u64, u32, CallOutcome, f64);
+/// A run of identical calls: (logical index, attempts so far, last outcome, when the last one ended, whether
+/// the client cancelled it).
+type Chain = (u64, u32, CallOutcome, f64, bool);
+
+/// How long before a call's cancel reached the proxy an identical call may have started and still be its
+/// retry: a client that gives up on a call may send the retry before the cancel of the first one.
+pub const CANCEL_TRAIL_MS: f64 = 500.0;
 
 /// Fills in [`Logical`] for records without it: a call identical to an earlier one (same tool and
-/// arguments) that failed and had ended is its retry; any other call starts a logical call and its own task.
+/// arguments) that failed and had ended (or that the client cancelled at most [`CANCEL_TRAIL_MS`] after the
+/// new one started) is its retry; any other call starts a logical call and its own task.
 pub fn infer_logical(records: &mut [CallRecord]) {
     let mut order: Vec<usize> = (0..records.len()).collect();
     order.sort_by(|&a, &b| records[a].start_ms.total_cmp(&records[b].start_ms));
@@ -246,18 +252,29 @@ pub fn infer_logical(records: &mut [CallRecord]) {
             continue;
         }
         let key = (record.tool.clone(), record.args_hash.clone());
-        let retry = chains
-            .get(&key)
-            .filter(|(_, _, outcome, end)| *outcome != CallOutcome::Ok && *end <= record.start_ms);
+        let retry = chains.get(&key).filter(|(_, _, outcome, end, cancelled)| {
+            let ended = *end <= record.start_ms
+                || (*cancelled && *end <= record.start_ms + CANCEL_TRAIL_MS);
+            *outcome != CallOutcome::Ok && ended
+        });
         let (index, attempt) = match retry {
-            Some((index, attempts, _, _)) => (*index, attempts + 1),
+            Some((index, attempts, _, _, _)) => (*index, attempts + 1),
             None => {
                 next += 1;
                 (next - 1, 1)
             }
         };
         let end = record.start_ms + record.latency_ms;
-        chains.insert(key, (index, attempt, record.outcome, end));
+        chains.insert(
+            key,
+            (
+                index,
+                attempt,
+                record.outcome,
+                end,
+                record.cancel_after_ms.is_some(),
+            ),
+        );
         records[i].logical = Some(Logical {
             index,
             attempt,
@@ -334,5 +351,24 @@ mod tests {
             .map(|r| r.logical.as_ref().map(|l| (l.index, l.attempt)).unwrap())
             .collect();
         assert_eq!(seen, vec![(0, 1), (0, 2), (0, 3), (1, 1), (2, 1)]);
+    }
+
+    #[test]
+    fn a_retry_sent_just_before_the_cancel_of_the_call_it_repeats_is_its_retry() {
+        let mut cancelled = call(0.0, "a", CallOutcome::Timeout);
+        cancelled.latency_ms = 1100.0;
+        cancelled.cancel_after_ms = Some(1100.0);
+        let retry = call(1050.0, "a", CallOutcome::Ok);
+        let mut concurrent = call(0.0, "b", CallOutcome::Timeout);
+        concurrent.latency_ms = 2000.0;
+        concurrent.cancel_after_ms = Some(2000.0);
+        let twin = call(500.0, "b", CallOutcome::Ok);
+        let mut records = vec![cancelled, retry, concurrent, twin];
+        infer_logical(&mut records);
+        let attempts: Vec<u32> = records
+            .iter()
+            .map(|r| r.logical.as_ref().unwrap().attempt)
+            .collect();
+        assert_eq!(attempts, [1, 2, 1, 1]);
     }
 }
