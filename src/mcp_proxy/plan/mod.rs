@@ -300,7 +300,7 @@ mod tests {
     kind: hang
 agents:
   - name: recovers
-    model: claude-sonnet-4-5
+    model: some-model
     inject: [hung-search]
     prompt: Search.
     recovery: { max_detection_ms: 3000, max_recovery_ms: 5000, require_clean_timeout: true }
