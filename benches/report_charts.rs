@@ -214,6 +214,7 @@ fn chaos_records(seconds: usize, rate: u64) -> Vec<CallRecord> {
                 logical: None,
                 session: 0,
                 request_id: None,
+                retry_after_ms: None,
             }
         })
         .collect()
@@ -319,9 +320,11 @@ fn main() {
                 seed: 0,
                 faults: vec![],
                 client: None,
-                run: chaos::figures(records, seconds as f64 * 1000.0),
+                run: chaos::figures(records, seconds as f64 * 1000.0, &Default::default()),
                 baseline: None,
                 comparison: None,
+                gates: None,
+                sessions: None,
             };
             let _ = chaos::render(&report);
             report

@@ -32,6 +32,7 @@ use crate::mcp_wire::{
 };
 use crate::report::chaos::{
     self as report, ChaosReport, ClientPolicy,
+    judgement::Judgement,
     record::{CallOutcome, CallRecord},
 };
 
@@ -88,6 +89,8 @@ pub struct ChaosSpec {
     pub plan: Plan,
     pub load: CallLoad,
     pub baseline: bool,
+    /// Sessions of the plan to run (1: one), for pass^k.
+    pub sessions: u32,
 }
 
 impl ChaosSpec {
@@ -136,7 +139,20 @@ pub async fn run(
     } else {
         None
     };
-    let run = run_once(spec, true, cancel, progress).await?;
+    let run = run_once(spec, true, cancel, progress.clone()).await?;
+    // Further sessions of the same plan, each with its own proxy and server, judged for pass^k.
+    let mut more = Vec::new();
+    for _ in 1..spec.sessions {
+        more.push(
+            run_once(spec, true, cancel, progress.clone())
+                .await?
+                .judgement,
+        );
+    }
+    let sessions = (spec.sessions > 1).then(|| {
+        let judgements: Vec<&Judgement> = std::iter::once(&run.judgement).chain(&more).collect();
+        report::sessions::sessions(&judgements)
+    });
     let comparison = baseline.as_ref().map(|b| report::compare(b, &run));
     let policy = &spec.load.policy;
     Ok(ChaosReport {
@@ -154,6 +170,8 @@ pub async fn run(
             num_clients: spec.load.num_clients,
             schedule: spec.load.describe(),
         }),
+        gates: report::gates::evaluate(&spec.plan.gates, &run),
+        sessions,
         run,
         baseline,
         comparison,
@@ -456,7 +474,11 @@ async fn run_once(
         Some(proxy_records) => join(records, proxy_records),
         None => records,
     };
-    Ok(report::figures(records, duration_ms))
+    let hints = schemas
+        .first()
+        .map(|s| s.hints().clone())
+        .unwrap_or_default();
+    Ok(report::figures(records, duration_ms, &hints))
 }
 
 /// Adds what the proxy recorded to each attempt the client made: the fault that fired, a malformed answer

@@ -25,7 +25,7 @@ use crate::mcp_wire::{
     client::{Answer, McpClient},
 };
 use crate::report::{
-    chaos::record::{CallOutcome, CallRecord, Logical, Schemas},
+    chaos::record::{CallOutcome, CallRecord, Logical, Schemas, retry_after_ms},
     millis,
 };
 
@@ -271,6 +271,7 @@ impl schedule::Work for SessionCalls {
             logical: Some(logical),
             session: self.session,
             request_id: None,
+            retry_after_ms: None,
         });
     }
 }
@@ -325,18 +326,21 @@ async fn logical_call(
             sent: Some(sent),
             ended: Instant::now(),
         };
-        let (outcome, cancel_after_ms) = match answer {
-            Answer::Response(r) => match r.get("result") {
-                Some(result) if r.get("error").is_none() => {
-                    (schemas.judge(&call.tool, result), None)
-                }
-                _ => (CallOutcome::ProtocolError, None),
+        let (outcome, cancel_after_ms, retry_after) = match answer {
+            Answer::Response(r) => match (r.get("result"), r.get("error")) {
+                (Some(result), None) => (schemas.judge(&call.tool, result), None, None),
+                (_, error) => (
+                    CallOutcome::ProtocolError,
+                    None,
+                    error.and_then(retry_after_ms),
+                ),
             },
             Answer::TimedOut => (
                 CallOutcome::Timeout,
                 Some(millis(deadline.saturating_duration_since(sent))),
+                None,
             ),
-            Answer::Closed => (CallOutcome::ProtocolError, None),
+            Answer::Closed => (CallOutcome::ProtocolError, None, None),
         };
         let times = Times::of(&timing, start);
         records.push(CallRecord {
@@ -356,6 +360,7 @@ async fn logical_call(
             }),
             session,
             request_id: Some(json!(id).to_string()),
+            retry_after_ms: retry_after,
         });
         if !outcome.retryable() || attempt > policy.retries {
             break;

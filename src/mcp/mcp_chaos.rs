@@ -58,7 +58,8 @@ HTTP MCP server directly (no plan: it measures the server as it is).",
             Ok(spec) => spec,
             Err(e) => return Ok(tool_error(e)),
         };
-        let total = spec.planned_calls() * if spec.baseline { 2 } else { 1 };
+        let total =
+            spec.planned_calls() * (u64::from(spec.sessions) + if spec.baseline { 1 } else { 0 });
         let progress = Arc::new(LoadProgress::default());
         let ticker = progress_ticker(&context, progress.clone(), total, "calls");
         let apps = super::declared_apps(&context);

@@ -19,13 +19,15 @@ use crate::{
         stdio::ServerCommand,
     },
     mcp_wire::{endpoint::parse_endpoint, http_session::header_map},
-    report::chart::page_file::PageFile,
+    report::{chaos::gates::Gates, chart::page_file::PageFile},
 };
 
 /// Logical calls one run may make.
 const MAX_CALLS: u64 = 100_000;
 /// Client sessions of one run against a URL.
 const MAX_CLIENTS: u64 = 256;
+/// Sessions of one scenario (pass^k).
+const MAX_SESSIONS: u64 = 20;
 /// Against a command each client has its own proxy and server process.
 const MAX_COMMAND_CLIENTS: u64 = 32;
 
@@ -127,6 +129,16 @@ pub(super) struct McpChaosInput {
     /// Run the same calls without faults first and add a with/without table. Default false.
     #[serde(default)]
     baseline: Lenient<bool>,
+    /// Run the scenario this many times, each a session of the same plan with its own proxy and server,
+    /// for pass^k: the share of sessions that handled every failure well. Default 1; 1..=20. (`repeat`
+    /// repeats the calls list inside one session.)
+    #[serde(default)]
+    sessions: Lenient<f64>,
+    /// Budgets the run must meet, over the plan's `gates`: {max_detection_ms, max_recovery_ms,
+    /// require_clean_timeout, max_runaways, duplicate_writes}. The report says PASSED or FAILED for each.
+    /// Default none.
+    #[serde(default)]
+    gates: Option<Gates>,
     /// Also write the report as one self-contained HTML page (the report, its charts, the figures as JSON;
     /// opens from disk with no network) to this path, e.g. "/tmp/chaos.html". Checked before the run: its
     /// directory must exist and be writable. Default: no file.
@@ -140,6 +152,9 @@ impl McpChaosInput {
         let mut plan = plan(self.plan)?;
         if let Some(seed) = self.seed.0 {
             plan.seed = seed;
+        }
+        if let Some(gates) = &self.gates {
+            plan.gates = plan.gates.overridden_by(gates);
         }
         if self.calls.is_empty() || self.calls.len() > 1000 {
             return Err(bad(
@@ -238,13 +253,14 @@ impl McpChaosInput {
                 },
             },
             baseline: self.baseline.0.unwrap_or(false),
+            sessions: whole("sessions", self.sessions.0, 1, 1, MAX_SESSIONS)? as u32,
         };
-        if spec.planned_calls() > MAX_CALLS {
+        let all_calls = spec.planned_calls() * u64::from(spec.sessions);
+        if all_calls > MAX_CALLS {
             return Err(bad(
                 "repeat",
                 format!(
-                    "{} calls in all; accepted: at most {MAX_CALLS}",
-                    spec.planned_calls()
+                    "{all_calls} calls in all (every session's); accepted: at most {MAX_CALLS}"
                 ),
             ));
         }

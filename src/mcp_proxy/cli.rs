@@ -15,6 +15,7 @@ use super::stdio::{
     self, ClientSide, RelayError, RelayOptions, ServerCommand, ServerStderr, ServerTarget,
 };
 use crate::mcp_wire::endpoint::{Endpoint, EndpointError, EndpointOptions};
+use crate::report::chaos::{ChaosReport, gates::Gates};
 
 /// Arguments of `fault mcp-proxy [--plan FILE] [--seed N] [--events FILE] [--report FILE] [--strict]
 /// (-- COMMAND [ARGS…] | --upstream URL [--listen ADDR] [--upstream-fault FLAGS]… [--upstream-ca PATH])`.
@@ -66,10 +67,20 @@ pub struct McpProxyArgs {
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
 
+    /// Gates the session must meet (over the plan's `gates:`): the report says PASSED or FAILED for each,
+    /// and the proxy exits non-zero when one fails.
+    #[command(flatten)]
+    pub gates: Gates,
+
     /// Fail closed: when the proxy cannot apply a fault, answer the client with a JSON-RPC error instead of
     /// passing the original message on.
     #[arg(long)]
     pub strict: bool,
+
+    /// Print pass^k over the JSON reports (`--report FILE.json`) of k sessions of the same plan, then exit:
+    /// how many sessions handled every failure well, and pass^1 … pass^k.
+    #[arg(long, value_name = "REPORT_JSON", num_args = 1..)]
+    pub pass_k: Vec<PathBuf>,
 
     /// Print the normalised plan (YAML) and exit.
     #[arg(long)]
@@ -97,10 +108,42 @@ pub enum McpProxyError {
         path: String,
         source: std::io::Error,
     },
+    #[error("gates {0}")]
+    GatesFailed(String),
+    #[error("--pass-k {path}: {reason}")]
+    PassK { path: String, reason: String },
+}
+
+/// The most a session's JSON report may weigh for `--pass-k`.
+const MAX_REPORT_BYTES: u64 = 64 << 20;
+
+/// pass^k over the sessions whose JSON reports are at `paths`, as markdown.
+fn pass_k(paths: &[PathBuf]) -> Result<String, McpProxyError> {
+    let reports = paths
+        .iter()
+        .map(|path| {
+            let refused = |reason: String| McpProxyError::PassK {
+                path: path.display().to_string(),
+                reason,
+            };
+            let text = crate::files::read_text(path, MAX_REPORT_BYTES)
+                .map_err(|e| refused(e.to_string()))?;
+            serde_json::from_str::<ChaosReport>(&text)
+                .map_err(|e| refused(format!("not a JSON chaos report (--report FILE.json): {e}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let judgements: Vec<_> = reports.iter().map(|r| &r.run.judgement).collect();
+    Ok(crate::report::chaos::render_sessions(
+        &crate::report::chaos::sessions::sessions(&judgements),
+    ))
 }
 
 /// Runs `fault mcp-proxy`.
 pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
+    if !args.pass_k.is_empty() {
+        print!("{}", pass_k(&args.pass_k)?); // stdout-ok: --pass-k's output, not an MCP session
+        return Ok(());
+    }
     let mut plan = match &args.plan {
         Some(path) => Plan::load(path)?,
         None => Plan::default(),
@@ -111,6 +154,7 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
     if args.strict {
         plan.mode = Mode::Strict;
     }
+    plan.gates = plan.gates.overridden_by(&args.gates);
     if args.print_plan {
         print!("{}", plan.to_yaml()); // stdout-ok: --print-plan's output, not an MCP session
         return Ok(());
@@ -135,10 +179,9 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
     if args.listen.is_none() {
         stdio::check_stdio_plan(&plan)?;
     }
-    let recorder = args
-        .report
-        .as_ref()
-        .map(|_| Arc::new(Mutex::new(ReportObserver::new(&plan, &command))));
+    // Gates are judged on the report's figures, so they record the session even without --report.
+    let recorder = (args.report.is_some() || !plan.gates.is_empty())
+        .then(|| Arc::new(Mutex::new(ReportObserver::new(&plan, &command))));
     let on_signal = match (&args.report, &recorder) {
         (Some(path), Some(recorder)) => report_on_signal(path.clone(), recorder.clone()),
         _ => None,
@@ -206,7 +249,16 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
             source,
         })?;
     }
-    relayed
+    relayed?;
+    let gates = recorder.and_then(|r| r.lock().unwrap_or_else(|p| p.into_inner()).report().gates);
+    match gates {
+        Some(gates) if !gates.passed => Err(McpProxyError::GatesFailed(gates.summary())),
+        Some(gates) => {
+            tracing::info!("mcp-proxy: gates {}", gates.summary());
+            Ok(())
+        }
+        None => Ok(()),
+    }
 }
 
 /// An endpoint error with the flag its input came from.

@@ -33,6 +33,11 @@ impl Recorder {
         self.events.is_some() || self.observer.is_some()
     }
 
+    /// Whether an observer (the `--report` recorder) watches the session.
+    pub fn observes(&self) -> bool {
+        self.observer.is_some()
+    }
+
     /// A message the proxy delivered to the client.
     pub fn client_line(&self, line: &[u8]) {
         if let Some(observer) = &self.observer {
@@ -40,6 +45,16 @@ impl Recorder {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .client_line(line);
+        }
+    }
+
+    /// An HTTP answer to call `id` that asked the client to wait `wait_ms` (`Retry-After`).
+    pub fn retry_after(&self, id: &serde_json::Value, wait_ms: f64) {
+        if let Some(observer) = &self.observer {
+            observer
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .retry_after(id, wait_ms);
         }
     }
 

@@ -71,6 +71,9 @@ pub trait CallObserver: Send {
     fn client_line(&mut self, line: &[u8]);
     /// A call the client got its answer to (or none, for good).
     fn call(&mut self, event: &CallEvent);
+    /// The call `id` was answered with an HTTP status carrying `Retry-After` (a wait in ms), before its
+    /// event.
+    fn retry_after(&mut self, _id: &Value, _wait_ms: f64) {}
 }
 
 /// Appends events to a file, one flushed line each, so a killed run keeps what it saw.

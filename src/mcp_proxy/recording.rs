@@ -19,7 +19,8 @@ use super::{
 use crate::mcp_wire::jsonrpc::{Envelope, Outcome, id_key};
 use crate::report::chaos::{
     self as report, ChaosReport, PlannedFaultInfo,
-    record::{CallOutcome, CallRecord, Schemas},
+    gates::Gates,
+    record::{CallOutcome, CallRecord, Schemas, retry_after_ms},
 };
 
 /// Results kept until their call's event arrives (it follows at once; the bound only guards odd servers).
@@ -50,12 +51,16 @@ pub struct ReportObserver {
     server: String,
     seed: u64,
     faults: Vec<PlannedFaultInfo>,
+    gates: Gates,
     started: Instant,
     started_at: String,
     schemas: Schemas,
     /// tools/call results sent to the client, by request id, until their event.
     results: HashMap<String, Value>,
     result_order: VecDeque<String>,
+    /// The waits JSON-RPC errors sent to the client asked for (`data.retryAfterSeconds`), by request id,
+    /// until their event.
+    retry_after: HashMap<String, f64>,
     records: Vec<CallRecord>,
 }
 
@@ -65,19 +70,23 @@ impl ReportObserver {
             server: command.join(" "),
             seed: plan.seed,
             faults: planned_faults(plan),
+            gates: plan.gates.clone(),
             started: Instant::now(),
             started_at: now(),
             schemas: Schemas::default(),
             results: HashMap::new(),
             result_order: VecDeque::new(),
+            retry_after: HashMap::new(),
             records: Vec::new(),
         }
     }
 
-    /// The report of everything seen so far.
+    /// The report of everything seen so far, its gates judged.
     pub fn report(&self) -> ChaosReport {
         let duration_ms = self.started.elapsed().as_secs_f64() * 1000.0;
+        let run = report::figures(self.records.clone(), duration_ms, self.schemas.hints());
         ChaosReport {
+            gates: report::gates::evaluate(&self.gates, &run),
             title: "MCP Chaos Report".into(),
             started_at: self.started_at.clone(),
             ended_at: now(),
@@ -85,9 +94,10 @@ impl ReportObserver {
             seed: self.seed,
             faults: self.faults.clone(),
             client: None,
-            run: report::figures(self.records.clone(), duration_ms),
+            run,
             baseline: None,
             comparison: None,
+            sessions: None,
         }
     }
 
@@ -123,6 +133,17 @@ impl CallObserver for ReportObserver {
         let Some(envelope) = Envelope::parse(line).filter(Envelope::is_response) else {
             return;
         };
+        if let (Some(id), Some(wait)) = (
+            &envelope.id,
+            envelope.error.as_ref().and_then(retry_after_ms),
+        ) {
+            // Bounded as the held results are: an entry outlives its event only on odd servers.
+            if self.retry_after.len() >= MAX_HELD_RESULTS {
+                self.retry_after.clear();
+            }
+            self.retry_after.insert(id_key(id), wait);
+            return;
+        }
         let (Some(id), Some(result)) = (envelope.id, envelope.result) else {
             return;
         };
@@ -140,11 +161,20 @@ impl CallObserver for ReportObserver {
         }
     }
 
+    fn retry_after(&mut self, id: &Value, wait_ms: f64) {
+        if self.retry_after.len() >= MAX_HELD_RESULTS {
+            self.retry_after.clear();
+        }
+        self.retry_after.insert(id_key(id), wait_ms);
+    }
+
     fn call(&mut self, event: &CallEvent) {
         if event.method != "tools/call" {
             return;
         }
-        let held = self.results.remove(&id_key(&event.id));
+        let key = id_key(&event.id);
+        let held = self.results.remove(&key);
+        let retry_after_ms = self.retry_after.remove(&key);
         let outcome = match &event.client {
             Outcome::Result | Outcome::ToolError => held.as_ref().map_or(
                 if event.client == Outcome::ToolError {
@@ -173,7 +203,8 @@ impl CallObserver for ReportObserver {
             cancel_after_ms: event.cancel.as_ref().map(|c| c.after_ms),
             logical: None,
             session: 0,
-            request_id: Some(id_key(&event.id)),
+            request_id: Some(key),
+            retry_after_ms,
         });
     }
 }

@@ -2,16 +2,21 @@
 //! `fault mcp-proxy`, MCP clients and gateways can be tested against known behaviour.
 //!
 //! One file per tool family: `failure` (error, slow, flaky), `data` (echo, get_item, list_items: results
-//! with an `outputSchema` and `structuredContent`), `streaming` (progress). `arguments` reads tool
+//! with an `outputSchema` and `structuredContent`), `orders` (create_order, a destructive write, and
+//! orders_count, its count), `streaming` (progress). `arguments` reads tool
 //! arguments strictly; `roll` is the deterministic roll of `flaky`.
 
 mod arguments;
 mod data;
 mod failure;
+mod orders;
 mod roll;
 mod streaming;
 
-use std::{sync::Arc, time::Instant};
+use std::{
+    sync::{Arc, atomic::AtomicU64},
+    time::Instant,
+};
 
 use clap::Args;
 use rmcp::{
@@ -50,20 +55,27 @@ pub struct TestServerArgs {
 const INSTRUCTIONS: &str = "fault mcp-test-server: tools with known failure modes, for testing MCP clients, \
 proxies and gateways. error: a JSON-RPC error (code by category) or an isError result. slow: sleeps, ends on \
 cancellation. flaky: fails with a probability, deterministic for a (seed, call_id). echo, get_item, list_items: \
-results with an outputSchema and structuredContent. progress: sends notifications/progress.";
+results with an outputSchema and structuredContent. create_order: a write that creates a new order on every \
+call; orders_count: how many it created. progress: sends notifications/progress.";
 
 /// The `fault mcp-test-server` MCP server.
 #[derive(Clone)]
 pub struct TestServer {
     tool_router: ToolRouter<Self>,
     log_calls: bool,
+    /// Orders `create_order` created, shared by every session of the server.
+    orders: Arc<AtomicU64>,
 }
 
 impl TestServer {
     pub fn new(log_calls: bool) -> Self {
         Self {
-            tool_router: Self::failure_router() + Self::data_router() + Self::streaming_router(),
+            tool_router: Self::failure_router()
+                + Self::data_router()
+                + Self::orders_router()
+                + Self::streaming_router(),
             log_calls,
+            orders: Arc::new(AtomicU64::new(0)),
         }
     }
 }

@@ -193,6 +193,96 @@ fn tables(text: &str) -> BTreeMap<(String, String), String> {
     cells
 }
 
+/// Gates as the tool's field over the plan's: the result says FAILED with the gate that broke, PASSED for
+/// the one that held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_gate_makes_the_result_say_failed_with_the_gate() {
+    let client = common::spawn().await;
+    let (text, report) = run(
+        &client,
+        json!({
+            "server": test_server(),
+            "plan": {"faults": [{"type": "recover_after", "tools": ["echo"], "failures": 3,
+                                 "then": {"type": "error"}}],
+                     "gates": {"max_runaways": 5, "duplicate_writes": 3}},
+            "calls": [{"tool": "echo", "arguments": {"text": "hi"}}],
+            "client": {"retries": 3},
+            "gates": {"max_runaways": 0, "max_recovery_ms": 60000},
+        }),
+    )
+    .await;
+    assert!(
+        text.contains("**Gates: FAILED: max_runaways 1 (echo) (allowed 0)**"),
+        "{text}"
+    );
+    assert!(text.contains("| max_recovery_ms | 60000 ms |"), "{text}");
+    let gates: Vec<(String, bool)> = report["gates"]["gates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["gate"].as_str().unwrap().to_owned(), g["passed"] == true))
+        .collect();
+    assert_eq!(
+        gates,
+        [
+            ("max_recovery_ms".to_owned(), true),
+            ("max_runaways".to_owned(), false),
+            ("duplicate_writes".to_owned(), true),
+        ]
+    );
+    // echo is read-only: its retries of calls the server never got are no duplicate writes.
+    assert_eq!(report["run"]["judgement"]["duplicate_writes"], 0);
+    let refused = common::call(
+        &client,
+        "fault_run_mcp_chaos_scenario",
+        json!({"server": test_server(), "calls": [{"tool": "echo"}], "gates": {"max_runaway": 0}}),
+    )
+    .await
+    .unwrap();
+    assert!(common::is_error(&refused));
+    assert!(
+        common::text(&refused).contains("max_runaway"),
+        "{}",
+        common::text(&refused)
+    );
+    client.cancel().await.unwrap();
+}
+
+/// `sessions: k` runs the plan k times, each with its own proxy and server: how many sessions handled their
+/// failures well, and pass^1 … pass^k.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_of_one_plan_give_pass_k() {
+    let client = common::spawn().await;
+    let (text, report) = run(
+        &client,
+        json!({
+            "server": test_server(),
+            "plan": {"faults": [{"type": "recover_after", "tools": ["echo"], "failures": 3,
+                                 "then": {"type": "error"}}]},
+            "calls": [{"tool": "echo", "arguments": {"text": "hi"}}],
+            "client": {"retries": 3},
+            "sessions": 3,
+        }),
+    )
+    .await;
+    let sessions = &report["sessions"];
+    assert_eq!(sessions["sessions"], 3, "{text}");
+    assert_eq!(sessions["handled_well"], 0);
+    assert_eq!(
+        sessions["pass"],
+        json!([{"j": 1, "pass": 0.0}, {"j": 2, "pass": 0.0}, {"j": 3, "pass": 0.0}])
+    );
+    assert!(
+        text.contains("**Sessions**: 0 of 3 handled every failure well"),
+        "{text}"
+    );
+    assert!(
+        text.contains("| 3 | mishandled: 1 runaway (echo) |"),
+        "{text}"
+    );
+    client.cancel().await.unwrap();
+}
+
 fn shown(value: &Value, decimals: usize) -> String {
     match value {
         Value::Null => "-".to_owned(),
@@ -388,6 +478,46 @@ async fn report_text_and_structured_content_agree_on_every_figure() {
             ("Clear p99#12", shown(&t["clear"]["p99_ms"], 2)),
             ("Ratio same#13", shown(&t["same_session_ratio"], 4)),
             ("Ratio other#14", shown(&t["other_session_ratio"], 4)),
+        ] {
+            assert_eq!(cell(name, column), value, "{name} {column}\n{text}");
+            checked += 1;
+        }
+    }
+    let judgement = &run["judgement"];
+    assert!(
+        text.contains(&format!(
+            "**Judgement**: {}",
+            judgement["verdict"].as_str().unwrap()
+        )),
+        "{text}"
+    );
+    for t in judgement["tools"].as_array().unwrap() {
+        let name = t["tool"].as_str().unwrap();
+        assert!(
+            text.contains(t["sentence"].as_str().unwrap()),
+            "{name}\n{text}"
+        );
+        for (column, value) in [
+            ("Failures#2", shown(&t["failures"], 0)),
+            ("Retried#3", shown(&t["retried"], 0)),
+            ("Retry wait mean (ms)#4", shown(&t["retry_wait_mean_ms"], 2)),
+            ("Retry wait min (ms)#5", shown(&t["retry_wait_min_ms"], 2)),
+            ("Cancelled#6", shown(&t["cancelled"], 0)),
+            ("Called another tool#7", shown(&t["called_another_tool"], 0)),
+            ("Gave up#8", shown(&t["gave_up"], 0)),
+            ("Recovered calls#9", shown(&t["recovered_calls"], 0)),
+            ("Unrecovered calls#10", shown(&t["unrecovered_calls"], 0)),
+            ("Runaways#11", shown(&t["runaways"], 0)),
+            ("Max attempts#12", shown(&t["max_attempts"], 0)),
+            ("Duplicate writes#13", shown(&t["duplicate_writes"], 0)),
+            ("Harmless retries#14", shown(&t["harmless_retries"], 0)),
+            (
+                "Retry-After honoured#15",
+                format!(
+                    "{} of {}",
+                    t["retry_after_honoured"], t["retry_after_asked"]
+                ),
+            ),
         ] {
             assert_eq!(cell(name, column), value, "{name} {column}\n{text}");
             checked += 1;

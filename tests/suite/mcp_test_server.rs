@@ -52,11 +52,13 @@ async fn lists_every_tool_with_an_output_schema_where_it_returns_data() {
     assert_eq!(
         names,
         [
+            "create_order",
             "echo",
             "error",
             "flaky",
             "get_item",
             "list_items",
+            "orders_count",
             "progress",
             "slow"
         ]
@@ -70,6 +72,49 @@ async fn lists_every_tool_with_an_output_schema_where_it_returns_data() {
     assert_eq!(properties["price"]["type"], "number");
     assert_eq!(properties["tags"]["type"], "array");
     assert_eq!(properties["in_stock"]["type"], "boolean");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn create_order_is_a_destructive_write_whose_orders_the_server_counts() {
+    let client = server().await;
+    let tools = client.list_all_tools().await.unwrap();
+    let hints = |name: &str| {
+        let tool = tools.iter().find(|t| t.name == name).unwrap();
+        let a = tool.annotations.as_ref().expect("annotations");
+        (a.read_only_hint, a.destructive_hint, a.idempotent_hint)
+    };
+    assert_eq!(
+        hints("create_order"),
+        (Some(false), Some(true), Some(false))
+    );
+    assert_eq!(hints("orders_count").0, Some(true));
+    let count = |result: &rmcp::model::CallToolResult| structured(result)["count"].clone();
+    assert_eq!(count(&call_ok(&client, "orders_count", json!({})).await), 0);
+    // The same arguments twice: two orders.
+    for expected in [1, 2] {
+        let order = call_ok(
+            &client,
+            "create_order",
+            json!({"item_id": 7, "quantity": 3}),
+        )
+        .await;
+        assert_eq!(
+            structured(&order),
+            json!({"order_id": expected, "item_id": 7, "quantity": 3, "total": 1662.99})
+        );
+    }
+    assert_eq!(count(&call_ok(&client, "orders_count", json!({})).await), 2);
+    let bad = call(
+        &client,
+        "create_order",
+        json!({"item_id": 7, "quantity": 0}),
+    )
+    .await
+    .unwrap();
+    assert!(is_error(&bad));
+    assert!(text(&bad).contains("`quantity`"), "{}", text(&bad));
+    assert_eq!(count(&call_ok(&client, "orders_count", json!({})).await), 2);
     client.cancel().await.unwrap();
 }
 
@@ -482,7 +527,7 @@ async fn python_sdk_client_sees_each_outcome() {
         bad.text(),
         Some("invalid arguments: `id` must be between 1 and 1000000, got 0")
     );
-    assert_eq!(listed.tools.unwrap().len(), 7);
+    assert_eq!(listed.tools.unwrap().len(), 9);
     let progress_notifications = run
         .notifications
         .iter()

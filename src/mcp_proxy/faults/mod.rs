@@ -440,6 +440,10 @@ registry! {
     protocol_version_rejection::ProtocolVersionRejection,
     oversized_result::OversizedResult,
     inject::Inject,
+    stale::Stale,
+    swap_fields::SwapFields,
+    plausible_empty::PlausibleEmpty,
+    numeric_drift::NumericDrift,
 }
 
 /// The registered type that `name` (a type name or an alias) names.

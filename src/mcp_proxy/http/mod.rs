@@ -264,11 +264,15 @@ impl Proxy {
             // The server gets the notification too: it ends its own work, the proxy its injected waits.
             self.cancel_call(session.as_deref(), e);
         }
+        // A report learns the tools' output schemas and annotations from the listing's answer.
         let tracked = envelope.filter(|e| {
             e.is_request()
-                && e.method
-                    .as_deref()
-                    .is_some_and(|m| m == "tools/call" || self.engine().decider.watches_method(m))
+                && e.method.as_deref().is_some_and(|m| {
+                    let engine = self.engine();
+                    m == "tools/call"
+                        || (m == "tools/list" && engine.recorder.observes())
+                        || engine.decider.watches_method(m)
+                })
         });
         let upstream_request = self.upstream_request(&parts, body);
         let Some(envelope) = tracked else {

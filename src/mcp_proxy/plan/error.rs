@@ -92,6 +92,15 @@ pub enum InvalidPlan {
         Line(*line)
     )]
     NoCommand { key: String, line: Option<usize> },
+    #[error("{}{key}: {error}", Line(*line))]
+    Gates {
+        /// `gates`, or `agents[i].recovery` in an mcptest suite.
+        key: String,
+        error: String,
+        line: Option<usize>,
+    },
+    #[error("{}agents must be a list of mcptest agents (each may hold a `recovery:` budget)", Line(*line))]
+    BadAgents { line: Option<usize> },
     #[error("{count} faults, over {MAX_FAULTS}, the cap on a plan's faults")]
     TooManyFaults { count: usize },
     #[error("faults[{index}] must be a mapping with a `type`")]

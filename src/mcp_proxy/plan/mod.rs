@@ -21,6 +21,7 @@ use serde_json::Value;
 
 use super::faults::McpFault;
 use super::trigger::Trigger;
+use crate::report::chaos::gates::Gates;
 use crate::seeded::seed_from_json;
 use text::key_line;
 
@@ -82,6 +83,9 @@ pub struct Plan {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub command: Vec<String>,
     pub faults: Vec<PlannedFault>,
+    /// The budgets the run must meet (`gates:`, or the `recovery:` of an mcptest suite's agents).
+    #[serde(skip_serializing_if = "Gates::is_empty")]
+    pub gates: Gates,
 }
 
 /// How a plan's text is written.
@@ -92,7 +96,8 @@ pub enum Syntax {
 }
 
 const TOP_KEYS: &[&str] = &[
-    "version", "format", "seed", "mode", "faults", "upstream", "server", "policy",
+    "version", "format", "seed", "mode", "faults", "upstream", "server", "policy", "gates",
+    "agents",
 ];
 
 impl Plan {
@@ -161,6 +166,11 @@ impl Plan {
                             })?)
                         }
                         "upstream" | "server" => plan.command = command_of(&key, &value, source)?,
+                        "gates" => {
+                            let gates = gates_of("gates", value, source)?;
+                            plan.gates = plan.gates.overridden_by(&gates);
+                        }
+                        "agents" => plan.gates = plan.gates.strictest(&agents_gates(value, source)?),
                         "faults" => {
                             items = match value {
                                 Value::Array(items) => items,
@@ -215,6 +225,38 @@ pub fn read_value(text: &str, syntax: Syntax) -> Result<Value, PlanTextError> {
     text::read(text, syntax)
 }
 
+/// The gates written at `key`, refused naming the key and what was wrong.
+fn gates_of(key: &str, value: Value, source: &str) -> Result<Gates, InvalidPlan> {
+    serde_json::from_value(value).map_err(|error| InvalidPlan::Gates {
+        key: key.to_owned(),
+        error: error.to_string(),
+        line: key_line(source, key.rsplit('.').next().unwrap_or(key)),
+    })
+}
+
+/// The budgets of an mcptest suite's `agents:`, each agent's `recovery:` read with mcptest's meaning; a
+/// suite of several agents is held to the strictest. The agents' other keys (model, prompt, servers, inject)
+/// are mcptest's own runner's: the proxy fronts whatever client connects.
+fn agents_gates(value: Value, source: &str) -> Result<Gates, InvalidPlan> {
+    let bad = || InvalidPlan::BadAgents {
+        line: key_line(source, "agents"),
+    };
+    let Value::Array(agents) = value else {
+        return Err(bad());
+    };
+    let mut gates = Gates::default();
+    for (i, agent) in agents.into_iter().enumerate() {
+        let Value::Object(mut agent) = agent else {
+            return Err(bad());
+        };
+        if let Some(recovery) = agent.remove("recovery") {
+            let budget = gates_of(&format!("agents[{i}].recovery"), recovery, source)?;
+            gates = gates.strictest(&budget);
+        }
+    }
+    Ok(gates)
+}
+
 /// The server command of an `upstream:`/`server:` entry: a list, or a string split as a POSIX shell splits it
 /// (quotes and backslashes), as SmartAI's mcp-chaos does.
 fn command_of(key: &str, value: &Value, source: &str) -> Result<Vec<String>, InvalidPlan> {
@@ -245,6 +287,38 @@ mod tests {
 
     fn yaml(text: &str) -> Result<Plan, String> {
         Plan::from_value(serde_yaml_ng::from_str(text).unwrap(), text).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn gates_and_an_mcptest_suites_recovery_budgets_are_read() {
+        let plan = yaml("gates:\n  max_runaways: 0\n  duplicate_writes: 0\nfaults: []\n").unwrap();
+        assert_eq!(plan.gates.max_runaways, Some(0));
+        assert_eq!(plan.gates.duplicate_writes, Some(0));
+        let suite = "faults:
+  - name: hung-search
+    target: { tool: search }
+    kind: hang
+agents:
+  - name: recovers
+    model: some-model
+    inject: [hung-search]
+    prompt: Search.
+    recovery: { max_detection_ms: 3000, max_recovery_ms: 5000, require_clean_timeout: true }
+  - name: stricter
+    recovery: { max_recovery_ms: 2000 }
+";
+        let plan = yaml(suite).unwrap();
+        assert_eq!(plan.faults.len(), 1);
+        assert_eq!(plan.gates.max_detection_ms, Some(3000));
+        assert_eq!(plan.gates.max_recovery_ms, Some(2000));
+        assert!(plan.gates.require_clean_timeout);
+        let err = yaml("gates:\n  max_runaway: 0\n").unwrap_err();
+        assert!(
+            err.contains("line 1") && err.contains("gates: unknown field `max_runaway`"),
+            "{err}"
+        );
+        let err = yaml("agents:\n  - recovery: {max_recovery_ms: soon}\n").unwrap_err();
+        assert!(err.contains("agents[0].recovery"), "{err}");
     }
 
     #[test]

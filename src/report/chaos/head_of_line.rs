@@ -228,6 +228,7 @@ mod tests {
             logical: None,
             session,
             request_id: None,
+            retry_after_ms: None,
         }
     }
 

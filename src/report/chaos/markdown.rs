@@ -3,7 +3,10 @@
 
 use std::fmt::Write;
 
+use super::gates::GateReport;
 use super::head_of_line::{BLOCKED_RATIO, HeadOfLine, MIN_CALLS, SLOWER_FACTOR};
+use super::judgement::{Judgement, MAX_FOLLOW_UPS, NextStep, RETRY_AFTER_SLACK_MS};
+use super::sessions::SessionsFigures;
 use super::{ChaosFigures, ChaosReport, LatencyFigures, RUNAWAY_ATTEMPTS, ToolFigures};
 
 fn opt_ms(value: Option<f64>) -> String {
@@ -59,6 +62,12 @@ fn write_report(out: &mut String, report: &ChaosReport) -> std::fmt::Result {
             client.retries,
             client.backoff_ms
         )?;
+    }
+    if let Some(gates) = &report.gates {
+        write_gates(out, gates)?;
+    }
+    if let Some(sessions) = &report.sessions {
+        write_sessions(out, sessions)?;
     }
     writeln!(out, "**Faults Applied**:\n")?;
     if report.faults.is_empty() {
@@ -146,6 +155,7 @@ fn latency_cells_with_max(l: &LatencyFigures) -> String {
 }
 
 fn write_run(out: &mut String, run: &ChaosFigures) -> std::fmt::Result {
+    write_judgement(out, &run.judgement)?;
     let rows = row(&run.tools, &run.overall);
     let seconds = run.duration_ms / 1000.0;
     writeln!(out, "**Run Overview** ({seconds:.2} s):\n")?;
@@ -355,4 +365,144 @@ fn write_sparkline(out: &mut String, run: &ChaosFigures) -> std::fmt::Result {
     writeln!(out, "p50 {}", run.sparkline_p50)?;
     writeln!(out, "p95 {}", run.sparkline_p95)?;
     writeln!(out, "```\n")
+}
+
+/// The verdicts first: what a team acts on.
+fn write_judgement(out: &mut String, judgement: &Judgement) -> std::fmt::Result {
+    writeln!(out, "**Judgement**: {}\n", judgement.verdict)?;
+    if judgement.failures == 0 {
+        return Ok(());
+    }
+    for tool in &judgement.tools {
+        writeln!(out, "- {}", tool.sentence)?;
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "| Tool | Annotations | Failures | Retried | Retry wait mean (ms) | Retry wait min (ms) | Cancelled | Called another tool | Gave up | Recovered calls | Unrecovered calls | Runaways | Max attempts | Duplicate writes | Harmless retries | Retry-After honoured |"
+    )?;
+    writeln!(
+        out,
+        "|------|-------------|----------|---------|----------------------|---------------------|-----------|---------------------|---------|-----------------|-------------------|----------|--------------|------------------|------------------|----------------------|"
+    )?;
+    for t in &judgement.tools {
+        writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} of {} |",
+            t.tool,
+            t.hints.describe(),
+            t.failures,
+            t.retried,
+            opt_ms(t.retry_wait_mean_ms),
+            opt_ms(t.retry_wait_min_ms),
+            t.cancelled,
+            t.called_another_tool,
+            t.gave_up,
+            t.recovered_calls,
+            t.unrecovered_calls,
+            t.runaways,
+            t.max_attempts,
+            t.duplicate_writes,
+            t.harmless_retries,
+            t.retry_after_honoured,
+            t.retry_after_asked
+        )?;
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "**After each failure** (the first {MAX_FOLLOW_UPS}, in time order; ms from the run's start, and from the failure's end to the next call):\n"
+    )?;
+    writeln!(
+        out,
+        "| Start (ms) | Tool | Fault | Outcome | Next | After (ms) | Retry-After (ms) |"
+    )?;
+    writeln!(
+        out,
+        "|------------|------|-------|---------|------|------------|------------------|"
+    )?;
+    for f in &judgement.follow_ups {
+        let next = match (&f.next_tool, f.next) {
+            (Some(tool), NextStep::Cancelled) => format!("cancelled, then called `{tool}`"),
+            (Some(tool), _) => format!("{} `{tool}`", f.next.label()),
+            (None, _) => f.next.label().to_owned(),
+        };
+        writeln!(
+            out,
+            "| {:.2} | {} | {} | {} | {} | {} | {} |",
+            f.start_ms,
+            f.tool,
+            f.fault.as_deref().unwrap_or("-"),
+            f.outcome,
+            next,
+            opt_ms(f.after_ms),
+            opt_ms(f.retry_after_ms)
+        )?;
+    }
+    writeln!(
+        out,
+        "\n_A duplicate write is a retry of an attempt the server had received and whose outcome the client did not get, \
+of a tool neither read-only nor idempotent by its annotations (an absent hint counts as false); the same retry of a \
+read-only or idempotent tool is harmless. Retry-After is honoured when the retry came at least the wait asked \
+(`retryAfterSeconds`, or an HTTP `Retry-After`) after the answer, less {RETRY_AFTER_SLACK_MS} ms. A run handles its failures well with no \
+runaway, no duplicate write and no ignored Retry-After._\n"
+    )
+}
+
+/// PASSED or FAILED first, then each gate.
+fn write_gates(out: &mut String, gates: &GateReport) -> std::fmt::Result {
+    writeln!(out, "**Gates: {}**\n", gates.summary())?;
+    writeln!(out, "| Gate | Allowed | Measured | Result |")?;
+    writeln!(out, "|------|---------|----------|--------|")?;
+    for g in &gates.gates {
+        writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            g.gate,
+            g.limit,
+            g.measured,
+            if g.passed { "PASSED" } else { "FAILED" }
+        )?;
+    }
+    writeln!(out)
+}
+
+/// The sessions' figures alone, as [`render`] shows them.
+pub fn render_sessions(sessions: &SessionsFigures) -> String {
+    let mut out = String::new();
+    // Writing into a String cannot fail.
+    let _ = write_sessions(&mut out, sessions);
+    out
+}
+
+/// k sessions of the plan: the share that handled every failure well, and pass^j.
+fn write_sessions(out: &mut String, sessions: &SessionsFigures) -> std::fmt::Result {
+    writeln!(
+        out,
+        "**Sessions**: {} of {} handled every failure well (no runaway, no duplicate write, Retry-After honoured).\n",
+        sessions.handled_well, sessions.sessions
+    )?;
+    writeln!(out, "| Session | Judgement |")?;
+    writeln!(out, "|---------|-----------|")?;
+    for (i, verdict) in sessions.verdicts.iter().enumerate() {
+        writeln!(out, "| {} | {} |", i + 1, verdict.replace('|', "\\|"))?;
+    }
+    writeln!(out)?;
+    let header: Vec<String> = sessions
+        .pass
+        .iter()
+        .map(|p| format!("pass^{}", p.j))
+        .collect();
+    writeln!(out, "| {} |", header.join(" | "))?;
+    writeln!(out, "|{}", "---|".repeat(header.len()))?;
+    let values: Vec<String> = sessions
+        .pass
+        .iter()
+        .map(|p| format!("{:.4}", p.pass))
+        .collect();
+    writeln!(out, "| {} |\n", values.join(" | "))?;
+    writeln!(
+        out,
+        "_pass^j = C(c, j) / C(k, j) for c of k sessions handled well: the chance that j sessions drawn from them all were._\n"
+    )
 }

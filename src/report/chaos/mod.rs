@@ -11,31 +11,43 @@
 //! - time to detect runs from a request to the client's cancel; time to recovery from a failed call to the
 //!   next valid result of the same tool, in ms and in calls;
 //! - a task fails when one of its logical calls ends (after retries) without a valid result; the blast
-//!   radius is the share of tasks that met an injected fault and failed.
+//!   radius is the share of tasks that met an injected fault and failed;
+//! - the judgement ([`judgement`]) says what the client did after each failure and gives verdicts per tool
+//!   and for the run, with the tools' annotations telling a duplicate write from a harmless retry.
 
 use std::collections::{BTreeMap, HashMap};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub mod gates;
 pub mod head_of_line;
+pub mod judgement;
 pub mod latency;
 pub mod markdown;
 pub mod record;
+pub mod sessions;
 pub mod timeline;
 
 use head_of_line::{HeadOfLine, head_of_line};
+use judgement::{Judgement, judge};
 pub use latency::LatencyFigures;
 use latency::{latency, queueing, service};
-use record::{CallOutcome, CallRecord, infer_logical};
+use record::{CallOutcome, CallRecord, Hints, infer_logical};
 use timeline::{CallTimeline, timeline};
 
-pub use markdown::render;
+pub use markdown::{render, render_sessions};
 
 use super::{SecondFigures, latency_histogram, ms, quantile, ratio, record_ms, round2, sparklines};
 
 /// Attempts after a first failure that make a runaway.
 pub const RUNAWAY_ATTEMPTS: u32 = 3;
+
+/// Whether a logical call of `attempts` attempts, the first failure at `first_failure` (0-based), ran away.
+pub fn is_runaway(attempts: usize, first_failure: usize) -> bool {
+    // Attempts after the first failure: attempts - first_failure - 1.
+    attempts - first_failure > RUNAWAY_ATTEMPTS as usize
+}
 
 /// One fault of the plan.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -185,6 +197,9 @@ pub struct ChaosFigures {
     /// per column of the run).
     #[serde(default)]
     pub timeline: CallTimeline,
+    /// How the client handled the failures: what it did after each, a verdict per tool and for the run.
+    #[serde(default)]
+    pub judgement: Judgement,
 }
 
 /// One row of the with/without comparison.
@@ -220,6 +235,13 @@ pub struct ChaosReport {
     /// The same calls without faults, when `baseline` was asked for.
     pub baseline: Option<ChaosFigures>,
     pub comparison: Option<Vec<ComparisonRow>>,
+    /// The run's gates, PASSED or FAILED each, when any were given.
+    #[serde(default)]
+    pub gates: Option<gates::GateReport>,
+    /// With more than one session of the plan: how many handled their failures well, and pass^k. The
+    /// report's figures are the first session's.
+    #[serde(default)]
+    pub sessions: Option<sessions::SessionsFigures>,
 }
 
 fn mean(values: &[f64]) -> Option<f64> {
@@ -295,11 +317,10 @@ fn tool_figures(tool: &str, records: &[&CallRecord]) -> ToolFigures {
             .windows(2)
             .filter(|pair| pair[0].outcome != CallOutcome::Ok && pair[0].reached_server)
             .count() as u64;
-        if let Some(first_failure) = chain.iter().position(|r| r.outcome != CallOutcome::Ok) {
-            let after = chain.len() - first_failure - 1;
-            if after >= RUNAWAY_ATTEMPTS as usize {
-                client.runaway += 1;
-            }
+        if let Some(first_failure) = chain.iter().position(|r| r.outcome != CallOutcome::Ok)
+            && is_runaway(chain.len(), first_failure)
+        {
+            client.runaway += 1;
         }
     }
     let detects: Vec<f64> = records.iter().filter_map(|r| r.cancel_after_ms).collect();
@@ -394,9 +415,11 @@ fn task_figures(records: &[CallRecord]) -> TaskFigures {
     figures
 }
 
-/// Every figure of a run from its records (records without [`super::record::Logical`] get one inferred).
-pub fn figures(mut records: Vec<CallRecord>, duration_ms: f64) -> ChaosFigures {
+/// Every figure of a run from its records (records without [`super::record::Logical`] get one inferred),
+/// judged with the tools' annotations.
+pub fn figures(mut records: Vec<CallRecord>, duration_ms: f64, hints: &Hints) -> ChaosFigures {
     infer_logical(&mut records);
+    let judgement = judge(&records, hints);
     let all: Vec<&CallRecord> = records.iter().collect();
     let overall = tool_figures("(all)", &all);
     let not_started = overall.outcomes.not_started;
@@ -458,6 +481,7 @@ pub fn figures(mut records: Vec<CallRecord>, duration_ms: f64) -> ChaosFigures {
         sparkline_p95,
         not_started,
         head_of_line,
+        judgement,
     }
 }
 
@@ -505,6 +529,7 @@ mod tests {
             }),
             session: 0,
             request_id: None,
+            retry_after_ms: None,
         }
     }
 
@@ -516,7 +541,7 @@ mod tests {
             call(0, 3, 200.0, CallOutcome::Timeout, true),
             call(0, 4, 300.0, CallOutcome::Ok, false),
         ];
-        let f = figures(records, 400.0);
+        let f = figures(records, 400.0, &Hints::new());
         let c = &f.overall.client;
         assert_eq!((c.retries, c.recoveries, c.unrecovered), (3, 1, 0));
         assert_eq!(c.recovery_max_calls, Some(3));

@@ -4,6 +4,8 @@
 
 use std::collections::HashMap;
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// What the client ended up with for one call.
@@ -85,7 +87,73 @@ pub struct CallRecord {
     pub session: u32,
     /// The JSON-RPC request id (its key: `1` and `"1"` differ), when the call was sent.
     pub request_id: Option<String>,
+    /// How long the answer asked the client to wait before trying again (`data.retryAfterSeconds` of a
+    /// JSON-RPC error, or an HTTP answer's `Retry-After`).
+    pub retry_after_ms: Option<f64>,
 }
+
+/// The `retryAfterSeconds` of a JSON-RPC error's `data`, in ms.
+pub fn retry_after_ms(error: &Value) -> Option<f64> {
+    let seconds = error.get("data")?.get("retryAfterSeconds")?.as_f64()?;
+    (seconds.is_finite() && seconds >= 0.0).then_some(seconds * 1000.0)
+}
+
+/// A tool's behaviour hints, as its `tools/list` entry's `annotations` gave them; `None` where it said
+/// nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolHints {
+    /// Whether the listing named the tool at all.
+    pub listed: bool,
+    /// `readOnlyHint`.
+    pub read_only: Option<bool>,
+    /// `destructiveHint`.
+    pub destructive: Option<bool>,
+    /// `idempotentHint`.
+    pub idempotent: Option<bool>,
+}
+
+impl ToolHints {
+    fn of(annotations: Option<&Value>) -> Self {
+        let hint = |key: &str| {
+            annotations
+                .and_then(|a| a.get(key))
+                .and_then(Value::as_bool)
+        };
+        Self {
+            listed: true,
+            read_only: hint("readOnlyHint"),
+            destructive: hint("destructiveHint"),
+            idempotent: hint("idempotentHint"),
+        }
+    }
+
+    /// Whether running the tool twice may do its effect twice: it is neither read-only nor idempotent. An
+    /// absent hint counts as false, as the MCP specification says of both.
+    pub fn repeats_effect(&self) -> bool {
+        !self.read_only.unwrap_or(false) && !self.idempotent.unwrap_or(false)
+    }
+
+    /// The hints as the listing gave them, e.g. "readOnlyHint false, destructiveHint true, idempotentHint
+    /// absent".
+    pub fn describe(&self) -> String {
+        if !self.listed {
+            return "not listed (no hints: taken as neither read-only nor idempotent)".to_owned();
+        }
+        let hint = |name: &str, value: Option<bool>| match value {
+            Some(v) => format!("{name} {v}"),
+            None => format!("{name} absent"),
+        };
+        format!(
+            "{}, {}, {}",
+            hint("readOnlyHint", self.read_only),
+            hint("destructiveHint", self.destructive),
+            hint("idempotentHint", self.idempotent)
+        )
+    }
+}
+
+/// Hints by tool name.
+pub type Hints = HashMap<String, ToolHints>;
 
 /// Output schemas by tool, from a `tools/list` result.
 #[derive(Default)]
@@ -93,6 +161,7 @@ pub struct Schemas {
     validators: HashMap<String, jsonschema::Validator>,
     /// Every tool the listing named, in its order.
     names: Vec<String>,
+    hints: Hints,
 }
 
 impl Schemas {
@@ -109,6 +178,8 @@ impl Schemas {
             if !self.names.iter().any(|n| n == name) {
                 self.names.push(name.to_owned());
             }
+            self.hints
+                .insert(name.to_owned(), ToolHints::of(tool.get("annotations")));
             match tool.get("outputSchema") {
                 Some(schema) => match jsonschema::validator_for(schema) {
                     Ok(validator) => {
@@ -126,6 +197,11 @@ impl Schemas {
     /// The tools the listing named.
     pub fn names(&self) -> &[String] {
         &self.names
+    }
+
+    /// The listed tools' annotations.
+    pub fn hints(&self) -> &Hints {
+        &self.hints
     }
 
     /// How a `tools/call` result of `tool` ends: an error, a valid payload, or an invalid one. The payload
@@ -154,11 +230,17 @@ impl Schemas {
     }
 }
 
-/// A run of identical calls: (logical index, attempts so far, last outcome, when the last one ended).
-type Chain = (u64, u32, CallOutcome, f64);
+/// A run of identical calls: (logical index, attempts so far, last outcome, when the last one ended, whether
+/// the client cancelled it).
+type Chain = (u64, u32, CallOutcome, f64, bool);
+
+/// How long before a call's cancel reached the proxy an identical call may have started and still be its
+/// retry: a client that gives up on a call may send the retry before the cancel of the first one.
+pub const CANCEL_TRAIL_MS: f64 = 500.0;
 
 /// Fills in [`Logical`] for records without it: a call identical to an earlier one (same tool and
-/// arguments) that failed and had ended is its retry; any other call starts a logical call and its own task.
+/// arguments) that failed and had ended (or that the client cancelled at most [`CANCEL_TRAIL_MS`] after the
+/// new one started) is its retry; any other call starts a logical call and its own task.
 pub fn infer_logical(records: &mut [CallRecord]) {
     let mut order: Vec<usize> = (0..records.len()).collect();
     order.sort_by(|&a, &b| records[a].start_ms.total_cmp(&records[b].start_ms));
@@ -170,18 +252,29 @@ pub fn infer_logical(records: &mut [CallRecord]) {
             continue;
         }
         let key = (record.tool.clone(), record.args_hash.clone());
-        let retry = chains
-            .get(&key)
-            .filter(|(_, _, outcome, end)| *outcome != CallOutcome::Ok && *end <= record.start_ms);
+        let retry = chains.get(&key).filter(|(_, _, outcome, end, cancelled)| {
+            let ended = *end <= record.start_ms
+                || (*cancelled && *end <= record.start_ms + CANCEL_TRAIL_MS);
+            *outcome != CallOutcome::Ok && ended
+        });
         let (index, attempt) = match retry {
-            Some((index, attempts, _, _)) => (*index, attempts + 1),
+            Some((index, attempts, _, _, _)) => (*index, attempts + 1),
             None => {
                 next += 1;
                 (next - 1, 1)
             }
         };
         let end = record.start_ms + record.latency_ms;
-        chains.insert(key, (index, attempt, record.outcome, end));
+        chains.insert(
+            key,
+            (
+                index,
+                attempt,
+                record.outcome,
+                end,
+                record.cancel_after_ms.is_some(),
+            ),
+        );
         records[i].logical = Some(Logical {
             index,
             attempt,
@@ -239,6 +332,7 @@ mod tests {
             logical: None,
             session: 0,
             request_id: None,
+            retry_after_ms: None,
         }
     }
 
@@ -257,5 +351,24 @@ mod tests {
             .map(|r| r.logical.as_ref().map(|l| (l.index, l.attempt)).unwrap())
             .collect();
         assert_eq!(seen, vec![(0, 1), (0, 2), (0, 3), (1, 1), (2, 1)]);
+    }
+
+    #[test]
+    fn a_retry_sent_just_before_the_cancel_of_the_call_it_repeats_is_its_retry() {
+        let mut cancelled = call(0.0, "a", CallOutcome::Timeout);
+        cancelled.latency_ms = 1100.0;
+        cancelled.cancel_after_ms = Some(1100.0);
+        let retry = call(1050.0, "a", CallOutcome::Ok);
+        let mut concurrent = call(0.0, "b", CallOutcome::Timeout);
+        concurrent.latency_ms = 2000.0;
+        concurrent.cancel_after_ms = Some(2000.0);
+        let twin = call(500.0, "b", CallOutcome::Ok);
+        let mut records = vec![cancelled, retry, concurrent, twin];
+        infer_logical(&mut records);
+        let attempts: Vec<u32> = records
+            .iter()
+            .map(|r| r.logical.as_ref().unwrap().attempt)
+            .collect();
+        assert_eq!(attempts, [1, 2, 1, 1]);
     }
 }

@@ -177,6 +177,7 @@ mod tests {
             logical: None,
             session: 0,
             request_id: None,
+            retry_after_ms: None,
         }
     }
 

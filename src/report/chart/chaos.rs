@@ -63,6 +63,9 @@ const BAR_ROOM: f64 = 112.0;
 /// Width of the tool names left of both charts.
 const LABEL_AREA: u32 = 170;
 
+/// Tools whose verdict the image's header spells out.
+const MAX_TOOL_VERDICTS: usize = 4;
+
 /// Height of one tool's row in both charts.
 const ROW: u32 = 30;
 /// Height of a chart beyond its rows (caption, axis, legend).
@@ -149,6 +152,26 @@ impl<'a> ChaosFigure<'a> {
         ];
         if let Some(why) = self.inconclusive() {
             lines.push((format!("Inconclusive: {why}"), WARNING));
+        }
+        if let Some(gates) = &self.report.gates {
+            let colour = if gates.passed { TEXT } else { WARNING };
+            lines.push((format!("Gates: {}", gates.summary()), colour));
+        }
+        let judgement = &run.judgement;
+        let colour = if judgement.handled_well {
+            TEXT
+        } else {
+            WARNING
+        };
+        lines.push((format!("Judgement: {}", judgement.verdict), colour));
+        // The tools the client mishandled, by name; the rest are in the report.
+        for tool in judgement
+            .tools
+            .iter()
+            .filter(|t| t.verdicts.iter().any(|v| v.kind.is_mishandling()))
+            .take(MAX_TOOL_VERDICTS)
+        {
+            lines.push((tool.sentence.replace('`', ""), WARNING));
         }
         header::wrapped(lines)
     }

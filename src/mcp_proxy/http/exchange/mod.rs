@@ -123,6 +123,8 @@ impl Exchange {
     /// Answers `reply` in the server's place.
     fn reply(&mut self, reply: &Reply) -> Response<ProxyBody> {
         let mut line = reply.line(&self.id());
+        // The report reads what the client was told (e.g. a Retry-After) before the call's event.
+        self.proxy.engine().recorder.client_line(&line);
         self.finish(reply_outcome(reply));
         if line.last() == Some(&b'\n') {
             line.pop();
@@ -242,6 +244,13 @@ impl Exchange {
                 }
                 let status =
                     StatusCode::from_u16(status).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+                if let Some(wait) = headers
+                    .iter()
+                    .find(|(name, _)| name.eq_ignore_ascii_case("retry-after"))
+                    .and_then(|(_, value)| retry_after_ms(value))
+                {
+                    self.proxy.engine().recorder.retry_after(&self.id(), wait);
+                }
                 self.finish(http_outcome(status));
                 return Ok(status_response(status, &headers, body));
             }
@@ -270,6 +279,15 @@ impl Exchange {
             .unwrap_or_default()
             .to_ascii_lowercase();
         if parts.status != StatusCode::OK {
+            // The server's own 429 or 503 may ask for a wait too.
+            if let Some(wait) = parts
+                .headers
+                .get(header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(retry_after_ms)
+            {
+                self.proxy.engine().recorder.retry_after(&self.id(), wait);
+            }
             self.progress.answered(http_outcome(parts.status));
             self.finish(http_outcome(parts.status));
             return Ok(Response::from_parts(
@@ -414,4 +432,10 @@ impl AnswerCut {
     fn is_set(&self) -> bool {
         self.after_events.is_some() || self.after.is_some()
     }
+}
+
+/// A `Retry-After` header's wait in ms, when it is a number of seconds (an HTTP date is not read).
+fn retry_after_ms(value: &str) -> Option<f64> {
+    let seconds: f64 = value.trim().parse().ok()?;
+    (seconds.is_finite() && seconds >= 0.0).then_some(seconds * 1000.0)
 }

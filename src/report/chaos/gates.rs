@@ -1,0 +1,280 @@
+//! Gates for CI: budgets a run must meet, written in a plan (`gates:`, or an mcptest suite's `recovery:`), as
+//! `fault mcp-proxy` flags, or as the scenario tool's `gates` field. The report says PASSED or FAILED per
+//! gate; `fault mcp-proxy` exits non-zero when one fails.
+//!
+//! `max_detection_ms`, `max_recovery_ms` and `require_clean_timeout` mean what they mean in mcptest's
+//! `recovery:` matcher: the per-call timeout budget, the recovery budget (a failure never recovered fails it),
+//! and that every call without an answer was given up cleanly (cancelled, within the timeout budget).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::ChaosFigures;
+
+/// The budgets of a run; each one given is a gate.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema, clap::Args)]
+#[serde(deny_unknown_fields)]
+pub struct Gates {
+    /// Gate: the client detects every call left without an answer (it cancels it) within this many ms of
+    /// sending it (mcptest's per-call timeout budget). E.g. 3000.
+    #[arg(long, value_name = "MS")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_detection_ms: Option<u64>,
+    /// Gate: every failure is followed by a valid result of the same tool within this many ms; a failure
+    /// never recovered fails it (mcptest's recovery budget). E.g. 5000.
+    #[arg(long, value_name = "MS")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_recovery_ms: Option<u64>,
+    /// Gate: every call left without an answer was given up cleanly: cancelled by the client, within
+    /// `max_detection_ms` when it is given (mcptest's `require_clean_timeout`). Default false.
+    #[arg(long)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub require_clean_timeout: bool,
+    /// Gate: at most this many runaway calls (3 or more retries after a failure). E.g. 0.
+    #[arg(long, value_name = "N")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_runaways: Option<u64>,
+    /// Gate: at most this many duplicate writes (a write sent again after the server had received it). E.g. 0.
+    #[arg(long, value_name = "N")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplicate_writes: Option<u64>,
+}
+
+impl Gates {
+    /// Whether no gate is set.
+    pub fn is_empty(&self) -> bool {
+        *self == Gates::default()
+    }
+
+    /// These gates with `other`'s set ones over them (flags over the plan).
+    pub fn overridden_by(&self, other: &Gates) -> Gates {
+        Gates {
+            max_detection_ms: other.max_detection_ms.or(self.max_detection_ms),
+            max_recovery_ms: other.max_recovery_ms.or(self.max_recovery_ms),
+            require_clean_timeout: other.require_clean_timeout || self.require_clean_timeout,
+            max_runaways: other.max_runaways.or(self.max_runaways),
+            duplicate_writes: other.duplicate_writes.or(self.duplicate_writes),
+        }
+    }
+
+    /// The stricter of two sets of budgets (an mcptest suite's agents, each with its `recovery:`).
+    pub fn strictest(&self, other: &Gates) -> Gates {
+        let min = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        Gates {
+            max_detection_ms: min(self.max_detection_ms, other.max_detection_ms),
+            max_recovery_ms: min(self.max_recovery_ms, other.max_recovery_ms),
+            require_clean_timeout: self.require_clean_timeout || other.require_clean_timeout,
+            max_runaways: min(self.max_runaways, other.max_runaways),
+            duplicate_writes: min(self.duplicate_writes, other.duplicate_writes),
+        }
+    }
+}
+
+/// One gate, judged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct GateResult {
+    /// The gate's key, e.g. "max_runaways".
+    pub gate: String,
+    /// What it allows, e.g. "0".
+    pub limit: String,
+    /// What the run did, e.g. "1 runaway (echo)".
+    pub measured: String,
+    pub passed: bool,
+}
+
+/// Every gate of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct GateReport {
+    /// Every gate passed.
+    pub passed: bool,
+    pub gates: Vec<GateResult>,
+}
+
+impl GateReport {
+    /// "PASSED", or "FAILED: " and the failed gates with what the run did.
+    pub fn summary(&self) -> String {
+        if self.passed {
+            return "PASSED".to_owned();
+        }
+        let failed: Vec<String> = self
+            .gates
+            .iter()
+            .filter(|g| !g.passed)
+            .map(|g| format!("{} {} (allowed {})", g.gate, g.measured, g.limit))
+            .collect();
+        format!("FAILED: {}", failed.join("; "))
+    }
+}
+
+/// The gates of `gates` judged on `run`; `None` without any.
+pub fn evaluate(gates: &Gates, run: &ChaosFigures) -> Option<GateReport> {
+    if gates.is_empty() {
+        return None;
+    }
+    let client = &run.overall.client;
+    let judgement = &run.judgement;
+    let mut results = Vec::new();
+    let mut gate = |gate: &str, limit: String, measured: String, passed: bool| {
+        results.push(GateResult {
+            gate: gate.to_owned(),
+            limit,
+            measured,
+            passed,
+        });
+    };
+    let worst_detection = client.detect_max_ms;
+    if let Some(budget) = gates.max_detection_ms {
+        gate(
+            "max_detection_ms",
+            format!("{budget} ms"),
+            worst_detection.map_or("no call cancelled".to_owned(), |ms| {
+                format!("slowest cancel {ms:.0} ms")
+            }),
+            worst_detection.is_none_or(|ms| ms <= budget as f64),
+        );
+    }
+    if gates.require_clean_timeout {
+        // A call still without an answer at the end that the client never cancelled hung past any budget.
+        let left_open = run.overall.outcomes.timeout.saturating_sub(client.cancels);
+        let late = gates
+            .max_detection_ms
+            .zip(worst_detection)
+            .is_some_and(|(budget, ms)| ms > budget as f64);
+        gate(
+            "require_clean_timeout",
+            "every call without an answer cancelled".to_owned(),
+            format!(
+                "{left_open} left hanging{}",
+                if late {
+                    ", a cancel past max_detection_ms"
+                } else {
+                    ""
+                }
+            ),
+            left_open == 0 && !late,
+        );
+    }
+    if let Some(budget) = gates.max_recovery_ms {
+        let measured = match client.recovery_max_ms {
+            Some(ms) => format!(
+                "slowest recovery {ms:.0} ms, {} failure(s) never recovered",
+                client.unrecovered
+            ),
+            None => format!("{} failure(s) never recovered", client.unrecovered),
+        };
+        gate(
+            "max_recovery_ms",
+            format!("{budget} ms"),
+            measured,
+            client.unrecovered == 0 && client.recovery_max_ms.is_none_or(|ms| ms <= budget as f64),
+        );
+    }
+    let named = |count: u64, has: fn(&super::judgement::ToolJudgement) -> bool| {
+        let tools: Vec<&str> = judgement
+            .tools
+            .iter()
+            .filter(|t| has(t))
+            .map(|t| t.tool.as_str())
+            .collect();
+        if tools.is_empty() {
+            count.to_string()
+        } else {
+            format!("{count} ({})", tools.join(", "))
+        }
+    };
+    if let Some(most) = gates.max_runaways {
+        gate(
+            "max_runaways",
+            most.to_string(),
+            named(client.runaway, |t| t.runaways > 0),
+            client.runaway <= most,
+        );
+    }
+    if let Some(most) = gates.duplicate_writes {
+        gate(
+            "duplicate_writes",
+            most.to_string(),
+            named(judgement.duplicate_writes, |t| t.duplicate_writes > 0),
+            judgement.duplicate_writes <= most,
+        );
+    }
+    Some(GateReport {
+        passed: results.iter().all(|g| g.passed),
+        gates: results,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::record::{CallOutcome, CallRecord, Hints, Logical};
+    use super::*;
+
+    fn call(attempt: u32, start: f64, outcome: CallOutcome) -> CallRecord {
+        CallRecord {
+            tool: "echo".into(),
+            args_hash: None,
+            start_ms: start,
+            latency_ms: 100.0,
+            queueing_ms: None,
+            service_ms: None,
+            fault: None,
+            outcome,
+            reached_server: true,
+            cancel_after_ms: (outcome == CallOutcome::Timeout).then_some(100.0),
+            logical: Some(Logical {
+                index: 0,
+                attempt,
+                task: "t".into(),
+            }),
+            session: 0,
+            request_id: None,
+            retry_after_ms: None,
+        }
+    }
+
+    #[test]
+    fn a_runaway_write_breaks_its_gates_and_the_others_pass() {
+        let records = (1..=4)
+            .map(|a| {
+                let outcome = if a < 4 {
+                    CallOutcome::Timeout
+                } else {
+                    CallOutcome::Ok
+                };
+                call(a, f64::from(a) * 200.0, outcome)
+            })
+            .collect();
+        let run = super::super::figures(records, 1000.0, &Hints::new());
+        let gates = Gates {
+            max_detection_ms: Some(3000),
+            max_recovery_ms: Some(5000),
+            require_clean_timeout: true,
+            max_runaways: Some(0),
+            duplicate_writes: Some(0),
+        };
+        let report = evaluate(&gates, &run).unwrap();
+        let passed: Vec<(&str, bool)> = report
+            .gates
+            .iter()
+            .map(|g| (g.gate.as_str(), g.passed))
+            .collect();
+        assert_eq!(
+            passed,
+            [
+                ("max_detection_ms", true),
+                ("require_clean_timeout", true),
+                ("max_recovery_ms", true),
+                ("max_runaways", false),
+                ("duplicate_writes", false),
+            ]
+        );
+        assert_eq!(
+            report.summary(),
+            "FAILED: max_runaways 1 (echo) (allowed 0); duplicate_writes 3 (echo) (allowed 0)"
+        );
+        assert!(evaluate(&Gates::default(), &run).is_none());
+    }
+}
