@@ -239,7 +239,8 @@ impl ServerHandler for FaultServer {
                 return Ok(tool_error(wrong).into());
             }
         }
-        if tasks::runs_as_task(&request.name) && declared_tasks(&context) {
+        // The cheap check first: most calls come from clients without the extension.
+        if declared_tasks(&context) && tasks::runs_as_task(&request.name) {
             return self.start_task(request, context);
         }
         let call = ToolCallContext::new(self, request, context);

@@ -111,6 +111,32 @@ async fn poll_to_end<H: rmcp::ClientHandler>(
     }
 }
 
+/// Cancels task `id` and polls it every 100 ms until it ends (10 s at most): its last status, and how long after
+/// the cancel.
+async fn cancel_and_wait<H: rmcp::ClientHandler>(
+    client: &RunningService<RoleClient, H>,
+    id: &str,
+) -> (TaskStatus, Duration) {
+    let asked = Instant::now();
+    client
+        .peer()
+        .cancel_task(cancel(id))
+        .await
+        .expect("tasks/cancel");
+    let mut status = TaskStatus::Working;
+    while !status.is_terminal() && asked.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        status = client
+            .peer()
+            .get_task(get(id))
+            .await
+            .expect("tasks/get")
+            .task
+            .status();
+    }
+    (status, asked.elapsed())
+}
+
 fn error_message(error: ServiceError) -> (i32, String) {
     match error {
         ServiceError::McpError(e) => (e.code.0, e.message.into_owned()),
@@ -229,24 +255,7 @@ async fn a_cancelled_task_ends_cancelled_with_its_proxy_port_free() {
         std::net::TcpListener::bind(("127.0.0.1", port)).is_err(),
         "the scenario's proxy listens on {port}: {running:?}"
     );
-    let asked = Instant::now();
-    client
-        .peer()
-        .cancel_task(cancel(&id))
-        .await
-        .expect("tasks/cancel");
-    let mut status = TaskStatus::Working;
-    while !status.is_terminal() && asked.elapsed() < Duration::from_secs(10) {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        status = client
-            .peer()
-            .get_task(get(&id))
-            .await
-            .expect("tasks/get")
-            .task
-            .status();
-    }
-    let took = asked.elapsed();
+    let (status, took) = cancel_and_wait(&client, &id).await;
     eprintln!("cancelled after 2 s: {status:?} {took:?} after tasks/cancel");
     assert_eq!(status, TaskStatus::Cancelled);
     assert!(took < Duration::from_secs(3), "{took:?}");
@@ -515,24 +524,7 @@ async fn a_cancelled_chaos_scenario_task_leaves_no_server_behind() {
         "{running:?}"
     );
     assert!(processes_with(&marker) > 0, "the scenario's server runs");
-    let asked = Instant::now();
-    client
-        .peer()
-        .cancel_task(cancel(&id))
-        .await
-        .expect("tasks/cancel");
-    let mut status = TaskStatus::Working;
-    while !status.is_terminal() && asked.elapsed() < Duration::from_secs(10) {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        status = client
-            .peer()
-            .get_task(get(&id))
-            .await
-            .expect("tasks/get")
-            .task
-            .status();
-    }
-    let took = asked.elapsed();
+    let (status, took) = cancel_and_wait(&client, &id).await;
     eprintln!("chaos task cancelled after 2 s: {status:?} {took:?} after tasks/cancel");
     assert_eq!(status, TaskStatus::Cancelled);
     assert!(took < Duration::from_secs(3), "{took:?}");
