@@ -226,6 +226,7 @@ async fn each_fault_in_front_of_the_chat_model_ends_the_llm_tool_clearly() {
     ) else {
         return;
     };
+    let _model = optional::LOCAL_CHAT_MODEL.lock().await;
     let upstream = url::Url::parse(&chat_base).unwrap();
     let cases: [(&str, &[&str]); 6] = [
         (
@@ -542,6 +543,7 @@ async fn a_cancelled_llm_call_closes_its_connection_to_the_model_at_once() {
     ) else {
         return;
     };
+    let _model = optional::LOCAL_CHAT_MODEL.lock().await;
     use rmcp::model::{CallToolRequestParams, ClientRequest, Request};
     use rmcp::service::PeerRequestOptions;
 

@@ -291,6 +291,7 @@ async fn every_llm_tool_against_the_local_model_through_openai_and_ollama_apis()
     ) else {
         return;
     };
+    let _model = optional::LOCAL_CHAT_MODEL.lock().await;
     let env_or =
         |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.to_owned());
     let settings = Settings {

@@ -13,6 +13,10 @@ pub fn require_all() -> bool {
 
 /// How to get the local LLM stack's `FAULT_TEST_*` variables.
 pub const LOCAL_LLM: &str = "`bash ../shared/llm/local-llm.sh start`";
+/// Held by the tests that ask the local chat model for answers. Its two slots serve one test's calls in seconds,
+/// but behind another test's long answers a short call waits minutes, and a test that bounds its time would fail
+/// for a reason that is not its own.
+pub static LOCAL_CHAT_MODEL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 /// How to get a Qdrant's `FAULT_TEST_QDRANT_*` variables.
 pub const QDRANT: &str = "`bash ../shared/qdrant/qdrant.sh start`";
 
