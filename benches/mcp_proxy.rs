@@ -1,10 +1,13 @@
 //! `fault mcp-proxy` overhead: the `tools/call` round trip through the proxy with an empty plan vs. direct to
-//! `fault mcp-test-server`, in the same run, and the proxy's memory over many calls.
+//! `fault mcp-test-server`, in the same run; what recording the session for its report (the judgements'
+//! bookkeeping, `--report`) adds to a call; and the proxy's memory over many calls.
 //!
 //! `cargo bench --bench mcp_proxy` (release build). `MCP_PROXY_BENCH_CALLS` sets the calls per side for the
 //! latency figures (default 20,000) and `MCP_PROXY_BENCH_MEMORY_CALLS` the calls of the memory run
 //! (default 100,000). Prints p50 and p99 of each side, the added p50/p99, and the proxy's RSS (from
-//! /proc) after 10% of the memory run and at its end.
+//! /proc) after 10% of the memory run and at its end. The bookkeeping is also timed in process (CPU per call,
+//! out of reach of the pipes' noise): the report's observer fed the test server's real `tools/list` and `echo`
+//! answers, and each call's event, as the proxy feeds it.
 
 use std::{
     io::{BufRead, BufReader, Write},
@@ -12,7 +15,15 @@ use std::{
     time::Instant,
 };
 
+use fault::mcp_proxy::{
+    decide::DecisionRecord,
+    events::{CallEvent, CallObserver},
+    plan::Plan,
+    recording::ReportObserver,
+};
+use fault::mcp_wire::jsonrpc::Outcome;
 use hdrhistogram::Histogram;
+use serde_json::json;
 
 const FAULT: &str = env!("CARGO_BIN_EXE_fault");
 
@@ -63,7 +74,7 @@ impl Session {
                 "server closed stdout"
             );
             if self.line.contains(&tag) || self.line.contains(&format!("\"id\":{id}}}")) {
-                assert!(!self.line.contains("\"error\""), "{}", self.line);
+                assert!(!self.line.contains("\"error\":{"), "{}", self.line);
                 return;
             }
         }
@@ -120,19 +131,47 @@ fn main() {
     let mut proxied_args = vec!["--log-level", "warn", "mcp-proxy", "--", FAULT];
     proxied_args.extend(server);
 
+    let report_dir =
+        std::env::temp_dir().join(format!("fault-mcp-proxy-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&report_dir).unwrap();
+    let report_file = report_dir.join("report.json");
+    let report_path = report_file.to_str().unwrap();
+    let mut recorded_args = vec![
+        "--log-level",
+        "warn",
+        "mcp-proxy",
+        "--report",
+        report_path,
+        "--",
+        FAULT,
+    ];
+    recorded_args.extend(server);
+
     let mut direct = Session::spawn(&server);
     let mut proxied = Session::spawn(&proxied_args);
-    // Warm both, then interleave batches so both sides see the same machine load.
+    let mut recorded = Session::spawn(&recorded_args);
+    // Warm every side, then interleave batches so all see the same machine load.
     round_trips(&mut direct, 1000);
     round_trips(&mut proxied, 1000);
+    round_trips(&mut recorded, 1000);
     let mut direct_h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap();
     let mut proxied_h = direct_h.clone();
+    let mut recorded_h = direct_h.clone();
     let batch = 1000.min(calls).max(1);
     for _ in 0..calls.div_ceil(batch) {
         direct_h.add(round_trips(&mut direct, batch)).unwrap();
         proxied_h.add(round_trips(&mut proxied, batch)).unwrap();
+        recorded_h.add(round_trips(&mut recorded, batch)).unwrap();
     }
+    // The server's real answers, for the in-process timing below.
+    direct.request(r#""method":"tools/list","params":{}"#);
+    let listing = direct.line.clone().into_bytes();
+    direct.echo();
+    let echo_answer = direct.line.clone().into_bytes();
     direct.close();
+    recorded.close();
+    let report_written = std::fs::metadata(&report_file).map_or(0, |m| m.len());
+    let _ = std::fs::remove_dir_all(&report_dir);
     let (d50, d99) = (
         direct_h.value_at_quantile(0.5),
         direct_h.value_at_quantile(0.99),
@@ -161,6 +200,28 @@ fn main() {
         us(p50.saturating_sub(d50)),
         us(p99.saturating_sub(d99))
     );
+    let (r50, r99) = (
+        recorded_h.value_at_quantile(0.5),
+        recorded_h.value_at_quantile(0.99),
+    );
+    println!(
+        "  through fault mcp-proxy --report:  p50 {:8.1} µs  p99 {:8.1} µs  (report {report_written} bytes)",
+        us(r50),
+        us(r99)
+    ); // stdout-ok
+    println!(
+        // stdout-ok
+        "  added by the report's bookkeeping: p50 {:+8.1} µs  (goal: at most 5 µs)",
+        (r50 as f64 - p50 as f64) / 1000.0
+    );
+
+    let per_call = bookkeeping_per_call(&listing, &echo_answer, calls.max(10_000));
+    println!(
+        // stdout-ok
+        "  the report's bookkeeping in process: {:.2} µs per call over {} calls (goal: at most 5 µs)",
+        per_call * 1e6,
+        calls.max(10_000)
+    );
 
     // Memory: the proxy's RSS early in a long run and at its end.
     let early = memory_calls / 10;
@@ -174,4 +235,50 @@ fn main() {
         rss_end as i64 - rss_early as i64
     );
     proxied.close();
+}
+
+/// Seconds per call the `--report` observer spends on a call: its answer line (parsed, its result judged against
+/// the tool's output schema) and its event (recorded). `echo_answer` is an answer to request id 2.
+fn bookkeeping_per_call(listing: &[u8], echo_answer: &[u8], calls: u64) -> f64 {
+    let mut observer = ReportObserver::new(
+        &Plan::default(),
+        &["fault".into(), "mcp-test-server".into()],
+    );
+    observer.client_line(listing);
+    let answer: serde_json::Value = serde_json::from_slice(echo_answer).unwrap();
+    let event = |id: u64| CallEvent {
+        time: String::new(),
+        id: json!(id),
+        method: "tools/call".into(),
+        tool: "echo".into(),
+        ordinal: id,
+        args_hash: Some("0123456789abcdef".into()),
+        seed: 0,
+        decisions: Vec::<DecisionRecord>::new(),
+        fault: None,
+        also_applied: Vec::new(),
+        upstream: Outcome::Result,
+        client: Outcome::Result,
+        latency_ms: 0.1,
+        upstream_ms: Some(0.05),
+        cancel: None,
+    };
+    // Every answer has its own id, as on the wire; the lines and events are made before the clock starts.
+    let lines: Vec<(Vec<u8>, CallEvent)> = (0..calls)
+        .map(|i| {
+            let mut line = answer.clone();
+            line["id"] = json!(i);
+            let mut bytes = serde_json::to_vec(&line).unwrap();
+            bytes.push(b'\n');
+            (bytes, event(i))
+        })
+        .collect();
+    let started = Instant::now();
+    for (line, event) in &lines {
+        observer.client_line(line);
+        observer.call(event);
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    assert_eq!(observer.take_records().len() as u64, calls);
+    elapsed / calls as f64
 }

@@ -68,6 +68,21 @@ impl Core {
             self.send_server(line);
             return Exit::Continue;
         }
+        if self.decider.is_empty() && matches!(self.upstream, UpstreamState::Up) {
+            // No fault planned: the request goes on as it came, before its call's bookkeeping.
+            self.send_server(line);
+            let mut pending = PendingCall {
+                plan: ResponsePlan::Pass,
+                call: Call::decide(&mut self.decider, &envelope),
+                wait: None,
+                held: None,
+                then: None,
+                progress: CallProgress::default(),
+            };
+            pending.progress.forwarded();
+            self.remember(id_key(&pending.call.id), pending);
+            return Exit::Continue;
+        }
         let call = Call::decide(&mut self.decider, &envelope);
         if call.decision.notify_list_changed {
             let mut line = LIST_CHANGED.to_vec();
@@ -261,6 +276,20 @@ impl Core {
         }
         if self.transparent || (self.pending.is_empty() && self.swallow.is_empty()) {
             self.send_client(line);
+            return;
+        }
+        if self.decider.is_empty() {
+            // No fault planned: every answer passes as it came, so it leaves before its call's bookkeeping.
+            let seen = line.clone();
+            self.send_client(line);
+            if let Some(envelope) = Envelope::parse(&seen).filter(Envelope::is_response) {
+                let key = envelope.id.as_ref().map(id_key).unwrap_or_default();
+                if let Some(mut p) = self.pending.remove(&key) {
+                    let upstream = envelope.outcome();
+                    p.progress.answered(upstream.clone());
+                    self.finish(key, p, upstream);
+                }
+            }
             return;
         }
         let Some(envelope) = Envelope::parse(&line).filter(Envelope::is_response) else {

@@ -168,8 +168,14 @@ impl Core {
     }
 
     fn send_client(&self, line: Vec<u8>) {
-        self.recorder.client_line(&line);
-        let _ = self.to_client.send(line);
+        if self.recorder.observes() {
+            // The line is on its way before the observer reads it: its parse is not the client's wait.
+            let seen = line.clone();
+            let _ = self.to_client.send(line);
+            self.recorder.client_line(&seen);
+        } else {
+            let _ = self.to_client.send(line);
+        }
     }
 
     fn send_server(&mut self, line: Vec<u8>) {
