@@ -6,6 +6,18 @@
 //! connection instead of losing its place in the stream. The HTTP error fault and the load client both
 //! frame messages through here.
 
+/// The wait a `Retry-After` value asks for (RFC 9110 §10.2.3): a number of seconds (a fraction is read too), or
+/// an HTTP date, counted from `now` (a date already past asks for no wait). Anything else is no ask.
+pub fn retry_after(value: &str, now: std::time::SystemTime) -> Option<std::time::Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<f64>() {
+        return (seconds.is_finite() && seconds >= 0.0)
+            .then(|| std::time::Duration::from_secs_f64(seconds.min(1e9)));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or_default())
+}
+
 /// Largest head (or trailer section) buffered while looking for its end.
 pub const MAX_HEAD: usize = 64 * 1024;
 /// Largest chunk-size line (with its extensions).
@@ -474,6 +486,30 @@ impl RequestFlow {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retry_after_reads_seconds_and_http_dates() {
+        use std::time::{Duration, SystemTime, UNIX_EPOCH};
+        // Sun, 06 Nov 1994 08:49:37 GMT, RFC 9110's example date.
+        let date = UNIX_EPOCH + Duration::from_secs(784_111_777);
+        let now = date - Duration::from_secs(30);
+        assert_eq!(retry_after(" 7 ", now), Some(Duration::from_secs(7)));
+        assert_eq!(retry_after("1.5", now), Some(Duration::from_millis(1500)));
+        assert_eq!(
+            retry_after("Sun, 06 Nov 1994 08:49:37 GMT", now),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            retry_after(
+                "Sun, 06 Nov 1994 08:49:37 GMT",
+                date + Duration::from_secs(5)
+            ),
+            Some(Duration::ZERO)
+        );
+        for refused in ["-1", "soon", "", "NaN", "inf"] {
+            assert_eq!(retry_after(refused, SystemTime::now()), None, "{refused}");
+        }
+    }
 
     /// Bytes consumed, whether the body ended, payload bytes.
     type Decoded = Result<(usize, bool, u64), FramingError>;

@@ -208,18 +208,14 @@ fn is_retryable_status(status: StatusCode) -> bool {
     status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error()
 }
 
-/// A server's `Retry-After` in seconds, capped so a hostile value cannot stall a tool.
+/// A server's `Retry-After` (seconds or an HTTP date), capped so a hostile value cannot stall a tool.
 fn retry_after(response: &Response) -> Option<Duration> {
-    response
+    let value = response
         .headers()
         .get(reqwest::header::RETRY_AFTER)?
         .to_str()
-        .ok()?
-        .trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map(|s| Duration::from_secs_f64(s).min(MAX_BACKOFF))
+        .ok()?;
+    crate::http1::retry_after(value, std::time::SystemTime::now()).map(|wait| wait.min(MAX_BACKOFF))
 }
 
 #[cfg(test)]

@@ -462,6 +462,71 @@ async fn the_mcp_inspector_cli_gives_up_after_one_failure() {
     );
 }
 
+/// The same over stdio: the Inspector's CLI starts `fault mcp-proxy` (in front of `fault mcp-test-server`) as its
+/// server, calls once and stops it; the proxy writes its report as it ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mcp_inspector_cli_over_stdio_gives_up_after_one_failure() {
+    let test = "mcp_judgements::the_mcp_inspector_cli_over_stdio_gives_up_after_one_failure";
+    let inspector = match inspector() {
+        Ok(path) => path,
+        Err(why) => return optional::skip(test, &why),
+    };
+    let (behaviour, plan) = INSPECTOR;
+    let dir = tempfile::tempdir().unwrap();
+    let plan_path = dir.path().join("plan.yaml");
+    std::fs::write(&plan_path, plan).unwrap();
+    let report = dir.path().join("report.json");
+    // The Inspector reads every `--flag` of its command line as its own: the server command is a script.
+    let server = dir.path().join("server.sh");
+    let fault = common::fault_bin();
+    std::fs::write(
+        &server,
+        format!(
+            "#!/bin/sh\nexec '{fault}' --log-level warn mcp-proxy --plan '{}' --report '{}' -- '{fault}' --log-level warn mcp-test-server\n",
+            plan_path.display(),
+            report.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&server, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let output = tokio::time::timeout(
+        Duration::from_secs(120),
+        Command::new(&inspector)
+            .arg("--cli")
+            .arg(&server)
+            .args(["--method", "tools/call", "--tool-name", "get_item"])
+            .args(["--tool-arg", "id=1"])
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the Inspector finishes within 120 s")
+    .unwrap();
+    let said = String::from_utf8_lossy(&output.stderr).into_owned()
+        + &String::from_utf8_lossy(&output.stdout);
+    assert!(said.contains("injected fault"), "{said}");
+    // The proxy writes its report once the Inspector has closed its input (or signalled it).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let written = loop {
+        if let Ok(text) = std::fs::read_to_string(&report)
+            && let Ok(value) = serde_json::from_str::<Value>(&text)
+        {
+            break value;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no report from the proxy the Inspector ran; it said: {said}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    check(
+        "the MCP Inspector CLI over stdio",
+        behaviour,
+        &json!({"orders": 0}),
+        &written,
+    );
+}
+
 /// A broken gate: `fault mcp-proxy` over stdio exits non-zero naming it, and its report says FAILED; the same
 /// session within its gates exits 0 and says PASSED.
 #[tokio::test]

@@ -434,8 +434,8 @@ impl AnswerCut {
     }
 }
 
-/// A `Retry-After` header's wait in ms, when it is a number of seconds (an HTTP date is not read).
+/// A `Retry-After` header's wait in ms (seconds or an HTTP date).
 fn retry_after_ms(value: &str) -> Option<f64> {
-    let seconds: f64 = value.trim().parse().ok()?;
-    (seconds.is_finite() && seconds >= 0.0).then_some(seconds * 1000.0)
+    crate::http1::retry_after(value, std::time::SystemTime::now())
+        .map(|wait| wait.as_secs_f64() * 1000.0)
 }
