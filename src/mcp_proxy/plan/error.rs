@@ -101,6 +101,17 @@ pub enum InvalidPlan {
     },
     #[error("{}agents must be a list of mcptest agents (each may hold a `recovery:` budget)", Line(*line))]
     BadAgents { line: Option<usize> },
+    #[error(
+        "{}agents[{agent}].inject names `{name}`, which no fault of the suite is named{}",
+        Line(*line),
+        closest.as_ref().map(|c| format!(" (the closest is `{c}`)")).unwrap_or_default()
+    )]
+    UnknownInjected {
+        agent: usize,
+        name: String,
+        closest: Option<String>,
+        line: Option<usize>,
+    },
     #[error("{count} faults, over {MAX_FAULTS}, the cap on a plan's faults")]
     TooManyFaults { count: usize },
     #[error("faults[{index}] must be a mapping with a `type`")]

@@ -131,6 +131,8 @@ impl Plan {
         };
         let mut policy = None;
         let mut plan_format = None;
+        // An mcptest suite's `inject:` names, by agent.
+        let mut injected: Option<Vec<(usize, String)>> = None;
         let items = match root {
             Value::Null => Vec::new(),
             Value::Array(items) => items,
@@ -170,7 +172,11 @@ impl Plan {
                             let gates = gates_of("gates", value, source)?;
                             plan.gates = plan.gates.overridden_by(&gates);
                         }
-                        "agents" => plan.gates = plan.gates.strictest(&agents_gates(value, source)?),
+                        "agents" => {
+                            let suite = agents_of(value, source)?;
+                            plan.gates = plan.gates.strictest(&suite.gates);
+                            injected = Some(suite.injected);
+                        }
                         "faults" => {
                             items = match value {
                                 Value::Array(items) => items,
@@ -210,6 +216,9 @@ impl Plan {
             }
         }
         plan.policy = policy.unwrap_or_else(|| format::default_policy(&formats));
+        if let Some(injected) = injected {
+            keep_injected(&mut plan, &injected, source)?;
+        }
         Ok(plan)
     }
 
@@ -234,27 +243,88 @@ fn gates_of(key: &str, value: Value, source: &str) -> Result<Gates, InvalidPlan>
     })
 }
 
-/// The budgets of an mcptest suite's `agents:`, each agent's `recovery:` read with mcptest's meaning; a
-/// suite of several agents is held to the strictest. The agents' other keys (model, prompt, servers, inject)
-/// are mcptest's own runner's: the proxy fronts whatever client connects.
-fn agents_gates(value: Value, source: &str) -> Result<Gates, InvalidPlan> {
+/// What the proxy takes from an mcptest suite's `agents:`.
+struct Agents {
+    /// Each agent's `recovery:` read with mcptest's meaning; several agents are held to the strictest.
+    gates: Gates,
+    /// The faults the agents' `inject:` lists name, with the agent that names each.
+    injected: Vec<(usize, String)>,
+}
+
+/// Reads an mcptest suite's `agents:`. Their other keys (model, prompt, servers) are mcptest's own runner's:
+/// the proxy fronts whatever client connects.
+fn agents_of(value: Value, source: &str) -> Result<Agents, InvalidPlan> {
     let bad = || InvalidPlan::BadAgents {
         line: key_line(source, "agents"),
     };
     let Value::Array(agents) = value else {
         return Err(bad());
     };
-    let mut gates = Gates::default();
+    let mut suite = Agents {
+        gates: Gates::default(),
+        injected: Vec::new(),
+    };
     for (i, agent) in agents.into_iter().enumerate() {
         let Value::Object(mut agent) = agent else {
             return Err(bad());
         };
         if let Some(recovery) = agent.remove("recovery") {
             let budget = gates_of(&format!("agents[{i}].recovery"), recovery, source)?;
-            gates = gates.strictest(&budget);
+            suite.gates = suite.gates.strictest(&budget);
+        }
+        match agent.remove("inject") {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(names)) => {
+                for name in names {
+                    let Value::String(name) = name else {
+                        return Err(bad());
+                    };
+                    suite.injected.push((i, name));
+                }
+            }
+            Some(_) => return Err(bad()),
         }
     }
-    Ok(gates)
+    Ok(suite)
+}
+
+/// Keeps the faults an mcptest suite's agents inject, as mcptest applies a fault only to the agents that name
+/// it. The proxy cannot tell which agent connects, so a fault any agent names applies; a name no fault has is
+/// refused with the closest one.
+fn keep_injected(
+    plan: &mut Plan,
+    injected: &[(usize, String)],
+    source: &str,
+) -> Result<(), InvalidPlan> {
+    let names: Vec<&str> = plan
+        .faults
+        .iter()
+        .filter_map(|f| f.name.as_deref())
+        .collect();
+    for (agent, name) in injected {
+        if !names.contains(&name.as_str()) {
+            return Err(InvalidPlan::UnknownInjected {
+                agent: *agent,
+                name: name.clone(),
+                closest: crate::fields::closest(name, names.iter().copied()).map(str::to_owned),
+                line: key_line(source, "inject"),
+            });
+        }
+    }
+    plan.faults.retain(|fault| {
+        let kept = fault
+            .name
+            .as_ref()
+            .is_some_and(|name| injected.iter().any(|(_, n)| n == name));
+        if !kept {
+            tracing::info!(
+                fault = fault.name.as_deref().unwrap_or(fault.spec.type_name()),
+                "mcp-proxy: fault left out: no agent of the mcptest suite injects it"
+            );
+        }
+        kept
+    });
+    Ok(())
 }
 
 /// The server command of an `upstream:`/`server:` entry: a list, or a string split as a POSIX shell splits it
@@ -307,6 +377,19 @@ agents:
   - name: stricter
     recovery: { max_recovery_ms: 2000 }
 ";
+        // Only what an agent injects applies; a name no fault has is refused with the closest.
+        let two = suite.replace(
+            "faults:\n",
+            "faults:\n  - name: slow-fetch\n    target: { tool: fetch }\n    kind: slow:300\n",
+        );
+        assert_eq!(yaml(&two).unwrap().faults.len(), 1);
+        let err =
+            yaml(&suite.replace("inject: [hung-search]", "inject: [hung-serch]")).unwrap_err();
+        assert!(
+            err.contains("agents[0].inject names `hung-serch`")
+                && err.contains("the closest is `hung-search`"),
+            "{err}"
+        );
         let plan = yaml(suite).unwrap();
         assert_eq!(plan.faults.len(), 1);
         assert_eq!(plan.gates.max_detection_ms, Some(3000));
