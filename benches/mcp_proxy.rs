@@ -7,7 +7,9 @@
 //! (default 100,000). Prints p50 and p99 of each side, the added p50/p99, and the proxy's RSS (from
 //! /proc) after 10% of the memory run and at its end. The bookkeeping is also timed in process (CPU per call,
 //! out of reach of the pipes' noise): the report's observer fed the test server's real `tools/list` and `echo`
-//! answers, and each call's event, as the proxy feeds it.
+//! answers, and each call's event, as the proxy feeds it. `MCP_PROXY_BENCH_OTHER_BUILD=/path/to/fault` adds that
+//! build's proxy (bare and with `--report`) in front of the same server, interleaved in the same run: a change's
+//! cost is this build's figures against the commit before it.
 
 use std::{
     io::{BufRead, BufReader, Write},
@@ -36,14 +38,14 @@ struct Session {
 }
 
 impl Session {
-    fn spawn(args: &[&str]) -> Session {
-        let mut child = Command::new(FAULT)
+    fn spawn(program: &str, args: &[&str]) -> Session {
+        let mut child = Command::new(program)
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
-            .expect("spawn fault");
+            .unwrap_or_else(|e| panic!("spawn {program}: {e}"));
         let mut session = Session {
             stdin: child.stdin.take().unwrap(),
             stdout: BufReader::new(child.stdout.take().unwrap()),
@@ -124,6 +126,28 @@ fn us(nanos: u64) -> f64 {
     nanos as f64 / 1000.0
 }
 
+/// `a - b` in µs.
+fn delta(a: u64, b: u64) -> f64 {
+    (a as f64 - b as f64) / 1000.0
+}
+
+/// One way of reaching the test server, and its round trips.
+struct Side {
+    label: &'static str,
+    session: Session,
+    histogram: Histogram<u64>,
+}
+
+impl Side {
+    fn new(label: &'static str, program: &str, args: &[&str]) -> Side {
+        Side {
+            label,
+            session: Session::spawn(program, args),
+            histogram: Histogram::new_with_bounds(1, 60_000_000, 3).unwrap(),
+        }
+    }
+}
+
 fn main() {
     let calls = env_count("MCP_PROXY_BENCH_CALLS", 20_000);
     let memory_calls = env_count("MCP_PROXY_BENCH_MEMORY_CALLS", 100_000);
@@ -147,73 +171,98 @@ fn main() {
     ];
     recorded_args.extend(server);
 
-    let mut direct = Session::spawn(&server);
-    let mut proxied = Session::spawn(&proxied_args);
-    let mut recorded = Session::spawn(&recorded_args);
+    let mut sides = vec![
+        Side::new("direct to fault mcp-test-server", FAULT, &server),
+        Side::new("through fault mcp-proxy (no plan)", FAULT, &proxied_args),
+        Side::new("through fault mcp-proxy --report", FAULT, &recorded_args),
+    ];
+    // Another build's proxy (e.g. the commit before a change) in front of the same server, in the same run.
+    let other = std::env::var("MCP_PROXY_BENCH_OTHER_BUILD").ok();
+    let other_report = report_dir.join("other.json");
+    let other_report_path = other_report.to_str().unwrap();
+    if let Some(other) = &other {
+        let mut other_recorded = vec![
+            "--log-level",
+            "warn",
+            "mcp-proxy",
+            "--report",
+            other_report_path,
+            "--",
+            FAULT,
+        ];
+        other_recorded.extend(server);
+        sides.push(Side::new(
+            "through the other build (no plan)",
+            other,
+            &proxied_args,
+        ));
+        sides.push(Side::new(
+            "through the other build --report",
+            other,
+            &other_recorded,
+        ));
+    }
     // Warm every side, then interleave batches so all see the same machine load.
-    round_trips(&mut direct, 1000);
-    round_trips(&mut proxied, 1000);
-    round_trips(&mut recorded, 1000);
-    let mut direct_h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap();
-    let mut proxied_h = direct_h.clone();
-    let mut recorded_h = direct_h.clone();
+    for side in &mut sides {
+        round_trips(&mut side.session, 1000);
+    }
     let batch = 1000.min(calls).max(1);
     for _ in 0..calls.div_ceil(batch) {
-        direct_h.add(round_trips(&mut direct, batch)).unwrap();
-        proxied_h.add(round_trips(&mut proxied, batch)).unwrap();
-        recorded_h.add(round_trips(&mut recorded, batch)).unwrap();
+        for side in &mut sides {
+            side.histogram
+                .add(round_trips(&mut side.session, batch))
+                .unwrap();
+        }
     }
     // The server's real answers, for the in-process timing below.
+    let direct = &mut sides[0].session;
     direct.request(r#""method":"tools/list","params":{}"#);
     let listing = direct.line.clone().into_bytes();
     direct.echo();
     let echo_answer = direct.line.clone().into_bytes();
-    direct.close();
-    recorded.close();
-    let report_written = std::fs::metadata(&report_file).map_or(0, |m| m.len());
-    let _ = std::fs::remove_dir_all(&report_dir);
-    let (d50, d99) = (
-        direct_h.value_at_quantile(0.5),
-        direct_h.value_at_quantile(0.99),
-    );
-    let (p50, p99) = (
-        proxied_h.value_at_quantile(0.5),
-        proxied_h.value_at_quantile(0.99),
-    );
+    let p50 = |i: usize| sides[i].histogram.value_at_quantile(0.5);
+    let p99 = |i: usize| sides[i].histogram.value_at_quantile(0.99);
     println!(
         "tools/call echo round trip, {} calls per side (interleaved batches of {batch}):",
-        direct_h.len()
+        sides[0].histogram.len()
     ); // stdout-ok
-    println!(
-        "  direct to fault mcp-test-server: p50 {:8.1} µs  p99 {:8.1} µs",
-        us(d50),
-        us(d99)
-    ); // stdout-ok
-    println!(
-        "  through fault mcp-proxy (no plan): p50 {:8.1} µs  p99 {:8.1} µs",
-        us(p50),
-        us(p99)
-    ); // stdout-ok
+    for (i, side) in sides.iter().enumerate() {
+        let added = if i == 0 {
+            String::new()
+        } else {
+            format!(
+                "  added p50 {:+8.1} µs  p99 {:+8.1} µs",
+                delta(p50(i), p50(0)),
+                delta(p99(i), p99(0))
+            )
+        };
+        println!(
+            "  {:<36} p50 {:8.1} µs  p99 {:8.1} µs{added}",
+            side.label,
+            us(p50(i)),
+            us(p99(i))
+        ); // stdout-ok
+    }
     println!(
         // stdout-ok
-        "  added by the proxy:               p50 {:8.1} µs  p99 {:8.1} µs  (goal: p50 < 100 µs)",
-        us(p50.saturating_sub(d50)),
-        us(p99.saturating_sub(d99))
+        "  added by the proxy: p50 {:+.1} µs (goal: p50 < 100 µs); by the report's bookkeeping: p50 {:+.1} µs (goal: at most 5 µs)",
+        delta(p50(1), p50(0)),
+        delta(p50(2), p50(1))
     );
-    let (r50, r99) = (
-        recorded_h.value_at_quantile(0.5),
-        recorded_h.value_at_quantile(0.99),
-    );
-    println!(
-        "  through fault mcp-proxy --report:  p50 {:8.1} µs  p99 {:8.1} µs  (report {report_written} bytes)",
-        us(r50),
-        us(r99)
-    ); // stdout-ok
-    println!(
-        // stdout-ok
-        "  added by the report's bookkeeping: p50 {:+8.1} µs  (goal: at most 5 µs)",
-        (r50 as f64 - p50 as f64) / 1000.0
-    );
+    if other.is_some() {
+        println!(
+            // stdout-ok
+            "  this build against the other: proxy-added p50 {:+.1} µs, with --report {:+.1} µs",
+            delta(p50(1), p50(3)),
+            delta(p50(2), p50(4))
+        );
+    }
+    for side in sides {
+        side.session.close();
+    }
+    let report_written = std::fs::metadata(&report_file).map_or(0, |m| m.len());
+    assert!(report_written > 0, "the --report side wrote no report");
+    let _ = std::fs::remove_dir_all(&report_dir);
 
     let per_call = bookkeeping_per_call(&listing, &echo_answer, calls.max(10_000));
     println!(
@@ -224,6 +273,7 @@ fn main() {
     );
 
     // Memory: the proxy's RSS early in a long run and at its end.
+    let mut proxied = Session::spawn(FAULT, &proxied_args);
     let early = memory_calls / 10;
     round_trips(&mut proxied, early);
     let rss_early = proxied.rss_kib();
