@@ -9,7 +9,7 @@ mod impact_input;
 mod index;
 mod mcp_chaos;
 mod mcp_chaos_input;
-mod tasks;
+pub(crate) mod tasks;
 
 use std::sync::Arc;
 
@@ -240,7 +240,7 @@ impl ServerHandler for FaultServer {
             }
         }
         // The cheap check first: most calls come from clients without the extension.
-        if declared_tasks(&context) && tasks::runs_as_task(&request.name) {
+        if tasks::declared(&context) && tasks::runs_as_task(&request.name) {
             return self.start_task(request, context);
         }
         let call = ToolCallContext::new(self, request, context);
@@ -307,13 +307,6 @@ impl FaultServer {
             }
         })
     }
-}
-
-/// Whether the request of `context` declared the tasks extension (in its `_meta`, or at `initialize`).
-fn declared_tasks(context: &RequestContext<RoleServer>) -> bool {
-    context
-        .client_capabilities()
-        .is_some_and(|capabilities| capabilities.supports_tasks())
 }
 
 /// Whether the client of `context` declared MCP Apps with HTML views.
