@@ -5,9 +5,17 @@
 //! its latency) or a closed loop (`repeat` times through the list, `concurrency` at a time). Each attempt has
 //! the load generator's [`Timing`] and timeout rule: its latency runs from when it was due and it is cancelled
 //! at its deadline, the timeout after it was due, as in the impact report.
+//!
+//! With `as_tasks` the client declares the MCP Tasks extension (`io.modelcontextprotocol/tasks`) at
+//! `initialize` and in each call's `_meta`; a call answered with a task is polled with `tasks/get` at the
+//! server's `pollIntervalMs` until the task ends, and the call's outcome and latency are the task's. A call
+//! answered plainly (a server without tasks) is taken as it is.
 
 use std::{
-    sync::{Arc, atomic::Ordering},
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
     time::Duration,
 };
 
@@ -67,6 +75,8 @@ pub struct CallLoad {
     /// Calls in flight at once per client.
     pub concurrency: u32,
     pub policy: CallPolicy,
+    /// Declare the tasks extension and follow the calls the server answers with a task to their end.
+    pub as_tasks: bool,
 }
 
 impl CallLoad {
@@ -90,10 +100,63 @@ impl CallLoad {
                 humantime::format_duration(duration)
             ),
         };
-        match self.num_clients {
+        let all = match self.num_clients {
             0 | 1 => one,
             n => format!("{n} clients, each {one}"),
+        };
+        if self.as_tasks {
+            format!("{all}, called as tasks (io.modelcontextprotocol/tasks)")
+        } else {
+            all
         }
+    }
+}
+
+/// The tasks extension's identifier, as clients declare it in their capabilities.
+const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+/// The fastest and slowest a task is polled, whatever its `pollIntervalMs` says.
+const POLL_BOUNDS: (Duration, Duration) = (Duration::from_millis(50), Duration::from_secs(10));
+/// How often a task that gives no `pollIntervalMs` is polled.
+const DEFAULT_POLL: Duration = Duration::from_secs(1);
+/// How long the `tasks/cancel` of a call that timed out may take before the client moves on.
+const TASK_CANCEL_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How the calls of one run made as tasks ended, every attempt counted (`as_tasks`).
+#[derive(Debug, Default)]
+pub struct TaskTally {
+    /// Calls the server answered with a task.
+    pub created: AtomicU64,
+    pub completed: AtomicU64,
+    /// Ended `failed` (a JSON-RPC error inside the task).
+    pub failed: AtomicU64,
+    /// Ended `cancelled` without the client asking.
+    pub cancelled: AtomicU64,
+    /// `tasks/get` answered that the task is not found: the server lost it.
+    pub lost: AtomicU64,
+    /// Still running at the call's timeout: cancelled with `tasks/cancel`.
+    pub timed_out: AtomicU64,
+    /// Ended otherwise: a poll answered with another error, an unreadable task, the session closed.
+    pub broken: AtomicU64,
+    /// Calls answered at once with a plain result or error (a server that does not offer tasks).
+    pub plain: AtomicU64,
+}
+
+impl TaskTally {
+    /// The tally in words, for the report.
+    pub fn describe(&self) -> String {
+        let n = |count: &AtomicU64| count.load(Ordering::Relaxed);
+        format!(
+            "tasks: {} created ({} completed, {} failed, {} cancelled by the server, {} lost, {} cancelled at \
+             the client's timeout, {} ended by a failed poll); {} calls answered without a task",
+            n(&self.created),
+            n(&self.completed),
+            n(&self.failed),
+            n(&self.cancelled),
+            n(&self.lost),
+            n(&self.timed_out),
+            n(&self.broken),
+            n(&self.plain)
+        )
     }
 }
 
@@ -111,12 +174,25 @@ pub enum HandshakeError {
     Refused { method: &'static str, error: Value },
 }
 
+/// What the driving client declares it can do: the tasks extension when it calls as tasks.
+fn capabilities(as_tasks: bool) -> Value {
+    if as_tasks {
+        json!({"extensions": {TASKS_EXTENSION: {}}})
+    } else {
+        json!({})
+    }
+}
+
 /// The MCP handshake (`initialize`, `notifications/initialized`) and the tools' output schemas from every
-/// page of `tools/list`, each answer awaited up to `timeout`.
-pub async fn handshake(client: &McpClient, timeout: Duration) -> Result<Schemas, HandshakeError> {
+/// page of `tools/list`, each answer awaited up to `timeout`; `as_tasks` declares the tasks extension.
+pub async fn handshake(
+    client: &McpClient,
+    timeout: Duration,
+    as_tasks: bool,
+) -> Result<Schemas, HandshakeError> {
     let init = json!({
         "protocolVersion": PROTOCOL_VERSION,
-        "capabilities": {},
+        "capabilities": capabilities(as_tasks),
         "clientInfo": {"name": "fault-mcp-chaos", "version": env!("CARGO_PKG_VERSION")}
     });
     let answer = |answer, method| match answer {
@@ -162,6 +238,7 @@ pub async fn drive(
     start: Instant,
     session: u32,
     progress: Arc<LoadProgress>,
+    tally: Arc<TaskTally>,
     stop: &CancellationToken,
 ) -> Vec<CallRecord> {
     let arrivals = match load.pace {
@@ -180,6 +257,7 @@ pub async fn drive(
         start,
         session,
         progress,
+        tally,
         records: Vec::new(),
     };
     schedule::run(arrivals, load.concurrency.max(1) as usize, &mut calls, stop).await;
@@ -194,6 +272,7 @@ struct SessionCalls {
     start: Instant,
     session: u32,
     progress: Arc<LoadProgress>,
+    tally: Arc<TaskTally>,
     records: Vec<CallRecord>,
 }
 
@@ -231,10 +310,19 @@ impl schedule::Work for SessionCalls {
         let (call, logical) = self.call(index);
         let client = self.client.clone();
         let schemas = self.schemas.clone();
+        let tally = self.load.as_tasks.then(|| self.tally.clone());
         let (policy, start, session) = (self.load.policy, self.start, self.session);
         async move {
             logical_call(
-                &client, &schemas, &call, logical, policy, start, due, session,
+                &client,
+                &schemas,
+                &call,
+                logical,
+                policy,
+                start,
+                due,
+                session,
+                tally.as_deref(),
             )
             .await
         }
@@ -302,10 +390,11 @@ impl Times {
 /// it ends (that attempt's end + the backoff). Each attempt is cancelled at its own deadline, its due + the
 /// timeout, however late it was sent, and its latency runs from its due, so a client too busy to send on
 /// time shows as queueing delay. The logical call as a whole runs from `due` to the end of its last
-/// attempt: every attempt and the backoffs between them.
+/// attempt: every attempt and the backoffs between them. With a `tally` the calls are made as tasks: an
+/// attempt answered with a task ends when the task does (or is cancelled at the deadline).
 #[allow(clippy::too_many_arguments)]
 async fn logical_call(
-    client: &McpClient,
+    client: &Arc<McpClient>,
     schemas: &Schemas,
     call: &PlannedCall,
     logical: Logical,
@@ -313,14 +402,28 @@ async fn logical_call(
     start: Instant,
     due: Instant,
     session: u32,
+    tally: Option<&TaskTally>,
 ) -> Vec<CallRecord> {
     let mut records = Vec::new();
     let mut due = due;
     for attempt in 1..=policy.retries + 1 {
-        let params = json!({"name": call.tool, "arguments": call.arguments});
+        let mut params = json!({"name": call.tool, "arguments": call.arguments});
+        if tally.is_some() {
+            params["_meta"] = task_meta();
+        }
         let sent = Instant::now();
         let deadline = timing::deadline(due, policy.timeout);
         let (id, answer) = client.request_until("tools/call", params, deadline).await;
+        let answer = match (tally, answer) {
+            (Some(tally), Answer::Response(response)) => match task_handle(&response) {
+                Some(task) => follow_task(client, task, deadline, tally).await,
+                None => {
+                    tally.plain.fetch_add(1, Ordering::Relaxed);
+                    Answer::Response(response)
+                }
+            },
+            (_, answer) => answer,
+        };
         let timing = Timing {
             due,
             sent: Some(sent),
@@ -371,6 +474,135 @@ async fn logical_call(
     records
 }
 
+/// The `_meta` of a request that declares the tasks extension (the per-request capabilities of MCP
+/// 2026-07-28; servers of earlier revisions read the ones given at `initialize`).
+fn task_meta() -> Value {
+    json!({"io.modelcontextprotocol/clientCapabilities": capabilities(true)})
+}
+
+/// A task a call was answered with: its id and how often to poll it.
+#[derive(Debug)]
+struct TaskHandle {
+    id: String,
+    poll: Duration,
+}
+
+/// The task of a `tools/call` answered with one (`resultType: "task"`).
+fn task_handle(response: &Value) -> Option<TaskHandle> {
+    let result = response.get("result")?;
+    if result.get("resultType").and_then(Value::as_str) != Some("task") {
+        return None;
+    }
+    Some(TaskHandle {
+        id: result.get("taskId")?.as_str()?.to_owned(),
+        poll: poll_interval(result),
+    })
+}
+
+/// The task's `pollIntervalMs`, within [`POLL_BOUNDS`].
+fn poll_interval(task: &Value) -> Duration {
+    task.get("pollIntervalMs")
+        .and_then(Value::as_f64)
+        .filter(|ms| ms.is_finite() && *ms >= 0.0)
+        .map_or(DEFAULT_POLL, |ms| Duration::from_secs_f64(ms / 1000.0))
+        .clamp(POLL_BOUNDS.0, POLL_BOUNDS.1)
+}
+
+/// Polls `task` until it ends or `deadline` passes, and answers for the call as the task ended: a completed
+/// task's result, a failed task's error, a JSON-RPC error for a cancelled or lost task or a poll that failed,
+/// or a timeout, after which the task is cancelled (`tasks/cancel`, not awaited by the call).
+async fn follow_task(
+    client: &Arc<McpClient>,
+    mut task: TaskHandle,
+    deadline: Instant,
+    tally: &TaskTally,
+) -> Answer {
+    tally.created.fetch_add(1, Ordering::Relaxed);
+    let params = json!({"taskId": task.id, "_meta": task_meta()});
+    loop {
+        let next = (Instant::now() + task.poll).min(deadline);
+        tokio::time::sleep_until(next).await;
+        if Instant::now() >= deadline {
+            break;
+        }
+        let answer = client
+            .request_until("tasks/get", params.clone(), deadline)
+            .await
+            .1;
+        let response = match answer {
+            Answer::Response(response) => response,
+            Answer::TimedOut => break,
+            Answer::Closed => {
+                tally.broken.fetch_add(1, Ordering::Relaxed);
+                return Answer::Closed;
+            }
+        };
+        let Some(state) = response.get("result") else {
+            let not_found = response
+                .pointer("/error/code")
+                .and_then(Value::as_i64)
+                .is_some_and(|code| code == i64::from(rmcp::model::ErrorCode::INVALID_PARAMS.0));
+            let count = if not_found {
+                &tally.lost
+            } else {
+                &tally.broken
+            };
+            count.fetch_add(1, Ordering::Relaxed);
+            return task_error(
+                &task.id,
+                if not_found {
+                    "lost by the server (tasks/get: not found)"
+                } else {
+                    "not followed to its end: tasks/get failed"
+                },
+                response.get("error"),
+            );
+        };
+        task.poll = poll_interval(state);
+        match state.get("status").and_then(Value::as_str) {
+            Some("completed") => {
+                tally.completed.fetch_add(1, Ordering::Relaxed);
+                let result = state.get("result").cloned().unwrap_or(Value::Null);
+                return Answer::Response(json!({"result": result}));
+            }
+            Some("failed") => {
+                tally.failed.fetch_add(1, Ordering::Relaxed);
+                let error = state.get("error").cloned().unwrap_or_else(
+                    || json!({"code": -32603, "message": format!("task {} failed", task.id)}),
+                );
+                return Answer::Response(json!({"error": error}));
+            }
+            Some("cancelled") => {
+                tally.cancelled.fetch_add(1, Ordering::Relaxed);
+                return task_error(&task.id, "cancelled by the server", None);
+            }
+            // Working, or waiting for input this client does not give: polled until the deadline.
+            Some("working" | "input_required") => {}
+            _ => {
+                tally.broken.fetch_add(1, Ordering::Relaxed);
+                return task_error(&task.id, "answered tasks/get with no known status", None);
+            }
+        }
+    }
+    tally.timed_out.fetch_add(1, Ordering::Relaxed);
+    let client = client.clone();
+    tokio::spawn(async move {
+        client
+            .request("tasks/cancel", params, TASK_CANCEL_TIMEOUT)
+            .await;
+    });
+    Answer::TimedOut
+}
+
+/// A task that ended without a result or an error of its own, as a JSON-RPC error answering the call.
+fn task_error(id: &str, what: &str, cause: Option<&Value>) -> Answer {
+    let mut message = format!("task {id} {what}");
+    if let Some(cause) = cause {
+        message.push_str(&format!(": {cause}"));
+    }
+    Answer::Response(json!({"error": {"code": -32603, "message": message}}))
+}
+
 #[cfg(test)]
 mod tests {
     use tokio::{io::AsyncReadExt, net::TcpListener};
@@ -389,6 +621,7 @@ mod tests {
             num_clients,
             concurrency: 4,
             policy,
+            as_tasks: false,
         }
     }
 
@@ -456,6 +689,7 @@ mod tests {
             Arc::new(Schemas::default()),
             Instant::now(),
             0,
+            Arc::default(),
             Arc::default(),
             &CancellationToken::new(),
         )

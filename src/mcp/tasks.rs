@@ -16,8 +16,7 @@ use std::{
 };
 
 use rmcp::{
-    ErrorData,
-    RoleServer,
+    ErrorData, RoleServer,
     model::{
         CallToolResponse, CallToolResult, CreateTaskResult, GetTaskParams, GetTaskResult,
         InputRequest, InputResponses, TaskStatus,

@@ -101,11 +101,11 @@ impl ServerHandler for TestServer {
                 .enable_tasks()
                 .build(),
         )
-            .with_server_info(Implementation::new(
-                "fault-mcp-test-server",
-                env!("CARGO_PKG_VERSION"),
-            ))
-            .with_instructions(INSTRUCTIONS)
+        .with_server_info(Implementation::new(
+            "fault-mcp-test-server",
+            env!("CARGO_PKG_VERSION"),
+        ))
+        .with_instructions(INSTRUCTIONS)
     }
 
     async fn call_tool(

@@ -19,10 +19,10 @@ use rmcp::{
     ErrorData, RoleServer,
     handler::server::tool::InputResponses as RetriedResponses,
     model::{
-        CallToolResponse, CallToolResult, ClientCapabilities, ClientResult, ElicitRequest, ElicitRequestParams,
-        ElicitResult, ElicitationAction, ElicitationCapability, ElicitationSchema, ErrorCode,
-        InputRequest, InputRequests, InputRequiredResult, InputResponses, JsonObject,
-        ProtocolVersion, ServerRequest,
+        CallToolResponse, CallToolResult, ClientCapabilities, ClientResult, ElicitRequest,
+        ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
+        ElicitationSchema, ErrorCode, InputRequest, InputRequests, InputRequiredResult,
+        InputResponses, JsonObject, ProtocolVersion, ServerRequest,
     },
     service::RequestContext,
     tool, tool_router,
@@ -281,7 +281,9 @@ fn read_answer(response: &Value) -> Result<Answer, String> {
             .ok_or_else(|| {
                 format!(
                     "inputResponses.{INPUT_KEY}.content.{INPUT_KEY}: expected a string, got {}",
-                    result.content.map_or("nothing".to_owned(), |c| c.to_string())
+                    result
+                        .content
+                        .map_or("nothing".to_owned(), |c| c.to_string())
                 )
             }),
         other => Ok(Answer::Refused(other)),
@@ -310,9 +312,10 @@ pub(super) fn missing_elicitation() -> ErrorData {
     let mut required = ClientCapabilities::default();
     required.elicitation = Some(ElicitationCapability::new());
     let mut error = ErrorData::missing_required_client_capability(required);
-    error.message = "needs_input asks the client for a value with an elicitation form: declare the \
+    error.message =
+        "needs_input asks the client for a value with an elicitation form: declare the \
         `elicitation` capability (form mode) to call it"
-        .into();
+            .into();
     error
 }
 
