@@ -74,7 +74,7 @@ pub struct TestServer {
     /// Orders `create_order` created, shared by every session of the server.
     orders: Arc<AtomicU64>,
     /// The calls run as tasks, one store for every session of the server.
-    tasks: crate::mcp::tasks::Tasks,
+    tasks: crate::serve::tasks::Tasks,
 }
 
 impl TestServer {
@@ -87,7 +87,7 @@ impl TestServer {
                 + Self::tasks_router(),
             log_calls,
             orders: Arc::new(AtomicU64::new(0)),
-            tasks: crate::mcp::tasks::Tasks::new(tasks::limits()),
+            tasks: crate::serve::tasks::Tasks::new(tasks::limits()),
         }
     }
 }
@@ -117,7 +117,7 @@ impl ServerHandler for TestServer {
         let arguments = request.arguments.clone();
         let request_id = context.id.clone();
         let started = Instant::now();
-        let outcome = if crate::mcp::tasks::declared(&context)
+        let outcome = if crate::serve::tasks::declared(&context)
             && tasks::TASK_TOOLS.contains(&tool.as_ref())
         {
             self.start_task(&request, &context)

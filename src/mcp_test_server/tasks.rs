@@ -2,7 +2,7 @@
 //! seconds, saying how far it is, and can be cancelled), `fails_late` (runs, then fails with a JSON-RPC error)
 //! and `needs_input` (asks the client for a value). Called by a request that declares the extension, each is
 //! answered at once with a task, kept on the store `fault agent tool` keeps its long runs on
-//! ([`crate::mcp::tasks::Tasks`]); called without it, each is a plain tool.
+//! ([`crate::serve::tasks::Tasks`]); called without it, each is a plain tool.
 //!
 //! `needs_input` asks with an `elicitation/create` form of one string field, `value`:
 //! - in a task, as the task's `inputRequests` (status `input_required`), answered with `tasks/update`;
@@ -37,7 +37,7 @@ use super::{
     arguments::{ArgumentError, Arguments, in_range},
     input_schema, invalid_arguments, read_arguments,
 };
-use crate::mcp::tasks::{TaskLimits, TaskStatusLine};
+use crate::serve::tasks::{TaskLimits, TaskStatusLine};
 use crate::serve::{json_and_structured, output_schema, tool_error};
 
 /// Longest run of `slow_job` and `fails_late`, in seconds.
@@ -497,7 +497,7 @@ fn ask_by_retry(
 
 /// Starts a validated call of a task tool as a task of `tasks`.
 pub(super) fn start(
-    tasks: &crate::mcp::tasks::Tasks,
+    tasks: &crate::serve::tasks::Tasks,
     job: Job,
 ) -> Result<CallToolResponse, ErrorData> {
     tasks.start(move |cancel, status| job.run_as_task(cancel, status))

@@ -1,13 +1,14 @@
-//! Long tools as tasks (the MCP Tasks extension, `io.modelcontextprotocol/tasks`): a `tools/call` of a scenario
-//! or of indexing, from a request that declares the extension, is answered at once with a task; the run goes on
-//! without the request, `tasks/get` tells how far it is and then gives the very result the plain call would have
-//! given, and `tasks/cancel` stops it. rmcp's [`TaskManager`] keeps the tasks; this file decides which calls
-//! become tasks, bounds how many are kept, refuses what the extension forbids, and turns the run's progress into
-//! the task's status message.
+//! Tools as tasks (the MCP Tasks extension, `io.modelcontextprotocol/tasks`), for both our servers: a
+//! `tools/call` of a long tool (the agent's scenarios and indexing, the test server's task tools), from a request
+//! that declares the extension, is answered at once with a task; the run goes on without the request,
+//! `tasks/get` tells how far it is and then gives the very result the plain call would have given,
+//! `tasks/update` brings it the input it asked for, and `tasks/cancel` stops it. rmcp's [`TaskManager`] keeps the
+//! tasks; this file bounds how many are kept, refuses what the extension forbids, and turns the run's progress
+//! into the task's status message. Each server decides which of its calls become tasks.
 //!
 //! The store is one per server process, shared by every session: over HTTP a task outlives the request and the
-//! session that started it, and a client that comes back polls it by id. `fault mcp-test-server` keeps its
-//! task-capable tools on the same store, with limits of its own ([`TaskLimits`]).
+//! session that started it, and a client that comes back polls it by id. Each server sets its own limits
+//! ([`TaskLimits`]; the default is the agent's).
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -254,12 +255,4 @@ fn status_name(status: TaskStatus) -> &'static str {
         TaskStatus::Cancelled => "cancelled",
         _ => "finished",
     }
-}
-
-/// Whether calls of tool `name` run as tasks for a request that declares the extension: the long ones (the
-/// scenarios run up to minutes; indexing a large tree through a remote embeddings API can too).
-pub(super) fn runs_as_task(name: &str) -> bool {
-    name == "fault_run_mcp_chaos_scenario"
-        || name == "fault_index_source_code"
-        || super::impact::tool_names().iter().any(|tool| tool == name)
 }
