@@ -728,6 +728,138 @@ mod tests {
         assert!(within(late.cancel_after_ms, 650.0, 750.0), "{late:?}");
     }
 
+    /// What a scripted server received: when, the method, its params.
+    type Received = Arc<std::sync::Mutex<Vec<(Instant, String, Value)>>>;
+
+    /// A client of a server on 127.0.0.1 that answers every `tools/call` with a task whose `pollIntervalMs` is
+    /// `poll_ms`, and `tasks/get` of it as `working` until poll number `lost_after` (from 1), which says the task
+    /// is not found (`None`: working for ever); `tasks/cancel` gets an empty result.
+    async fn task_server(poll_ms: u64, lost_after: Option<usize>) -> (Arc<McpClient>, Received) {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let received: Received = Arc::default();
+        let seen = received.clone();
+        tokio::spawn(async move {
+            let (connection, _) = listener.accept().await.unwrap();
+            let (read, mut write) = connection.into_split();
+            let mut lines = tokio::io::BufReader::new(read).lines();
+            let mut polls = 0;
+            while let Ok(Some(line)) = lines.next_line().await {
+                let request: Value = serde_json::from_str(&line).unwrap();
+                let method = request["method"].as_str().unwrap_or_default().to_owned();
+                let params = request["params"].clone();
+                seen.lock().unwrap().push((Instant::now(), method.clone(), params));
+                let answer = match method.as_str() {
+                    "tools/call" => json!({"result": {"resultType": "task", "taskId": "t-1",
+                        "status": "working", "pollIntervalMs": poll_ms}}),
+                    "tasks/get" => {
+                        polls += 1;
+                        if lost_after == Some(polls) {
+                            json!({"error": {"code": -32602, "message": "Task not found"}})
+                        } else {
+                            json!({"result": {"resultType": "complete", "taskId": "t-1",
+                                "status": "working", "pollIntervalMs": poll_ms}})
+                        }
+                    }
+                    _ => json!({"result": {}}),
+                };
+                let mut reply = json!({"jsonrpc": "2.0", "id": request["id"]});
+                if let (Value::Object(reply), Value::Object(answer)) = (&mut reply, answer) {
+                    reply.extend(answer);
+                }
+                let mut line = reply.to_string().into_bytes();
+                line.push(b'\n');
+                if write.write_all(&line).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let (reader, writer) = tokio::net::TcpStream::connect(addr)
+            .await
+            .unwrap()
+            .into_split();
+        (Arc::new(McpClient::over_lines(reader, writer, 1)), received)
+    }
+
+    async fn call_as_task(client: Arc<McpClient>, timeout_ms: u64) -> (CallRecord, TaskTally) {
+        let tally = Arc::new(TaskTally::default());
+        let mut as_tasks = load(CallPace::Repeat(1), 1, policy(timeout_ms, 0, 0));
+        as_tasks.as_tasks = true;
+        let mut records = drive(
+            &Arc::new(as_tasks),
+            client,
+            Arc::new(Schemas::default()),
+            Instant::now(),
+            0,
+            Arc::default(),
+            tally.clone(),
+            &CancellationToken::new(),
+        )
+        .await;
+        assert_eq!(records.len(), 1, "{records:?}");
+        let tally = Arc::try_unwrap(tally).unwrap_or_default();
+        (records.remove(0), tally)
+    }
+
+    /// A task `tasks/get` says is not found ends the call as lost, after polls no closer than 50 ms apart
+    /// however small the task's pollIntervalMs.
+    #[tokio::test]
+    async fn a_task_the_server_lost_ends_the_call_and_is_counted_lost() {
+        let (client, received) = task_server(1, Some(3)).await;
+        let (record, tally) = call_as_task(client, 10_000).await;
+        assert_eq!(record.outcome, CallOutcome::ProtocolError, "{record:?}");
+        assert_eq!(tally.created.load(Ordering::Relaxed), 1);
+        assert_eq!(tally.lost.load(Ordering::Relaxed), 1);
+        assert!(tally.describe().contains("1 lost"), "{}", tally.describe());
+        let received = received.lock().unwrap().clone();
+        let methods: Vec<&str> = received.iter().map(|(_, m, _)| m.as_str()).collect();
+        assert_eq!(methods, ["tools/call", "tasks/get", "tasks/get", "tasks/get"]);
+        for pair in received.windows(2) {
+            let gap = pair[1].0.duration_since(pair[0].0);
+            assert!(gap >= Duration::from_millis(50), "polled {gap:?} apart");
+        }
+        // The call declared the extension, and each poll names its task.
+        let tasks = &received[0].2["_meta"]["io.modelcontextprotocol/clientCapabilities"];
+        assert_eq!(tasks["extensions"], json!({TASKS_EXTENSION: {}}));
+        assert_eq!(received[1].2["taskId"], "t-1");
+        assert!(within(Some(record.latency_ms), 150.0, 1000.0), "{record:?}");
+    }
+
+    /// A task still working at the call's timeout: the call is a timeout at its due + the timeout, and the
+    /// task is cancelled with `tasks/cancel`.
+    #[tokio::test]
+    async fn a_task_still_working_at_the_timeout_is_cancelled() {
+        let (client, received) = task_server(100, None).await;
+        let (record, tally) = call_as_task(client, 500).await;
+        assert_eq!(record.outcome, CallOutcome::Timeout, "{record:?}");
+        assert!(within(Some(record.latency_ms), 500.0, 560.0), "{record:?}");
+        assert_eq!(tally.timed_out.load(Ordering::Relaxed), 1);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let cancelled = received
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|(_, method, params)| method == "tasks/cancel" && params["taskId"] == "t-1");
+            if cancelled {
+                break;
+            }
+            assert!(Instant::now() < deadline, "no tasks/cancel");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    #[test]
+    fn poll_intervals_are_kept_within_their_bounds() {
+        let poll = |ms: Value| poll_interval(&json!({"pollIntervalMs": ms}));
+        assert_eq!(poll(json!(250)), Duration::from_millis(250));
+        assert_eq!(poll(json!(0)), Duration::from_millis(50));
+        assert_eq!(poll(json!(3_600_000)), Duration::from_secs(10));
+        assert_eq!(poll(json!("soon")), Duration::from_secs(1));
+        assert_eq!(poll_interval(&json!({})), Duration::from_secs(1));
+    }
+
     /// A retry is due when the backoff after the failed attempt ends, and times out a timeout after that.
     #[tokio::test]
     async fn a_retry_is_due_after_the_backoff_and_has_its_own_deadline() {
