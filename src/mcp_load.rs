@@ -230,7 +230,9 @@ pub async fn handshake(
 }
 
 /// One client session's calls on the schedule from `start`, until done or `stop`; every attempt, and a
-/// record for each call that could not start.
+/// record for each call that could not start. Calls made as tasks are counted in `tally` by how their tasks
+/// ended.
+#[allow(clippy::too_many_arguments)]
 pub async fn drive(
     load: &Arc<CallLoad>,
     client: Arc<McpClient>,
@@ -749,7 +751,9 @@ mod tests {
                 let request: Value = serde_json::from_str(&line).unwrap();
                 let method = request["method"].as_str().unwrap_or_default().to_owned();
                 let params = request["params"].clone();
-                seen.lock().unwrap().push((Instant::now(), method.clone(), params));
+                seen.lock()
+                    .unwrap()
+                    .push((Instant::now(), method.clone(), params));
                 let answer = match method.as_str() {
                     "tools/call" => json!({"result": {"resultType": "task", "taskId": "t-1",
                         "status": "working", "pollIntervalMs": poll_ms}}),
@@ -814,7 +818,10 @@ mod tests {
         assert!(tally.describe().contains("1 lost"), "{}", tally.describe());
         let received = received.lock().unwrap().clone();
         let methods: Vec<&str> = received.iter().map(|(_, m, _)| m.as_str()).collect();
-        assert_eq!(methods, ["tools/call", "tasks/get", "tasks/get", "tasks/get"]);
+        assert_eq!(
+            methods,
+            ["tools/call", "tasks/get", "tasks/get", "tasks/get"]
+        );
         for pair in received.windows(2) {
             let gap = pair[1].0.duration_since(pair[0].0);
             assert!(gap >= Duration::from_millis(50), "polled {gap:?} apart");
@@ -837,11 +844,10 @@ mod tests {
         assert_eq!(tally.timed_out.load(Ordering::Relaxed), 1);
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
-            let cancelled = received
-                .lock()
-                .unwrap()
-                .iter()
-                .any(|(_, method, params)| method == "tasks/cancel" && params["taskId"] == "t-1");
+            let cancelled =
+                received.lock().unwrap().iter().any(|(_, method, params)| {
+                    method == "tasks/cancel" && params["taskId"] == "t-1"
+                });
             if cancelled {
                 break;
             }
