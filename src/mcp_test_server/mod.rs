@@ -35,7 +35,6 @@ use rmcp::{
 use schemars::JsonSchema;
 
 pub use failure::ErrorCategory;
-pub use tasks::{FAILS_LATE_CODE, INPUT_KEY};
 
 use crate::serve::{Transport, TransportArgs};
 
@@ -60,11 +59,12 @@ const INSTRUCTIONS: &str = "fault mcp-test-server: tools with known failure mode
 proxies and gateways. error: a JSON-RPC error (code by category) or an isError result. slow: sleeps, ends on \
 cancellation. flaky: fails with a probability, deterministic for a (seed, call_id). echo, get_item, list_items: \
 results with an outputSchema and structuredContent. create_order: a write that creates a new order on every \
-call; orders_count: how many it created. progress: sends notifications/progress. With the tasks extension \
-(io.modelcontextprotocol/tasks) these answer at once with a task, and without it as plain tools: slow_job: \
-runs `seconds`, its status message counting them, cancellable with tasks/cancel; fails_late: runs, then fails \
-with a JSON-RPC error; needs_input: asks for a `value` (input_required: in the task, answered with \
-tasks/update, or on a plain 2026-07-28 call, answered by retrying it with inputResponses).";
+call; orders_count: how many it created. progress: sends notifications/progress. slow_job, fails_late, \
+needs_input: called with the tasks extension (io.modelcontextprotocol/tasks), answered at once with a task; \
+without it, plain tools. slow_job: runs `seconds`, its status message counting them, cancellable with \
+tasks/cancel; fails_late: runs, then fails with a JSON-RPC error; needs_input: asks for a `value` \
+(input_required: in the task, answered with tasks/update; on a plain 2026-07-28 call, answered by retrying it \
+with inputResponses).";
 
 /// The `fault mcp-test-server` MCP server.
 #[derive(Clone)]

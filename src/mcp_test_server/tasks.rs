@@ -45,11 +45,11 @@ pub const MAX_SECONDS: i64 = 600;
 /// Longest question `needs_input` asks, in characters.
 pub const MAX_QUESTION_CHARS: usize = 500;
 /// The key of `needs_input`'s request for the value (`inputRequests` / `inputResponses`).
-pub const INPUT_KEY: &str = "value";
+const INPUT_KEY: &str = "value";
 /// Rounds a task of `needs_input` asks again after answers it cannot read, before it gives up.
 const MAX_INPUT_ROUNDS: u32 = 5;
 /// How the JSON-RPC error of `fails_late` is numbered: JSON-RPC's internal error.
-pub const FAILS_LATE_CODE: i32 = -32603;
+const FAILS_LATE_CODE: i32 = -32603;
 
 /// The test server's tasks: short jobs polled often, many kept (a load test starts one per call), for ten
 /// minutes.
@@ -118,39 +118,11 @@ impl Job {
     /// Reads the arguments of task tool `tool`; `None` for a tool that is not one.
     pub(super) fn read(tool: &str, raw: JsonObject) -> Option<Result<Job, ArgumentError>> {
         Some(match tool {
-            "slow_job" => read_arguments(raw, |a| {
-                Ok(SlowJobInput {
-                    seconds: seconds(a)?,
-                })
-            })
-            .map(|input| Job::Slow {
-                seconds: input.seconds.unwrap_or(10).unsigned_abs(),
-            }),
-            "fails_late" => read_arguments(raw, |a| {
-                Ok(FailsLateInput {
-                    seconds: seconds(a)?,
-                    message: a.optional_string("message")?,
-                })
-            })
-            .map(|input| {
-                let seconds = input.seconds.unwrap_or(2).unsigned_abs();
-                Job::FailsLate {
-                    seconds,
-                    message: input.message.unwrap_or_else(|| {
-                        format!("fails_late: failed after {seconds} s, as asked")
-                    }),
-                }
-            }),
-            "needs_input" => read_arguments(raw, |a| {
-                Ok(NeedsInputInput {
-                    question: question(a)?,
-                })
-            })
-            .map(|input| Job::NeedsInput {
-                question: input
-                    .question
-                    .unwrap_or_else(|| "Which value should needs_input return?".to_owned()),
-            }),
+            "slow_job" => read_slow_job(raw).map(|seconds| Job::Slow { seconds }),
+            "fails_late" => {
+                read_fails_late(raw).map(|(seconds, message)| Job::FailsLate { seconds, message })
+            }
+            "needs_input" => read_needs_input(raw).map(|question| Job::NeedsInput { question }),
             _ => return None,
         })
     }
@@ -163,18 +135,75 @@ impl Job {
         status: TaskStatusLine,
     ) -> Result<CallToolResult, ErrorData> {
         match self {
-            Job::Slow { seconds } => {
-                count_seconds(seconds, &cancel, Some(&status)).await?;
-                Ok(slow_job_result(seconds))
-            }
+            Job::Slow { seconds } => slow_job(seconds, &cancel, Some(&status)).await,
             Job::FailsLate { seconds, message } => {
-                count_seconds(seconds, &cancel, Some(&status)).await?;
-                status.set(format!("failed after {seconds} s"));
-                Err(ErrorData::new(ErrorCode(FAILS_LATE_CODE), message, None))
+                fails_late(seconds, message, &cancel, Some(&status)).await
             }
             Job::NeedsInput { question } => ask_in_task(&question, &cancel, &status).await,
         }
     }
+}
+
+/// `slow_job`'s seconds.
+fn read_slow_job(raw: JsonObject) -> Result<u64, ArgumentError> {
+    let input = read_arguments(raw, |a| {
+        Ok(SlowJobInput {
+            seconds: seconds(a)?,
+        })
+    })?;
+    Ok(input.seconds.unwrap_or(10).unsigned_abs())
+}
+
+/// `fails_late`'s seconds and message.
+fn read_fails_late(raw: JsonObject) -> Result<(u64, String), ArgumentError> {
+    let input = read_arguments(raw, |a| {
+        Ok(FailsLateInput {
+            seconds: seconds(a)?,
+            message: a.optional_string("message")?,
+        })
+    })?;
+    let seconds = input.seconds.unwrap_or(2).unsigned_abs();
+    let message = input
+        .message
+        .unwrap_or_else(|| format!("fails_late: failed after {seconds} s, as asked"));
+    Ok((seconds, message))
+}
+
+/// `needs_input`'s question.
+fn read_needs_input(raw: JsonObject) -> Result<String, ArgumentError> {
+    let input = read_arguments(raw, |a| {
+        Ok(NeedsInputInput {
+            question: question(a)?,
+        })
+    })?;
+    Ok(input
+        .question
+        .unwrap_or_else(|| "Which value should needs_input return?".to_owned()))
+}
+
+/// `slow_job`: waits its seconds (saying how far on the status line of a task).
+async fn slow_job(
+    seconds: u64,
+    cancel: &CancellationToken,
+    status: Option<&TaskStatusLine>,
+) -> Result<CallToolResult, ErrorData> {
+    count_seconds(seconds, cancel, status).await?;
+    let output = SlowJobOutput { seconds };
+    Ok(json_and_structured(&output, &output))
+}
+
+/// `fails_late`: waits its seconds, then fails with `message`.
+async fn fails_late(
+    seconds: u64,
+    message: String,
+    cancel: &CancellationToken,
+    status: Option<&TaskStatusLine>,
+) -> Result<CallToolResult, ErrorData> {
+    count_seconds(seconds, cancel, status).await?;
+    if let Some(status) = status {
+        status.set(format!("failed after {seconds} s"));
+    }
+    Err(ErrorData::new(ErrorCode(FAILS_LATE_CODE), message, None))
 }
 
 fn seconds(a: &mut Arguments) -> Result<Option<i64>, ArgumentError> {
@@ -222,11 +251,6 @@ async fn count_seconds(
 
 fn cancelled() -> ErrorData {
     ErrorData::new(ErrorCode(CANCELLED_CODE), "request cancelled", None)
-}
-
-fn slow_job_result(seconds: u64) -> CallToolResult {
-    let output = SlowJobOutput { seconds };
-    json_and_structured(&output, &output)
 }
 
 fn input_result(value: String, asked_by: &str) -> CallToolResult {
@@ -383,13 +407,9 @@ impl TestServer {
         raw: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        match Job::read("slow_job", raw) {
-            Some(Ok(Job::Slow { seconds })) => {
-                count_seconds(seconds, &context.ct, None).await?;
-                Ok(slow_job_result(seconds))
-            }
-            Some(Err(refusal)) => Ok(invalid_arguments(refusal)),
-            _ => Err(ErrorData::internal_error("slow_job: not its job", None)),
+        match read_slow_job(raw) {
+            Ok(seconds) => slow_job(seconds, &context.ct, None).await,
+            Err(refusal) => Ok(invalid_arguments(refusal)),
         }
     }
 
@@ -406,13 +426,9 @@ impl TestServer {
         raw: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        match Job::read("fails_late", raw) {
-            Some(Ok(Job::FailsLate { seconds, message })) => {
-                count_seconds(seconds, &context.ct, None).await?;
-                Err(ErrorData::new(ErrorCode(FAILS_LATE_CODE), message, None))
-            }
-            Some(Err(refusal)) => Ok(invalid_arguments(refusal)),
-            _ => Err(ErrorData::internal_error("fails_late: not its job", None)),
+        match read_fails_late(raw) {
+            Ok((seconds, message)) => fails_late(seconds, message, &context.ct, None).await,
+            Err(refusal) => Ok(invalid_arguments(refusal)),
         }
     }
 
@@ -434,10 +450,9 @@ impl TestServer {
         RetriedResponses(responses): RetriedResponses,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let question = match Job::read("needs_input", raw) {
-            Some(Ok(Job::NeedsInput { question })) => question,
-            Some(Err(refusal)) => return Ok(invalid_arguments(refusal).into()),
-            _ => return Err(ErrorData::internal_error("needs_input: not its job", None)),
+        let question = match read_needs_input(raw) {
+            Ok(question) => question,
+            Err(refusal) => return Ok(invalid_arguments(refusal).into()),
         };
         if !can_ask(&context) {
             return Err(missing_elicitation());

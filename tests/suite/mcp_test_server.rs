@@ -532,7 +532,7 @@ async fn python_sdk_client_sees_each_outcome() {
         bad.text(),
         Some("invalid arguments: `id` must be between 1 and 1000000, got 0")
     );
-    assert_eq!(listed.tools.unwrap().len(), 9);
+    assert_eq!(listed.tools.unwrap().len(), 12);
     let progress_notifications = run
         .notifications
         .iter()
