@@ -117,14 +117,17 @@ impl ServerHandler for TestServer {
         let arguments = request.arguments.clone();
         let request_id = context.id.clone();
         let started = Instant::now();
-        let outcome = if crate::serve::tasks::declared(&context)
-            && tasks::TASK_TOOLS.contains(&tool.as_ref())
-        {
-            self.start_task(&request, &context)
-        } else {
-            self.tool_router
-                .call(ToolCallContext::new(self, request, context))
-                .await
+        // A task tool called by a request that declared the tasks extension runs as a task.
+        let job = crate::serve::tasks::declared(&context)
+            .then(|| tasks::Job::read(&tool, arguments.clone().unwrap_or_default()))
+            .flatten();
+        let outcome = match job {
+            Some(job) => self.start_task(job, &context),
+            None => {
+                self.tool_router
+                    .call(ToolCallContext::new(self, request, context))
+                    .await
+            }
         };
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         let outcome_text = match &outcome {
@@ -171,26 +174,21 @@ impl ServerHandler for TestServer {
 }
 
 impl TestServer {
-    /// A call of a task tool from a request that declared the tasks extension: its arguments read first (a
-    /// refusal is a plain result, as for a plain call), then the task started, answered at once.
+    /// A call of a task tool from a request that declared the tasks extension, its arguments read: refused
+    /// as a plain call's are, or started as a task and answered at once.
     fn start_task(
         &self,
-        request: &CallToolRequestParams,
+        job: Result<tasks::Job, arguments::ArgumentError>,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let raw = request.arguments.clone().unwrap_or_default();
-        match tasks::Job::read(&request.name, raw) {
-            Some(Ok(job)) => {
+        match job {
+            Ok(job) => {
                 if matches!(job, tasks::Job::NeedsInput { .. }) && !tasks::can_ask(context) {
                     return Err(tasks::missing_elicitation());
                 }
                 tasks::start(&self.tasks, job)
             }
-            Some(Err(refusal)) => Ok(invalid_arguments(refusal).into()),
-            None => Err(ErrorData::invalid_params(
-                format!("{} does not run as a task", request.name),
-                None,
-            )),
+            Err(refusal) => Ok(invalid_arguments(refusal).into()),
         }
     }
 }

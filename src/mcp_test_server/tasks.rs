@@ -61,9 +61,6 @@ pub(super) fn limits() -> TaskLimits {
     }
 }
 
-/// The tools that run as tasks for a request that declares the extension.
-pub(super) const TASK_TOOLS: [&str; 3] = ["slow_job", "fails_late", "needs_input"];
-
 /// Arguments of `slow_job`.
 #[derive(Debug, JsonSchema)]
 pub struct SlowJobInput {
