@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::load::LoadProgress;
-use crate::mcp_load::{self, CallLoad, HandshakeError};
+use crate::mcp_load::{self, CallLoad, HandshakeError, TaskTally};
 use crate::mcp_proxy::{
     decide::Decider,
     engine::Observer,
@@ -135,16 +135,18 @@ pub async fn run(
 ) -> Result<ChaosReport, ChaosError> {
     let started_at = now();
     let baseline = if spec.baseline {
-        Some(run_once(spec, false, cancel, progress.clone()).await?)
+        Some(run_once(spec, false, cancel, progress.clone(), Arc::default()).await?)
     } else {
         None
     };
-    let run = run_once(spec, true, cancel, progress.clone()).await?;
+    // How the run's calls ended as tasks, for the report's schedule line.
+    let tasks = Arc::new(TaskTally::default());
+    let run = run_once(spec, true, cancel, progress.clone(), tasks.clone()).await?;
     // Further sessions of the same plan, each with its own proxy and server, judged for pass^k.
     let mut more = Vec::new();
     for _ in 1..spec.sessions {
         more.push(
-            run_once(spec, true, cancel, progress.clone())
+            run_once(spec, true, cancel, progress.clone(), Arc::default())
                 .await?
                 .judgement,
         );
@@ -168,7 +170,11 @@ pub async fn run(
             backoff_ms: policy.backoff.as_millis() as u64,
             concurrency: spec.load.concurrency,
             num_clients: spec.load.num_clients,
-            schedule: spec.load.describe(),
+            schedule: if spec.load.as_tasks {
+                format!("{}; {}", spec.load.describe(), tasks.describe())
+            } else {
+                spec.load.describe()
+            },
         }),
         gates: report::gates::evaluate(&spec.plan.gates, &run),
         sessions,
@@ -378,12 +384,13 @@ async fn run_once(
     with_faults: bool,
     cancel: &CancellationToken,
     progress: Arc<LoadProgress>,
+    tasks: Arc<TaskTally>,
 ) -> Result<report::ChaosFigures, ChaosError> {
     let mut run = Harness::start(spec, with_faults).await?;
     let handshakes = futures::future::join_all(
         run.sessions
             .iter()
-            .map(|s| mcp_load::handshake(&s.client, START_TIMEOUT)),
+            .map(|s| mcp_load::handshake(&s.client, START_TIMEOUT, spec.load.as_tasks)),
     );
     let handshakes = tokio::select! {
         handshakes = handshakes => handshakes,
@@ -457,6 +464,7 @@ async fn run_once(
                 start,
                 i as u32,
                 progress.clone(),
+                tasks.clone(),
                 &stop,
             )
         });

@@ -5,9 +5,17 @@
 //! its latency) or a closed loop (`repeat` times through the list, `concurrency` at a time). Each attempt has
 //! the load generator's [`Timing`] and timeout rule: its latency runs from when it was due and it is cancelled
 //! at its deadline, the timeout after it was due, as in the impact report.
+//!
+//! With `as_tasks` the client declares the MCP Tasks extension (`io.modelcontextprotocol/tasks`) at
+//! `initialize` and in each call's `_meta`; a call answered with a task is polled with `tasks/get` at the
+//! server's `pollIntervalMs` until the task ends, and the call's outcome and latency are the task's. A call
+//! answered plainly (a server without tasks) is taken as it is.
 
 use std::{
-    sync::{Arc, atomic::Ordering},
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
     time::Duration,
 };
 
@@ -67,6 +75,8 @@ pub struct CallLoad {
     /// Calls in flight at once per client.
     pub concurrency: u32,
     pub policy: CallPolicy,
+    /// Declare the tasks extension and follow the calls the server answers with a task to their end.
+    pub as_tasks: bool,
 }
 
 impl CallLoad {
@@ -90,10 +100,63 @@ impl CallLoad {
                 humantime::format_duration(duration)
             ),
         };
-        match self.num_clients {
+        let all = match self.num_clients {
             0 | 1 => one,
             n => format!("{n} clients, each {one}"),
+        };
+        if self.as_tasks {
+            format!("{all}, called as tasks (io.modelcontextprotocol/tasks)")
+        } else {
+            all
         }
+    }
+}
+
+/// The tasks extension's identifier, as clients declare it in their capabilities.
+const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+/// The fastest and slowest a task is polled, whatever its `pollIntervalMs` says.
+const POLL_BOUNDS: (Duration, Duration) = (Duration::from_millis(50), Duration::from_secs(10));
+/// How often a task that gives no `pollIntervalMs` is polled.
+const DEFAULT_POLL: Duration = Duration::from_secs(1);
+/// How long the `tasks/cancel` of a call that timed out may take before the client moves on.
+const TASK_CANCEL_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How the calls of one run made as tasks ended, every attempt counted (`as_tasks`).
+#[derive(Debug, Default)]
+pub struct TaskTally {
+    /// Calls the server answered with a task.
+    pub created: AtomicU64,
+    pub completed: AtomicU64,
+    /// Ended `failed` (a JSON-RPC error inside the task).
+    pub failed: AtomicU64,
+    /// Ended `cancelled` without the client asking.
+    pub cancelled: AtomicU64,
+    /// `tasks/get` answered that the task is not found: the server lost it.
+    pub lost: AtomicU64,
+    /// Still running at the call's timeout: cancelled with `tasks/cancel`.
+    pub timed_out: AtomicU64,
+    /// Ended otherwise: a poll answered with another error, an unreadable task, the session closed.
+    pub broken: AtomicU64,
+    /// Calls answered at once with a plain result or error (a server that does not offer tasks).
+    pub plain: AtomicU64,
+}
+
+impl TaskTally {
+    /// The tally in words, for the report.
+    pub fn describe(&self) -> String {
+        let n = |count: &AtomicU64| count.load(Ordering::Relaxed);
+        format!(
+            "tasks: {} created ({} completed, {} failed, {} cancelled by the server, {} lost, {} cancelled at \
+             the client's timeout, {} ended by a failed poll); {} calls answered without a task",
+            n(&self.created),
+            n(&self.completed),
+            n(&self.failed),
+            n(&self.cancelled),
+            n(&self.lost),
+            n(&self.timed_out),
+            n(&self.broken),
+            n(&self.plain)
+        )
     }
 }
 
@@ -111,12 +174,25 @@ pub enum HandshakeError {
     Refused { method: &'static str, error: Value },
 }
 
+/// What the driving client declares it can do: the tasks extension when it calls as tasks.
+fn capabilities(as_tasks: bool) -> Value {
+    if as_tasks {
+        json!({"extensions": {TASKS_EXTENSION: {}}})
+    } else {
+        json!({})
+    }
+}
+
 /// The MCP handshake (`initialize`, `notifications/initialized`) and the tools' output schemas from every
-/// page of `tools/list`, each answer awaited up to `timeout`.
-pub async fn handshake(client: &McpClient, timeout: Duration) -> Result<Schemas, HandshakeError> {
+/// page of `tools/list`, each answer awaited up to `timeout`; `as_tasks` declares the tasks extension.
+pub async fn handshake(
+    client: &McpClient,
+    timeout: Duration,
+    as_tasks: bool,
+) -> Result<Schemas, HandshakeError> {
     let init = json!({
         "protocolVersion": PROTOCOL_VERSION,
-        "capabilities": {},
+        "capabilities": capabilities(as_tasks),
         "clientInfo": {"name": "fault-mcp-chaos", "version": env!("CARGO_PKG_VERSION")}
     });
     let answer = |answer, method| match answer {
@@ -154,7 +230,9 @@ pub async fn handshake(client: &McpClient, timeout: Duration) -> Result<Schemas,
 }
 
 /// One client session's calls on the schedule from `start`, until done or `stop`; every attempt, and a
-/// record for each call that could not start.
+/// record for each call that could not start. Calls made as tasks are counted in `tally` by how their tasks
+/// ended.
+#[allow(clippy::too_many_arguments)]
 pub async fn drive(
     load: &Arc<CallLoad>,
     client: Arc<McpClient>,
@@ -162,6 +240,7 @@ pub async fn drive(
     start: Instant,
     session: u32,
     progress: Arc<LoadProgress>,
+    tally: Arc<TaskTally>,
     stop: &CancellationToken,
 ) -> Vec<CallRecord> {
     let arrivals = match load.pace {
@@ -180,6 +259,7 @@ pub async fn drive(
         start,
         session,
         progress,
+        tally,
         records: Vec::new(),
     };
     schedule::run(arrivals, load.concurrency.max(1) as usize, &mut calls, stop).await;
@@ -194,6 +274,7 @@ struct SessionCalls {
     start: Instant,
     session: u32,
     progress: Arc<LoadProgress>,
+    tally: Arc<TaskTally>,
     records: Vec<CallRecord>,
 }
 
@@ -231,10 +312,19 @@ impl schedule::Work for SessionCalls {
         let (call, logical) = self.call(index);
         let client = self.client.clone();
         let schemas = self.schemas.clone();
+        let tally = self.load.as_tasks.then(|| self.tally.clone());
         let (policy, start, session) = (self.load.policy, self.start, self.session);
         async move {
             logical_call(
-                &client, &schemas, &call, logical, policy, start, due, session,
+                &client,
+                &schemas,
+                &call,
+                logical,
+                policy,
+                start,
+                due,
+                session,
+                tally.as_deref(),
             )
             .await
         }
@@ -302,10 +392,11 @@ impl Times {
 /// it ends (that attempt's end + the backoff). Each attempt is cancelled at its own deadline, its due + the
 /// timeout, however late it was sent, and its latency runs from its due, so a client too busy to send on
 /// time shows as queueing delay. The logical call as a whole runs from `due` to the end of its last
-/// attempt: every attempt and the backoffs between them.
+/// attempt: every attempt and the backoffs between them. With a `tally` the calls are made as tasks: an
+/// attempt answered with a task ends when the task does (or is cancelled at the deadline).
 #[allow(clippy::too_many_arguments)]
 async fn logical_call(
-    client: &McpClient,
+    client: &Arc<McpClient>,
     schemas: &Schemas,
     call: &PlannedCall,
     logical: Logical,
@@ -313,14 +404,28 @@ async fn logical_call(
     start: Instant,
     due: Instant,
     session: u32,
+    tally: Option<&TaskTally>,
 ) -> Vec<CallRecord> {
     let mut records = Vec::new();
     let mut due = due;
     for attempt in 1..=policy.retries + 1 {
-        let params = json!({"name": call.tool, "arguments": call.arguments});
+        let mut params = json!({"name": call.tool, "arguments": call.arguments});
+        if tally.is_some() {
+            params["_meta"] = task_meta();
+        }
         let sent = Instant::now();
         let deadline = timing::deadline(due, policy.timeout);
         let (id, answer) = client.request_until("tools/call", params, deadline).await;
+        let answer = match (tally, answer) {
+            (Some(tally), Answer::Response(response)) => match task_handle(&response) {
+                Some(task) => follow_task(client, task, deadline, tally).await,
+                None => {
+                    tally.plain.fetch_add(1, Ordering::Relaxed);
+                    Answer::Response(response)
+                }
+            },
+            (_, answer) => answer,
+        };
         let timing = Timing {
             due,
             sent: Some(sent),
@@ -371,6 +476,135 @@ async fn logical_call(
     records
 }
 
+/// The `_meta` of a request that declares the tasks extension (the per-request capabilities of MCP
+/// 2026-07-28; servers of earlier revisions read the ones given at `initialize`).
+fn task_meta() -> Value {
+    json!({"io.modelcontextprotocol/clientCapabilities": capabilities(true)})
+}
+
+/// A task a call was answered with: its id and how often to poll it.
+#[derive(Debug)]
+struct TaskHandle {
+    id: String,
+    poll: Duration,
+}
+
+/// The task of a `tools/call` answered with one (`resultType: "task"`).
+fn task_handle(response: &Value) -> Option<TaskHandle> {
+    let result = response.get("result")?;
+    if result.get("resultType").and_then(Value::as_str) != Some("task") {
+        return None;
+    }
+    Some(TaskHandle {
+        id: result.get("taskId")?.as_str()?.to_owned(),
+        poll: poll_interval(result),
+    })
+}
+
+/// The task's `pollIntervalMs`, within [`POLL_BOUNDS`].
+fn poll_interval(task: &Value) -> Duration {
+    task.get("pollIntervalMs")
+        .and_then(Value::as_f64)
+        .filter(|ms| ms.is_finite() && *ms >= 0.0)
+        .map_or(DEFAULT_POLL, |ms| Duration::from_secs_f64(ms / 1000.0))
+        .clamp(POLL_BOUNDS.0, POLL_BOUNDS.1)
+}
+
+/// Polls `task` until it ends or `deadline` passes, and answers for the call as the task ended: a completed
+/// task's result, a failed task's error, a JSON-RPC error for a cancelled or lost task or a poll that failed,
+/// or a timeout, after which the task is cancelled (`tasks/cancel`, not awaited by the call).
+async fn follow_task(
+    client: &Arc<McpClient>,
+    mut task: TaskHandle,
+    deadline: Instant,
+    tally: &TaskTally,
+) -> Answer {
+    tally.created.fetch_add(1, Ordering::Relaxed);
+    let params = json!({"taskId": task.id, "_meta": task_meta()});
+    loop {
+        let next = (Instant::now() + task.poll).min(deadline);
+        tokio::time::sleep_until(next).await;
+        if Instant::now() >= deadline {
+            break;
+        }
+        let answer = client
+            .request_until("tasks/get", params.clone(), deadline)
+            .await
+            .1;
+        let response = match answer {
+            Answer::Response(response) => response,
+            Answer::TimedOut => break,
+            Answer::Closed => {
+                tally.broken.fetch_add(1, Ordering::Relaxed);
+                return Answer::Closed;
+            }
+        };
+        let Some(state) = response.get("result") else {
+            let not_found = response
+                .pointer("/error/code")
+                .and_then(Value::as_i64)
+                .is_some_and(|code| code == i64::from(rmcp::model::ErrorCode::INVALID_PARAMS.0));
+            let count = if not_found {
+                &tally.lost
+            } else {
+                &tally.broken
+            };
+            count.fetch_add(1, Ordering::Relaxed);
+            return task_error(
+                &task.id,
+                if not_found {
+                    "lost by the server (tasks/get: not found)"
+                } else {
+                    "not followed to its end: tasks/get failed"
+                },
+                response.get("error"),
+            );
+        };
+        task.poll = poll_interval(state);
+        match state.get("status").and_then(Value::as_str) {
+            Some("completed") => {
+                tally.completed.fetch_add(1, Ordering::Relaxed);
+                let result = state.get("result").cloned().unwrap_or(Value::Null);
+                return Answer::Response(json!({"result": result}));
+            }
+            Some("failed") => {
+                tally.failed.fetch_add(1, Ordering::Relaxed);
+                let error = state.get("error").cloned().unwrap_or_else(
+                    || json!({"code": -32603, "message": format!("task {} failed", task.id)}),
+                );
+                return Answer::Response(json!({"error": error}));
+            }
+            Some("cancelled") => {
+                tally.cancelled.fetch_add(1, Ordering::Relaxed);
+                return task_error(&task.id, "cancelled by the server", None);
+            }
+            // Working, or waiting for input this client does not give: polled until the deadline.
+            Some("working" | "input_required") => {}
+            _ => {
+                tally.broken.fetch_add(1, Ordering::Relaxed);
+                return task_error(&task.id, "answered tasks/get with no known status", None);
+            }
+        }
+    }
+    tally.timed_out.fetch_add(1, Ordering::Relaxed);
+    let client = client.clone();
+    tokio::spawn(async move {
+        client
+            .request("tasks/cancel", params, TASK_CANCEL_TIMEOUT)
+            .await;
+    });
+    Answer::TimedOut
+}
+
+/// A task that ended without a result or an error of its own, as a JSON-RPC error answering the call.
+fn task_error(id: &str, what: &str, cause: Option<&Value>) -> Answer {
+    let mut message = format!("task {id} {what}");
+    if let Some(cause) = cause {
+        message.push_str(&format!(": {cause}"));
+    }
+    Answer::Response(json!({"error": {"code": -32603, "message": message}}))
+}
+
 #[cfg(test)]
 mod tests {
     use tokio::{io::AsyncReadExt, net::TcpListener};
@@ -389,6 +623,7 @@ mod tests {
             num_clients,
             concurrency: 4,
             policy,
+            as_tasks: false,
         }
     }
 
@@ -457,6 +692,7 @@ mod tests {
             Instant::now(),
             0,
             Arc::default(),
+            Arc::default(),
             &CancellationToken::new(),
         )
         .await;
@@ -492,6 +728,142 @@ mod tests {
         assert!(within(late.service_ms, 650.0, 750.0), "{late:?}");
         // The client waited what was left of the timeout once it had sent the call.
         assert!(within(late.cancel_after_ms, 650.0, 750.0), "{late:?}");
+    }
+
+    /// What a scripted server received: when, the method, its params.
+    type Received = Arc<std::sync::Mutex<Vec<(Instant, String, Value)>>>;
+
+    /// A client of a server on 127.0.0.1 that answers every `tools/call` with a task whose `pollIntervalMs` is
+    /// `poll_ms`, and `tasks/get` of it as `working` until poll number `lost_after` (from 1), which says the task
+    /// is not found (`None`: working for ever); `tasks/cancel` gets an empty result.
+    async fn task_server(poll_ms: u64, lost_after: Option<usize>) -> (Arc<McpClient>, Received) {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let received: Received = Arc::default();
+        let seen = received.clone();
+        tokio::spawn(async move {
+            let (connection, _) = listener.accept().await.unwrap();
+            let (read, mut write) = connection.into_split();
+            let mut lines = tokio::io::BufReader::new(read).lines();
+            let mut polls = 0;
+            while let Ok(Some(line)) = lines.next_line().await {
+                let request: Value = serde_json::from_str(&line).unwrap();
+                let method = request["method"].as_str().unwrap_or_default().to_owned();
+                let params = request["params"].clone();
+                seen.lock()
+                    .unwrap()
+                    .push((Instant::now(), method.clone(), params));
+                let answer = match method.as_str() {
+                    "tools/call" => json!({"result": {"resultType": "task", "taskId": "t-1",
+                        "status": "working", "pollIntervalMs": poll_ms}}),
+                    "tasks/get" => {
+                        polls += 1;
+                        if lost_after == Some(polls) {
+                            json!({"error": {"code": -32602, "message": "Task not found"}})
+                        } else {
+                            json!({"result": {"resultType": "complete", "taskId": "t-1",
+                                "status": "working", "pollIntervalMs": poll_ms}})
+                        }
+                    }
+                    _ => json!({"result": {}}),
+                };
+                let mut reply = json!({"jsonrpc": "2.0", "id": request["id"]});
+                if let (Value::Object(reply), Value::Object(answer)) = (&mut reply, answer) {
+                    reply.extend(answer);
+                }
+                let mut line = reply.to_string().into_bytes();
+                line.push(b'\n');
+                if write.write_all(&line).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let (reader, writer) = tokio::net::TcpStream::connect(addr)
+            .await
+            .unwrap()
+            .into_split();
+        (Arc::new(McpClient::over_lines(reader, writer, 1)), received)
+    }
+
+    async fn call_as_task(client: Arc<McpClient>, timeout_ms: u64) -> (CallRecord, TaskTally) {
+        let tally = Arc::new(TaskTally::default());
+        let mut as_tasks = load(CallPace::Repeat(1), 1, policy(timeout_ms, 0, 0));
+        as_tasks.as_tasks = true;
+        let mut records = drive(
+            &Arc::new(as_tasks),
+            client,
+            Arc::new(Schemas::default()),
+            Instant::now(),
+            0,
+            Arc::default(),
+            tally.clone(),
+            &CancellationToken::new(),
+        )
+        .await;
+        assert_eq!(records.len(), 1, "{records:?}");
+        let tally = Arc::try_unwrap(tally).unwrap_or_default();
+        (records.remove(0), tally)
+    }
+
+    /// A task `tasks/get` says is not found ends the call as lost, after polls no closer than 50 ms apart
+    /// however small the task's pollIntervalMs.
+    #[tokio::test]
+    async fn a_task_the_server_lost_ends_the_call_and_is_counted_lost() {
+        let (client, received) = task_server(1, Some(3)).await;
+        let (record, tally) = call_as_task(client, 10_000).await;
+        assert_eq!(record.outcome, CallOutcome::ProtocolError, "{record:?}");
+        assert_eq!(tally.created.load(Ordering::Relaxed), 1);
+        assert_eq!(tally.lost.load(Ordering::Relaxed), 1);
+        assert!(tally.describe().contains("1 lost"), "{}", tally.describe());
+        let received = received.lock().unwrap().clone();
+        let methods: Vec<&str> = received.iter().map(|(_, m, _)| m.as_str()).collect();
+        assert_eq!(
+            methods,
+            ["tools/call", "tasks/get", "tasks/get", "tasks/get"]
+        );
+        for pair in received.windows(2) {
+            let gap = pair[1].0.duration_since(pair[0].0);
+            assert!(gap >= Duration::from_millis(50), "polled {gap:?} apart");
+        }
+        // The call declared the extension, and each poll names its task.
+        let tasks = &received[0].2["_meta"]["io.modelcontextprotocol/clientCapabilities"];
+        assert_eq!(tasks["extensions"], json!({TASKS_EXTENSION: {}}));
+        assert_eq!(received[1].2["taskId"], "t-1");
+        assert!(within(Some(record.latency_ms), 150.0, 1000.0), "{record:?}");
+    }
+
+    /// A task still working at the call's timeout: the call is a timeout at its due + the timeout, and the
+    /// task is cancelled with `tasks/cancel`.
+    #[tokio::test]
+    async fn a_task_still_working_at_the_timeout_is_cancelled() {
+        let (client, received) = task_server(100, None).await;
+        let (record, tally) = call_as_task(client, 500).await;
+        assert_eq!(record.outcome, CallOutcome::Timeout, "{record:?}");
+        assert!(within(Some(record.latency_ms), 500.0, 560.0), "{record:?}");
+        assert_eq!(tally.timed_out.load(Ordering::Relaxed), 1);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let cancelled =
+                received.lock().unwrap().iter().any(|(_, method, params)| {
+                    method == "tasks/cancel" && params["taskId"] == "t-1"
+                });
+            if cancelled {
+                break;
+            }
+            assert!(Instant::now() < deadline, "no tasks/cancel");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    #[test]
+    fn poll_intervals_are_kept_within_their_bounds() {
+        let poll = |ms: Value| poll_interval(&json!({"pollIntervalMs": ms}));
+        assert_eq!(poll(json!(250)), Duration::from_millis(250));
+        assert_eq!(poll(json!(0)), Duration::from_millis(50));
+        assert_eq!(poll(json!(3_600_000)), Duration::from_secs(10));
+        assert_eq!(poll(json!("soon")), Duration::from_secs(1));
+        assert_eq!(poll_interval(&json!({})), Duration::from_secs(1));
     }
 
     /// A retry is due when the backoff after the failed attempt ends, and times out a timeout after that.

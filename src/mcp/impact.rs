@@ -18,8 +18,7 @@ use rmcp::{
 
 use super::impact_input::{InputError, compound_schema, compound_spec, impact_spec, input_schema};
 use super::{
-    FaultServer, output_schema, tasks::TaskStatusLine, text_and_structured, tool_error, with_chart,
-    with_page, with_view,
+    FaultServer, output_schema, text_and_structured, tool_error, with_chart, with_page, with_view,
 };
 use crate::{
     impact::{self, ImpactSpec},
@@ -29,6 +28,7 @@ use crate::{
         chart::{self, impact::ImpactFigure, page_file::PageFile},
         impact::Report,
     },
+    serve::tasks::TaskStatusLine,
 };
 
 /// How long a new scenario waits for a cancelled one to finish stopping (its proxies closing).

@@ -13,10 +13,11 @@ use rmcp::{
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{FaultServer, output_schema, tasks::TaskStatusLine, text_and_structured, tool_error};
+use super::{FaultServer, output_schema, text_and_structured, tool_error};
 use crate::{
     code::Language,
     index::{self, IndexSummary, ProgressSink},
+    serve::tasks::TaskStatusLine,
 };
 
 /// `lang`: one language, `auto`, or a list.

@@ -38,7 +38,8 @@ percentiles with and without injection, retries, time to detect, time to recover
 tasks and blast radius, latency per second, calls that could not start, and whether slow calls delayed others \
 (head-of-line blocking); structuredContent holds every figure. `baseline: true` runs the calls without faults \
 first and adds a with/without table. `server: {url, headers}` instead of a command calls a running Streamable \
-HTTP MCP server directly (no plan: it measures the server as it is).",
+HTTP MCP server directly (no plan: it measures the server as it is). `as_tasks: true` calls the tools as tasks \
+(MCP Tasks extension), each followed with tasks/get to its end.",
         input_schema = chaos_input_schema(),
         output_schema = output_schema::<ChaosReport>(),
         // Runs the given server command and calls its tools, which may change anything they touch.

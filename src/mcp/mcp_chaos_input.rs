@@ -126,6 +126,13 @@ pub(super) struct McpChaosInput {
     /// The client policy: {timeout_ms, retries, backoff_ms}.
     #[serde(default)]
     client: Option<ClientInput>,
+    /// Call the tools as tasks: the client declares the MCP Tasks extension (io.modelcontextprotocol/tasks)
+    /// and follows a call the server answers with a task, polling tasks/get at its pollIntervalMs (50 ms to
+    /// 10 s), to its end: the call's outcome is the task's (completed, failed, cancelled, lost), its latency
+    /// runs to the task's end, and at the timeout the task is cancelled with tasks/cancel. Calls answered
+    /// without a task are taken as they are. Default false.
+    #[serde(default)]
+    as_tasks: Lenient<bool>,
     /// Run the same calls without faults first and add a with/without table. Default false.
     #[serde(default)]
     baseline: Lenient<bool>,
@@ -251,6 +258,7 @@ impl McpChaosInput {
                     retries,
                     backoff: Duration::from_millis(backoff_ms),
                 },
+                as_tasks: self.as_tasks.0.unwrap_or(false),
             },
             baseline: self.baseline.0.unwrap_or(false),
             sessions: whole("sessions", self.sessions.0, 1, 1, MAX_SESSIONS)? as u32,

@@ -9,7 +9,6 @@ mod impact_input;
 mod index;
 mod mcp_chaos;
 mod mcp_chaos_input;
-mod tasks;
 
 use std::sync::Arc;
 
@@ -31,7 +30,10 @@ use crate::{
     index::StoreSettings,
     llm::LlmSettings,
     report::chart::app,
-    serve::{ServeError, Transport, TransportArgs, serve_on},
+    serve::{
+        ServeError, Transport, TransportArgs, serve_on,
+        tasks::{self, Tasks},
+    },
 };
 // The result shaping every tool family uses.
 pub(crate) use crate::serve::{
@@ -86,7 +88,7 @@ pub struct FaultServer {
     /// One impact scenario at a time: they bind ports and measure latency.
     impact_slot: impact::ImpactSlot,
     /// The calls run as tasks, one store for every session of this process.
-    tasks: tasks::Tasks,
+    tasks: Tasks,
 }
 
 impl FaultServer {
@@ -105,7 +107,7 @@ impl FaultServer {
             settings: Arc::new(settings),
             tool_router,
             impact_slot: impact::ImpactSlot::default(),
-            tasks: tasks::Tasks::default(),
+            tasks: Tasks::default(),
         }
     }
 
@@ -240,7 +242,7 @@ impl ServerHandler for FaultServer {
             }
         }
         // The cheap check first: most calls come from clients without the extension.
-        if declared_tasks(&context) && tasks::runs_as_task(&request.name) {
+        if tasks::declared(&context) && runs_as_task(&request.name) {
             return self.start_task(request, context);
         }
         let call = ToolCallContext::new(self, request, context);
@@ -309,11 +311,12 @@ impl FaultServer {
     }
 }
 
-/// Whether the request of `context` declared the tasks extension (in its `_meta`, or at `initialize`).
-fn declared_tasks(context: &RequestContext<RoleServer>) -> bool {
-    context
-        .client_capabilities()
-        .is_some_and(|capabilities| capabilities.supports_tasks())
+/// Whether calls of tool `name` run as tasks for a request that declares the extension: the long ones (the
+/// scenarios run up to minutes; indexing a large tree through a remote embeddings API can too).
+fn runs_as_task(name: &str) -> bool {
+    name == "fault_run_mcp_chaos_scenario"
+        || name == "fault_index_source_code"
+        || impact::tool_names().iter().any(|tool| tool == name)
 }
 
 /// Whether the client of `context` declared MCP Apps with HTML views.

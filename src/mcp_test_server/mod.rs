@@ -3,7 +3,8 @@
 //!
 //! One file per tool family: `failure` (error, slow, flaky), `data` (echo, get_item, list_items: results
 //! with an `outputSchema` and `structuredContent`), `orders` (create_order, a destructive write, and
-//! orders_count, its count), `streaming` (progress). `arguments` reads tool
+//! orders_count, its count), `streaming` (progress), `tasks` (slow_job, fails_late, needs_input: tasks of the
+//! MCP Tasks extension, and input asked for with input_required). `arguments` reads tool
 //! arguments strictly; `roll` is the deterministic roll of `flaky`.
 
 mod arguments;
@@ -12,6 +13,7 @@ mod failure;
 mod orders;
 mod roll;
 mod streaming;
+mod tasks;
 
 use std::{
     sync::{Arc, atomic::AtomicU64},
@@ -23,8 +25,9 @@ use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     handler::server::{router::tool::ToolRouter, tool::ToolCallContext},
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
-        ServerCapabilities, ServerConfig,
+        CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, GetTaskParams,
+        GetTaskResult, Implementation, JsonObject, ServerCapabilities, ServerConfig,
+        UpdateTaskParams,
     },
     service::RequestContext,
     tool_handler,
@@ -56,7 +59,12 @@ const INSTRUCTIONS: &str = "fault mcp-test-server: tools with known failure mode
 proxies and gateways. error: a JSON-RPC error (code by category) or an isError result. slow: sleeps, ends on \
 cancellation. flaky: fails with a probability, deterministic for a (seed, call_id). echo, get_item, list_items: \
 results with an outputSchema and structuredContent. create_order: a write that creates a new order on every \
-call; orders_count: how many it created. progress: sends notifications/progress.";
+call; orders_count: how many it created. progress: sends notifications/progress. slow_job, fails_late, \
+needs_input: called with the tasks extension (io.modelcontextprotocol/tasks), answered at once with a task; \
+without it, plain tools. slow_job: runs `seconds`, its status message counting them, cancellable with \
+tasks/cancel; fails_late: runs, then fails with a JSON-RPC error; needs_input: asks for a `value` \
+(input_required: in the task, answered with tasks/update; on a plain 2026-07-28 call, answered by retrying it \
+with inputResponses).";
 
 /// The `fault mcp-test-server` MCP server.
 #[derive(Clone)]
@@ -65,6 +73,8 @@ pub struct TestServer {
     log_calls: bool,
     /// Orders `create_order` created, shared by every session of the server.
     orders: Arc<AtomicU64>,
+    /// The calls run as tasks, one store for every session of the server.
+    tasks: crate::serve::tasks::Tasks,
 }
 
 impl TestServer {
@@ -73,9 +83,11 @@ impl TestServer {
             tool_router: Self::failure_router()
                 + Self::data_router()
                 + Self::orders_router()
-                + Self::streaming_router(),
+                + Self::streaming_router()
+                + Self::tasks_router(),
             log_calls,
             orders: Arc::new(AtomicU64::new(0)),
+            tasks: crate::serve::tasks::Tasks::new(tasks::limits()),
         }
     }
 }
@@ -83,12 +95,17 @@ impl TestServer {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for TestServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new(
-                "fault-mcp-test-server",
-                env!("CARGO_PKG_VERSION"),
-            ))
-            .with_instructions(INSTRUCTIONS)
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build(),
+        )
+        .with_server_info(Implementation::new(
+            "fault-mcp-test-server",
+            env!("CARGO_PKG_VERSION"),
+        ))
+        .with_instructions(INSTRUCTIONS)
     }
 
     async fn call_tool(
@@ -100,15 +117,25 @@ impl ServerHandler for TestServer {
         let arguments = request.arguments.clone();
         let request_id = context.id.clone();
         let started = Instant::now();
-        let outcome = self
-            .tool_router
-            .call(ToolCallContext::new(self, request, context))
-            .await;
+        // A task tool called by a request that declared the tasks extension runs as a task.
+        let job = crate::serve::tasks::declared(&context)
+            .then(|| tasks::Job::read(&tool, arguments.clone().unwrap_or_default()))
+            .flatten();
+        let outcome = match job {
+            Some(job) => self.start_task(job, &context),
+            None => {
+                self.tool_router
+                    .call(ToolCallContext::new(self, request, context))
+                    .await
+            }
+        };
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         let outcome_text = match &outcome {
             Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => {
                 "tool error".to_owned()
             }
+            Ok(CallToolResponse::Task(created)) => format!("task {}", created.task.task_id),
+            Ok(CallToolResponse::InputRequired(_)) => "input required".to_owned(),
             Ok(_) => "ok".to_owned(),
             Err(e) => format!("JSON-RPC error {}: {}", e.code.0, e.message),
         };
@@ -119,6 +146,50 @@ impl ServerHandler for TestServer {
             tracing::debug!(%request_id, %tool, %arguments, outcome = %outcome_text, elapsed_ms, "tool call");
         }
         outcome
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.tasks.get(&request)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.update(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.cancel(&request.task_id)
+    }
+}
+
+impl TestServer {
+    /// A call of a task tool from a request that declared the tasks extension, its arguments read: refused
+    /// as a plain call's are, or started as a task and answered at once.
+    fn start_task(
+        &self,
+        job: Result<tasks::Job, arguments::ArgumentError>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        match job {
+            Ok(job) => {
+                if matches!(job, tasks::Job::NeedsInput { .. }) && !tasks::can_ask(context) {
+                    return Err(tasks::missing_elicitation());
+                }
+                tasks::start(&self.tasks, job)
+            }
+            Err(refusal) => Ok(invalid_arguments(refusal).into()),
+        }
     }
 }
 

@@ -1,10 +1,11 @@
 //! How our MCP servers (`fault agent tool`, `fault mcp-test-server`) are served: on stdio, or over Streamable
-//! HTTP ([`http`], behind the flags of [`options`]), and the result shaping their tools share. The HTTP accept
-//! loop ([`accept`]) is also `fault mcp-proxy`'s.
+//! HTTP ([`http`], behind the flags of [`options`]), the result shaping their tools share, and their calls run as
+//! tasks ([`tasks`]). The HTTP accept loop ([`accept`]) is also `fault mcp-proxy`'s.
 
 pub mod accept;
 pub mod http;
 mod options;
+pub(crate) mod tasks;
 
 use std::sync::Arc;
 

@@ -53,6 +53,7 @@ mod mcp_server;
 mod mcp_stdio;
 mod mcp_tasks;
 mod mcp_test_server;
+mod mcp_test_server_tasks;
 mod proxy_cli;
 mod proxy_faults;
 mod report_charts;

@@ -23,7 +23,7 @@ use crate::mcp_http::HttpServer;
 use crate::scenario_support::{self, TIMING};
 
 /// A `tools/call` of `tool` whose `_meta` declares the tasks extension, as a 2026-07-28 request does.
-fn task_call(tool: &str, arguments: Value) -> CallToolRequestParams {
+pub(crate) fn task_call(tool: &str, arguments: Value) -> CallToolRequestParams {
     let mut meta = RequestMetaObject::default();
     meta.set_client_capabilities(ClientCapabilities::builder().enable_tasks().build());
     let mut params = CallToolRequestParams::new(tool.to_owned())
@@ -33,19 +33,19 @@ fn task_call(tool: &str, arguments: Value) -> CallToolRequestParams {
 }
 
 /// `tasks/get` and `tasks/cancel` declare the extension the same way.
-fn declared() -> Option<RequestMetaObject> {
+pub(crate) fn declared() -> Option<RequestMetaObject> {
     let mut meta = RequestMetaObject::default();
     meta.set_client_capabilities(ClientCapabilities::builder().enable_tasks().build());
     Some(meta)
 }
 
-fn get(id: &str) -> GetTaskParams {
+pub(crate) fn get(id: &str) -> GetTaskParams {
     let mut params = GetTaskParams::new(id);
     params.meta = declared();
     params
 }
 
-fn cancel(id: &str) -> CancelTaskParams {
+pub(crate) fn cancel(id: &str) -> CancelTaskParams {
     let mut params = CancelTaskParams::new(id);
     params.meta = declared();
     params
@@ -77,7 +77,7 @@ async fn start<H: rmcp::ClientHandler>(
 
 /// Polls task `id` every `pollIntervalMs` until it leaves `working`; the status messages seen, in order, and
 /// the final payload.
-async fn poll_to_end<H: rmcp::ClientHandler>(
+pub(crate) async fn poll_to_end<H: rmcp::ClientHandler>(
     client: &RunningService<RoleClient, H>,
     id: &str,
     limit: Duration,
@@ -137,7 +137,7 @@ async fn cancel_and_wait<H: rmcp::ClientHandler>(
     (status, asked.elapsed())
 }
 
-fn error_message(error: ServiceError) -> (i32, String) {
+pub(crate) fn error_message(error: ServiceError) -> (i32, String) {
     match error {
         ServiceError::McpError(e) => (e.code.0, e.message.into_owned()),
         other => panic!("not a JSON-RPC error: {other}"),
