@@ -340,6 +340,9 @@ impl Exchange {
         composed: &Composed,
     ) -> Option<Vec<u8>> {
         self.progress.answered(Outcome::of_line(&message));
+        if let Some(call) = &self.call {
+            call.learn_line(&mut self.proxy.engine().decider, &message);
+        }
         let out = match &self.call {
             Some(call)
                 if !composed.passes_response() || self.proxy.engine().decider.hides_tools() =>

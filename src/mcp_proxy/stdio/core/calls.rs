@@ -278,6 +278,9 @@ impl Core {
         };
         let upstream = envelope.outcome();
         p.progress.answered(upstream.clone());
+        if let Some(result) = &envelope.result {
+            p.call.learn(&mut self.decider, result);
+        }
         match p.plan.clone() {
             ResponsePlan::Pass => {
                 self.send_client(line);
