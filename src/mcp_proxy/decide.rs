@@ -151,8 +151,8 @@ impl Decider {
         self.learned.as_mut()
     }
 
-    /// Decides about the next call of `method` on `target` (a tool name for `tools/call`) with `arguments`.
-    #[cfg(test)]
+    /// Decides about the next call of `method` on `target` (a tool name for `tools/call`) with `arguments`,
+    /// from a request that says nothing else.
     pub fn decide(&mut self, method: &str, target: &str, arguments: Option<&Value>) -> Decision {
         self.decide_request(method, target, arguments, RequestFacts::default())
     }
