@@ -146,7 +146,13 @@ impl Decider {
             .any(|((_, m), on)| *on && m.matches_tool(tool))
     }
 
-    /// What the answers taught, when a fault of the plan reads it (else nothing is learned).
+    /// Learns from the answers from now on, for a recorder that counts tasks by tool.
+    pub fn learn_tasks(&mut self) {
+        self.learned.get_or_insert_with(Learned::default);
+    }
+
+    /// What the answers taught, when a fault of the plan reads it or a recorder asked (else nothing is
+    /// learned).
     pub fn learned(&mut self) -> Option<&mut Learned> {
         self.learned.as_mut()
     }

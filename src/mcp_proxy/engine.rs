@@ -182,7 +182,11 @@ impl Call {
         let args_hash = arguments.map(|a| fnv_hex(a.to_string().as_bytes()));
         let protocol_version = param("_meta")
             .and_then(|meta| meta.get(META_PROTOCOL_VERSION))
-            .or_else(|| (method == "initialize").then(|| param("protocolVersion")).flatten())
+            .or_else(|| {
+                (method == "initialize")
+                    .then(|| param("protocolVersion"))
+                    .flatten()
+            })
             .and_then(Value::as_str)
             .map(str::to_owned);
         let (task, answers) = match decider.learned() {
@@ -375,6 +379,7 @@ impl Call {
             tool: self.tool.clone(),
             ordinal: self.decision.ordinal,
             args_hash: self.args_hash.clone(),
+            task_id: self.task.as_ref().map(|t| t.task_id.clone()),
             seed: decider.seed(),
             decisions: self.decision.records.clone(),
             fault: self.decision.fired.and_then(fired),

@@ -185,17 +185,21 @@ async fn session(raw: &mut Raw) -> Vec<Value> {
     let long_id = long["result"]["taskId"].as_str().unwrap().to_owned();
     seen.push(raw.ask("tasks/cancel", json!({"taskId": long_id})).await);
     seen.push(poll_to_end(raw, &long_id).await.pop().unwrap());
-    seen.push(raw.ask("tasks/get", json!({"taskId": "no-such-task"})).await);
+    seen.push(
+        raw.ask("tasks/get", json!({"taskId": "no-such-task"}))
+            .await,
+    );
     seen.iter().map(normalised).collect()
 }
 
-/// `value` with the values that differ from run to run replaced by their key.
+/// `value` with the values that differ from run to run replaced by their key (request ids too: a task takes
+/// as many polls as the machine's pace makes it).
 fn normalised(value: &Value) -> Value {
     match value {
         Value::Object(map) => Value::Object(
             map.iter()
                 .map(|(k, v)| {
-                    let volatile = ["taskId", "createdAt", "lastUpdatedAt", "requestState"]
+                    let volatile = ["id", "taskId", "createdAt", "lastUpdatedAt", "requestState"]
                         .contains(&k.as_str());
                     let v = if volatile {
                         Value::String(k.clone())
@@ -264,7 +268,11 @@ async fn a_2026_07_28_session_with_tasks_and_questions_passes_byte_for_byte_on_s
         let got = session(&mut proxied).await;
         let (sent, received) = proxied.end().await;
         assert_eq!(got, expected, "planned: {planned}");
-        assert_eq!(lines(&read), sent, "what the server read, planned: {planned}");
+        assert_eq!(
+            lines(&read),
+            sent,
+            "what the server read, planned: {planned}"
+        );
         assert_eq!(
             lines(&wrote),
             received,
@@ -273,7 +281,10 @@ async fn a_2026_07_28_session_with_tasks_and_questions_passes_byte_for_byte_on_s
     }
     // The tracked calls were recorded: every tools/call, as the client got it.
     let logged = wait_events(&events, 5).await;
-    let calls = logged.iter().filter(|e| e["method"] == "tools/call").count();
+    let calls = logged
+        .iter()
+        .filter(|e| e["method"] == "tools/call")
+        .count();
     assert_eq!(calls, 5, "{logged:?}");
     assert!(logged.iter().all(|e| e["fault"].is_null()), "{logged:?}");
 }
@@ -421,8 +432,10 @@ async fn http_session(url: &str) -> Vec<Value> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sessionless_streamable_http_with_the_2026_07_28_headers_is_answered_as_the_server_answers() {
-    let test = "sessionless_streamable_http_with_the_2026_07_28_headers_is_answered_as_the_server_answers";
+async fn sessionless_streamable_http_with_the_2026_07_28_headers_is_answered_as_the_server_answers()
+{
+    let test =
+        "sessionless_streamable_http_with_the_2026_07_28_headers_is_answered_as_the_server_answers";
     let Some(python) = python(test) else { return };
     let upstream = http_tasks_server(&python).await;
     let expected = http_session(&upstream.url).await;
@@ -436,7 +449,19 @@ async fn sessionless_streamable_http_with_the_2026_07_28_headers_is_answered_as_
         "faults:\n  - type: task_stuck\n    tools: [other]\n  - type: input_loop\n    tools: [other]\n",
     )
     .unwrap();
-    for args in [&[][..], &["--plan", plan.to_str().unwrap()][..]] {
+    // With a report the proxy also follows every tasks/* request, to count the tasks.
+    let report = dir.path().join("report.json");
+    let observed = [
+        "--plan",
+        plan.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ];
+    for args in [
+        &[][..],
+        &["--plan", plan.to_str().unwrap()][..],
+        &observed[..],
+    ] {
         let proxy = crate::mcp_proxy_http::http_proxy(&upstream.url, args).await;
         assert_eq!(http_session(&proxy.url).await, expected, "{args:?}");
     }
@@ -461,12 +486,15 @@ async fn task_faults_act_on_the_tasks_of_the_tool_they_pick() {
     )
     .unwrap();
     let server = tasks_server();
+    let report = dir.path().join("report.json");
     let mut raw = Raw::start(
         common::fault_bin(),
         &[
             "mcp-proxy",
             "--plan",
             plan.to_str().unwrap(),
+            "--report",
+            report.to_str().unwrap(),
             "--",
             &python,
             server.to_str().unwrap(),
@@ -509,10 +537,22 @@ async fn task_faults_act_on_the_tasks_of_the_tool_they_pick() {
     assert!(answers[0]["result"].get("result").is_none());
     // A plain tool's answer and a task of an unpicked tool pass as they are.
     let echo = raw
-        .ask("tools/call", json!({"name": "echo", "arguments": {"text": "x"}}))
+        .ask(
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "x"}}),
+        )
         .await;
     assert_eq!(echo["result"]["structuredContent"]["result"], "x");
     raw.end().await;
+    // The report counts each task once, by what the client was told, under the tool whose call made it.
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(
+        report["run"]["mcp_tasks"],
+        json!([
+            {"tool": "broken_job", "created": 1, "completed": 1, "failed": 0, "cancelled": 0, "lost": 0},
+            {"tool": "slow_job", "created": 1, "completed": 0, "failed": 1, "cancelled": 0, "lost": 0},
+        ])
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -534,6 +574,7 @@ async fn a_lost_task_is_not_found_after_its_polls_and_a_question_is_asked_again(
     )
     .unwrap();
     let events = dir.path().join("events.jsonl");
+    let report = dir.path().join("report.md");
     let server = tasks_server();
     let mut raw = Raw::start(
         common::fault_bin(),
@@ -543,6 +584,8 @@ async fn a_lost_task_is_not_found_after_its_polls_and_a_question_is_asked_again(
             plan.to_str().unwrap(),
             "--events",
             events.to_str().unwrap(),
+            "--report",
+            report.to_str().unwrap(),
             "--",
             &python,
             server.to_str().unwrap(),
@@ -578,7 +621,10 @@ async fn a_lost_task_is_not_found_after_its_polls_and_a_question_is_asked_again(
         "requestState": question["result"]["requestState"]});
     for _ in 0..2 {
         let again = raw.ask("tools/call", retry.clone()).await;
-        assert_eq!(again["result"], question["result"], "asked again, as it was");
+        assert_eq!(
+            again["result"], question["result"],
+            "asked again, as it was"
+        );
     }
     let done = raw.ask("tools/call", retry).await;
     assert_eq!(done["result"]["resultType"], "complete", "{done}");
@@ -602,6 +648,13 @@ async fn a_lost_task_is_not_found_after_its_polls_and_a_question_is_asked_again(
         .filter(|e| e["fault"]["type"] == "input_loop")
         .count();
     assert_eq!(looped, 2);
+    let report = std::fs::read_to_string(&report).unwrap();
+    assert!(
+        report
+            .contains("| Tool | Created | Completed | Failed | Cancelled | Lost | Still running |")
+            && report.contains("| slow_job | 1 | 0 | 0 | 0 | 1 | 0 |"),
+        "{report}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -732,7 +785,9 @@ async fn the_agent_tools_tasks_pass_the_proxy_and_take_its_task_faults() {
         json!({"code": -32602, "message": "Failed to retrieve task: Task not found"})
     );
     // The server's own answer to an id it does not know has the code the fault answers with.
-    let unknown = raw.ask("tasks/get", json!({"taskId": "no-such-task"})).await;
+    let unknown = raw
+        .ask("tasks/get", json!({"taskId": "no-such-task"}))
+        .await;
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
     raw.end().await;
 }

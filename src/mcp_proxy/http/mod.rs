@@ -148,12 +148,16 @@ pub async fn run(options: HttpProxyOptions) -> Result<(), HttpProxyError> {
 /// Binds the front and serves it in a task of its own.
 pub async fn start(options: HttpProxyOptions) -> Result<HttpFront, HttpProxyError> {
     let upstream = options.upstream;
-    let decider = Decider::new(&options.plan)?;
+    let mut decider = Decider::new(&options.plan)?;
     let events = match &options.events {
         Some(path) => Some(EventLog::create(path)?),
         None => None,
     };
     let recorder = Recorder::new(events, options.observer);
+    if recorder.observes() {
+        // The report counts tasks by the tool whose call made them.
+        decider.learn_tasks();
+    }
     let transparent = decider.is_empty() && !recorder.is_active();
     let notifies = decider.hides_tools();
     let listener =
@@ -271,6 +275,8 @@ impl Proxy {
                     let engine = self.engine();
                     m == "tools/call"
                         || (m == "tools/list" && engine.recorder.observes())
+                        // The report counts tasks by the tool whose call made them.
+                        || (m.starts_with("tasks/") && engine.recorder.observes())
                         || engine.decider.watches_method(m)
                 })
         });
