@@ -85,6 +85,8 @@ struct Proxy {
     cancels: Mutex<HashMap<String, Arc<CancelSignal>>>,
     /// A `drop_tool` may have to tell clients their tool list changed: GET streams are watched.
     notifies: bool,
+    /// Answers teach later requests (a task's tool, a tool's question): `tools/call` answers are read for it.
+    learns: bool,
     /// The open GET streams, by session: events sent here are put on the stream between the server's events.
     streams: Streams,
 }
@@ -160,6 +162,7 @@ pub async fn start(options: HttpProxyOptions) -> Result<HttpFront, HttpProxyErro
     }
     let transparent = decider.is_empty() && !recorder.is_active();
     let notifies = decider.hides_tools();
+    let learns = decider.learned().is_some();
     let listener =
         TcpListener::bind(options.listen)
             .await
@@ -190,6 +193,7 @@ pub async fn start(options: HttpProxyOptions) -> Result<HttpFront, HttpProxyErro
         }),
         cancels: Mutex::new(HashMap::new()),
         notifies,
+        learns,
         streams: Streams::default(),
     });
     let stop = CancellationToken::new();

@@ -340,7 +340,7 @@ impl Exchange {
         composed: &Composed,
     ) -> Option<Vec<u8>> {
         self.progress.answered(Outcome::of_line(&message));
-        if let Some(call) = &self.call {
+        if let Some(call) = self.call.as_ref().filter(|_| self.proxy.learns) {
             call.learn_line(&mut self.proxy.engine().decider, &message);
         }
         let out = match &self.call {
