@@ -354,7 +354,7 @@ async fn post(
     let body = text
         .lines()
         .filter_map(|l| l.strip_prefix("data:"))
-        .last()
+        .next_back()
         .map_or(text.as_str(), str::trim);
     let value = serde_json::from_str(body).unwrap_or(Value::String(text.clone()));
     (status, session, value)

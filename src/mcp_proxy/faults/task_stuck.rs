@@ -16,10 +16,18 @@ use super::{Action, CallContext, FaultError, McpFaultSpec, result_mut};
 /// Tasks whose real status is hidden, kept at most; beyond it the oldest is forgotten (and shows again).
 const MAX_HIDDEN: usize = 4_096;
 
-/// Per task: the polls whose status was hidden, and the last `working` status message seen. Shared by every
-/// copy of the fault in one proxy.
+/// One task as the fault saw it.
+#[derive(Debug, Default)]
+struct Seen {
+    /// Polls whose real status was hidden.
+    hidden_polls: u64,
+    /// The last `working` status message.
+    working_message: Option<Value>,
+}
+
+/// The tasks seen, by id. Shared by every copy of the fault in one proxy.
 #[derive(Debug, Clone, Default)]
-pub struct Hidden(Arc<Mutex<HashMap<String, (u64, Option<Value>)>>>);
+pub struct Hidden(Arc<Mutex<HashMap<String, Seen>>>);
 
 /// The hidden polls are the run's state, not the spec's.
 impl PartialEq for Hidden {
@@ -89,20 +97,20 @@ impl McpFaultSpec for TaskStuck {
         if !hidden.contains_key(&task.task_id) && hidden.len() >= MAX_HIDDEN {
             hidden.clear();
         }
-        let (polls, message) = hidden.entry(task.task_id.clone()).or_default();
+        let seen = hidden.entry(task.task_id.clone()).or_default();
         if result.get("status").and_then(Value::as_str) == Some("working") {
-            *message = result.get("statusMessage").cloned();
+            seen.working_message = result.get("statusMessage").cloned();
             return;
         }
-        if self.polls.is_some_and(|limit| *polls >= limit) {
+        if self.polls.is_some_and(|limit| seen.hidden_polls >= limit) {
             return;
         }
-        *polls += 1;
+        seen.hidden_polls += 1;
         result.insert("status".into(), "working".into());
         for key in ["result", "error", "inputRequests", "statusMessage"] {
             result.remove(key);
         }
-        if let Some(message) = message.clone() {
+        if let Some(message) = seen.working_message.clone() {
             result.insert("statusMessage".into(), message);
         }
     }
@@ -141,7 +149,10 @@ mod tests {
             tool: "slow_job".into(),
             polls_before: 0,
         };
-        assert_eq!(poll(&fault, &task, "working")["statusMessage"], "working now");
+        assert_eq!(
+            poll(&fault, &task, "working")["statusMessage"],
+            "working now"
+        );
         for _ in 0..2 {
             let hidden = poll(&fault, &task, "completed");
             assert_eq!(hidden["status"], "working");

@@ -69,9 +69,11 @@ impl McpFaultSpec for VersionRefused {
                 rule: "name at least one protocol version, none empty",
             });
         }
-        if self.supported.as_ref().is_some_and(|s| s.iter().any(|v| {
-            v.is_empty() || self.versions.contains(v)
-        })) {
+        if self
+            .supported
+            .as_ref()
+            .is_some_and(|s| s.iter().any(|v| v.is_empty() || self.versions.contains(v)))
+        {
             return Err(FaultError::Rule {
                 field: "supported",
                 rule: "name versions that are not empty and not refused",
