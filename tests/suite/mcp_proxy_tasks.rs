@@ -3,7 +3,8 @@
 //! passes every byte both ways on stdio (what the client sent is what the server read, and back) and answers
 //! sessionless Streamable HTTP with the required headers as the server itself does; the task faults act on
 //! the tasks of the tool they pick. Real parts: a FastMCP server with the fastmcp-tasks plugin
-//! (tests/suite/mcp_python/tasks_server.py) and `fault agent tool`'s own tasks, driven by raw JSON-RPC.
+//! (tests/suite/mcp_python/tasks_server.py) and `fault agent tool`'s own tasks, driven by raw JSON-RPC and by
+//! FastMCP's client with the plugin (tests/suite/mcp_python/tasks_client.py).
 
 use std::{
     path::{Path, PathBuf},
@@ -790,4 +791,105 @@ async fn the_agent_tools_tasks_pass_the_proxy_and_take_its_task_faults() {
         .await;
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
     raw.end().await;
+}
+
+/// tests/suite/mcp_python/tasks_client.py (FastMCP's client with the fastmcp-tasks plugin) against the tasks
+/// server started with `command`: what it printed.
+async fn python_client(python: &str, command: &[&str]) -> Value {
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/suite/mcp_python/tasks_client.py");
+    let output = tokio::time::timeout(
+        Duration::from_secs(120),
+        Command::new(python)
+            .arg(script)
+            .args(command)
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the Python client ends within 120 s")
+    .unwrap();
+    assert!(output.status.success(), "tasks_client.py failed");
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fastmcp_tasks_client_meets_the_faults_as_its_user_would() {
+    let test = "the_fastmcp_tasks_client_meets_the_faults_as_its_user_would";
+    let Some(python) = python(test) else { return };
+    let server = tasks_server();
+    let server = server.to_str().unwrap();
+    let direct = python_client(&python, &[&python, server]).await;
+    assert_eq!(direct["task"], json!({"text": "done after 0.2 s"}));
+    assert_eq!(direct["asked"], 1);
+    let proxied = python_client(
+        &python,
+        &[common::fault_bin(), "mcp-proxy", "--", &python, server],
+    )
+    .await;
+    assert_eq!(proxied, direct);
+
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.yaml");
+    std::fs::write(
+        &plan,
+        "faults:
+  - type: task_fails_late
+    tools: [slow_job]
+    message: the disk filled up
+  - type: input_loop
+    tools: [confirm]
+    times: 2
+",
+    )
+    .unwrap();
+    let plan = plan.to_str().unwrap();
+    let faulted = python_client(
+        &python,
+        &[
+            common::fault_bin(),
+            "mcp-proxy",
+            "--plan",
+            plan,
+            "--",
+            &python,
+            server,
+        ],
+    )
+    .await;
+    // The plugin raises the failed task's error; the client answered the same question three times, then
+    // got the server's answer.
+    assert_eq!(faulted["task"], json!({"error": "the disk filled up"}));
+    assert_eq!(faulted["asked"], 3);
+    assert_eq!(faulted["confirm"], direct["confirm"]);
+
+    // A question asked for good: FastMCP's client gives up after its 10 rounds.
+    let endless = dir.path().join("endless.yaml");
+    std::fs::write(
+        &endless,
+        "faults:\n  - type: input_loop\n    tools: [confirm]\n    times: 1000\n",
+    )
+    .unwrap();
+    let looped = python_client(
+        &python,
+        &[
+            common::fault_bin(),
+            "mcp-proxy",
+            "--plan",
+            endless.to_str().unwrap(),
+            "--",
+            &python,
+            server,
+        ],
+    )
+    .await;
+    assert_eq!(looped["asked"], 10);
+    assert!(
+        looped["confirm"]["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("InputRequiredRoundsExceededError")),
+        "{looped}"
+    );
 }
