@@ -466,6 +466,21 @@ async fn sessionless_streamable_http_with_the_2026_07_28_headers_is_answered_as_
         let proxy = crate::mcp_proxy_http::http_proxy(&upstream.url, args).await;
         assert_eq!(http_session(&proxy.url).await, expected, "{args:?}");
     }
+    // version_refused over HTTP: 400 with the -32022 error, as the specification answers it there.
+    std::fs::write(&plan, "faults:\n  - type: version_refused\n").unwrap();
+    let proxy =
+        crate::mcp_proxy_http::http_proxy(&upstream.url, &["--plan", plan.to_str().unwrap()]).await;
+    let client = reqwest::Client::new();
+    let (status, _, answer) = post(
+        &client,
+        &proxy.url,
+        &request(1, "server/discover", json!({}), LATEST),
+        None,
+    )
+    .await;
+    assert_eq!(status, 400, "{answer}");
+    assert_eq!(answer["error"]["code"], -32022, "{answer}");
+    assert_eq!(answer["error"]["data"]["requested"], LATEST, "{answer}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,8 +2,8 @@
 //! version (a 2026-07-28 request's `_meta` `io.modelcontextprotocol/protocolVersion`, an older client's
 //! `initialize` `protocolVersion`) is one of `versions` is answered UNSUPPORTED_PROTOCOL_VERSION (-32022) with
 //! the versions the server supports and the one requested in `data`, as the 2026-07-28 schema shapes it, on
-//! stdio and HTTP alike. `protocol_version_rejection` is the older, HTTP-only form: a 400 with -32600 for
-//! whatever `MCP-Protocol-Version` header.
+//! stdio and HTTP alike (there with status 400). `protocol_version_rejection` is the older, HTTP-only form: a
+//! 400 with -32600 for whatever `MCP-Protocol-Version` header.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -53,9 +53,10 @@ impl McpFaultSpec for VersionRefused {
     fn wire() -> &'static str {
         "a request declaring one of `versions` (2026-07-28: `_meta` `io.modelcontextprotocol/protocolVersion`; \
         older clients: the `initialize`'s `protocolVersion`) is answered `{\"code\":-32022,\"message\":\
-        \"Unsupported protocol version\",\"data\":{\"supported\":[…],\"requested\":…}}` by the proxy, on stdio and \
-        HTTP (a 200 answer); requests declaring no version pass. Unlike `protocol_version_rejection` (HTTP only, a \
-        400 whatever the version), it picks clients by the version they speak"
+        \"Unsupported protocol version\",\"data\":{\"supported\":[…],\"requested\":…}}` by the proxy, on stdio \
+        and HTTP (there with status 400, as the spec says); requests declaring no version pass. Unlike \
+        `protocol_version_rejection` (HTTP only, a 400 whatever the version), it picks clients by the version \
+        they speak"
     }
 
     fn default_methods(&self) -> &'static [&'static str] {
