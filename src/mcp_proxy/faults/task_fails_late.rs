@@ -51,6 +51,11 @@ impl McpFaultSpec for TaskFailsLate {
         Ok(())
     }
 
+    /// Only on the tasks the proxy saw made (their tool known).
+    fn fires(&self, call: &CallContext<'_>, _memory: &mut super::FaultMemory) -> bool {
+        call.request.task.is_some()
+    }
+
     fn describe(&self) -> String {
         format!(
             "turn the completed task into failed with {} \"{}\"",

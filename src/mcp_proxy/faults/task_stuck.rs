@@ -75,6 +75,11 @@ impl McpFaultSpec for TaskStuck {
         Ok(())
     }
 
+    /// Only on the tasks the proxy saw made (their tool known).
+    fn fires(&self, call: &CallContext<'_>, _memory: &mut super::FaultMemory) -> bool {
+        call.request.task.is_some()
+    }
+
     fn describe(&self) -> String {
         match self.polls {
             Some(polls) => format!("say `working` for {polls} polls after the task ended"),

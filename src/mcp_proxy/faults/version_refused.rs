@@ -111,3 +111,40 @@ impl McpFaultSpec for VersionRefused {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::mcp_proxy::plan::Plan;
+
+    fn refusal(fault: &str) -> String {
+        let text = format!("faults:\n  - {fault}\n");
+        let value = serde_yaml_ng::from_str(&text).unwrap();
+        Plan::from_value(value, &text)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn the_new_surfaces_faults_refuse_bad_values_naming_the_field() {
+        for (fault, field) in [
+            ("{type: version_refused, versions: []}", "versions must"),
+            (
+                "{type: version_refused, versions: [a], supported: [a]}",
+                "supported must",
+            ),
+            ("{type: task_stuck, polls: 0}", "polls must"),
+            ("{type: task_fails_late, message: ''}", "message must"),
+            ("{type: input_loop, times: 0}", "times must"),
+        ] {
+            let error = refusal(fault);
+            assert!(error.contains(field), "{fault}: {error}");
+        }
+        let text = "faults:\n  - {type: task_lost}\n";
+        let plan = Plan::from_value(serde_yaml_ng::from_str(text).unwrap(), text).unwrap();
+        assert_eq!(
+            plan.faults[0].trigger.methods,
+            ["tasks/get", "tasks/cancel"]
+        );
+    }
+}
