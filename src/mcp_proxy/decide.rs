@@ -9,7 +9,8 @@ use std::{collections::HashMap, time::Instant};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::faults::{CallContext, FaultMemory, McpFaultSpec};
+use super::faults::{CallContext, FaultMemory, McpFaultSpec, RequestFacts};
+use super::learned::Learned;
 use super::plan::{Plan, PlannedFault, Policy};
 use super::roll::call_roll;
 use super::trigger::{Matcher, TriggerError};
@@ -66,6 +67,8 @@ pub struct Decider {
     /// Per fault, whether the tools it hides are gone from listings.
     hiding: Vec<bool>,
     start: Instant,
+    /// What the answers taught, when a fault reads it.
+    learned: Option<Learned>,
 }
 
 impl Decider {
@@ -90,6 +93,10 @@ impl Decider {
                     && f.trigger.probability > 0.0
             })
             .collect();
+        let learned = faults
+            .iter()
+            .any(|(f, _)| f.spec.reads_learned())
+            .then(Learned::default);
         Ok(Self {
             seed: plan.seed,
             policy: plan.policy,
@@ -97,6 +104,7 @@ impl Decider {
             targets: HashMap::new(),
             hiding,
             start: Instant::now(),
+            learned,
         })
     }
 
@@ -138,8 +146,32 @@ impl Decider {
             .any(|((_, m), on)| *on && m.matches_tool(tool))
     }
 
-    /// Decides about the next call of `method` on `target` (a tool name for `tools/call`) with `arguments`.
+    /// Learns from the answers from now on, for a recorder that counts tasks by tool.
+    pub fn learn_tasks(&mut self) {
+        self.learned.get_or_insert_with(Learned::default);
+    }
+
+    /// What the answers taught, when a fault of the plan reads it or a recorder asked (else nothing is
+    /// learned).
+    pub fn learned(&mut self) -> Option<&mut Learned> {
+        self.learned.as_mut()
+    }
+
+    /// Decides about the next call of `method` on `target` (a tool name for `tools/call`) with `arguments`,
+    /// from a request that says nothing else.
     pub fn decide(&mut self, method: &str, target: &str, arguments: Option<&Value>) -> Decision {
+        self.decide_request(method, target, arguments, RequestFacts::default())
+    }
+
+    /// Decides about the next call of `method` on `target` (a tool name for `tools/call`, the tool whose call
+    /// made the task for a `tasks/*` request) with `arguments`; `request` is what else the request says.
+    pub fn decide_request(
+        &mut self,
+        method: &str,
+        target: &str,
+        arguments: Option<&Value>,
+        request: RequestFacts<'_>,
+    ) -> Decision {
         let faults = self.faults.len();
         let key = (method.to_owned(), target.to_owned());
         let mut state = self.targets.remove(&key).unwrap_or_else(|| TargetState {
@@ -167,7 +199,12 @@ impl Decider {
             {
                 continue;
             }
-            let caller_key = fault.spec.roll_key(arguments);
+            let caller_key = fault.spec.roll_key(arguments).or_else(|| {
+                request
+                    .task
+                    .filter(|_| fault.spec.rolls_per_task())
+                    .map(|task| task.task_id.clone())
+            });
             let (key, key_ordinal) = match &caller_key {
                 Some(key) => (key.as_str(), 0),
                 None => (target, ordinal),
@@ -181,6 +218,7 @@ impl Decider {
                 elapsed_ms,
                 roll,
                 tools: Some(matcher),
+                request,
             };
             let fired = roll < fault.trigger.probability
                 && fault.spec.fires(&call, &mut state.memory[index]);

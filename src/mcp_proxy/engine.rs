@@ -8,7 +8,8 @@ use serde_json::Value;
 
 use super::decide::{Decider, Decision};
 use super::events::{CallEvent, CallObserver, CancelRecord, EventLog, FiredFault};
-use super::faults::{Action, CallContext, McpFaultSpec, hide_listed_tools};
+use super::faults::{Action, CallContext, McpFaultSpec, RequestFacts, hide_listed_tools};
+use super::learned::{Ask, TaskRequest};
 use super::plan::Mode;
 use super::roll::fnv_hex;
 use crate::mcp_wire::jsonrpc::{Envelope, Outcome, Reply};
@@ -97,7 +98,16 @@ pub struct Call {
     pub time: String,
     pub started: Instant,
     pub decision: Decision,
+    /// The task a `tasks/*` request names, when the proxy saw it made.
+    pub task: Option<TaskRequest>,
+    /// The protocol version the request declares.
+    pub protocol_version: Option<String>,
+    /// The question a `tools/call` with `inputResponses` answers.
+    pub answers: Option<Ask>,
 }
+
+/// The `_meta` key of a 2026-07-28 request's protocol version.
+const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 
 /// How a call ended, for its event.
 pub struct CallEnd {
@@ -166,10 +176,45 @@ impl Call {
     /// Decides about request `envelope`.
     pub fn decide(decider: &mut Decider, envelope: &Envelope) -> Call {
         let method = envelope.method.clone().unwrap_or_default();
-        let tool = envelope.target();
-        let arguments = envelope.params.as_ref().and_then(|p| p.get("arguments"));
+        let params = envelope.params.as_ref();
+        let param = |key: &str| params.and_then(|p| p.get(key));
+        let arguments = param("arguments");
         let args_hash = arguments.map(|a| fnv_hex(a.to_string().as_bytes()));
-        let decision = decider.decide(&method, &tool, arguments);
+        let protocol_version = param("_meta")
+            .and_then(|meta| meta.get(META_PROTOCOL_VERSION))
+            .or_else(|| {
+                (method == "initialize")
+                    .then(|| param("protocolVersion"))
+                    .flatten()
+            })
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let (task, answers) = match decider.learned() {
+            Some(learned) if method.starts_with("tasks/") => (
+                param("taskId")
+                    .and_then(Value::as_str)
+                    .and_then(|id| learned.task_request(&method, id)),
+                None,
+            ),
+            Some(learned) if method == "tools/call" && param("inputResponses").is_some() => (
+                None,
+                param("name")
+                    .and_then(Value::as_str)
+                    .and_then(|tool| learned.ask(tool))
+                    .cloned(),
+            ),
+            _ => (None, None),
+        };
+        // A task's requests are matched by the tool whose call made it.
+        let tool = task
+            .as_ref()
+            .map_or_else(|| envelope.target(), |t| t.tool.clone());
+        let request = RequestFacts {
+            task: task.as_ref(),
+            protocol_version: protocol_version.as_deref(),
+            answers: answers.as_ref(),
+        };
+        let decision = decider.decide_request(&method, &tool, arguments, request);
         Call {
             id: envelope.id.clone().unwrap_or(Value::Null),
             method,
@@ -178,6 +223,29 @@ impl Call {
             time: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
             started: Instant::now(),
             decision,
+            task,
+            protocol_version,
+            answers,
+        }
+    }
+
+    /// Learns from the server's `result` to this call what later requests are matched by (a task's tool, a
+    /// tool's question), when a fault reads it.
+    pub fn learn(&self, decider: &mut Decider, result: &Value) {
+        if self.method == "tools/call"
+            && let Some(learned) = decider.learned()
+        {
+            learned.tool_result(&self.tool, result);
+        }
+    }
+
+    /// [`Self::learn`] from a raw answer line; parsed only when a fault reads what it teaches.
+    pub fn learn_line(&self, decider: &mut Decider, line: &[u8]) {
+        if self.method != "tools/call" || decider.learned().is_none() {
+            return;
+        }
+        if let Some(result) = Envelope::parse(line).and_then(|e| e.result) {
+            self.learn(decider, &result);
         }
     }
 
@@ -200,6 +268,11 @@ impl Call {
                 .find(|r| r.fault == index)
                 .map_or(0.0, |r| r.roll),
             tools: decider.matcher(index),
+            request: RequestFacts {
+                task: self.task.as_ref(),
+                protocol_version: self.protocol_version.as_deref(),
+                answers: self.answers.as_ref(),
+            },
         }
     }
 
@@ -306,6 +379,7 @@ impl Call {
             tool: self.tool.clone(),
             ordinal: self.decision.ordinal,
             args_hash: self.args_hash.clone(),
+            task_id: self.task.as_ref().map(|t| t.task_id.clone()),
             seed: decider.seed(),
             decisions: self.decision.records.clone(),
             fault: self.decision.fired.and_then(fired),

@@ -47,6 +47,9 @@ pub struct CallEvent {
     pub ordinal: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub args_hash: Option<String>,
+    /// The task a `tasks/*` request named, when the proxy saw the call that made it (`tool` is that call's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
     pub seed: u64,
     pub decisions: Vec<DecisionRecord>,
     pub fault: Option<FiredFault>,

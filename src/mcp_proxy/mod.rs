@@ -11,7 +11,8 @@
 //! - [`engine`]: what both fronts share per call (decision, composed faults, rewrite, event);
 //! - [`plan`], [`trigger`]: the plan file (and the peer tools' formats) and when a fault applies;
 //! - [`faults`]: one file per fault, registered in one list;
-//! - [`decide`], [`roll`]: deterministic decisions; [`events`]: the events file.
+//! - [`decide`], [`roll`]: deterministic decisions; [`learned`]: what the answers taught (tasks' tools,
+//!   tools' questions); [`events`]: the events file.
 
 pub mod bridge;
 pub mod cli;
@@ -20,6 +21,7 @@ pub mod engine;
 pub mod events;
 pub mod faults;
 pub mod http;
+pub mod learned;
 pub mod plan;
 pub mod recording;
 pub mod roll;

@@ -20,6 +20,7 @@ use crate::mcp_wire::jsonrpc::{Envelope, Outcome, id_key};
 use crate::report::chaos::{
     self as report, ChaosReport, PlannedFaultInfo,
     gates::Gates,
+    mcp_tasks::TaskLedger,
     record::{CallOutcome, CallRecord, Schemas, retry_after_ms},
 };
 
@@ -62,6 +63,9 @@ pub struct ReportObserver {
     /// until their event.
     retry_after: HashMap<String, f64>,
     records: Vec<CallRecord>,
+    /// Task handles sent to the client (`resultType: "task"`), by request id, until their call's event.
+    task_handles: HashMap<String, String>,
+    tasks: TaskLedger,
 }
 
 impl ReportObserver {
@@ -78,13 +82,16 @@ impl ReportObserver {
             result_order: VecDeque::new(),
             retry_after: HashMap::new(),
             records: Vec::new(),
+            task_handles: HashMap::new(),
+            tasks: TaskLedger::default(),
         }
     }
 
     /// The report of everything seen so far, its gates judged.
     pub fn report(&self) -> ChaosReport {
         let duration_ms = self.started.elapsed().as_secs_f64() * 1000.0;
-        let run = report::figures(self.records.clone(), duration_ms, self.schemas.hints());
+        let mut run = report::figures(self.records.clone(), duration_ms, self.schemas.hints());
+        run.mcp_tasks = self.tasks.figures();
         ChaosReport {
             gates: report::gates::evaluate(&self.gates, &run),
             title: "MCP Chaos Report".into(),
@@ -149,6 +156,15 @@ impl CallObserver for ReportObserver {
         };
         if result.get("tools").is_some() {
             self.schemas.add_list(&result);
+        } else if result.get("resultType").and_then(Value::as_str) == Some("task") {
+            if let Some(task_id) = result.get("taskId").and_then(Value::as_str) {
+                if self.task_handles.len() >= MAX_HELD_RESULTS {
+                    self.task_handles.clear();
+                }
+                self.task_handles.insert(id_key(&id), task_id.to_owned());
+            }
+        } else if result.get("taskId").is_some() {
+            self.tasks.status(&result);
         } else if result.get("content").is_some() {
             let key = id_key(&id);
             if self.results.len() >= MAX_HELD_RESULTS
@@ -169,10 +185,19 @@ impl CallObserver for ReportObserver {
     }
 
     fn call(&mut self, event: &CallEvent) {
+        if event.method.starts_with("tasks/") {
+            if let (Some(task_id), Outcome::Error { code, .. }) = (&event.task_id, &event.client) {
+                self.tasks.error(task_id, *code);
+            }
+            return;
+        }
         if event.method != "tools/call" {
             return;
         }
         let key = id_key(&event.id);
+        if let Some(task_id) = self.task_handles.remove(&key) {
+            self.tasks.created(&event.tool, &task_id);
+        }
         let held = self.results.remove(&key);
         let retry_after_ms = self.retry_after.remove(&key);
         let outcome = match &event.client {

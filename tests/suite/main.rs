@@ -48,6 +48,7 @@ mod mcp_proxy_http_upstream;
 mod mcp_proxy_lies;
 mod mcp_proxy_peers;
 mod mcp_proxy_python;
+mod mcp_proxy_tasks;
 mod mcp_proxy_wire;
 mod mcp_server;
 mod mcp_stdio;

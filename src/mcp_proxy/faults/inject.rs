@@ -98,6 +98,7 @@ mod tests {
             elapsed_ms: 0,
             roll: 0.0,
             tools: None,
+            ..Default::default()
         };
         let mut response = serde_json::json!({"result":{"content":[
             {"type":"image","data":"x"},{"type":"text","text":"a"},{"type":"text","text":"b"}],

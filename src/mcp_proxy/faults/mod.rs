@@ -10,6 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::learned::{Ask, TaskRequest};
 use super::trigger::{Matcher, Trigger};
 use crate::mcp_wire::jsonrpc::Reply;
 
@@ -20,7 +21,7 @@ pub use chain::{Chain, ChainState};
 pub use peer::{Format, PeerEntry, PeerType, PeerValueError};
 
 /// What the proxy knows about the call a fault acts on.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct CallContext<'a> {
     pub seed: u64,
     pub fault_index: usize,
@@ -35,6 +36,23 @@ pub struct CallContext<'a> {
     /// The fault's trigger, for a fault that picks the tools of a listing ([`McpFaultSpec::acts_on_listing`]);
     /// `None` picks them all.
     pub tools: Option<&'a Matcher>,
+    /// What the request says beyond its tool.
+    pub request: RequestFacts<'a>,
+}
+
+/// What a request says that the faults on tasks, questions and protocol versions act on. Read only when a
+/// fault of the plan needs it ([`McpFaultSpec::reads_learned`]), except the protocol version, which is one
+/// lookup in the parameters the envelope already holds.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RequestFacts<'a> {
+    /// The task a `tasks/*` request names, when the proxy saw the `tools/call` that made it (the call's
+    /// `tool` is then that call's tool).
+    pub task: Option<&'a TaskRequest>,
+    /// The protocol version the request declares: its `_meta` `io.modelcontextprotocol/protocolVersion`, or
+    /// an `initialize`'s `protocolVersion`.
+    pub protocol_version: Option<&'a str>,
+    /// For a `tools/call` that carries `inputResponses`: the question the server last asked of its tool.
+    pub answers: Option<&'a Ask>,
 }
 
 impl CallContext<'_> {
@@ -213,6 +231,8 @@ pub enum RewriteError {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FaultMemory {
     pub chain: Option<ChainState>,
+    /// The question (its serial) the fault last asked again, and how many times.
+    pub asked_again: Option<(u64, u64)>,
 }
 
 /// How a fault that hides tools changes `tools/list` once it has fired.
@@ -287,6 +307,23 @@ pub trait McpFaultSpec {
     /// Whether the fault acts on `tools/list` results, its trigger's `tools` picking tools inside the listing
     /// rather than the call (its `methods` then default to `[tools/list]`).
     fn acts_on_listing(&self) -> bool {
+        false
+    }
+
+    /// The methods the fault acts on when the plan names none (`[tools/call]` when empty).
+    fn default_methods(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Whether the fault reads what the proxy learns from answers ([`super::learned`]): the tasks' tools and
+    /// polls, the tools' last questions.
+    fn reads_learned(&self) -> bool {
+        false
+    }
+
+    /// Whether the roll of a `tasks/*` request is the task's (keyed by its id), so every request of one task
+    /// gets the same decision and `probability` is the share of tasks picked.
+    fn rolls_per_task(&self) -> bool {
         false
     }
 
@@ -444,6 +481,11 @@ registry! {
     swap_fields::SwapFields,
     plausible_empty::PlausibleEmpty,
     numeric_drift::NumericDrift,
+    task_stuck::TaskStuck,
+    task_lost::TaskLost,
+    task_fails_late::TaskFailsLate,
+    input_loop::InputLoop,
+    version_refused::VersionRefused,
 }
 
 /// The registered type that `name` (a type name or an alias) names.
@@ -477,6 +519,15 @@ impl McpFaultSpec for McpFault {
     }
     fn acts_on_listing(&self) -> bool {
         self.inner().acts_on_listing()
+    }
+    fn default_methods(&self) -> &'static [&'static str] {
+        self.inner().default_methods()
+    }
+    fn reads_learned(&self) -> bool {
+        self.inner().reads_learned()
+    }
+    fn rolls_per_task(&self) -> bool {
+        self.inner().rolls_per_task()
     }
     fn hides_tools(&self) -> Option<Hiding> {
         self.inner().hides_tools()

@@ -117,6 +117,7 @@ mod tests {
             elapsed_ms: 0,
             roll: 0.0,
             tools: None,
+            ..Default::default()
         };
         let factor = fault.factor(&call);
         assert!(factor == 0.5 || factor == 1.5, "{factor}");

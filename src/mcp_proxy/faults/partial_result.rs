@@ -176,6 +176,7 @@ mod tests {
             elapsed_ms: 0,
             roll: 0.0,
             tools: None,
+            ..Default::default()
         };
         fault.rewrite(&mut response, &call);
         assert_eq!(response["result"]["content"][0]["text"], "abc");

@@ -390,6 +390,7 @@ mod tests {
             elapsed_ms: 0,
             roll: 0.1,
             tools: None,
+            ..Default::default()
         }
     }
 

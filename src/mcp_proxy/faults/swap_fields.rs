@@ -139,6 +139,7 @@ mod tests {
             elapsed_ms: 0,
             roll: 0.0,
             tools: None,
+            ..Default::default()
         }
     }
 

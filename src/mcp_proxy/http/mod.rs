@@ -85,6 +85,8 @@ struct Proxy {
     cancels: Mutex<HashMap<String, Arc<CancelSignal>>>,
     /// A `drop_tool` may have to tell clients their tool list changed: GET streams are watched.
     notifies: bool,
+    /// Answers teach later requests (a task's tool, a tool's question): `tools/call` answers are read for it.
+    learns: bool,
     /// The open GET streams, by session: events sent here are put on the stream between the server's events.
     streams: Streams,
 }
@@ -148,14 +150,19 @@ pub async fn run(options: HttpProxyOptions) -> Result<(), HttpProxyError> {
 /// Binds the front and serves it in a task of its own.
 pub async fn start(options: HttpProxyOptions) -> Result<HttpFront, HttpProxyError> {
     let upstream = options.upstream;
-    let decider = Decider::new(&options.plan)?;
+    let mut decider = Decider::new(&options.plan)?;
     let events = match &options.events {
         Some(path) => Some(EventLog::create(path)?),
         None => None,
     };
     let recorder = Recorder::new(events, options.observer);
+    if recorder.observes() {
+        // The report counts tasks by the tool whose call made them.
+        decider.learn_tasks();
+    }
     let transparent = decider.is_empty() && !recorder.is_active();
     let notifies = decider.hides_tools();
+    let learns = decider.learned().is_some();
     let listener =
         TcpListener::bind(options.listen)
             .await
@@ -186,6 +193,7 @@ pub async fn start(options: HttpProxyOptions) -> Result<HttpFront, HttpProxyErro
         }),
         cancels: Mutex::new(HashMap::new()),
         notifies,
+        learns,
         streams: Streams::default(),
     });
     let stop = CancellationToken::new();
@@ -271,6 +279,8 @@ impl Proxy {
                     let engine = self.engine();
                     m == "tools/call"
                         || (m == "tools/list" && engine.recorder.observes())
+                        // The report counts tasks by the tool whose call made them.
+                        || (m.starts_with("tasks/") && engine.recorder.observes())
                         || engine.decider.watches_method(m)
                 })
         });

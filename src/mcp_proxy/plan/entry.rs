@@ -184,6 +184,12 @@ pub(super) fn planned_fault(
     if spec.acts_on_listing() && trigger.has_default_methods() {
         // A fault on the listing picks its tools inside it; its calls are `tools/list`.
         trigger.methods = vec!["tools/list".into()];
+    } else if !spec.default_methods().is_empty() && trigger.has_default_methods() {
+        trigger.methods = spec
+            .default_methods()
+            .iter()
+            .map(|m| (*m).to_owned())
+            .collect();
     }
     Ok(Some(PlannedFault {
         name,

@@ -6,6 +6,7 @@ use std::fmt::Write;
 use super::gates::GateReport;
 use super::head_of_line::{BLOCKED_RATIO, HeadOfLine, MIN_CALLS, SLOWER_FACTOR};
 use super::judgement::{Judgement, MAX_FOLLOW_UPS, NextStep, RETRY_AFTER_SLACK_MS};
+use super::mcp_tasks::McpTaskFigures;
 use super::sessions::SessionsFigures;
 use super::{ChaosFigures, ChaosReport, LatencyFigures, RUNAWAY_ATTEMPTS, ToolFigures};
 
@@ -190,6 +191,7 @@ fn write_run(out: &mut String, run: &ChaosFigures) -> std::fmt::Result {
         )?;
     }
     writeln!(out)?;
+    write_mcp_tasks(out, &run.mcp_tasks)?;
     writeln!(
         out,
         "**Latency** (ms, from when each call was due to its answer or cancel; a call that could not start \
@@ -279,6 +281,41 @@ fn write_run(out: &mut String, run: &ChaosFigures) -> std::fmt::Result {
 }
 
 /// Latency's two parts; only the scenario's own client knows them (a live proxy session does not).
+/// The MCP tasks per tool, when calls were answered with tasks.
+fn write_mcp_tasks(out: &mut String, tasks: &[McpTaskFigures]) -> std::fmt::Result {
+    if tasks.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "**MCP tasks** (by the tool whose call made them; each counted once, by the first end the client was \
+         told; lost: \"not found\" before any end):\n"
+    )?;
+    writeln!(
+        out,
+        "| Tool | Created | Completed | Failed | Cancelled | Lost | Still running |"
+    )?;
+    writeln!(
+        out,
+        "|------|---------|-----------|--------|-----------|------|---------------|"
+    )?;
+    for t in tasks {
+        let ended = t.completed + t.failed + t.cancelled + t.lost;
+        writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            t.tool,
+            t.created,
+            t.completed,
+            t.failed,
+            t.cancelled,
+            t.lost,
+            t.created.saturating_sub(ended)
+        )?;
+    }
+    writeln!(out)
+}
+
 fn write_queueing_and_service(out: &mut String, rows: &[ToolFigures]) -> std::fmt::Result {
     if rows
         .iter()

@@ -25,6 +25,7 @@ pub mod head_of_line;
 pub mod judgement;
 pub mod latency;
 pub mod markdown;
+pub mod mcp_tasks;
 pub mod record;
 pub mod sessions;
 pub mod timeline;
@@ -200,6 +201,10 @@ pub struct ChaosFigures {
     /// How the client handled the failures: what it did after each, a verdict per tool and for the run.
     #[serde(default)]
     pub judgement: Judgement,
+    /// How the tasks of the MCP Tasks extension ended, per tool whose call made them (a proxy session's; empty
+    /// when no call was answered with a task).
+    #[serde(default)]
+    pub mcp_tasks: Vec<mcp_tasks::McpTaskFigures>,
 }
 
 /// One row of the with/without comparison.
@@ -482,6 +487,7 @@ pub fn figures(mut records: Vec<CallRecord>, duration_ms: f64, hints: &Hints) ->
         not_started,
         head_of_line,
         judgement,
+        mcp_tasks: Vec::new(),
     }
 }
 

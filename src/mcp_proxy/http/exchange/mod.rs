@@ -31,6 +31,10 @@ use crate::mcp_proxy::faults::{Action, HttpAction, OnCap};
 use crate::mcp_wire::jsonrpc::{Envelope, Outcome, Reply, id_key};
 use crate::mcp_wire::sse;
 
+/// The JSON-RPC errors MCP 2026-07-28 answers with HTTP 400 over Streamable HTTP: HEADER_MISMATCH,
+/// MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION.
+const ANSWERED_400: [i64; 3] = [-32020, -32021, -32022];
+
 /// One tracked call's exchange. Dropped before its end (the client closed the request), it records the
 /// call as cancelled.
 pub(super) struct Exchange {
@@ -134,6 +138,11 @@ impl Exchange {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
+        if let Reply::Error { code, .. } = reply
+            && ANSWERED_400.contains(code)
+        {
+            parts.status = StatusCode::BAD_REQUEST;
+        }
         self.answer_response(parts, line)
     }
 
@@ -340,6 +349,9 @@ impl Exchange {
         composed: &Composed,
     ) -> Option<Vec<u8>> {
         self.progress.answered(Outcome::of_line(&message));
+        if let Some(call) = self.call.as_ref().filter(|_| self.proxy.learns) {
+            call.learn_line(&mut self.proxy.engine().decider, &message);
+        }
         let out = match &self.call {
             Some(call)
                 if !composed.passes_response() || self.proxy.engine().decider.hides_tools() =>

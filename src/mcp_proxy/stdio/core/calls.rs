@@ -64,7 +64,8 @@ impl Core {
         if method == "initialize" {
             self.initialize = Some(line.clone());
         }
-        if method != "tools/call" && !self.decider.watches_method(&method) {
+        let counted_task = self.recorder.observes() && method.starts_with("tasks/");
+        if method != "tools/call" && !counted_task && !self.decider.watches_method(&method) {
             self.send_server(line);
             return Exit::Continue;
         }
@@ -307,6 +308,9 @@ impl Core {
         };
         let upstream = envelope.outcome();
         p.progress.answered(upstream.clone());
+        if let Some(result) = &envelope.result {
+            p.call.learn(&mut self.decider, result);
+        }
         match p.plan.clone() {
             ResponsePlan::Pass => {
                 self.send_client(line);

@@ -101,12 +101,16 @@ pub(super) struct Core {
 impl Core {
     pub(super) fn new(
         options: &RelayOptions,
-        decider: Decider,
+        mut decider: Decider,
         recorder: Recorder,
         to_client: mpsc::UnboundedSender<Vec<u8>>,
         core_tx: mpsc::Sender<CoreMsg>,
     ) -> Self {
         let transparent = decider.is_empty() && !recorder.is_active();
+        if recorder.observes() {
+            // The report counts tasks by the tool whose call made them.
+            decider.learn_tasks();
+        }
         Core {
             target: options.server.clone(),
             server_stderr: options.server_stderr.clone(),
