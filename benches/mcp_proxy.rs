@@ -312,6 +312,7 @@ fn bookkeeping_per_call(listing: &[u8], echo_answer: &[u8], calls: u64) -> f64 {
         latency_ms: 0.1,
         upstream_ms: Some(0.05),
         cancel: None,
+        task_id: None,
     };
     // Every answer has its own id, as on the wire; the lines and events are made before the clock starts.
     let lines: Vec<(Vec<u8>, CallEvent)> = (0..calls)

@@ -33,6 +33,7 @@ use crate::mcp_wire::{
 use crate::report::chaos::{
     self as report, ChaosReport, ClientPolicy,
     judgement::Judgement,
+    mcp_tasks::McpTaskFigures,
     record::{CallOutcome, CallRecord},
 };
 
@@ -290,8 +291,9 @@ impl Harness {
         }
     }
 
-    /// Closes every session, lets the relays end their servers, stops the front; the proxy's records.
-    async fn stop(mut self) -> Option<Vec<CallRecord>> {
+    /// Closes every session, lets the relays end their servers, stops the front; the proxy's records and the
+    /// MCP tasks it saw.
+    async fn stop(mut self) -> Option<(Vec<CallRecord>, Vec<McpTaskFigures>)> {
         futures::future::join_all(self.sessions.iter().map(|s| s.client.close(CLOSE_GRACE))).await;
         for session in &mut self.sessions {
             if let Some(relay) = session.relay.as_mut()
@@ -304,12 +306,8 @@ impl Harness {
         if let Some(front) = proxy.front {
             front.stop().await;
         }
-        let records = proxy
-            .observer
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take_records();
-        Some(records)
+        let mut observer = proxy.observer.lock().unwrap_or_else(|p| p.into_inner());
+        Some((observer.take_records(), observer.mcp_tasks()))
     }
 
     /// Why session `index` is not usable, with what the server and the transport said.
@@ -477,16 +475,17 @@ async fn run_once(
     if cancel.is_cancelled() {
         return Err(ChaosError::Cancelled);
     }
-    let proxy_records = run.stop().await;
-    let records = match proxy_records {
-        Some(proxy_records) => join(records, proxy_records),
-        None => records,
+    let (records, mcp_tasks) = match run.stop().await {
+        Some((proxy_records, mcp_tasks)) => (join(records, proxy_records), mcp_tasks),
+        None => (records, Vec::new()),
     };
     let hints = schemas
         .first()
         .map(|s| s.hints().clone())
         .unwrap_or_default();
-    Ok(report::figures(records, duration_ms, &hints))
+    let mut figures = report::figures(records, duration_ms, &hints);
+    figures.mcp_tasks = mcp_tasks;
+    Ok(figures)
 }
 
 /// Adds what the proxy recorded to each attempt the client made: the fault that fired, a malformed answer

@@ -20,7 +20,7 @@ use crate::mcp_wire::jsonrpc::{Envelope, Outcome, id_key};
 use crate::report::chaos::{
     self as report, ChaosReport, PlannedFaultInfo,
     gates::Gates,
-    mcp_tasks::TaskLedger,
+    mcp_tasks::{McpTaskFigures, TaskLedger},
     record::{CallOutcome, CallRecord, Schemas, retry_after_ms},
 };
 
@@ -111,6 +111,11 @@ impl ReportObserver {
     /// The records so far, each with its request id, leaving none behind.
     pub fn take_records(&mut self) -> Vec<CallRecord> {
         std::mem::take(&mut self.records)
+    }
+
+    /// The MCP tasks seen so far, per tool.
+    pub fn mcp_tasks(&self) -> Vec<McpTaskFigures> {
+        self.tasks.figures()
     }
 
     /// Writes the report to `path`: JSON when it ends in `.json`, a self-contained HTML page with the charts

@@ -487,6 +487,15 @@ async fn the_chaos_driver_calls_slow_job_as_tasks_over_stdio() {
         "{line}"
     );
     assert!(text.contains("called as tasks"), "{text}");
+    // The scenario's proxy counts the same tasks, under the tool whose call made each.
+    assert_eq!(
+        report["run"]["mcp_tasks"],
+        json!([
+            {"tool": "fails_late", "created": 2, "completed": 0, "failed": 2, "cancelled": 0, "lost": 0},
+            {"tool": "slow_job", "created": 2, "completed": 2, "failed": 0, "cancelled": 0, "lost": 0},
+        ]),
+        "{text}"
+    );
     agent.cancel().await.unwrap();
 }
 

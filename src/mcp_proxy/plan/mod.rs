@@ -175,7 +175,8 @@ impl Plan {
                         "agents" => {
                             let suite = agents_of(value, source)?;
                             plan.gates = plan.gates.strictest(&suite.gates);
-                            injected = Some(suite.injected);
+                            // A suite whose agents inject nothing by name keeps every fault.
+                            injected = (!suite.injected.is_empty()).then_some(suite.injected);
                         }
                         "faults" => {
                             items = match value {

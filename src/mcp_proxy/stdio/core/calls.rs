@@ -288,6 +288,9 @@ impl Core {
                 if let Some(mut p) = self.pending.remove(&key) {
                     let upstream = envelope.outcome();
                     p.progress.answered(upstream.clone());
+                    if let Some(result) = &envelope.result {
+                        p.call.learn(&mut self.decider, result);
+                    }
                     self.finish(key, p, upstream);
                 }
             }
