@@ -1,5 +1,6 @@
 //! The load generator against real servers on 127.0.0.1. Each test runs 1-2 s of load.
 
+use crate::common;
 use crate::scenario_support;
 
 use std::{sync::Arc, time::Duration};
@@ -80,7 +81,7 @@ async fn outcomes_are_counted_apart() {
     let report = run_load(&plan(&upstream.url("/status/503"), 1, 5, 1000, 1000)).await;
     assert_eq!(report.samples.http_errors.get(&503), Some(&5));
 
-    let closed = scenario_support::free_port().await;
+    let closed = common::free_port();
     let report = run_load(&plan(
         &format!("http://127.0.0.1:{closed}/"),
         1,

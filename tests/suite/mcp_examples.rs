@@ -192,15 +192,6 @@ fn mcp_chaos_example_prints_the_report() {
     assert_eq!(slow["faults_by_type"]["hang"], 2);
 }
 
-/// A local port free now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// Waits until something accepts on `port`, for at most 30 s.
 fn wait_for_port(port: u16, what: &str) {
     let started = std::time::Instant::now();
@@ -234,7 +225,7 @@ fn the_guides_impact_scripts_print_their_reports_beside_the_image_block() {
         return;
     };
     let app_dir = root().join("examples/app");
-    let (upstream_port, app_port) = (free_port(), free_port());
+    let (upstream_port, app_port) = (common::free_port(), common::free_port());
     let sandbox = common::Sandbox::new("the demo app");
     let _upstream = Background(
         common::python_command(&python, &sandbox)

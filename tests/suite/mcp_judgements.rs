@@ -197,11 +197,7 @@ impl HttpProxy {
         let plan_path = dir.path().join("plan.yaml");
         std::fs::write(&plan_path, plan).unwrap();
         let report = dir.path().join("report.json");
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = common::free_port();
         let listen = format!("127.0.0.1:{port}");
         let server = Command::new(common::fault_bin())
             .args([
@@ -217,11 +213,7 @@ impl HttpProxy {
             .kill_on_drop(true)
             .spawn()
             .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while tokio::net::TcpStream::connect(&listen).await.is_err() {
-            assert!(Instant::now() < deadline, "the test server did not start");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        common::wait_until_listening(port, "the test server").await;
         let upstream = format!("http://{listen}/mcp");
         let mut proxy = Command::new(common::fault_bin())
             .args([

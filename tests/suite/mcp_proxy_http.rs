@@ -54,11 +54,7 @@ pub async fn fastmcp_upstream(python: &str) -> Upstream {
 
 /// The FastMCP server; with `[CERT, KEY]` (PEM files) it serves `https://`.
 pub async fn fastmcp_upstream_with(python: &str, tls: &[&Path]) -> Upstream {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = common::free_port();
     let child = Command::new(python)
         .arg(script("upstream.py"))
         .arg(port.to_string())
@@ -68,17 +64,7 @@ pub async fn fastmcp_upstream_with(python: &str, tls: &[&Path]) -> Upstream {
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .is_err()
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the FastMCP upstream did not start"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    common::wait_until_listening(port, "the FastMCP upstream").await;
     Upstream {
         _child: child,
         url: format!(

@@ -297,11 +297,7 @@ struct HttpTasksServer {
 }
 
 async fn http_tasks_server(python: &str) -> HttpTasksServer {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = common::free_port();
     let child = Command::new(python)
         .arg(tasks_server())
         .args(["--http", &port.to_string()])
@@ -310,14 +306,7 @@ async fn http_tasks_server(python: &str) -> HttpTasksServer {
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .is_err()
-    {
-        assert!(Instant::now() < deadline, "the tasks server did not start");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    common::wait_until_listening(port, "the tasks server").await;
     HttpTasksServer {
         _child: child,
         url: format!("http://127.0.0.1:{port}/mcp"),

@@ -228,7 +228,7 @@ async fn a_cancelled_task_ends_cancelled_with_its_proxy_port_free() {
     let _timing = TIMING.lock().await;
     let upstream = scenario_support::upstream().await;
     // The demo app calls its upstream through the scenario's proxy on `port`.
-    let port = scenario_support::free_port().await;
+    let port = common::free_port();
     let app = scenario_support::demo_app(format!("http://127.0.0.1:{port}")).await;
     let client = common::spawn().await;
     let (id, _) = start(

@@ -136,7 +136,7 @@ async fn a_fault_that_never_acted_says_inconclusive_in_the_alternative_text() {
             "duration": "1s",
             "rps": 5,
             "latency": 10,
-            "proxies": [format!("{}=127.0.0.1:9", scenario_support::free_port().await)],
+            "proxies": [format!("{}=127.0.0.1:9", common::free_port())],
         }),
     )
     .await;

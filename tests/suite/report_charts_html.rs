@@ -245,7 +245,7 @@ async fn mcp_proxy_report_html_is_the_sessions_page() {
 async fn fault_run_report_html_is_the_sessions_page() {
     use std::io::{Read, Write};
     let upstream = scenario_support::upstream().await;
-    let port = scenario_support::free_port().await;
+    let port = common::free_port();
     let page = chart_dir().join("run.html");
     let (mapping, page_arg) = (
         format!("{port}={}", upstream.addr),

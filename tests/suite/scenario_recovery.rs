@@ -24,7 +24,7 @@ struct Guarded {
 impl Guarded {
     async fn new(after: AfterFailure) -> Self {
         let upstream = scenario_support::upstream().await;
-        let proxy_port = scenario_support::free_port().await;
+        let proxy_port = common::free_port();
         let app = scenario_support::guarded_app(
             format!("http://127.0.0.1:{proxy_port}"),
             UPSTREAM_TIMEOUT,
@@ -280,7 +280,7 @@ async fn blackhole_http_error_and_packet_loss_windows_are_detected_and_recovered
 async fn a_compound_scenario_acts_every_fault_and_names_them_all() {
     let _timing = TIMING.lock().await;
     let upstream = scenario_support::upstream().await;
-    let proxy_port = scenario_support::free_port().await;
+    let proxy_port = common::free_port();
     let app = scenario_support::demo_app(format!("http://127.0.0.1:{proxy_port}")).await;
     let (markdown, report, alt) = scenario(
         "fault_run_impact_scenario",

@@ -41,7 +41,7 @@ impl Topology {
 
     async fn with(calls: Calls) -> Self {
         let upstream = scenario_support::upstream().await;
-        let proxy_port = scenario_support::free_port().await;
+        let proxy_port = common::free_port();
         let base = format!("http://127.0.0.1:{proxy_port}");
         let app = match calls {
             Calls::KeepAlive => scenario_support::demo_app(base).await,
@@ -278,7 +278,7 @@ async fn a_fault_that_never_acted_makes_the_run_inconclusive() {
     // The app calls its upstream directly: the proxy in the mapping carries nothing.
     let upstream = scenario_support::upstream().await;
     let app = scenario_support::demo_app(format!("http://{}", upstream.addr)).await;
-    let unused = scenario_support::free_port().await;
+    let unused = common::free_port();
     let client = common::spawn().await;
     let (markdown, report) = scenario(
         &client,
@@ -601,7 +601,7 @@ async fn bad_inputs_are_tool_errors_naming_the_field() {
     let upstream = scenario_support::upstream().await;
     let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let busy_port = busy.local_addr().unwrap().port();
-    let closed_port = scenario_support::free_port().await;
+    let closed_port = common::free_port();
     let url = upstream.url("/todos/1");
     let client = common::spawn().await;
     let cases = [
@@ -934,7 +934,7 @@ async fn progress_each_second_and_cancellation_frees_the_ports() {
 async fn a_public_listen_address_needs_the_operator_flag() {
     let upstream = scenario_support::upstream().await;
     let upstream_port = upstream.addr.port();
-    let port = scenario_support::free_port().await;
+    let port = common::free_port();
     let args = json!({"url": upstream.url("/todos/1"), "latency": 5, "duration": "1s", "rps": 2,
                       "proxies": [format!("0.0.0.0:{port}=127.0.0.1:{upstream_port}")]});
 

@@ -29,6 +29,33 @@ pub fn fault_bin() -> &'static str {
     env!("CARGO_BIN_EXE_fault")
 }
 
+/// A port of 127.0.0.1 that was free a moment ago, for a server started with its port given. It is below the
+/// kernel's ephemeral range (32768 and up on Linux): a port handed out by binding port 0 can be taken by another
+/// test's outgoing connection before the server binds it; these cannot.
+pub fn free_port() -> u16 {
+    loop {
+        let port = rand::random_range(20_000..32_000);
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+}
+
+/// Waits until something accepts on 127.0.0.1:`port`, for at most 30 s; `what` names it in the failure.
+pub async fn wait_until_listening(port: u16, what: &str) {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what} did not listen on port {port} within 30 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 /// Lines of a failed test's server stderr worth printing.
 const STDERR_TAIL_LINES: usize = 80;
 

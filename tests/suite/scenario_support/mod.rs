@@ -323,18 +323,6 @@ pub async fn guarded_app(
     .await
 }
 
-/// A port that was free a moment ago (for proxy mappings the demo app must know in advance).
-pub async fn free_port() -> u16 {
-    // Below the kernel's ephemeral range (32768 and up on Linux): a port handed out by binding port 0 can be
-    // taken by another test's outgoing connection before the scenario binds it; these cannot.
-    loop {
-        let port = rand::random_range(20_000..32_000);
-        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-    }
-}
-
 /// Runs a load plan to its end, with no cancellation and no one watching progress.
 pub async fn run_load(plan: &fault::load::LoadPlan) -> fault::load::LoadReport {
     fault::load::run(
