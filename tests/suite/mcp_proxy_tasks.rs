@@ -18,7 +18,7 @@ use tokio::{
     process::{Child, ChildStdin, ChildStdout, Command},
 };
 
-use crate::{common, mcp_proxy::wait_events};
+use crate::{common, mcp_proxy::wait_events, optional};
 
 const LATEST: &str = "2026-07-28";
 
@@ -896,4 +896,113 @@ async fn the_fastmcp_tasks_client_meets_the_faults_as_its_user_would() {
             .is_some_and(|e| e.starts_with("InputRequiredRoundsExceededError")),
         "{looped}"
     );
+
+    // A task kept `working` for good: the client's wait runs out; a task lost after 2 polls: the client raises
+    // the server's not-found error; a refused protocol version: the session does not open.
+    let waited = |faults: &'static str| {
+        let path = dir.path().join("waited.yaml");
+        let python = python.clone();
+        async move {
+            std::fs::write(&path, faults).unwrap();
+            python_client(
+                &python,
+                &[
+                    "--wait",
+                    "3",
+                    common::fault_bin(),
+                    "mcp-proxy",
+                    "--plan",
+                    path.to_str().unwrap(),
+                    "--",
+                    &python,
+                    server,
+                ],
+            )
+            .await
+        }
+    };
+    let direct_wait = waited("faults: []\n").await;
+    assert_eq!(direct_wait["task"], json!({"status": "completed"}));
+    let stuck = waited("faults:\n  - type: task_stuck\n    tools: [slow_job]\n").await;
+    assert!(
+        stuck["task"]["error"].as_str().is_some_and(
+            |e| e.starts_with("TimeoutError") && e.contains("did not reach a terminal state")
+        ),
+        "{stuck}"
+    );
+    let lost =
+        waited("faults:\n  - type: task_lost\n    tools: [slow_job]\n    after_polls: 2\n").await;
+    assert!(
+        lost["task"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("Task not found")),
+        "{lost}"
+    );
+    let refused = waited("faults:\n  - type: version_refused\n    versions: [\"2025-11-25\", \"2025-06-18\", \"2026-07-28\"]\n").await;
+    assert!(
+        refused["session"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("Unsupported protocol version")),
+        "{refused}"
+    );
+}
+
+/// tests/suite/mcp_python/modern_client.py (the official Python SDK's `Client`, default mode) against the stdio
+/// server `command`: what it printed.
+async fn modern_client(python: &str, command: &[&str]) -> Value {
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/suite/mcp_python/modern_client.py");
+    let output = tokio::time::timeout(
+        Duration::from_secs(120),
+        Command::new(python)
+            .arg(script)
+            .args(command)
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the Python client ends within 120 s")
+    .unwrap();
+    assert!(output.status.success(), "modern_client.py failed");
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// The official Python SDK discovers a 2026-07-28 server through the proxy as it does directly (no initialize);
+/// told by `version_refused` that 2026-07-28 is not spoken, it falls back to the initialize handshake of
+/// 2025-11-25, as the SDK's negotiation says, and its calls go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_discovers_through_the_proxy_and_falls_back_on_a_refused_version() {
+    let test = "the_python_sdk_discovers_through_the_proxy_and_falls_back_on_a_refused_version";
+    let python = match common::python_with(&["mcp"]) {
+        Ok(python) => python,
+        Err(why) => return optional::skip(test, &why),
+    };
+    let fault = common::fault_bin();
+    let server = [fault, "--log-level", "warn", "mcp-test-server"];
+    let direct = modern_client(&python, &server).await;
+    assert_eq!(direct["protocol_version"], LATEST, "{direct}");
+    assert_eq!(direct["echo"], json!({"text": "hello", "length": 5}));
+    let mut proxied_command = vec![fault, "--log-level", "warn", "mcp-proxy", "--"];
+    proxied_command.extend(server);
+    assert_eq!(modern_client(&python, &proxied_command).await, direct);
+
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.yaml");
+    std::fs::write(&plan, "faults:\n  - type: version_refused\n").unwrap();
+    let mut refused_command = vec![
+        fault,
+        "--log-level",
+        "warn",
+        "mcp-proxy",
+        "--plan",
+        plan.to_str().unwrap(),
+        "--",
+    ];
+    refused_command.extend(server);
+    let fell_back = modern_client(&python, &refused_command).await;
+    assert_eq!(fell_back["protocol_version"], "2025-11-25", "{fell_back}");
+    assert_eq!(fell_back["tools"], direct["tools"]);
+    assert_eq!(fell_back["echo"], direct["echo"]);
 }
