@@ -31,11 +31,14 @@ pub fn fault_bin() -> &'static str {
 
 /// A port of 127.0.0.1 that was free a moment ago, for a server started with its port given. It is below the
 /// kernel's ephemeral range (32768 and up on Linux): a port handed out by binding port 0 can be taken by another
-/// test's outgoing connection before the server binds it; these cannot.
+/// test's outgoing connection before the server binds it; these cannot. No port is handed out twice in a run.
 pub fn free_port() -> u16 {
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|p| p.into_inner());
     loop {
         let port = rand::random_range(20_000..32_000);
-        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+        if !given.contains(&port) && std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            given.push(port);
             return port;
         }
     }
