@@ -121,29 +121,7 @@ fn script(name: &str) -> PathBuf {
 
 /// Runs `behaviours.py` with `script_json`; what it did, and the orders the server counted.
 async fn run_client(python: &str, script_json: Value) -> Value {
-    let mut child = Command::new(python)
-        .arg(script("behaviours.py"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin
-        .write_all(script_json.to_string().as_bytes())
-        .await
-        .unwrap();
-    drop(stdin);
-    let output = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output())
-        .await
-        .expect("the client finishes within 120 s")
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "behaviours.py failed: {script_json}"
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
+    common::run_python_script(python, &script("behaviours.py"), &[], Some(&script_json)).await
 }
 
 /// The report the proxy wrote at its exit.

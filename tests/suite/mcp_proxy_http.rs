@@ -20,7 +20,7 @@ use rmcp::{
 };
 use serde_json::{Value, json};
 use tokio::{
-    io::{AsyncBufReadExt, AsyncWriteExt, BufReader},
+    io::{AsyncBufReadExt, BufReader},
     process::{Child, Command},
 };
 
@@ -116,26 +116,7 @@ pub async fn http_proxy(upstream: &str, args: &[&str]) -> Proxy {
 }
 
 pub async fn run_python_client(python: &str, script_json: Value) -> Value {
-    let mut child = Command::new(python)
-        .arg(script("client.py"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin
-        .write_all(script_json.to_string().as_bytes())
-        .await
-        .unwrap();
-    drop(stdin);
-    let output = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output())
-        .await
-        .expect("the Python client did not finish")
-        .unwrap();
-    assert!(output.status.success(), "client.py failed");
-    serde_json::from_slice(&output.stdout).unwrap()
+    common::run_python_script(python, &script("client.py"), &[], Some(&script_json)).await
 }
 
 #[tokio::test]

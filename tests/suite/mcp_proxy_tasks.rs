@@ -802,21 +802,7 @@ async fn the_agent_tools_tasks_pass_the_proxy_and_take_its_task_faults() {
 async fn python_client(python: &str, command: &[&str]) -> Value {
     let script =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/suite/mcp_python/tasks_client.py");
-    let output = tokio::time::timeout(
-        Duration::from_secs(120),
-        Command::new(python)
-            .arg(script)
-            .args(command)
-            .stdin(Stdio::null())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("the Python client ends within 120 s")
-    .unwrap();
-    assert!(output.status.success(), "tasks_client.py failed");
-    serde_json::from_slice(&output.stdout).unwrap()
+    common::run_python_script(python, &script, command, None).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -952,21 +938,7 @@ async fn the_fastmcp_tasks_client_meets_the_faults_as_its_user_would() {
 async fn modern_client(python: &str, command: &[&str]) -> Value {
     let script =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/suite/mcp_python/modern_client.py");
-    let output = tokio::time::timeout(
-        Duration::from_secs(120),
-        Command::new(python)
-            .arg(script)
-            .args(command)
-            .stdin(Stdio::null())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("the Python client ends within 120 s")
-    .unwrap();
-    assert!(output.status.success(), "modern_client.py failed");
-    serde_json::from_slice(&output.stdout).unwrap()
+    common::run_python_script(python, &script, command, None).await
 }
 
 /// The official Python SDK discovers a 2026-07-28 server through the proxy as it does directly (no initialize);

@@ -44,6 +44,46 @@ pub fn free_port() -> u16 {
     }
 }
 
+/// Runs the Python script `script` with `args` under `python`, `input` (as JSON) on its stdin when given, for at
+/// most 120 s; the one JSON value it printed. A script that fails fails the test with what it said on stderr.
+pub async fn run_python_script(
+    python: &str,
+    script: &std::path::Path,
+    args: &[&str],
+    input: Option<&serde_json::Value>,
+) -> serde_json::Value {
+    use tokio::io::AsyncWriteExt;
+    let mut child = tokio::process::Command::new(python)
+        .arg(script)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    if let Some(input) = input {
+        stdin.write_all(input.to_string().as_bytes()).await.unwrap();
+    }
+    drop(stdin);
+    let name = script.file_name().unwrap_or_default().to_string_lossy();
+    let output = tokio::time::timeout(
+        std::time::Duration::from_secs(120),
+        child.wait_with_output(),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("{name} did not finish within 120 s"))
+    .unwrap();
+    assert!(
+        output.status.success(),
+        "{name} failed ({}): {}",
+        input.map(|i| i.to_string()).unwrap_or_default(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
 /// Waits until something accepts on 127.0.0.1:`port`, for at most 30 s; `what` names it in the failure.
 pub async fn wait_until_listening(port: u16, what: &str) {
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
