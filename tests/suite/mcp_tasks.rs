@@ -75,6 +75,14 @@ async fn start<H: rmcp::ClientHandler>(
     }
 }
 
+/// The result of a task that completed; any other end fails the test with `context` (e.g. a server's stderr).
+fn completed(payload: TaskPayload, context: &str) -> rmcp::model::JsonObject {
+    let TaskPayload::Completed { result } = payload else {
+        panic!("not completed: {payload:?}\n{context}");
+    };
+    result
+}
+
 /// Polls task `id` every `pollIntervalMs` until it leaves `working`; the status messages seen, in order, and
 /// the final payload.
 pub(crate) async fn poll_to_end<H: rmcp::ClientHandler>(
@@ -178,9 +186,7 @@ async fn a_scenario_with_the_tasks_extension_is_a_task_polled_to_the_plain_calls
         messages.iter().any(|m| m.contains("of 100 requests done")),
         "{messages:?}"
     );
-    let TaskPayload::Completed { result } = payload else {
-        panic!("not completed: {payload:?}");
-    };
+    let result = completed(payload, "");
     let task_result: rmcp::model::CallToolResult =
         serde_json::from_value(Value::Object(result)).expect("a tool result");
     assert!(
@@ -290,9 +296,7 @@ async fn a_cancelled_task_ends_cancelled_with_its_proxy_port_free() {
     )
     .await;
     let (_, payload) = poll_to_end(&client, &next, Duration::from_secs(30)).await;
-    let TaskPayload::Completed { result } = payload else {
-        panic!("not completed: {payload:?}");
-    };
+    let result = completed(payload, "");
     assert_eq!(result["isError"], Value::Bool(false), "{result:?}");
     client.cancel().await.expect("clean shutdown");
 }
@@ -389,9 +393,7 @@ async fn polls_far_too_fast_and_too_many_tasks_are_refused_and_nothing_is_lost()
     // Nothing lost: the first task completes with its report.
     tokio::time::sleep(Duration::from_millis(200)).await;
     let (_, payload) = poll_to_end(&client, &first, Duration::from_secs(30)).await;
-    let TaskPayload::Completed { result } = payload else {
-        panic!("not completed: {payload:?}");
-    };
+    let result = completed(payload, "");
     assert_eq!(result["isError"], Value::Bool(false), "{result:?}");
     client.cancel().await.expect("clean shutdown");
 }
@@ -411,9 +413,7 @@ async fn over_http_a_task_outlives_its_session_and_is_polled_from_another() {
     first.cancel().await.expect("close the first session");
     let second = server.client(()).await;
     let (_, payload) = poll_to_end(&second, &id, Duration::from_secs(30)).await;
-    let TaskPayload::Completed { result } = payload else {
-        panic!("not completed: {payload:?}\n{}", server.stderr());
-    };
+    let result = completed(payload, &server.stderr());
     assert_eq!(result["isError"], Value::Bool(false), "{result:?}");
     assert_eq!(
         result["structuredContent"]["run"]["requests"], 15,
@@ -463,9 +463,7 @@ async fn a_stateless_server_speaks_tasks_to_a_2026_07_28_client() {
     )
     .await;
     let (_, payload) = poll_to_end(&client, &id, Duration::from_secs(30)).await;
-    let TaskPayload::Completed { result } = payload else {
-        panic!("not completed: {payload:?}\n{}", server.stderr());
-    };
+    let result = completed(payload, &server.stderr());
     assert_eq!(
         result["structuredContent"]["run"]["requests"], 10,
         "{result:?}"
