@@ -34,6 +34,14 @@ impl Recorder {
         self.events.is_some() || self.observer.is_some()
     }
 
+    /// Readies `decider` for what this recorder counts: a report counts tasks by the tool whose call made them,
+    /// so the decider learns taskId → tool from the answers.
+    pub fn prepare(&self, decider: &mut Decider) {
+        if self.observes() {
+            decider.learn_tasks();
+        }
+    }
+
     /// Whether an observer (the `--report` recorder) watches the session.
     pub fn observes(&self) -> bool {
         self.observer.is_some()
@@ -46,6 +54,16 @@ impl Recorder {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .client_line(line);
+        }
+    }
+
+    /// An answer the proxy delivered to the client, already parsed.
+    pub fn client_answer(&self, answer: Envelope) {
+        if let Some(observer) = &self.observer {
+            observer
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .client_answer(answer);
         }
     }
 

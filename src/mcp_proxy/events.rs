@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::decide::DecisionRecord;
-use crate::mcp_wire::jsonrpc::Outcome;
+use crate::mcp_wire::jsonrpc::{Envelope, Outcome};
 
 /// The fault that fired on a call.
 #[derive(Debug, Clone, Serialize)]
@@ -71,7 +71,13 @@ pub struct CallEvent {
 /// Watches a session besides the events file (e.g. the `--report` recorder).
 pub trait CallObserver: Send {
     /// A line the proxy sent to the client.
-    fn client_line(&mut self, line: &[u8]);
+    fn client_line(&mut self, line: &[u8]) {
+        if let Some(answer) = Envelope::parse(line).filter(Envelope::is_response) {
+            self.client_answer(answer);
+        }
+    }
+    /// An answer the proxy sent to the client, parsed.
+    fn client_answer(&mut self, answer: Envelope);
     /// A call the client got its answer to (or none, for good).
     fn call(&mut self, event: &CallEvent);
     /// The call `id` was answered with an HTTP status carrying `Retry-After` (a wait in ms), before its

@@ -141,10 +141,7 @@ fn now() -> String {
 }
 
 impl CallObserver for ReportObserver {
-    fn client_line(&mut self, line: &[u8]) {
-        let Some(envelope) = Envelope::parse(line).filter(Envelope::is_response) else {
-            return;
-        };
+    fn client_answer(&mut self, envelope: Envelope) {
         if let (Some(id), Some(wait)) = (
             &envelope.id,
             envelope.error.as_ref().and_then(retry_after_ms),

@@ -156,10 +156,7 @@ pub async fn start(options: HttpProxyOptions) -> Result<HttpFront, HttpProxyErro
         None => None,
     };
     let recorder = Recorder::new(events, options.observer);
-    if recorder.observes() {
-        // The report counts tasks by the tool whose call made them.
-        decider.learn_tasks();
-    }
+    recorder.prepare(&mut decider);
     let transparent = decider.is_empty() && !recorder.is_active();
     let notifies = decider.hides_tools();
     let learns = decider.learned().is_some();

@@ -280,19 +280,24 @@ impl Core {
             return;
         }
         if self.decider.is_empty() {
-            // No fault planned: every answer passes as it came, so it leaves before its call's bookkeeping.
+            // No fault planned: every answer passes as it came, so it leaves before its call's bookkeeping,
+            // which parses it once for the call and the observer.
             let seen = line.clone();
-            self.send_client(line);
-            if let Some(envelope) = Envelope::parse(&seen).filter(Envelope::is_response) {
-                let key = envelope.id.as_ref().map(id_key).unwrap_or_default();
-                if let Some(mut p) = self.pending.remove(&key) {
-                    let upstream = envelope.outcome();
-                    p.progress.answered(upstream.clone());
-                    if let Some(result) = &envelope.result {
-                        p.call.learn(&mut self.decider, result);
-                    }
-                    self.finish(key, p, upstream);
-                }
+            let _ = self.to_client.send(line);
+            let Some(envelope) = Envelope::parse(&seen).filter(Envelope::is_response) else {
+                return;
+            };
+            let key = envelope.id.as_ref().map(id_key).unwrap_or_default();
+            let pending = self.pending.remove(&key);
+            let upstream = envelope.outcome();
+            if let (Some(p), Some(result)) = (&pending, &envelope.result) {
+                p.call.learn(&mut self.decider, result);
+            }
+            // The observer reads what the client was told before the call's event.
+            self.recorder.client_answer(envelope);
+            if let Some(mut p) = pending {
+                p.progress.answered(upstream.clone());
+                self.finish(key, p, upstream);
             }
             return;
         }

@@ -107,10 +107,7 @@ impl Core {
         core_tx: mpsc::Sender<CoreMsg>,
     ) -> Self {
         let transparent = decider.is_empty() && !recorder.is_active();
-        if recorder.observes() {
-            // The report counts tasks by the tool whose call made them.
-            decider.learn_tasks();
-        }
+        recorder.prepare(&mut decider);
         Core {
             target: options.server.clone(),
             server_stderr: options.server_stderr.clone(),
