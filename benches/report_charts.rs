@@ -17,7 +17,7 @@ use std::{
 };
 
 use fault::{
-    load::{LoadReport, RequestOutcome, Samples, Timing, phase_of, phases},
+    load::{LoadReport, RequestOutcome, RequestSamples, Samples, Timing, phase_of, phases},
     report::{
         chaos::{
             self,
@@ -129,6 +129,11 @@ fn load(seconds: usize, rate: u64, faulted: bool, window: Option<ActiveWindow>) 
         planned: Some(seconds as u64 * rate),
         connections_opened: 10,
         cut_short: false,
+        offered_per_second: Vec::new(),
+        per_request: vec![RequestSamples {
+            name: "GET /".into(),
+            samples: samples.clone(),
+        }],
         samples,
     }
 }

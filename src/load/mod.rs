@@ -131,6 +131,16 @@ impl LoadPlan {
         }
     }
 
+    /// Requests the schedule has due in each second of the run (zeros when saturating).
+    pub fn offered_per_second(&self) -> Vec<u64> {
+        match self.pace {
+            Pace::Open { rps } => {
+                schedule::due_per_second(f64::from(rps), self.duration, self.num_clients)
+            }
+            Pace::Saturate => vec![0; self.seconds()],
+        }
+    }
+
     fn seconds(&self) -> usize {
         seconds_of(self.duration)
     }
@@ -149,6 +159,14 @@ pub struct LoadProgress {
     pub errors: AtomicU64,
 }
 
+/// One request of the traffic mix, and what its calls measured.
+#[derive(Debug, Clone)]
+pub struct RequestSamples {
+    /// Its name in the mix (`requests[].name`; the single-`url` form's is "METHOD /path").
+    pub name: String,
+    pub samples: Samples,
+}
+
 /// What a finished run measured.
 #[derive(Debug, Clone)]
 pub struct LoadReport {
@@ -159,7 +177,13 @@ pub struct LoadReport {
     pub connections_opened: u64,
     /// True when in-flight requests were cut at `duration + timeout + GRACE`.
     pub cut_short: bool,
+    /// Requests the schedule had due in each second of the run (the offered rate), as `samples.per_second`.
+    pub offered_per_second: Vec<u64>,
+    /// Every request of the run, whichever of the mix it was.
     pub samples: Samples,
+    /// The same requests, one entry per request of the mix, in the mix's order (its totals add up to
+    /// `samples`'s).
+    pub per_request: Vec<RequestSamples>,
 }
 
 /// What every virtual client of a run reads.
@@ -213,11 +237,11 @@ impl SampleRecorder {
         }
     }
 
-    /// Records one request of `client`, due `at` after the run's start.
+    /// Records one request of `client`, due `at` after the run's start and ended `ended` after it.
     fn record(
         &self,
         client: u32,
-        at: Duration,
+        (at, ended): (Duration, Duration),
         timing: &Timing,
         outcome: RequestOutcome,
         body_bytes: u64,
@@ -225,6 +249,13 @@ impl SampleRecorder {
         let second = at.as_secs() as usize;
         if let Some(slot) = self.seconds.get(second) {
             lock(slot).add(timing.latency(), &outcome);
+        }
+        if matches!(
+            outcome,
+            RequestOutcome::Success | RequestOutcome::HttpError(_)
+        ) && let Some(slot) = self.seconds.get(ended.as_secs() as usize)
+        {
+            lock(slot).answered += 1;
         }
         let phase = self.phase_starts.partition_point(|from| *from <= at);
         if let Some(slot) = phase.checked_sub(1).and_then(|i| self.phases.get(i)) {
@@ -340,6 +371,7 @@ pub async fn run_in_phases(
         }
     }
     let elapsed = start.elapsed();
+    let samples = shared.recorder.samples();
     Ok(LoadReport {
         started_at,
         ended_at: chrono::Utc::now(),
@@ -347,7 +379,12 @@ pub async fn run_in_phases(
         planned: plan.planned_requests(),
         connections_opened: shared.connector.opened.load(Ordering::Relaxed),
         cut_short,
-        samples: shared.recorder.samples(),
+        offered_per_second: plan.offered_per_second(),
+        per_request: vec![RequestSamples {
+            name: plan.target.label(),
+            samples: samples.clone(),
+        }],
+        samples,
     })
 }
 
@@ -446,10 +483,11 @@ impl schedule::Work for VirtualClient {
 /// waiting until its deadline.
 fn record_not_started(client: u32, shared: &RunState, due: Instant) {
     shared.progress.errors.fetch_add(1, Ordering::Relaxed);
+    let timing = Timing::not_started(due, shared.timeout);
     shared.recorder.record(
         client,
-        shared.since_start(due),
-        &Timing::not_started(due, shared.timeout),
+        (shared.since_start(due), shared.since_start(timing.ended)),
+        &timing,
         RequestOutcome::NotStarted,
         0,
     );
@@ -476,7 +514,10 @@ fn record(
     }
     shared.recorder.record(
         client,
-        shared.since_start(timing.due),
+        (
+            shared.since_start(timing.due),
+            shared.since_start(timing.ended),
+        ),
         timing,
         outcome,
         body_bytes,

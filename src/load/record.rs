@@ -51,6 +51,9 @@ pub struct SecondSamples {
     pub errors: u64,
     /// Of the errors, timeouts.
     pub timeouts: u64,
+    /// Answers (a status and its whole body, whatever the status) that ended in this second, whenever their
+    /// requests were due: the rate achieved.
+    pub answered: u64,
 }
 
 impl SecondSamples {
@@ -60,6 +63,7 @@ impl SecondSamples {
             requests: 0,
             errors: 0,
             timeouts: 0,
+            answered: 0,
         }
     }
 
@@ -275,6 +279,7 @@ impl Samples {
             mine.requests += theirs.requests;
             mine.errors += theirs.errors;
             mine.timeouts += theirs.timeouts;
+            mine.answered += theirs.answered;
         }
     }
 }

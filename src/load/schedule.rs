@@ -76,6 +76,26 @@ pub fn planned(rate: f64, duration: Duration, clients: u32) -> u64 {
         .sum()
 }
 
+/// Starts all `clients` together have due in each second of a run of `duration` at `rate` per second each.
+pub fn due_per_second(rate: f64, duration: Duration, clients: u32) -> Vec<u64> {
+    let seconds = duration.as_secs_f64().ceil().max(1.0) as usize;
+    let mut due = vec![0u64; seconds];
+    if !(rate.is_finite() && rate > 0.0) {
+        return due;
+    }
+    for index in 0..clients.max(1) {
+        let planned = planned_for(rate, duration, index, clients);
+        // Starts k = 0..planned at (k + phase) / rate: those before second s number ⌈s·rate − phase⌉.
+        let before = |s: f64| {
+            ((s * rate - phase(index, clients) - 1e-9).ceil().max(0.0) as u64).min(planned)
+        };
+        for (second, slot) in due.iter_mut().enumerate() {
+            *slot += before(second as f64 + 1.0) - before(second as f64);
+        }
+    }
+    due
+}
+
 /// What a client starts on schedule. Its futures borrow nothing from it, so several run at once while it
 /// starts more.
 pub trait Work {
@@ -221,6 +241,9 @@ mod tests {
         assert_eq!(planned(50.0, secs(2.0), 4), 400);
         assert_eq!(planned(0.5, secs(3.0), 1), 2);
         assert_eq!(planned(0.0, secs(3.0), 1), 0);
+        assert_eq!(due_per_second(3.0, secs(1.5), 2), [6, 3]);
+        assert_eq!(due_per_second(50.0, secs(2.0), 4), [200, 200]);
+        assert_eq!(due_per_second(0.5, secs(3.0), 1), [1, 0, 1]);
     }
 
     #[tokio::test(start_paused = true)]

@@ -97,6 +97,11 @@ impl Target {
         })
     }
 
+    /// How a report names it when it has no name of its own: "GET /orders".
+    pub fn label(&self) -> String {
+        format!("{} {}", self.method, self.url.path())
+    }
+
     pub fn host(&self) -> &str {
         &self.host
     }

@@ -32,6 +32,13 @@ pub struct SecondFigures {
     pub p95_ms: Option<f64>,
     #[serde(default)]
     pub p99_ms: Option<f64>,
+    /// Requests the schedule had due in this second (the offered rate); `None` where there is no schedule.
+    #[serde(default)]
+    pub offered: Option<u64>,
+    /// Answers that ended in this second, whenever their requests were due (the achieved rate); `None` where
+    /// not counted.
+    #[serde(default)]
+    pub achieved: Option<u64>,
 }
 
 /// Milliseconds of `d`, rounded to the microsecond.

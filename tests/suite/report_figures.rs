@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use fault::{
-    load::{LoadReport, RequestOutcome, Samples, Timing, phase_of, phases},
+    load::{LoadReport, RequestOutcome, RequestSamples, Samples, Timing, phase_of, phases},
     report::impact::{
         self as report, ActiveWindow, CallInfo, FaultInfo, LatencySlo, Recovery, ReportInput,
         Status, StrategyInfo, UpstreamCounts, UpstreamTally,
@@ -52,6 +52,11 @@ fn load(samples: Samples) -> LoadReport {
         planned: Some(100),
         connections_opened: 3,
         cut_short: false,
+        offered_per_second: Vec::new(),
+        per_request: vec![RequestSamples {
+            name: "GET /".into(),
+            samples: samples.clone(),
+        }],
         samples,
     }
 }

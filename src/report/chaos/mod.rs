@@ -471,6 +471,8 @@ pub fn figures(mut records: Vec<CallRecord>, duration_ms: f64, hints: &Hints) ->
                 p50_ms: at(0.50),
                 p95_ms: at(0.95),
                 p99_ms: at(0.99),
+                offered: None,
+                achieved: None,
             }
         })
         .collect();

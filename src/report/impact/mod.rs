@@ -404,6 +404,8 @@ pub fn figures(load: &LoadReport, slos: &[LatencySlo]) -> RunFigures {
                 p50_ms: at(0.50),
                 p95_ms: at(0.95),
                 p99_ms: at(0.99),
+                offered: load.offered_per_second.get(second).copied(),
+                achieved: Some(s.answered),
             }
         })
         .collect();

@@ -454,6 +454,8 @@ mod tests {
             p50_ms: Some(p99_ms / 2.0),
             p95_ms: Some(p99_ms),
             p99_ms: Some(p99_ms),
+            offered: None,
+            achieved: None,
         }
     }
 
