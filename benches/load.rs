@@ -22,7 +22,7 @@ use std::{
 #[path = "support/mcp_stdio.rs"]
 mod mcp_stdio;
 
-use fault::load::{self, LoadPlan, LoadProgress, Pace, Target};
+use fault::load::{self, LoadPlan, LoadProgress, Mix, Pace, Target};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -132,7 +132,7 @@ fn ours(url: &str, num_clients: u32, pace: Pace, seconds: u64) -> OursResult {
         .build()
         .expect("runtime");
     let plan = LoadPlan {
-        target: Target::parse(url, "GET", &[], "").expect("url"),
+        mix: Mix::single(Target::parse(url, "GET", &[], "").expect("url")),
         connect_to: None,
         proxy_originates_tls: false,
         num_clients,

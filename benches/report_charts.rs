@@ -168,6 +168,7 @@ fn input(seconds: usize, rate: u64, window: Option<ActiveWindow>) -> ReportInput
             duration_s: seconds as f64,
             num_clients: 10,
             rps: (rate / 10) as u32,
+            stages: Vec::new(),
         },
         faults: vec![FaultInfo {
             kind: "latency".into(),

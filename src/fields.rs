@@ -66,6 +66,23 @@ pub enum Kind {
     /// Any value, accepted and ignored: a field a published payload sends that means nothing here (the help
     /// says why). A tool's face only: no flag, nothing read.
     Ignored,
+    /// A list of `min` to `max` objects, each with the members `fields` declare (an undeclared one is
+    /// refused). A tool's face only, read with [`FieldInput::objects`].
+    Objects {
+        fields: &'static [Field],
+        min: usize,
+        max: usize,
+    },
+    /// One object with the members `fields` declare. A tool's face only, read with [`FieldInput::object`].
+    Object { fields: &'static [Field] },
+    /// Names to texts (HTTP headers). A tool's face only, read with [`FieldInput::text_map`].
+    TextMap,
+    /// A list of texts (one text stands for a list of one), each read by `check`; `takes` says what one
+    /// is. A tool's face only, read with [`FieldInput::texts`].
+    Texts {
+        check: fn(&str) -> Result<(), String>,
+        takes: &'static str,
+    },
 }
 
 /// Whether a field must be given and what its absence means.
@@ -150,9 +167,50 @@ impl Field {
         Self::new(name, help, Kind::Ignored)
     }
 
-    /// Whether the command line has a flag for it (an ignored field has none).
+    /// A list of `min` to `max` objects whose members are `fields`.
+    pub const fn objects(
+        name: &'static str,
+        help: &'static str,
+        fields: &'static [Field],
+        (min, max): (usize, usize),
+    ) -> Self {
+        Self::new(name, help, Kind::Objects { fields, min, max })
+    }
+
+    /// One object whose members are `fields`.
+    pub const fn object(name: &'static str, help: &'static str, fields: &'static [Field]) -> Self {
+        Self::new(name, help, Kind::Object { fields })
+    }
+
+    /// Names to texts.
+    pub const fn text_map(name: &'static str, help: &'static str) -> Self {
+        Self::new(name, help, Kind::TextMap)
+    }
+
+    /// A list of texts `check` reads; `takes` says what one is.
+    pub const fn texts(
+        name: &'static str,
+        help: &'static str,
+        takes: &'static str,
+        check: fn(&str) -> Result<(), String>,
+    ) -> Self {
+        Self::new(name, help, Kind::Texts { check, takes })
+    }
+
+    /// Whether the command line has a flag for it (an ignored field, a list or an object has none).
     pub fn has_flag(&self) -> bool {
-        !matches!(self.kind, Kind::Ignored)
+        matches!(
+            self.kind,
+            Kind::Number { .. } | Kind::Switch | Kind::Text | Kind::Parsed { .. }
+        )
+    }
+
+    /// The members of an object or of a list of objects; none for any other kind.
+    pub fn members(&self) -> &'static [Field] {
+        match self.kind {
+            Kind::Objects { fields, .. } | Kind::Object { fields } => fields,
+            _ => &[],
+        }
     }
 
     const fn new(name: &'static str, help: &'static str, kind: Kind) -> Self {
@@ -239,6 +297,13 @@ impl Field {
             Kind::Text => "text".into(),
             Kind::Parsed { takes, .. } => takes.into(),
             Kind::Ignored => "any value, ignored".into(),
+            Kind::Objects { fields, min, max } => format!(
+                "a list of {min} to {max} objects with {}",
+                member_names(fields)
+            ),
+            Kind::Object { fields } => format!("an object with {}", member_names(fields)),
+            Kind::TextMap => "an object of names to texts".into(),
+            Kind::Texts { takes, .. } => format!("a list of {takes}"),
         }
     }
 
@@ -276,19 +341,48 @@ impl Field {
 
     /// Its JSON Schema property.
     pub fn schema(&self) -> Value {
-        if let Kind::Ignored = self.kind {
-            return json!({ "description": self.description() });
+        let description = self.description();
+        match self.kind {
+            Kind::Ignored => return json!({ "description": description }),
+            Kind::Objects { fields, min, max } => {
+                return json!({
+                    "type": "array",
+                    "description": description,
+                    "minItems": min,
+                    "maxItems": max,
+                    "items": object_schema(fields),
+                });
+            }
+            Kind::Object { fields } => {
+                let mut schema = object_schema(fields);
+                schema["description"] = description.into();
+                return schema;
+            }
+            Kind::TextMap => {
+                return json!({
+                    "type": "object",
+                    "description": description,
+                    "additionalProperties": {"type": "string"},
+                });
+            }
+            Kind::Texts { .. } => {
+                return json!({
+                    "type": ["array", "string"],
+                    "description": description,
+                    "items": {"type": "string"},
+                });
+            }
+            _ => {}
         }
         let types: &[&str] = match self.kind {
             Kind::Number { .. } => &["number", "string"],
             Kind::Switch => &["boolean", "string"],
-            Kind::Text => &["string"],
             Kind::Parsed { numbers: true, .. } => &["string", "number"],
-            Kind::Parsed { numbers: false, .. } | Kind::Ignored => &["string"],
+            _ => &["string"],
         };
         let mut schema = Map::new();
         schema.insert("type".into(), json!(types));
-        schema.insert("description".into(), self.description().into());
+        schema.insert("description".into(), description.into());
         if let Kind::Number { accepted, .. } = self.kind {
             let (low, above) = accepted.low();
             schema.insert(
@@ -316,7 +410,7 @@ impl Field {
             Kind::Parsed { numbers: true, .. } => {
                 text.parse::<f64>().map_or_else(|_| text.into(), number)
             }
-            Kind::Text | Kind::Parsed { .. } | Kind::Ignored => text.into(),
+            _ => text.into(),
         }
     }
 
@@ -343,9 +437,7 @@ impl Field {
                 .require_equals(true)
                 .default_missing_value("true"),
             Kind::Number { unit, .. } => self.checked(arg).value_name(unit.value_name()),
-            Kind::Text | Kind::Parsed { .. } | Kind::Ignored => {
-                self.checked(arg).value_name("TEXT")
-            }
+            _ => self.checked(arg).value_name("TEXT"),
         }
     }
 
@@ -405,8 +497,50 @@ impl Field {
                 check(&text).map(|()| Read::Text(text))
             }
             Kind::Ignored => Ok(Read::Text(String::new())),
+            Kind::Objects { .. } | Kind::Texts { .. } => match given {
+                Value::Array(_) => Ok(Read::Value(given.clone())),
+                Value::String(_) if matches!(self.kind, Kind::Texts { .. }) => {
+                    Ok(Read::Value(json!([given])))
+                }
+                _ => Err(format!("expected {}, got {given}", self.accepts())),
+            },
+            Kind::Object { .. } | Kind::TextMap => match given {
+                Value::Object(_) => Ok(Read::Value(given.clone())),
+                _ => Err(format!("expected {}, got {given}", self.accepts())),
+            },
         }
     }
+}
+
+/// The members' names, as [`Field::accepts`] lists them: "name, url, weight".
+fn member_names(fields: &[Field]) -> String {
+    fields
+        .iter()
+        .map(|field| field.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The JSON Schema of an object whose members are `fields`: closed, its required members listed.
+pub fn object_schema(fields: &[Field]) -> Value {
+    let properties: Map<String, Value> = fields
+        .iter()
+        .map(|field| (field.name.to_owned(), field.schema()))
+        .collect();
+    let required: Vec<&str> = fields
+        .iter()
+        .filter(|field| matches!(field.presence, Presence::Required { .. }))
+        .map(|field| field.name)
+        .collect();
+    let mut schema = json!({
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": false,
+    });
+    if !required.is_empty() {
+        schema["required"] = json!(required);
+    }
+    schema
 }
 
 /// The declared name closest to `given`, when one is close enough to be what was meant: a typo
@@ -445,6 +579,8 @@ enum Read {
     Number(f64),
     Switch(bool),
     Text(String),
+    /// A list or an object, of the shape its kind takes, read further by its own accessor.
+    Value(Value),
 }
 
 /// A JSON number for `x`: an integer when it is one.
@@ -480,6 +616,8 @@ pub enum Face {
 pub struct FieldInput {
     given: BTreeMap<&'static str, Value>,
     face: Face,
+    /// Where these fields sit in the arguments, e.g. "requests[1]." (empty at the top).
+    path: String,
 }
 
 impl FieldInput {
@@ -498,6 +636,7 @@ impl FieldInput {
         Self {
             given,
             face: Face::Tool,
+            path: String::new(),
         }
     }
 
@@ -518,15 +657,136 @@ impl FieldInput {
         Self {
             given,
             face: Face::Flags { prefix },
+            path: String::new(),
         }
     }
 
     /// The face's name for `field`.
     pub fn name_of(&self, field: &Field) -> String {
         match self.face {
-            Face::Tool => field.name.to_owned(),
+            Face::Tool => format!("{}{}", self.path, field.name),
             Face::Flags { prefix } => format!("--{}", field.long(prefix)),
         }
+    }
+
+    /// Whether a value was given for `field` (blank counts as not given).
+    pub fn has(&self, field: &Field) -> bool {
+        self.given.contains_key(field.name)
+    }
+
+    /// The members of the object `value`, read as `fields` at `path` ("requests[1]."); a member none of them
+    /// declares is refused with the closest declared name.
+    fn nested(
+        &self,
+        fields: &'static [Field],
+        value: &Value,
+        at: &str,
+    ) -> Result<Self, FieldError> {
+        let refuse = |message: String| FieldError {
+            field: at.to_owned(),
+            message,
+        };
+        let Value::Object(members) = value else {
+            return Err(refuse(format!(
+                "expected an object with {}, got {value}",
+                member_names(fields)
+            )));
+        };
+        let declared: Vec<&str> = fields.iter().map(|field| field.name).collect();
+        if let Some(unknown) = members
+            .keys()
+            .find(|name| !declared.contains(&name.as_str()))
+        {
+            return Err(refuse(unknown_field(unknown, &declared)));
+        }
+        let mut input = Self::from_arguments(fields, members);
+        input.path = format!("{at}.");
+        Ok(input)
+    }
+
+    /// A list of objects: each one's members, read by its own [`FieldInput`] (errors name them
+    /// `requests[1].weight`); empty when the field is left out.
+    pub fn objects(&self, field: &Field) -> Result<Vec<Self>, FieldError> {
+        let Kind::Objects { fields, min, max } = field.kind else {
+            return Err(self.refuse(field, "is not a list of objects"));
+        };
+        let items = match self.value(field)? {
+            Some(Read::Value(Value::Array(items))) => items,
+            Some(_) => return Err(self.refuse(field, "is not a list of objects")),
+            None => return Ok(Vec::new()),
+        };
+        if !(min..=max).contains(&items.len()) {
+            return Err(self.refuse(field, format!("{} items; give {min} to {max}", items.len())));
+        }
+        let name = self.name_of(field);
+        items
+            .iter()
+            .enumerate()
+            .map(|(index, item)| self.nested(fields, item, &format!("{name}[{index}]")))
+            .collect()
+    }
+
+    /// One object's members, read by their own [`FieldInput`]; `None` when the field is left out.
+    pub fn object(&self, field: &Field) -> Result<Option<Self>, FieldError> {
+        let Kind::Object { fields } = field.kind else {
+            return Err(self.refuse(field, "is not an object"));
+        };
+        match self.value(field)? {
+            Some(Read::Value(value)) => self.nested(fields, &value, &self.name_of(field)).map(Some),
+            Some(_) => Err(self.refuse(field, "is not an object")),
+            None => Ok(None),
+        }
+    }
+
+    /// Names to texts, in the order given (a number stands for its text; null or blank for "").
+    pub fn text_map(&self, field: &Field) -> Result<Vec<(String, String)>, FieldError> {
+        let members = match self.value(field)? {
+            Some(Read::Value(Value::Object(members))) => members,
+            Some(_) => return Err(self.refuse(field, "is not an object of names to texts")),
+            None => return Ok(Vec::new()),
+        };
+        members
+            .into_iter()
+            .map(|(name, value)| match value {
+                Value::String(text) => Ok((name, text)),
+                Value::Number(n) => Ok((name, n.to_string())),
+                Value::Null => Ok((name, String::new())),
+                other => Err(FieldError {
+                    field: format!("{}.{name}", self.name_of(field)),
+                    message: format!("expected text, got {other}"),
+                }),
+            })
+            .collect()
+    }
+
+    /// A list of texts, each checked (blank ones dropped); empty when the field is left out.
+    pub fn texts(&self, field: &Field) -> Result<Vec<String>, FieldError> {
+        let Kind::Texts { check, .. } = field.kind else {
+            return Err(self.refuse(field, "is not a list of texts"));
+        };
+        let items = match self.value(field)? {
+            Some(Read::Value(Value::Array(items))) => items,
+            Some(_) => return Err(self.refuse(field, "is not a list of texts")),
+            None => return Ok(Vec::new()),
+        };
+        let name = self.name_of(field);
+        let mut texts = Vec::with_capacity(items.len());
+        for (index, item) in items.iter().enumerate() {
+            let at = |message: String| FieldError {
+                field: format!("{name}[{index}]"),
+                message,
+            };
+            match item {
+                Value::String(text) if text.trim().is_empty() => {}
+                Value::String(text) => {
+                    check(text.trim()).map_err(at)?;
+                    texts.push(text.trim().to_owned());
+                }
+                Value::Null => {}
+                other => return Err(at(format!("expected text, got {other}"))),
+            }
+        }
+        Ok(texts)
     }
 
     /// An error about `field`.
@@ -675,6 +935,7 @@ mod tests {
         let flags = FieldInput {
             given: BTreeMap::from([("deviation", json!("-1"))]),
             face: Face::Flags { prefix: "latency" },
+            path: String::new(),
         };
         assert_eq!(
             flags.millis(&DEVIATION).unwrap_err().to_string(),

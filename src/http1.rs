@@ -292,7 +292,8 @@ impl BodyDecoder {
     /// that cannot be framed.
     pub fn step(&mut self, input: &[u8]) -> Step {
         let mut used = 0;
-        let error = self.advance(input, &mut used).err();
+        let mut nothing = Keep { into: None, cap: 0 };
+        let error = self.advance(input, &mut used, &mut nothing).err();
         Step {
             consumed: used,
             done: self.state == State::Done,
@@ -300,13 +301,35 @@ impl BodyDecoder {
         }
     }
 
-    fn advance(&mut self, input: &[u8], used: &mut usize) -> Result<(), FramingError> {
+    /// [`BodyDecoder::step`], also appending the payload bytes (chunk framing excluded) to `kept` until it
+    /// holds `cap` bytes.
+    pub fn step_keeping(&mut self, input: &[u8], kept: &mut Vec<u8>, cap: usize) -> Step {
+        let mut used = 0;
+        let mut keep = Keep {
+            into: Some(kept),
+            cap,
+        };
+        let error = self.advance(input, &mut used, &mut keep).err();
+        Step {
+            consumed: used,
+            done: self.state == State::Done,
+            error,
+        }
+    }
+
+    fn advance(
+        &mut self,
+        input: &[u8],
+        used: &mut usize,
+        keep: &mut Keep<'_>,
+    ) -> Result<(), FramingError> {
         while *used < input.len() {
             let rest = &input[*used..];
             match &mut self.state {
                 State::Done => break,
                 State::UntilClose => {
                     self.count(rest.len() as u64)?;
+                    keep.payload(rest);
                     *used = input.len();
                 }
                 State::Length(remaining) => {
@@ -317,6 +340,7 @@ impl BodyDecoder {
                     }
                     *used += take as usize;
                     self.count(take)?;
+                    keep.payload(&rest[..take as usize]);
                 }
                 State::ChunkData(remaining) => {
                     let take = (*remaining).min(rest.len() as u64);
@@ -326,6 +350,7 @@ impl BodyDecoder {
                     }
                     *used += take as usize;
                     self.count(take)?;
+                    keep.payload(&rest[..take as usize]);
                 }
                 State::ChunkEnd(seen) => {
                     let expected = if *seen == 0 { b'\r' } else { b'\n' };
@@ -399,6 +424,21 @@ impl BodyDecoder {
             .checked_add(bytes)
             .ok_or(FramingError::Overflow)?;
         Ok(())
+    }
+}
+
+/// Where [`BodyDecoder::step_keeping`] keeps payload bytes, up to `cap` of them.
+struct Keep<'a> {
+    into: Option<&'a mut Vec<u8>>,
+    cap: usize,
+}
+
+impl Keep<'_> {
+    fn payload(&mut self, bytes: &[u8]) {
+        if let Some(into) = self.into.as_deref_mut() {
+            let room = self.cap.saturating_sub(into.len());
+            into.extend_from_slice(&bytes[..room.min(bytes.len())]);
+        }
     }
 }
 

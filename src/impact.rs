@@ -15,14 +15,14 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    load::{self, LoadError, LoadPlan, LoadProgress, LoadReport, Pace, Target},
+    load::{self, LoadError, LoadPlan, LoadProgress, LoadReport, Mix, Pace, Target},
     proxy::{
         self, FaultCommon, Mapping, ProxyConfig, ProxyError, ProxyHandle, ProxyStats,
         ScheduleError, TcpFault, Upstream,
     },
     report::impact::{
         self as report, ActiveWindow, CallInfo, FaultInfo, LatencySlo, Report, ReportInput,
-        StrategyInfo, UpstreamCounts, UpstreamTally,
+        StageInfo, StrategyInfo, UpstreamCounts, UpstreamTally,
         phases::{merge_windows, phase_cuts},
     },
 };
@@ -75,9 +75,12 @@ fn describe_placement(common: &FaultCommon) -> String {
 /// A validated scenario request.
 #[derive(Debug, Clone)]
 pub struct ImpactSpec {
-    pub target: Target,
+    /// The requests to send: one, or a mix picked by weight, all to one service.
+    pub mix: Mix,
     pub num_clients: u32,
-    pub rps: u32,
+    /// The open model's pace: `rps` per client, or a rate over all clients that ramps through stages.
+    pub pace: Pace,
+    /// How long the load runs (the stages' total with stages).
     pub duration: Duration,
     pub timeout: Duration,
     /// Empty: a proxy is put in front of the URL itself.
@@ -92,6 +95,36 @@ pub struct ImpactSpec {
 }
 
 impl ImpactSpec {
+    /// The request whose host the load goes to (every request of the mix goes there).
+    pub fn target(&self) -> &Target {
+        &self.mix.first().target
+    }
+
+    /// The load shape, as the report states it.
+    pub fn strategy(&self) -> StrategyInfo {
+        let (rps, stages) = match &self.pace {
+            Pace::Shaped(rate) => (
+                0,
+                rate.stages_in_order()
+                    .map(|(from_s, duration_s, from_rps, to_rps)| StageInfo {
+                        from_s,
+                        duration_s,
+                        from_rps,
+                        to_rps,
+                    })
+                    .collect(),
+            ),
+            Pace::Open { rps } => (*rps, Vec::new()),
+            Pace::Saturate => (0, Vec::new()),
+        };
+        StrategyInfo {
+            duration_s: self.duration.as_secs_f64(),
+            num_clients: self.num_clients,
+            rps,
+            stages,
+        }
+    }
+
     /// Requests over the whole scenario (both runs when there is a baseline).
     pub fn planned_requests(&self) -> u64 {
         let one = self.load_plan(None).planned_requests().unwrap_or(0);
@@ -102,7 +135,7 @@ impl ImpactSpec {
     /// in the direct topology, for a fault that reads HTTP. Both runs (baseline too) use the same path.
     fn proxy_originates_tls(&self) -> bool {
         self.proxies.is_empty()
-            && self.target.is_tls()
+            && self.target().is_tls()
             && self.faults.iter().any(TcpFault::reads_http)
     }
 
@@ -131,11 +164,11 @@ impl ImpactSpec {
 
     fn load_plan(&self, connect_to: Option<SocketAddr>) -> LoadPlan {
         LoadPlan {
-            target: self.target.clone(),
+            mix: self.mix.clone(),
             connect_to,
             proxy_originates_tls: self.proxy_originates_tls(),
             num_clients: self.num_clients,
-            pace: Pace::Open { rps: self.rps },
+            pace: self.pace.clone(),
             duration: self.duration,
             timeout: self.timeout,
             max_in_flight: None,
@@ -177,8 +210,8 @@ pub async fn run(
             kind: spec.faults[index].kind(),
             source,
         })?;
-    let service = spec.target.resolve(spec.timeout).await?;
-    spec.target.check_reachable(service).await?;
+    let service = spec.target().resolve(spec.timeout).await?;
+    spec.target().check_reachable(service).await?;
 
     let run_s = spec.duration.as_secs_f64();
     let cuts: Vec<Duration> = phase_cuts(&merge_windows(windows.iter().flatten().copied()), run_s)
@@ -213,22 +246,18 @@ pub async fn run(
         .collect();
     let input = ReportInput {
         call: CallInfo {
-            url: spec.target.url.to_string(),
-            method: spec.target.method.to_string(),
+            url: spec.target().url.to_string(),
+            method: spec.target().method.to_string(),
             timeout_ms: spec.timeout.as_millis() as u64,
             headers: spec
-                .target
+                .target()
                 .headers
                 .iter()
                 .map(|(name, _)| name.to_string())
                 .collect(),
-            has_body: !spec.target.body.is_empty(),
+            has_body: !spec.target().body.is_empty(),
         },
-        strategy: StrategyInfo {
-            duration_s: run_s,
-            num_clients: spec.num_clients,
-            rps: spec.rps,
-        },
+        strategy: spec.strategy(),
         faults,
         slos: spec.slos.clone(),
         recovery_seconds: spec.recovery_seconds,
@@ -270,8 +299,8 @@ async fn run_once(
             // Raw TCP: TLS, when there is any, stays end to end between the load generator and the service,
             // unless the fault must read HTTP.
             upstream: Upstream {
-                host: spec.target.host().to_owned(),
-                port: spec.target.port(),
+                host: spec.target().host().to_owned(),
+                port: spec.target().port(),
                 tls: spec.proxy_originates_tls(),
             },
         }]
@@ -294,8 +323,8 @@ async fn run_once(
         None
     };
     let plan = spec.load_plan(connect_to);
-    let rate = u64::from(spec.num_clients) * u64::from(spec.rps);
-    let mut tally = Tally::new(spec.duration, cuts, rate);
+    let peak = plan.rate().map_or(1.0, |rate| rate.peak());
+    let mut tally = Tally::new(spec.duration, cuts, peak);
     let (started, start) = tokio::sync::oneshot::channel();
     let result = {
         let load = load::run_in_phases(&plan, cuts, started, cancel, progress);
@@ -348,7 +377,7 @@ fn tally_of(stats: &ProxyStats) -> UpstreamTally {
 }
 
 impl Tally {
-    fn new(duration: Duration, cuts: &[Duration], requests_per_second: u64) -> Self {
+    fn new(duration: Duration, cuts: &[Duration], requests_per_second: f64) -> Self {
         let mut boundaries: Vec<Duration> = (1..duration.as_secs_f64().ceil() as u64)
             .map(Duration::from_secs)
             .chain(cuts.iter().copied())
@@ -358,7 +387,7 @@ impl Tally {
         boundaries.dedup();
         Self {
             duration,
-            read_ahead: Duration::from_secs_f64(0.5 / requests_per_second.max(1) as f64)
+            read_ahead: Duration::from_secs_f64(0.5 / requests_per_second.max(1.0))
                 .min(MAX_READ_AHEAD),
             readings: vec![None; boundaries.len()],
             boundaries,

@@ -8,13 +8,7 @@
 use std::{borrow::Cow, str::FromStr};
 
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
-use serde::{
-    Deserialize, Deserializer,
-    de::{
-        Error, MapAccess, SeqAccess, Unexpected, Visitor,
-        value::{MapAccessDeserializer, SeqAccessDeserializer},
-    },
-};
+use serde::{Deserialize, Deserializer, de::Error};
 use serde_json::Value;
 
 /// What a lenient field holds: parsed from a string with `FromStr`, or from a number or boolean's text.
@@ -101,8 +95,6 @@ pub struct Number {
     /// Said after `max` when `min` is refused, e.g. " (ms)".
     unit: &'static str,
     whole: bool,
-    /// What a required field needs, said when it holds nothing; `None` for an optional field.
-    required: Option<&'static str>,
 }
 
 impl Number {
@@ -114,7 +106,6 @@ impl Number {
             max,
             unit: "",
             whole: false,
-            required: None,
         }
     }
 
@@ -132,14 +123,6 @@ impl Number {
     pub(crate) const fn whole(self) -> Self {
         Self {
             whole: true,
-            ..self
-        }
-    }
-
-    /// A required field: holding nothing, it is refused with "is required: `what`".
-    pub(crate) const fn required(self, what: &'static str) -> Self {
-        Self {
-            required: Some(what),
             ..self
         }
     }
@@ -191,13 +174,9 @@ impl Number {
         Ok(value)
     }
 
-    /// The number `value` holds (absent: `None`), checked; a required field holding none is refused.
+    /// The number `value` holds (absent: `None`), checked.
     pub(crate) fn check_given(&self, value: Option<f64>) -> Result<Option<f64>, String> {
-        match (value, self.required) {
-            (Some(value), _) => self.check(value).map(Some),
-            (None, Some(what)) => Err(format!("is required: {what}")),
-            (None, None) => Ok(None),
-        }
+        value.map(|value| self.check(value)).transpose()
     }
 }
 
@@ -274,58 +253,6 @@ impl JsonSchema for Strings {
     }
 }
 
-/// For `#[serde(default, deserialize_with = "blank_as_none")]`: null or a blank string is `None` ("use the
-/// default"), anything else is read as `T`, its errors keeping their field path. The schema stays `T`'s.
-pub(crate) fn blank_as_none<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    deserializer.deserialize_any(BlankOr(std::marker::PhantomData))
-}
-
-/// [`blank_as_none`] for a field whose default is `T::default()`.
-pub(crate) fn blank_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de> + Default,
-{
-    blank_as_none(deserializer).map(Option::unwrap_or_default)
-}
-
-struct BlankOr<T>(std::marker::PhantomData<T>);
-
-impl<'de, T: Deserialize<'de>> Visitor<'de> for BlankOr<T> {
-    type Value = Option<T>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a list, an object, or \"\" for the default")
-    }
-
-    fn visit_unit<E: Error>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-
-    fn visit_none<E: Error>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-
-    fn visit_str<E: Error>(self, text: &str) -> Result<Self::Value, E> {
-        if text.trim().is_empty() {
-            return Ok(None);
-        }
-        Err(E::invalid_value(Unexpected::Str(text), &self))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        T::deserialize(SeqAccessDeserializer::new(seq)).map(Some)
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        T::deserialize(MapAccessDeserializer::new(map)).map(Some)
-    }
-}
-
 impl Scalar for f64 {
     const JSON_TYPES: &'static [&'static str] = &["number"];
     const EXPECTED: &'static str = "a finite number (or a string holding one)";
@@ -357,16 +284,12 @@ mod tests {
 
     #[test]
     fn numbers_name_what_they_accept() {
-        let latency = Number::above_zero(60_000.0, " (ms)").required("ms, e.g. 300");
+        let latency = Number::above_zero(60_000.0, " (ms)");
         assert_eq!(
             latency.check(0.0).unwrap_err(),
             "0 is out of range; accepted: more than 0 and at most 60000 (ms)"
         );
         assert!(latency.check(f64::NAN).is_err());
-        assert_eq!(
-            latency.check_given(None).unwrap_err(),
-            "is required: ms, e.g. 300"
-        );
         let status = Number::from_to(400.0, 599.0).whole();
         assert_eq!(
             status.check(200.0).unwrap_err(),

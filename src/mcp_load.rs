@@ -640,7 +640,9 @@ mod tests {
         let duration = Duration::from_millis(1500);
         for clients in [1, 2, 3] {
             let requests = LoadPlan {
-                target: Target::parse("http://127.0.0.1:9/", "GET", &[], "").unwrap(),
+                mix: crate::load::Mix::single(
+                    Target::parse("http://127.0.0.1:9/", "GET", &[], "").unwrap(),
+                ),
                 connect_to: None,
                 proxy_originates_tls: false,
                 num_clients: clients,

@@ -29,6 +29,8 @@ const READ_BUFFER: usize = 16 * 1024;
 pub(super) struct Received {
     pub status: u16,
     pub body_bytes: u64,
+    /// The body's first bytes, when the request asked to keep them (empty otherwise).
+    pub body: Vec<u8>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -90,10 +92,12 @@ pub(super) struct Connection {
     buffer: BytesMut,
 }
 
-/// The request as it goes on the wire, and whether its response can carry a body.
+/// The request as it goes on the wire, whether its response can carry a body, and how many of the body's
+/// bytes to keep (0: none, the usual case: a body is counted, not kept).
 pub(super) struct Wire<'a> {
     pub bytes: &'a [u8],
     pub is_head: bool,
+    pub keep_body: usize,
 }
 
 /// A failure, and whether the server answered anything before it (then a retry would repeat a request the
@@ -121,8 +125,9 @@ impl Connection {
         self.stream.flush().await.map_err(|e| before(e.into()))?;
         let head = self.read_head().await?;
         let framing = head.body(wire.is_head);
+        let mut body = Vec::new();
         let body_bytes = self
-            .read_body(framing)
+            .read_body(framing, &mut body, wire.keep_body)
             .await
             .map_err(|error| ExchangeFailure {
                 error,
@@ -134,6 +139,7 @@ impl Connection {
         let answer = Received {
             status: head.status,
             body_bytes,
+            body,
         };
         Ok((answer, reusable.then_some(self)))
     }
@@ -182,11 +188,21 @@ impl Connection {
         }
     }
 
-    /// Consumes the response body; returns its payload size.
-    async fn read_body(&mut self, framing: BodyFraming) -> Result<u64, ExchangeError> {
+    /// Consumes the response body, keeping up to `keep` of its payload bytes in `kept`; returns its payload
+    /// size.
+    async fn read_body(
+        &mut self,
+        framing: BodyFraming,
+        kept: &mut Vec<u8>,
+        keep: usize,
+    ) -> Result<u64, ExchangeError> {
         let mut body = BodyDecoder::new(framing);
         loop {
-            let step = body.step(&self.buffer);
+            let step = if keep == 0 {
+                body.step(&self.buffer)
+            } else {
+                body.step_keeping(&self.buffer, kept, keep)
+            };
             self.buffer.advance(step.consumed);
             if let Some(error) = step.error {
                 return Err(error.into());

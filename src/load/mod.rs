@@ -16,6 +16,8 @@
 //! handshakes run under the request timeout, so a run never outlives `duration + timeout + GRACE`.
 
 mod client;
+pub mod mix;
+mod rate;
 mod record;
 pub mod schedule;
 mod target;
@@ -34,6 +36,8 @@ use http::Method;
 use tokio::{task::JoinSet, time::Instant};
 use tokio_util::sync::CancellationToken;
 
+pub use mix::{Expect, Mix, MixError, MixRequest};
+pub use rate::Rate;
 pub use record::{PhaseSamples, RequestOutcome, Samples, SecondSamples, phase_of, phases};
 pub(crate) use record::{histogram, record_us};
 pub use target::Target;
@@ -79,10 +83,13 @@ pub enum LoadError {
 }
 
 /// How requests are paced.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Pace {
     /// Open model: each client starts `rps` requests per second on schedule.
     Open { rps: u32 },
+    /// Open model at a rate over all clients that may change through the run (stages); the run lasts the
+    /// rate's duration.
+    Shaped(Arc<Rate>),
     /// Closed loop: each client sends its next request as soon as the previous one ended (maximum rate,
     /// as `wrk -c num_clients` does). Used to measure the generator's own ceiling.
     Saturate,
@@ -90,7 +97,8 @@ pub enum Pace {
 
 #[derive(Debug, Clone)]
 pub struct LoadPlan {
-    pub target: Target,
+    /// The requests to send (one, or a mix picked by weight); all go to the first one's host.
+    pub mix: Mix,
     /// Dial this address instead of the URL's host (a proxy in front of it); TLS name and `Host` stay the URL's.
     pub connect_to: Option<SocketAddr>,
     /// The proxy at `connect_to` takes plain HTTP and speaks TLS to an `https://` URL's host itself, so the
@@ -119,26 +127,34 @@ impl LoadPlan {
             .max(1)
     }
 
-    /// How many requests the schedule starts (open model: [`schedule::planned`]); `None` when saturating.
-    pub fn planned_requests(&self) -> Option<u64> {
-        match self.pace {
-            Pace::Open { rps } => Some(schedule::planned(
-                f64::from(rps),
+    /// The rate of the open model over all clients; `None` when saturating.
+    pub fn rate(&self) -> Option<Arc<Rate>> {
+        match &self.pace {
+            Pace::Open { rps } => Some(Arc::new(Rate::constant(
+                f64::from(*rps) * f64::from(self.num_clients.max(1)),
                 self.duration,
-                self.num_clients,
-            )),
+            ))),
+            Pace::Shaped(rate) => Some(rate.clone()),
             Pace::Saturate => None,
         }
     }
 
+    /// How many requests the schedule starts (open model: [`Rate::planned`]); `None` when saturating.
+    pub fn planned_requests(&self) -> Option<u64> {
+        self.rate().map(|rate| rate.planned())
+    }
+
     /// Requests the schedule has due in each second of the run (zeros when saturating).
     pub fn offered_per_second(&self) -> Vec<u64> {
-        match self.pace {
-            Pace::Open { rps } => {
-                schedule::due_per_second(f64::from(rps), self.duration, self.num_clients)
-            }
-            Pace::Saturate => vec![0; self.seconds()],
+        match self.rate() {
+            Some(rate) => rate.due_per_second(),
+            None => vec![0; self.seconds()],
         }
+    }
+
+    /// The request every exchange's host, TLS name and `Host` come from.
+    pub fn target(&self) -> &Target {
+        &self.mix.first().target
     }
 
     fn seconds(&self) -> usize {
@@ -188,17 +204,19 @@ pub struct LoadReport {
 
 /// What every virtual client of a run reads.
 struct RunState {
-    target: Target,
+    mix: Mix,
     connector: Connector,
     num_clients: u32,
-    pace: Pace,
+    /// The open model's rate over all clients; `None` when saturating.
+    rate: Option<Arc<Rate>>,
     duration: Duration,
     timeout: Duration,
     /// Requests one client keeps in flight at most.
     max_in_flight: usize,
     start: Instant,
     progress: Arc<LoadProgress>,
-    recorder: SampleRecorder,
+    /// One recorder per request of the mix, in its order.
+    recorders: Vec<SampleRecorder>,
 }
 
 impl RunState {
@@ -302,15 +320,16 @@ pub async fn run_in_phases(
     cancel: &CancellationToken,
     progress: Arc<LoadProgress>,
 ) -> Result<LoadReport, LoadError> {
+    let target = plan.target();
     let dial = match plan.connect_to {
         Some(addr) => addr,
-        None => plan.target.resolve(plan.timeout).await?,
+        None => target.resolve(plan.timeout).await?,
     };
-    let tls = if plan.target.is_tls() && !(plan.proxy_originates_tls && plan.connect_to.is_some()) {
+    let tls = if target.is_tls() && !(plan.proxy_originates_tls && plan.connect_to.is_some()) {
         // The proxy's TLS setup: system roots plus the CA in $FAULT_PROXY_EXTRA_CA, if any.
         let connector = crate::tls::connector(None).map_err(|e| LoadError::Tls(e.to_string()))?;
-        let name = rustls::pki_types::ServerName::try_from(plan.target.host().to_owned())
-            .map_err(|e| LoadError::Tls(format!("server name '{}': {e}", plan.target.host())))?;
+        let name = rustls::pki_types::ServerName::try_from(target.host().to_owned())
+            .map_err(|e| LoadError::Tls(format!("server name '{}': {e}", target.host())))?;
         Some((connector, name))
     } else {
         None
@@ -324,24 +343,31 @@ pub async fn run_in_phases(
     // Whoever watches the run from outside counts from here; gone, it no longer watches.
     let _ = started.send(start);
     let shared = Arc::new(RunState {
-        target: plan.target.clone(),
+        mix: plan.mix.clone(),
         connector: Connector {
             dial,
             tls,
             opened: AtomicU64::new(0),
         },
         num_clients: plan.num_clients,
-        pace: plan.pace,
+        rate: plan.rate(),
         duration: plan.duration,
         timeout: plan.timeout,
         max_in_flight: plan.in_flight_cap() as usize,
         start,
         progress,
-        recorder: SampleRecorder::new(
-            plan.num_clients,
-            plan.seconds(),
-            phases(cuts, plan.duration),
-        ),
+        recorders: plan
+            .mix
+            .requests()
+            .iter()
+            .map(|_| {
+                SampleRecorder::new(
+                    plan.num_clients,
+                    plan.seconds(),
+                    phases(cuts, plan.duration),
+                )
+            })
+            .collect(),
     });
     let mut clients = JoinSet::new();
     for index in 0..plan.num_clients {
@@ -371,7 +397,21 @@ pub async fn run_in_phases(
         }
     }
     let elapsed = start.elapsed();
-    let samples = shared.recorder.samples();
+    let per_request: Vec<RequestSamples> = plan
+        .mix
+        .requests()
+        .iter()
+        .zip(&shared.recorders)
+        .map(|(request, recorder)| RequestSamples {
+            name: request.name.clone(),
+            samples: recorder.samples(),
+        })
+        .collect();
+    let mut samples = Samples::new(plan.seconds());
+    samples.phases = phases(cuts, plan.duration);
+    for request in &per_request {
+        samples.merge(&request.samples);
+    }
     Ok(LoadReport {
         started_at,
         ended_at: chrono::Utc::now(),
@@ -380,32 +420,25 @@ pub async fn run_in_phases(
         connections_opened: shared.connector.opened.load(Ordering::Relaxed),
         cut_short,
         offered_per_second: plan.offered_per_second(),
-        per_request: vec![RequestSamples {
-            name: plan.target.label(),
-            samples: samples.clone(),
-        }],
+        per_request,
         samples,
     })
 }
 
 /// One virtual client, in one task: it starts requests on its schedule and keeps its idle connections.
 async fn virtual_client(index: u32, shared: Arc<RunState>, stop: CancellationToken) {
-    let arrivals = match shared.pace {
-        Pace::Open { rps } => schedule::Arrivals::open(
-            shared.start,
-            f64::from(rps),
-            shared.duration,
-            index,
-            shared.num_clients,
+    let (arrivals, max_in_flight) = match &shared.rate {
+        Some(rate) => (
+            schedule::Arrivals::shaped(shared.start, rate.clone(), index, shared.num_clients),
+            shared.max_in_flight,
         ),
-        Pace::Saturate => schedule::Arrivals::Closed {
-            planned: None,
-            until: Some(shared.start + shared.duration),
-        },
-    };
-    let max_in_flight = match shared.pace {
-        Pace::Open { .. } => shared.max_in_flight,
-        Pace::Saturate => 1,
+        None => (
+            schedule::Arrivals::Closed {
+                planned: None,
+                until: Some(shared.start + shared.duration),
+            },
+            1,
+        ),
     };
     let mut client = VirtualClient {
         index,
@@ -422,32 +455,51 @@ struct VirtualClient {
     idle: Vec<Connection>,
 }
 
-/// One request's end: when it was due, sent and ended (taken at once, so other requests completing at the
-/// same moment do not add to it), its result (`None`: timed out) and its connection if it can be reused.
-type RequestEnd = (
-    Timing,
-    Option<Result<client::Received, client::ExchangeError>>,
-    Option<Connection>,
-);
+impl VirtualClient {
+    /// The request of the mix this client's start number `k` sends: start k·clients + index of the run.
+    fn pick(&self, k: u64) -> usize {
+        self.shared
+            .mix
+            .pick(k * u64::from(self.shared.num_clients) + u64::from(self.index))
+    }
+}
+
+/// One request's end: which request of the mix it was, when it was due, sent and ended (taken at once, so
+/// other requests completing at the same moment do not add to it), how it ended with its body's size, and its
+/// connection if it can be reused.
+struct RequestEnd {
+    request: usize,
+    timing: Timing,
+    outcome: RequestOutcome,
+    body_bytes: u64,
+    kept: Option<Connection>,
+}
 
 impl schedule::Work for VirtualClient {
     type Done = RequestEnd;
 
     fn start(
         &mut self,
-        _index: u64,
+        k: u64,
         due: Instant,
     ) -> impl std::future::Future<Output = RequestEnd> + Send + use<> {
         let shared = self.shared.clone();
         let idle = self.idle.pop();
+        let request = self.pick(k);
         async move {
             // Sent when its exchange begins (a connection taken or opened, the request written), which is
             // later than due when this client's task was busy.
             let sent = Instant::now();
             shared.progress.started.fetch_add(1, Ordering::Relaxed);
+            let mix = &shared.mix.requests()[request];
             let wire = client::Wire {
-                bytes: &shared.target.wire,
-                is_head: shared.target.method == Method::HEAD,
+                bytes: &mix.target.wire,
+                is_head: mix.target.method == Method::HEAD,
+                keep_body: if mix.expect.needs_body() {
+                    mix::MAX_BODY_KEPT
+                } else {
+                    0
+                },
             };
             let outcome = tokio::time::timeout_at(
                 timing::deadline(due, shared.timeout),
@@ -459,69 +511,78 @@ impl schedule::Work for VirtualClient {
                 sent: Some(sent),
                 ended: Instant::now(),
             };
-            match outcome {
-                Ok((result, kept)) => (timing, Some(result), kept),
+            let (outcome, body_bytes, kept) = match outcome {
+                Ok((Ok(answer), kept)) => (
+                    mix.expect.judge(answer.status, &answer.body),
+                    answer.body_bytes,
+                    kept,
+                ),
+                Ok((Err(e), _)) => (RequestOutcome::Transport(e.to_string()), 0, None),
                 // The connection is dropped with the cut request.
-                Err(_) => (timing, None, None),
+                Err(_) => (RequestOutcome::Timeout, 0, None),
+            };
+            RequestEnd {
+                request,
+                timing,
+                outcome,
+                body_bytes,
+                kept,
             }
         }
     }
 
-    fn done(&mut self, (timing, result, kept): RequestEnd) {
-        if let Some(connection) = kept {
+    fn done(&mut self, end: RequestEnd) {
+        if let Some(connection) = end.kept {
             self.idle.push(connection);
         }
-        record(self.index, &self.shared, &timing, result);
+        record(
+            self.index,
+            &self.shared,
+            end.request,
+            &end.timing,
+            end.outcome,
+            end.body_bytes,
+        );
     }
 
-    fn not_started(&mut self, _index: u64, due: Instant) {
-        record_not_started(self.index, &self.shared, due);
+    fn not_started(&mut self, k: u64, due: Instant) {
+        let timing = Timing::not_started(due, self.shared.timeout);
+        let request = self.pick(k);
+        record(
+            self.index,
+            &self.shared,
+            request,
+            &timing,
+            RequestOutcome::NotStarted,
+            0,
+        );
     }
 }
 
-/// Records a request of `client` that could not start (its client was at the in-flight cap); it counts as
-/// waiting until its deadline.
-fn record_not_started(client: u32, shared: &RunState, due: Instant) {
-    shared.progress.errors.fetch_add(1, Ordering::Relaxed);
-    let timing = Timing::not_started(due, shared.timeout);
-    shared.recorder.record(
-        client,
-        (shared.since_start(due), shared.since_start(timing.ended)),
-        &timing,
-        RequestOutcome::NotStarted,
-        0,
-    );
-    shared.progress.completed.fetch_add(1, Ordering::Relaxed);
-}
-
-/// Records one request of `client`; `None` is a timeout.
+/// Records one request of `client`, request `request` of the mix.
 fn record(
     client: u32,
     shared: &RunState,
+    request: usize,
     timing: &Timing,
-    result: Option<Result<client::Received, client::ExchangeError>>,
+    outcome: RequestOutcome,
+    body_bytes: u64,
 ) {
-    let (outcome, body_bytes) = match result {
-        None => (RequestOutcome::Timeout, 0),
-        Some(Err(e)) => (RequestOutcome::Transport(e.to_string()), 0),
-        Some(Ok(answer)) if answer.status >= 400 => {
-            (RequestOutcome::HttpError(answer.status), answer.body_bytes)
-        }
-        Some(Ok(answer)) => (RequestOutcome::Success, answer.body_bytes),
-    };
     if outcome != RequestOutcome::Success {
         shared.progress.errors.fetch_add(1, Ordering::Relaxed);
     }
-    shared.recorder.record(
-        client,
-        (
-            shared.since_start(timing.due),
-            shared.since_start(timing.ended),
-        ),
-        timing,
-        outcome,
-        body_bytes,
-    );
+    if let Some(recorder) = shared.recorders.get(request) {
+        recorder.record(
+            client,
+            (
+                shared.since_start(timing.due),
+                shared.since_start(timing.ended),
+            ),
+            timing,
+            outcome,
+            body_bytes,
+        );
+    }
     shared.progress.completed.fetch_add(1, Ordering::Relaxed);
 }
 
@@ -552,7 +613,7 @@ mod tests {
     async fn a_request_sent_late_times_out_at_its_due_plus_the_timeout() {
         let addr = silent_target().await;
         let plan = LoadPlan {
-            target: Target::parse(&format!("http://{addr}/"), "GET", &[], "").unwrap(),
+            mix: Mix::single(Target::parse(&format!("http://{addr}/"), "GET", &[], "").unwrap()),
             connect_to: Some(addr),
             proxy_originates_tls: false,
             num_clients: 1,

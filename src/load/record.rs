@@ -17,8 +17,10 @@ const MAX_ERROR_EXAMPLES: usize = 5;
 pub enum RequestOutcome {
     /// A status below 400, with the whole body read.
     Success,
-    /// A status of 400 or more, with the whole body read.
+    /// A status of 400 or more that its request's `expect` does not accept, with the whole body read.
     HttpError(u16),
+    /// A status below 400 its request's `expect` does not accept, or a body without the text it expects.
+    Unexpected(u16),
     /// The connection failed, was refused, or broke before the body ended.
     Transport(String),
     /// Nothing complete arrived before `timeout`.
@@ -120,6 +122,15 @@ impl PhaseSamples {
     pub fn requests(&self) -> u64 {
         self.all_us.len()
     }
+
+    /// Adds `other`'s requests (the same phase of another part of the run) to these.
+    pub fn merge(&mut self, other: &PhaseSamples) {
+        let _ = self.all_us.add(&other.all_us);
+        let _ = self.success_us.add(&other.success_us);
+        self.success += other.success;
+        self.errors += other.errors;
+        self.timeouts += other.timeouts;
+    }
 }
 
 /// The phases of a run of `duration` cut at `cuts` (times from its start, in order, inside the run): from 0
@@ -169,6 +180,9 @@ pub struct Samples {
     pub sum_us: u128,
     pub success: u64,
     pub http_errors: BTreeMap<u16, u64>,
+    /// Answers their request's `expect` did not accept (a status below 400 it does not list, or a body
+    /// without its text), by status.
+    pub unexpected: BTreeMap<u16, u64>,
     pub transport_errors: u64,
     pub timeouts: u64,
     /// Requests that could not start (in-flight cap reached).
@@ -191,6 +205,7 @@ impl Samples {
             sum_us: 0,
             success: 0,
             http_errors: BTreeMap::new(),
+            unexpected: BTreeMap::new(),
             transport_errors: 0,
             timeouts: 0,
             not_started: 0,
@@ -209,8 +224,16 @@ impl Samples {
         self.http_errors.values().sum()
     }
 
+    pub fn unexpected_count(&self) -> u64 {
+        self.unexpected.values().sum()
+    }
+
     pub fn errors(&self) -> u64 {
-        self.http_error_count() + self.transport_errors + self.timeouts + self.not_started
+        self.http_error_count()
+            + self.unexpected_count()
+            + self.transport_errors
+            + self.timeouts
+            + self.not_started
     }
 
     /// Records one request scheduled in `second`, with its times and `outcome`.
@@ -239,6 +262,7 @@ impl Samples {
                 record_us(&mut self.success_us, us);
             }
             RequestOutcome::HttpError(status) => *self.http_errors.entry(status).or_default() += 1,
+            RequestOutcome::Unexpected(status) => *self.unexpected.entry(status).or_default() += 1,
             RequestOutcome::Transport(message) => {
                 self.transport_errors += 1;
                 if self.transport_error_examples.len() < MAX_ERROR_EXAMPLES
@@ -252,7 +276,9 @@ impl Samples {
         }
     }
 
-    pub(super) fn merge(&mut self, other: &Samples) {
+    /// Adds `other`'s requests to these: totals, outcomes, each second (by its index) and each phase (by its
+    /// index; a phase these samples lack is taken as `other` has it).
+    pub fn merge(&mut self, other: &Samples) {
         // Same bounds on both sides, so adding cannot fail.
         let _ = self.all_us.add(&other.all_us);
         let _ = self.success_us.add(&other.success_us);
@@ -262,6 +288,9 @@ impl Samples {
         self.success += other.success;
         for (status, count) in &other.http_errors {
             *self.http_errors.entry(*status).or_default() += count;
+        }
+        for (status, count) in &other.unexpected {
+            *self.unexpected.entry(*status).or_default() += count;
         }
         self.transport_errors += other.transport_errors;
         self.timeouts += other.timeouts;
@@ -274,12 +303,22 @@ impl Samples {
             }
         }
         self.body_bytes += other.body_bytes;
+        if self.per_second.len() < other.per_second.len() {
+            self.per_second
+                .resize_with(other.per_second.len(), SecondSamples::new);
+        }
         for (mine, theirs) in self.per_second.iter_mut().zip(&other.per_second) {
             let _ = mine.latency_us.add(&theirs.latency_us);
             mine.requests += theirs.requests;
             mine.errors += theirs.errors;
             mine.timeouts += theirs.timeouts;
             mine.answered += theirs.answered;
+        }
+        for (index, theirs) in other.phases.iter().enumerate() {
+            match self.phases.get_mut(index) {
+                Some(mine) => mine.merge(theirs),
+                None => self.phases.push(theirs.clone()),
+            }
         }
     }
 }

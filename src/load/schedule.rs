@@ -5,25 +5,30 @@
 //! soon as a slot is free. Either way the work is told when it was due, and its latency is counted from
 //! there (the definition both reports use: [`crate::report`]; the record: [`super::timing`]).
 //!
-//! How many starts an open-model schedule plans is decided here once, for both drivers: every start due
-//! before the end of the run. Client `index` of `clients` has its k-th start due at `(k + index / clients) /
-//! rate`, so it plans ⌈rate × duration − index / clients⌉ starts, and all clients together plan every start
-//! of their combined schedule due before the end: ⌈clients × rate × duration⌉ (exactly the product when it is
-//! whole). 1.5 s at 3/s: 5 starts, at 0, ⅓, ⅔, 1 and 1⅓ s.
+//! How many starts an open-model schedule plans is decided by its [`Rate`], once, for both drivers: every
+//! start due before the end of the run. Start j of the run (over all clients) is due when the rate's integral
+//! reaches j, and client `index` of `clients` makes the starts j ≡ index (mod clients), so together they start
+//! at the rate rather than in bursts of `clients`. At a constant 3/s for 1.5 s: 5 starts, at 0, ⅓, ⅔, 1 and
+//! 1⅓ s.
 
-use std::{future::Future, time::Duration};
+use std::{future::Future, sync::Arc, time::Duration};
 
 use futures::{StreamExt, stream::FuturesUnordered};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+pub use super::rate::Rate;
+
 /// When a client's starts are due.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub enum Arrivals {
-    /// Open model: `planned` starts, the k-th due at `first + k × interval`.
+    /// Open model: `planned` starts of client `client` of `clients`, its k-th being start k·clients + client
+    /// of `rate`, counted from `start`.
     Open {
-        first: Instant,
-        interval: Duration,
+        start: Instant,
+        rate: Arc<Rate>,
+        client: u32,
+        clients: u32,
         planned: u64,
     },
     /// Closed loop: each start as soon as a slot is free, `planned` in all (unbounded when `None`), none
@@ -36,64 +41,44 @@ pub enum Arrivals {
 
 impl Arrivals {
     /// The open-model starts of client `index` of `clients`, each starting `rate` per second from `start`
-    /// for `duration`: the clients are spread evenly within one interval, so together they start at a
-    /// steady rate rather than in bursts of `clients`.
+    /// for `duration`.
     pub fn open(start: Instant, rate: f64, duration: Duration, index: u32, clients: u32) -> Self {
-        let planned = planned_for(rate, duration, index, clients);
-        let interval = if planned == 0 {
-            Duration::ZERO
-        } else {
-            Duration::from_secs_f64(1.0 / rate)
-        };
+        let total = Rate::constant(rate * f64::from(clients.max(1)), duration);
+        Self::shaped(start, Arc::new(total), index, clients)
+    }
+
+    /// Client `index` of `clients`'s share of the starts of `rate` (over all clients), from `start`.
+    pub fn shaped(start: Instant, rate: Arc<Rate>, index: u32, clients: u32) -> Self {
+        let clients = clients.max(1);
+        let planned = share(rate.planned(), index, clients);
         Arrivals::Open {
-            first: start + interval.mul_f64(phase(index, clients)),
-            interval,
+            start,
+            rate,
+            client: index,
+            clients,
             planned,
         }
     }
 }
 
-/// Where client `index` of `clients` starts within one interval (0..1).
-fn phase(index: u32, clients: u32) -> f64 {
-    f64::from(index) / f64::from(clients.max(1))
+/// Of `planned` starts dealt round to `clients`, how many client `index` makes.
+fn share(planned: u64, index: u32, clients: u32) -> u64 {
+    planned
+        .saturating_sub(u64::from(index))
+        .div_ceil(u64::from(clients.max(1)))
 }
 
 /// Starts client `index` of `clients` plans at `rate` per second for `duration`: those due before the end.
 pub fn planned_for(rate: f64, duration: Duration, index: u32, clients: u32) -> u64 {
-    if !(rate.is_finite() && rate > 0.0) {
-        return 0;
-    }
-    // The tolerance keeps a whole product whole (3/s for 1 s is 3 starts, not 4 from a rounding error).
-    (rate * duration.as_secs_f64() - phase(index, clients) - 1e-9)
-        .ceil()
-        .max(0.0) as u64
+    share(planned(rate, duration, clients), index, clients)
 }
 
 /// Starts all `clients` together plan at `rate` per second each for `duration`.
 pub fn planned(rate: f64, duration: Duration, clients: u32) -> u64 {
-    (0..clients.max(1))
-        .map(|index| planned_for(rate, duration, index, clients))
-        .sum()
-}
-
-/// Starts all `clients` together have due in each second of a run of `duration` at `rate` per second each.
-pub fn due_per_second(rate: f64, duration: Duration, clients: u32) -> Vec<u64> {
-    let seconds = duration.as_secs_f64().ceil().max(1.0) as usize;
-    let mut due = vec![0u64; seconds];
     if !(rate.is_finite() && rate > 0.0) {
-        return due;
+        return 0;
     }
-    for index in 0..clients.max(1) {
-        let planned = planned_for(rate, duration, index, clients);
-        // Starts k = 0..planned at (k + phase) / rate: those before second s number ⌈s·rate − phase⌉.
-        let before = |s: f64| {
-            ((s * rate - phase(index, clients) - 1e-9).ceil().max(0.0) as u64).min(planned)
-        };
-        for (second, slot) in due.iter_mut().enumerate() {
-            *slot += before(second as f64 + 1.0) - before(second as f64);
-        }
-    }
-    due
+    Rate::constant(rate * f64::from(clients.max(1)), duration).planned()
 }
 
 /// What a client starts on schedule. Its futures borrow nothing from it, so several run at once while it
@@ -125,11 +110,13 @@ pub async fn run<W: Work>(
     let mut next = 0u64;
     match arrivals {
         Arrivals::Open {
-            first,
-            interval,
+            start,
+            rate,
+            client,
+            clients,
             planned,
         } => {
-            let due = |k: u64| first + interval.mul_f64(k as f64);
+            let due = |k: u64| start + rate.due(k * u64::from(clients) + u64::from(client));
             let tick = tokio::time::sleep_until(due(0));
             tokio::pin!(tick);
             while next < planned || !in_flight.is_empty() {
@@ -241,9 +228,6 @@ mod tests {
         assert_eq!(planned(50.0, secs(2.0), 4), 400);
         assert_eq!(planned(0.5, secs(3.0), 1), 2);
         assert_eq!(planned(0.0, secs(3.0), 1), 0);
-        assert_eq!(due_per_second(3.0, secs(1.5), 2), [6, 3]);
-        assert_eq!(due_per_second(50.0, secs(2.0), 4), [200, 200]);
-        assert_eq!(due_per_second(0.5, secs(3.0), 1), [1, 0, 1]);
     }
 
     #[tokio::test(start_paused = true)]

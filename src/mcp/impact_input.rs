@@ -1,28 +1,26 @@
-//! Inputs of the impact-scenario tools: the fields every scenario takes, where a TCP fault acts, and the
-//! fault's own fields, which are its spec ([`TcpFaultSpec`]). Serde structs with lenient field types
-//! ([`crate::lenient`]), so a bad value is a tool error naming the field and what it accepts; the same structs
-//! give the tools' JSON Schema.
+//! Inputs of the impact-scenario tools: the fields every scenario takes (declared in
+//! [`super::scenario_fields`]), where a TCP fault acts, and the fault's own fields, which are its spec
+//! ([`TcpFaultSpec`]). Every field is read by its declaration, so a bad value is a tool error naming the field
+//! and what it accepts, and the tools' JSON Schema comes from the same declarations.
 
-use std::{collections::BTreeMap, sync::Arc, time::Duration};
+use std::{sync::Arc, time::Duration};
 
-use rmcp::{handler::server::common::schema_for_type, model::JsonObject, schemars::JsonSchema};
-use serde::{Deserialize, de::DeserializeOwned};
+use rmcp::model::JsonObject;
+use serde::de::DeserializeOwned;
 
 use serde_json::{Value, json};
 
+use super::scenario_fields as fields;
 use crate::{
-    fields::{Field, FieldInput, Presence, closest},
+    fields::{Field, FieldError, FieldInput, Presence, closest},
     impact::{self, ImpactSpec, Limits},
-    lenient::{Lenient, Number, Seed, Strings, blank_as_default, blank_as_none},
-    load::{self, Target},
+    lenient::Number,
+    load::{self, Expect, Mix, MixRequest, Pace, Rate, Target},
     proxy::{
         TcpFault,
         faults::{self, EachFault, TcpFaultSpec},
     },
-    report::{
-        chart::page_file::PageFile,
-        impact::{DEFAULT_RECOVERY_SECONDS, LatencySlo},
-    },
+    report::{chart::page_file::PageFile, impact::LatencySlo},
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -76,93 +74,6 @@ pub(super) fn whole(
     checked(field, value, default as f64, accepted).map(|value| value as u64)
 }
 
-/// One SLO row: `objective`% of requests must succeed within `threshold_ms`.
-#[derive(Debug, Deserialize, JsonSchema)]
-struct SloInput {
-    /// Percent of requests, 0 < objective ≤ 100 (e.g. 99).
-    objective: Lenient<f64>,
-    /// Threshold in milliseconds, > 0 (e.g. 350).
-    threshold_ms: Lenient<f64>,
-}
-
-impl SloInput {
-    fn validate(self, field: &str) -> Result<LatencySlo, InputError> {
-        let objective = Number::above_zero(100.0, " (percent)").required("a percent such as 99");
-        let threshold = Number::above_zero(3_600_000.0, "").required("milliseconds such as 350");
-        Ok(LatencySlo {
-            objective: checked(
-                &format!("{field}.objective"),
-                self.objective.0,
-                0.0,
-                objective,
-            )?,
-            threshold_ms: checked(
-                &format!("{field}.threshold_ms"),
-                self.threshold_ms.0,
-                0.0,
-                threshold,
-            )?,
-        })
-    }
-}
-
-/// Fields every impact scenario takes.
-#[derive(Debug, Deserialize, JsonSchema)]
-struct CommonInput {
-    /// Absolute http:// or https:// URL of the endpoint to send load to (the service under test).
-    url: Lenient<String>,
-    /// HTTP method. Default "GET".
-    #[serde(default)]
-    method: Lenient<String>,
-    /// Request body sent with every request. Default "" (no body).
-    #[serde(default)]
-    body: Option<String>,
-    /// Extra request headers, name → value. Default none.
-    #[serde(default, deserialize_with = "blank_as_default")]
-    headers: BTreeMap<String, Lenient<String>>,
-    /// How long to send load, e.g. "10s", "500ms", "1m" (a bare number means seconds). Default "10s"; more
-    /// than 0 and at most the server's cap (default "2m", raised with --max-scenario-duration).
-    #[serde(default)]
-    duration: Lenient<String>,
-    /// Virtual clients, each with its own kept-alive connections. Default 1; 1..=1000.
-    #[serde(default)]
-    num_clients: Lenient<f64>,
-    /// Requests per second started by each client on schedule (open model). Default 3; 1..=10000, and
-    /// num_clients × rps at most the server's cap (default 1000, raised with --max-scenario-rps).
-    #[serde(default)]
-    rps: Lenient<f64>,
-    /// Client timeout per request, in seconds (fractions allowed). Default 10; more than 0 and at most 300.
-    #[serde(default)]
-    timeout: Lenient<f64>,
-    /// Proxy mappings "LISTEN_PORT=HOST:PORT" (e.g. "34000=127.0.0.1:8080", or "34000=https://api.host" to
-    /// speak TLS to the upstream): the fault runs on these proxies, which your service must call its upstream
-    /// through, and the load goes to `url`. Default none: a proxy is put in front of `url` itself (http and
-    /// https alike; TLS, SNI and Host stay the service's).
-    #[serde(default)]
-    proxies: Strings,
-    /// SLOs to judge the run by. Default [{objective: 99, threshold_ms: 350}, {objective: 95,
-    /// threshold_ms: 200}].
-    #[serde(default, deserialize_with = "blank_as_none")]
-    slos: Option<Vec<SloInput>>,
-    /// Seed for the fault's randomness, for repeatable runs: a whole number from 0 to 2^64 - 1, as a JSON
-    /// integer or a string of digits. Default: random.
-    #[serde(default)]
-    seed: Seed,
-    /// Run the same load without the fault first and add a with/without comparison (p50, p95, p99, errors).
-    /// Default false.
-    #[serde(default)]
-    baseline: Lenient<bool>,
-    /// Seconds in a row that must hold every SLO, with errors back to the share before the fault's window, for
-    /// the service to count as recovered (time to recover, in the report's phases). Default 3; 1..=60.
-    #[serde(default)]
-    recovery_seconds: Lenient<f64>,
-    /// Also write the report as one self-contained HTML page (the report, its charts, the figures as JSON;
-    /// opens from disk with no network) to this path, e.g. "/tmp/impact.html". Checked before the run: its
-    /// directory must exist and be writable. Default: no file.
-    #[serde(default)]
-    report_path: Lenient<String>,
-}
-
 /// A scenario tool's `report_path`: the HTML page's file, created before the run (an error names the field).
 pub(super) fn report_page(path: Option<String>) -> Result<Option<PageFile>, InputError> {
     path.map(|path| {
@@ -171,149 +82,314 @@ pub(super) fn report_page(path: Option<String>) -> Result<Option<PageFile>, Inpu
     .transpose()
 }
 
-impl CommonInput {
-    /// The scenario around `faults`; `sched_field` names the `sched` field of the fault at an index.
-    fn validate(
-        self,
-        faults: Vec<TcpFault>,
-        sched_field: impl Fn(usize) -> String,
-        limits: &Limits,
-    ) -> Result<ImpactSpec, InputError> {
-        let url = self
-            .url
-            .0
-            .ok_or_else(|| bad("url", "is required: an absolute http:// or https:// URL"))?;
-        let method = self.method.0.unwrap_or_else(|| "GET".into());
-        let headers: Vec<(String, String)> = self
-            .headers
-            .into_iter()
-            .map(|(name, value)| (name, value.0.unwrap_or_default()))
-            .collect();
-        let target = Target::parse(&url, &method, &headers, &self.body.unwrap_or_default())
-            .map_err(|e| {
-                let text = e.to_string();
-                match e {
-                    load::LoadError::Method(_) => bad("method", text.replacen("method: ", "", 1)),
-                    load::LoadError::Header { .. } => {
-                        bad("headers", text.replacen("headers: ", "", 1))
-                    }
-                    _ => bad("url", text.replacen("url: ", "", 1)),
-                }
-            })?;
-        let duration = duration(self.duration.0, limits)?;
-        let num_clients = whole(
-            "num_clients",
-            self.num_clients.0,
-            1,
-            1,
-            limits.max_clients.into(),
-        )? as u32;
-        let rps = whole("rps", self.rps.0, 3, 1, limits.max_rps_per_client.into())? as u32;
+impl From<FieldError> for InputError {
+    fn from(e: FieldError) -> Self {
+        bad(e.field, e.message)
+    }
+}
+
+/// The request of `url`, `method`, `body` and `headers` (or of one item of `requests`, `at` its path), parsed;
+/// an error names the field it is about.
+fn target(
+    at: &str,
+    (url, method, body): (&str, &str, &str),
+    headers: &[(String, String)],
+) -> Result<Target, InputError> {
+    Target::parse(url, method, headers, body).map_err(|e| {
+        let text = e.to_string();
+        match e {
+            load::LoadError::Method(_) => {
+                bad(format!("{at}method"), text.replacen("method: ", "", 1))
+            }
+            load::LoadError::Header { .. } => {
+                bad(format!("{at}headers"), text.replacen("headers: ", "", 1))
+            }
+            _ => bad(format!("{at}url"), text.replacen("url: ", "", 1)),
+        }
+    })
+}
+
+/// The traffic: `requests`, or the one request of `url`; every request to the first one's service.
+fn read_mix(input: &FieldInput, seed: u64) -> Result<Mix, InputError> {
+    let items = input.objects(&fields::REQUESTS)?;
+    if items.is_empty() {
+        let Some(url) = Some(input.text(&fields::URL)?).filter(|url| !url.is_empty()) else {
+            return Err(bad(
+                "url",
+                "is required: an absolute http:// or https:// URL (or give `requests`, a traffic mix)",
+            ));
+        };
+        let request = target(
+            "",
+            (
+                &url,
+                &input.text(&fields::METHOD)?,
+                &input.text(&fields::BODY)?,
+            ),
+            &input.text_map(&fields::HEADERS)?,
+        )?;
+        return Ok(Mix::single(request));
+    }
+    if let Some(single) = [fields::URL, fields::METHOD, fields::BODY, fields::HEADERS]
+        .iter()
+        .find(|field| input.has(field))
+    {
+        return Err(bad(
+            single.name,
+            format!(
+                "is for a load of one request, and `requests` is given: give either `url` (with `method`, \
+                 `body`, `headers`) or `requests`, not both; move `{}` into the requests",
+                single.name
+            ),
+        ));
+    }
+    let mut requests: Vec<MixRequest> = Vec::with_capacity(items.len());
+    for (index, item) in items.iter().enumerate() {
+        let at = format!("requests[{index}].");
+        let name = item.text(&fields::REQUEST_NAME)?.trim().to_owned();
+        if name.is_empty() {
+            return Err(bad(
+                format!("{at}name"),
+                "is required: a name such as \"checkout\"",
+            ));
+        }
+        if let Some(first) = requests.iter().position(|r| r.name == name) {
+            return Err(bad(
+                format!("{at}name"),
+                format!("'{name}' is already the name of requests[{first}]; names must be unique"),
+            ));
+        }
+        let request = target(
+            &at,
+            (
+                &item.text(&fields::REQUEST_URL)?,
+                &item.text(&fields::REQUEST_METHOD)?,
+                &item.text(&fields::REQUEST_BODY)?,
+            ),
+            &item.text_map(&fields::REQUEST_HEADERS)?,
+        )?;
+        if let Some(first) = requests.first() {
+            let service = |t: &Target| (t.url.scheme().to_owned(), t.host().to_owned(), t.port());
+            if service(&first.target) != service(&request) {
+                return Err(bad(
+                    format!("{at}url"),
+                    format!(
+                        "goes to {}://{}:{}, and requests[0] to {}://{}:{}: every request of a mix goes to \
+                         one service (scheme, host and port)",
+                        request.url.scheme(),
+                        request.host(),
+                        request.port(),
+                        first.target.url.scheme(),
+                        first.target.host(),
+                        first.target.port()
+                    ),
+                ));
+            }
+        }
+        let expect = match item.object(&fields::REQUEST_EXPECT)? {
+            None => Expect::default(),
+            Some(expect) => Expect {
+                statuses: expect
+                    .texts(&fields::EXPECT_STATUS)?
+                    .iter()
+                    .filter_map(|status| status.parse().ok())
+                    .collect(),
+                body_contains: Some(expect.text(&fields::EXPECT_BODY)?)
+                    .filter(|text| !text.is_empty())
+                    .map(bytes::Bytes::from),
+            },
+        };
+        requests.push(MixRequest {
+            name,
+            target: request,
+            weight: item.number(&fields::REQUEST_WEIGHT)?,
+            expect,
+        });
+    }
+    Mix::new(requests, seed).map_err(|e| bad("requests", e.to_string()))
+}
+
+/// The pace and how long the load runs: `stages`, or `rps` per client for `duration`.
+fn read_pace(
+    input: &FieldInput,
+    num_clients: u32,
+    limits: &Limits,
+) -> Result<(Pace, Duration), InputError> {
+    let cap = |what: String| {
+        format!(
+            "{what}; accepted: at most {} (the server's cap; `fault agent tool --max-scenario-rps N` raises it)",
+            limits.max_total_rps
+        )
+    };
+    let stages = input.objects(&fields::STAGES)?;
+    if stages.is_empty() {
+        let duration = duration(Some(input.text(&fields::DURATION)?), limits)?;
+        let rps = input.whole(&fields::RPS)? as u32;
         let total_rate = u64::from(num_clients) * u64::from(rps);
         if total_rate > limits.max_total_rps {
             return Err(bad(
                 "rps",
-                format!(
-                    "num_clients × rps = {total_rate} requests per second; accepted: at most {} (the \
-                     server's cap; `fault agent tool --max-scenario-rps N` raises it)",
-                    limits.max_total_rps
-                ),
+                cap(format!(
+                    "num_clients × rps = {total_rate} requests per second"
+                )),
             ));
         }
-        let timeout = within(
-            "timeout",
-            self.timeout.0,
-            10.0,
-            0.001,
-            limits.max_timeout.as_secs_f64(),
-        )?;
-        let proxies = self
-            .proxies
-            .0
-            .iter()
-            .enumerate()
-            .map(|(i, text)| {
-                let field = format!("proxies[{i}]");
-                let mapping =
-                    impact::parse_mapping(text).map_err(|e| bad(&field, e.to_string()))?;
-                if !mapping.listen.ip().is_loopback() && !limits.allow_public_proxies {
-                    return Err(bad(
-                        field,
-                        format!(
-                            "listen address {} is not loopback; scenario proxies listen on 127.0.0.1 or \
-                             ::1 only (e.g. \"34000=127.0.0.1:8080\"), unless the server is started with \
-                             `fault agent tool --allow-public-proxies`",
-                            mapping.listen.ip()
-                        ),
-                    ));
-                }
-                Ok(mapping)
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let slos = match self.slos {
-            None => LatencySlo::defaults(),
-            Some(rows) if rows.is_empty() || rows.len() > 10 => {
-                return Err(bad(
-                    "slos",
-                    "give between 1 and 10 SLOs (or omit the field for the defaults)",
-                ));
-            }
-            Some(rows) => rows
-                .into_iter()
-                .enumerate()
-                .map(|(i, row)| row.validate(&format!("slos[{i}]")))
-                .collect::<Result<_, _>>()?,
-        };
-        let recovery_seconds = whole(
-            "recovery_seconds",
-            self.recovery_seconds.0,
-            DEFAULT_RECOVERY_SECONDS.into(),
-            1,
-            60,
-        )? as u32;
-        let spec = ImpactSpec {
-            target,
-            num_clients,
-            rps,
-            duration,
-            timeout: Duration::from_secs_f64(timeout),
-            proxies,
-            faults,
-            slos,
-            seed: self.seed.0,
-            baseline: self.baseline.0.unwrap_or(false),
-            recovery_seconds,
-        };
-        // Each window must fit the run: checked now, against `duration`, before anything starts.
-        spec.fault_windows()
-            .map_err(|(index, e)| bad(sched_field(index), e.to_string()))?;
-        Ok(spec)
+        return Ok((Pace::Open { rps }, duration));
     }
+    if let Some(given) = [fields::DURATION, fields::RPS]
+        .iter()
+        .find(|field| input.has(field))
+    {
+        return Err(bad(
+            given.name,
+            "is for a constant rate, and `stages` is given: give either `duration` and `rps`, or `stages` \
+             (each with its own duration and rps)",
+        ));
+    }
+    let mut steps = Vec::with_capacity(stages.len());
+    for (index, stage) in stages.iter().enumerate() {
+        let length = stage
+            .parsed::<String>(&fields::STAGE_DURATION)
+            .map(|text| fields::parse_duration(&text))?
+            .map_err(|e| bad(format!("stages[{index}].duration"), e))?;
+        if length.is_zero() {
+            return Err(bad(
+                format!("stages[{index}].duration"),
+                "is 0: a stage lasts more than 0s",
+            ));
+        }
+        let rps = stage.number(&fields::STAGE_RPS)?;
+        if rps > limits.max_total_rps as f64 {
+            return Err(bad(
+                format!("stages[{index}].rps"),
+                cap(format!("{rps} requests per second")),
+            ));
+        }
+        steps.push((length, rps));
+    }
+    let total: Duration = steps.iter().map(|(length, _)| *length).sum();
+    if total > limits.max_duration {
+        return Err(bad(
+            "stages",
+            format!(
+                "the stages last {} in all; accepted: at most {} (the server's cap; `fault agent tool \
+                 --max-scenario-duration` raises it)",
+                humantime::format_duration(total),
+                humantime::format_duration(limits.max_duration)
+            ),
+        ));
+    }
+    let rate = Rate::stages(&steps);
+    if rate.planned() == 0 {
+        return Err(bad(
+            "stages",
+            "every stage's rps is 0: the ramp would send no request",
+        ));
+    }
+    Ok((Pace::Shaped(Arc::new(rate)), total))
 }
 
-/// A duration string ("10s", "500ms") or a number of seconds; default 10 s.
-pub(super) fn duration(text: Option<String>, limits: &Limits) -> Result<Duration, InputError> {
-    let duration = match text {
-        None => Duration::from_secs(10),
-        Some(text) => match text.parse::<f64>() {
-            Ok(secs) if secs.is_finite() && (0.0..=1e9).contains(&secs) => {
-                Duration::from_secs_f64(secs)
-            }
-            Ok(_) => {
+/// The SLOs (the defaults when none is given), each naming a request of `mix` or none.
+fn read_slos(input: &FieldInput, mix: &Mix) -> Result<Vec<LatencySlo>, InputError> {
+    let rows = input.objects(&fields::SLOS)?;
+    if rows.is_empty() {
+        return Ok(LatencySlo::defaults());
+    }
+    let names: Vec<&str> = mix.requests().iter().map(|r| r.name.as_str()).collect();
+    rows.iter()
+        .enumerate()
+        .map(|(index, row)| {
+            let request = Some(row.text(&fields::SLO_REQUEST)?.trim().to_owned())
+                .filter(|name| !name.is_empty());
+            if let Some(name) = &request
+                && !names.contains(&name.as_str())
+            {
+                let hint = closest(name, names.iter().copied())
+                    .map(|close| format!(" (did you mean '{close}'?)"))
+                    .unwrap_or_default();
                 return Err(bad(
-                    "duration",
-                    format!("'{text}' is not a valid number of seconds"),
+                    format!("slos[{index}].request"),
+                    format!(
+                        "'{name}' names no request of the mix{hint}; the requests are {}",
+                        names.join(", ")
+                    ),
                 ));
             }
-            Err(_) => humantime::parse_duration(&text).map_err(|e| {
-                bad(
-                    "duration",
+            Ok(LatencySlo {
+                objective: row.number(&fields::SLO_OBJECTIVE)?,
+                threshold_ms: row.number(&fields::SLO_THRESHOLD)?,
+                request,
+            })
+        })
+        .collect()
+}
+
+/// The scenario around `faults`, read from the common fields of `args`; `sched_field` names the `sched` field
+/// of the fault at an index. The HTML page's file, when asked for, is created last, once all else is accepted.
+fn read_common(
+    args: &JsonObject,
+    faults: Vec<TcpFault>,
+    sched_field: impl Fn(usize) -> String,
+    limits: &Limits,
+) -> Result<(ImpactSpec, Option<PageFile>), InputError> {
+    let input = fields::input(args);
+    let seed = input.optional_parsed::<String>(&fields::SEED)?;
+    let seed = seed
+        .map(|text| crate::seeded::seed_from_text(&text))
+        .transpose()
+        .map_err(|e| bad("seed", e.to_string()))?;
+    let mix = read_mix(&input, seed.unwrap_or_else(rand::random))?;
+    let num_clients = input.whole(&fields::NUM_CLIENTS)? as u32;
+    let (pace, duration) = read_pace(&input, num_clients, limits)?;
+    let timeout = Duration::from_secs_f64(input.number(&fields::TIMEOUT)?);
+    let proxies = input
+        .texts(&fields::PROXIES)?
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            let field = format!("proxies[{i}]");
+            let mapping = impact::parse_mapping(text).map_err(|e| bad(&field, e.to_string()))?;
+            if !mapping.listen.ip().is_loopback() && !limits.allow_public_proxies {
+                return Err(bad(
+                    field,
                     format!(
-                        "'{text}' is not a duration ({e}); use e.g. \"10s\", \"500ms\", \"1m\""
+                        "listen address {} is not loopback; scenario proxies listen on 127.0.0.1 or \
+                         ::1 only (e.g. \"34000=127.0.0.1:8080\"), unless the server is started with \
+                         `fault agent tool --allow-public-proxies`",
+                        mapping.listen.ip()
                     ),
-                )
-            })?,
-        },
+                ));
+            }
+            Ok(mapping)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let slos = read_slos(&input, &mix)?;
+    let spec = ImpactSpec {
+        mix,
+        num_clients,
+        pace,
+        duration,
+        timeout,
+        proxies,
+        faults,
+        slos,
+        seed,
+        baseline: input.switch(&fields::BASELINE)?,
+        recovery_seconds: input.whole(&fields::RECOVERY_SECONDS)? as u32,
+    };
+    // Each window must fit the run: checked now, against `duration`, before anything starts.
+    spec.fault_windows()
+        .map_err(|(index, e)| bad(sched_field(index), e.to_string()))?;
+    let report_path = Some(input.text(&fields::REPORT_PATH)?).filter(|path| !path.is_empty());
+    Ok((spec, report_page(report_path)?))
+}
+
+/// A duration string ("10s", "500ms") or a number of seconds (default 10 s), more than 0 and within the
+/// server's cap.
+pub(super) fn duration(text: Option<String>, limits: &Limits) -> Result<Duration, InputError> {
+    let duration = match text.filter(|text| !text.trim().is_empty()) {
+        None => Duration::from_secs(10),
+        Some(text) => fields::parse_duration(&text).map_err(|e| bad("duration", e))?,
     };
     if duration.is_zero() || duration > limits.max_duration {
         return Err(bad(
@@ -355,11 +431,7 @@ pub(super) fn impact_spec<S: TcpFaultSpec>(
 ) -> Result<(ImpactSpec, Option<PageFile>), InputError> {
     let input = FieldInput::from_arguments(&faults::fields::<S>(), args);
     let fault: TcpFault = faults::read_fault::<S>(&input).map_err(|e| bad(e.field, e.message))?;
-    let mut common = read::<CommonInput>(args)?;
-    let report_path = common.report_path.0.take();
-    let spec = common.validate(vec![fault], |_| "sched".to_owned(), limits)?;
-    // Last, once everything else is accepted: it creates the file.
-    Ok((spec, report_page(report_path)?))
+    read_common(args, vec![fault], |_| "sched".to_owned(), limits)
 }
 
 /// Faults the compound tool takes at most.
@@ -455,10 +527,12 @@ pub(super) fn compound_spec(
         };
         faults.push(read.map_err(|e| bad(format!("{at}.{}", e.field), e.message))?);
     }
-    let mut common = read::<CommonInput>(args)?;
-    let report_path = common.report_path.0.take();
-    let spec = common.validate(faults, |index| format!("faults[{index}].sched"), limits)?;
-    Ok((spec, report_page(report_path)?))
+    read_common(
+        args,
+        faults,
+        |index| format!("faults[{index}].sched"),
+        limits,
+    )
 }
 
 /// The schema of one item of the compound tool's `faults`: `type` naming fault `S`, then its fields (its own
@@ -493,6 +567,14 @@ fn required_names(fields: &[Field]) -> impl Iterator<Item = &'static str> + '_ {
         .map(|field| field.name)
 }
 
+/// The schema of the fields every scenario takes, closed to any other field.
+fn common_schema() -> JsonObject {
+    match crate::fields::object_schema(fields::COMMON_FIELDS) {
+        Value::Object(schema) => schema,
+        _ => JsonObject::new(),
+    }
+}
+
 /// The input schema of the compound tool: the common fields, then `faults`, a list whose items are one of the
 /// registered faults, told apart by `type`.
 pub(super) fn compound_schema() -> Arc<JsonObject> {
@@ -504,7 +586,7 @@ pub(super) fn compound_schema() -> Arc<JsonObject> {
     }
     let mut items = Items(Vec::new());
     faults::for_each(&mut items);
-    let mut schema = (*schema_for_type::<CommonInput>()).clone();
+    let mut schema = common_schema();
     if let Some(Value::Object(properties)) = schema.get_mut("properties") {
         properties.insert(
             "faults".into(),
@@ -531,7 +613,7 @@ pub(super) fn compound_schema() -> Arc<JsonObject> {
 /// The input schema of fault `S`'s tool: the common fields, then the fault's (its own and where it acts),
 /// each generated from its declaration.
 pub(super) fn input_schema<S: TcpFaultSpec>() -> Arc<JsonObject> {
-    let mut schema = (*schema_for_type::<CommonInput>()).clone();
+    let mut schema = common_schema();
     let fields = faults::fields::<S>();
     if let Some(Value::Object(properties)) = schema.get_mut("properties") {
         for field in &fields {

@@ -9,6 +9,7 @@ mod impact_input;
 mod index;
 mod mcp_chaos;
 mod mcp_chaos_input;
+pub mod scenario_fields;
 
 use std::sync::Arc;
 

@@ -34,7 +34,12 @@ fn probes(field: &Field) -> Vec<String> {
             values.extend(field.example().map(str::to_ascii_uppercase));
             values.extend(["0.5", "5%", "start:1s,duration:2s", "start:10%"].map(String::from));
         }
-        Kind::Ignored => {}
+        // Lists and objects have no flag: the faults declare none.
+        Kind::Ignored
+        | Kind::Objects { .. }
+        | Kind::Object { .. }
+        | Kind::TextMap
+        | Kind::Texts { .. } => {}
     }
     values
 }

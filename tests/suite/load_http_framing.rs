@@ -13,7 +13,7 @@ use std::{
     time::Duration,
 };
 
-use fault::load::{LoadPlan, LoadReport, Pace, Target};
+use fault::load::{LoadPlan, LoadReport, Mix, Pace, Target};
 use scenario_support::run_load;
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
@@ -95,7 +95,7 @@ async fn serve(mut stream: TcpStream, script: Script, seen: Arc<Mutex<Vec<Vec<u8
 
 fn plan(target: Target, clients: u32, rps: u32, duration_ms: u64) -> LoadPlan {
     LoadPlan {
-        target,
+        mix: Mix::single(target),
         connect_to: None,
         proxy_originates_tls: false,
         num_clients: clients,

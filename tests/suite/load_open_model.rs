@@ -6,7 +6,7 @@ use crate::scenario_support;
 use std::{sync::Arc, time::Duration};
 
 use fault::{
-    load::{self, LoadPlan, LoadProgress, Pace, Target},
+    load::{self, LoadPlan, LoadProgress, Mix, Pace, Target},
     report::impact as report,
 };
 use scenario_support::run_load;
@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 fn plan(url: &str, num_clients: u32, rps: u32, duration_ms: u64, timeout_ms: u64) -> LoadPlan {
     LoadPlan {
-        target: Target::parse(url, "GET", &[], "").unwrap(),
+        mix: Mix::single(Target::parse(url, "GET", &[], "").unwrap()),
         connect_to: None,
         proxy_originates_tls: false,
         num_clients,
@@ -98,7 +98,7 @@ async fn outcomes_are_counted_apart() {
 fn impact_report(plan: &LoadPlan, load: &load::LoadReport) -> (report::RunFigures, String) {
     let input = report::ReportInput {
         call: report::CallInfo {
-            url: format!("http://{}:{}/", plan.target.host(), plan.target.port()),
+            url: format!("http://{}:{}/", plan.target().host(), plan.target().port()),
             method: "GET".into(),
             timeout_ms: plan.timeout.as_millis() as u64,
             headers: vec![],
@@ -108,6 +108,7 @@ fn impact_report(plan: &LoadPlan, load: &load::LoadReport) -> (report::RunFigure
             duration_s: plan.duration.as_secs_f64(),
             num_clients: plan.num_clients,
             rps: 10,
+            stages: Vec::new(),
         },
         faults: vec![],
         slos: vec![],

@@ -29,13 +29,16 @@ pub use phases::{
 use super::{SecondFigures, ms, percent, quantile, ratio, round2, round4, sparklines};
 
 /// A service level objective: `objective`% of requests succeed within `threshold_ms`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(rename = "Slo")]
 pub struct LatencySlo {
     /// Share of requests (percent, 0 < objective < 100 or exactly 100) that must succeed within the threshold.
     pub objective: f64,
     /// Latency threshold in milliseconds.
     pub threshold_ms: f64,
+    /// The request of the mix it judges; `None`: all traffic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<String>,
 }
 
 impl LatencySlo {
@@ -45,10 +48,12 @@ impl LatencySlo {
             LatencySlo {
                 objective: 99.0,
                 threshold_ms: 350.0,
+                request: None,
             },
             LatencySlo {
                 objective: 95.0,
                 threshold_ms: 200.0,
+                request: None,
             },
         ]
     }
@@ -89,8 +94,21 @@ pub struct CallInfo {
 pub struct StrategyInfo {
     pub duration_s: f64,
     pub num_clients: u32,
-    /// Requests per second per client.
+    /// Requests per second per client, at a constant rate; 0 when the rate followed `stages`.
     pub rps: u32,
+    /// The stages the rate (over all clients) followed, in order; empty at a constant rate.
+    #[serde(default)]
+    pub stages: Vec<StageInfo>,
+}
+
+/// One stage of a ramp: the rate over all clients moved linearly from `from_rps` to `to_rps`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StageInfo {
+    /// When it started, in seconds from the run's start.
+    pub from_s: f64,
+    pub duration_s: f64,
+    pub from_rps: f64,
+    pub to_rps: f64,
 }
 
 /// One fault applied during the run.

@@ -510,6 +510,7 @@ mod tests {
         let slos = [LatencySlo {
             objective: 90.0,
             threshold_ms: 100.0,
+            request: None,
         }];
         let mut seconds = run(99, 99);
         seconds[7] = second(7, 20, 0, 150.0);
