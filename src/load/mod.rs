@@ -16,6 +16,7 @@
 //! handshakes run under the request timeout, so a run never outlives `duration + timeout + GRACE`.
 
 mod client;
+pub mod feed;
 pub mod mix;
 mod rate;
 mod record;
