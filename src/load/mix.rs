@@ -2,9 +2,14 @@
 //! request a call sends depends only on the scenario's seed and the call's number in the schedule (a keyed
 //! roll, [`crate::seeded`]), never on timing, so one seed gives one sequence of requests on every run.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 
-use super::{RequestOutcome, Target};
+use super::{
+    RequestOutcome, Target,
+    feed::{BoundTemplate, Feed},
+};
 
 /// What counts as a request's success beyond "a status below 400".
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -69,10 +74,23 @@ impl Expect {
 pub struct MixRequest {
     /// How the report names it.
     pub name: String,
+    /// The request as written (with a feed, its placeholders not filled: it gives the host, the method and
+    /// the report's description).
     pub target: Target,
     /// Its share of the calls, relative to the others' weights.
     pub weight: f64,
     pub expect: Expect,
+    /// With a feed: its url, header values and body, to fill from the feed's row for each call.
+    pub template: Option<Arc<RequestTemplate>>,
+}
+
+/// A request whose url, header values and body take a feed's columns.
+#[derive(Debug)]
+pub struct RequestTemplate {
+    pub method: String,
+    pub url: BoundTemplate,
+    pub headers: Vec<(String, BoundTemplate)>,
+    pub body: BoundTemplate,
 }
 
 /// The requests of a run, picked by weight.
@@ -82,6 +100,8 @@ pub struct Mix {
     /// Each request's upper bound in `[0, 1)`: request i takes rolls in `[bounds[i-1], bounds[i])`.
     bounds: Vec<f64>,
     seed: u64,
+    /// The rows that fill the requests' templates, when there is a feed.
+    feed: Option<Arc<Feed>>,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -123,6 +143,48 @@ impl Mix {
             requests,
             bounds,
             seed,
+            feed: None,
+        })
+    }
+
+    /// The mix with `feed`, whose rows fill its requests' templates.
+    pub fn with_feed(self, feed: Arc<Feed>) -> Self {
+        Self {
+            feed: Some(feed),
+            ..self
+        }
+    }
+
+    pub fn feed(&self) -> Option<&Feed> {
+        self.feed.as_deref()
+    }
+
+    /// The bytes call number `call` sends for request `request`: the request as written, or with a feed its
+    /// template filled from the call's row. A row whose values make no valid request is an error saying which.
+    pub fn wire(&self, request: usize, call: u64) -> Result<Bytes, String> {
+        let mix = &self.requests[request];
+        let (Some(template), Some(feed)) = (&mix.template, &self.feed) else {
+            return Ok(mix.target.wire.clone());
+        };
+        let row = feed.row(call);
+        let headers: Vec<(String, String)> = template
+            .headers
+            .iter()
+            .map(|(name, value)| (name.clone(), value.render(row).into_owned()))
+            .collect();
+        Target::parse(
+            &template.url.render(row),
+            &template.method,
+            &headers,
+            &template.body.render(row),
+        )
+        .map(|target| target.wire)
+        .map_err(|e| {
+            format!(
+                "the request {} built from feed row {} is not valid: {e}",
+                mix.name,
+                row.index() + 1
+            )
         })
     }
 
@@ -134,9 +196,11 @@ impl Mix {
                 target,
                 weight: 1.0,
                 expect: Expect::default(),
+                template: None,
             }],
             bounds: vec![1.0],
             seed: 0,
+            feed: None,
         }
     }
 
@@ -171,6 +235,7 @@ mod tests {
             target: Target::parse("http://127.0.0.1:1/x", "GET", &[], "").unwrap(),
             weight,
             expect: Expect::default(),
+            template: None,
         }
     }
 

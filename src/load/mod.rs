@@ -457,11 +457,10 @@ struct VirtualClient {
 }
 
 impl VirtualClient {
-    /// The request of the mix this client's start number `k` sends: start k·clients + index of the run.
-    fn pick(&self, k: u64) -> usize {
-        self.shared
-            .mix
-            .pick(k * u64::from(self.shared.num_clients) + u64::from(self.index))
+    /// The number in the run's schedule of this client's start number `k`: k·clients + index (the order the
+    /// starts are due in, over all clients), which picks its request and its feed row.
+    fn call(&self, k: u64) -> u64 {
+        k * u64::from(self.shared.num_clients) + u64::from(self.index)
     }
 }
 
@@ -486,15 +485,32 @@ impl schedule::Work for VirtualClient {
     ) -> impl std::future::Future<Output = RequestEnd> + Send + use<> {
         let shared = self.shared.clone();
         let idle = self.idle.pop();
-        let request = self.pick(k);
+        let call = self.call(k);
+        let request = self.shared.mix.pick(call);
         async move {
             // Sent when its exchange begins (a connection taken or opened, the request written), which is
             // later than due when this client's task was busy.
             let sent = Instant::now();
             shared.progress.started.fetch_add(1, Ordering::Relaxed);
             let mix = &shared.mix.requests()[request];
+            let bytes = match shared.mix.wire(request, call) {
+                Ok(bytes) => bytes,
+                Err(unfit) => {
+                    return RequestEnd {
+                        request,
+                        timing: Timing {
+                            due,
+                            sent: Some(sent),
+                            ended: Instant::now(),
+                        },
+                        outcome: RequestOutcome::Transport(unfit),
+                        body_bytes: 0,
+                        kept: idle,
+                    };
+                }
+            };
             let wire = client::Wire {
-                bytes: &mix.target.wire,
+                bytes: &bytes,
                 is_head: mix.target.method == Method::HEAD,
                 keep_body: if mix.expect.needs_body() {
                     mix::MAX_BODY_KEPT
@@ -548,7 +564,7 @@ impl schedule::Work for VirtualClient {
 
     fn not_started(&mut self, k: u64, due: Instant) {
         let timing = Timing::not_started(due, self.shared.timeout);
-        let request = self.pick(k);
+        let request = self.shared.mix.pick(self.call(k));
         record(
             self.index,
             &self.shared,

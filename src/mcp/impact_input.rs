@@ -15,7 +15,11 @@ use crate::{
     fields::{Field, FieldError, FieldInput, Presence, closest},
     impact::{self, ImpactSpec, Limits},
     lenient::Number,
-    load::{self, Expect, Mix, MixRequest, Pace, Rate, Target},
+    load::{
+        self, Expect, Mix, MixRequest, Pace, Rate, Target,
+        feed::{Feed, FeedError, FeedOrder, Template},
+        mix::RequestTemplate,
+    },
     proxy::{
         TcpFault,
         faults::{self, EachFault, TcpFaultSpec},
@@ -109,8 +113,21 @@ fn target(
     })
 }
 
-/// The traffic: `requests`, or the one request of `url`; every request to the first one's service.
-fn read_mix(input: &FieldInput, seed: u64) -> Result<Mix, InputError> {
+/// A request as the tool's arguments write it: where its fields are (`""` or `"requests[1]."`), its name,
+/// method, url, body and headers, weight and expectation.
+struct Written {
+    at: String,
+    name: String,
+    method: String,
+    url: String,
+    body: String,
+    headers: Vec<(String, String)>,
+    weight: f64,
+    expect: Expect,
+}
+
+/// The requests as written: `requests`, or the one request of `url`.
+fn written(input: &FieldInput) -> Result<Vec<Written>, InputError> {
     let items = input.objects(&fields::REQUESTS)?;
     if items.is_empty() {
         let Some(url) = Some(input.text(&fields::URL)?).filter(|url| !url.is_empty()) else {
@@ -119,16 +136,16 @@ fn read_mix(input: &FieldInput, seed: u64) -> Result<Mix, InputError> {
                 "is required: an absolute http:// or https:// URL (or give `requests`, a traffic mix)",
             ));
         };
-        let request = target(
-            "",
-            (
-                &url,
-                &input.text(&fields::METHOD)?,
-                &input.text(&fields::BODY)?,
-            ),
-            &input.text_map(&fields::HEADERS)?,
-        )?;
-        return Ok(Mix::single(request));
+        return Ok(vec![Written {
+            at: String::new(),
+            name: String::new(),
+            method: input.text(&fields::METHOD)?,
+            url,
+            body: input.text(&fields::BODY)?,
+            headers: input.text_map(&fields::HEADERS)?,
+            weight: 1.0,
+            expect: Expect::default(),
+        }]);
     }
     if let Some(single) = [fields::URL, fields::METHOD, fields::BODY, fields::HEADERS]
         .iter()
@@ -143,7 +160,7 @@ fn read_mix(input: &FieldInput, seed: u64) -> Result<Mix, InputError> {
             ),
         ));
     }
-    let mut requests: Vec<MixRequest> = Vec::with_capacity(items.len());
+    let mut requests: Vec<Written> = Vec::with_capacity(items.len());
     for (index, item) in items.iter().enumerate() {
         let at = format!("requests[{index}].");
         let name = item.text(&fields::REQUEST_NAME)?.trim().to_owned();
@@ -159,33 +176,6 @@ fn read_mix(input: &FieldInput, seed: u64) -> Result<Mix, InputError> {
                 format!("'{name}' is already the name of requests[{first}]; names must be unique"),
             ));
         }
-        let request = target(
-            &at,
-            (
-                &item.text(&fields::REQUEST_URL)?,
-                &item.text(&fields::REQUEST_METHOD)?,
-                &item.text(&fields::REQUEST_BODY)?,
-            ),
-            &item.text_map(&fields::REQUEST_HEADERS)?,
-        )?;
-        if let Some(first) = requests.first() {
-            let service = |t: &Target| (t.url.scheme().to_owned(), t.host().to_owned(), t.port());
-            if service(&first.target) != service(&request) {
-                return Err(bad(
-                    format!("{at}url"),
-                    format!(
-                        "goes to {}://{}:{}, and requests[0] to {}://{}:{}: every request of a mix goes to \
-                         one service (scheme, host and port)",
-                        request.url.scheme(),
-                        request.host(),
-                        request.port(),
-                        first.target.url.scheme(),
-                        first.target.host(),
-                        first.target.port()
-                    ),
-                ));
-            }
-        }
         let expect = match item.object(&fields::REQUEST_EXPECT)? {
             None => Expect::default(),
             Some(expect) => Expect {
@@ -199,14 +189,122 @@ fn read_mix(input: &FieldInput, seed: u64) -> Result<Mix, InputError> {
                     .map(bytes::Bytes::from),
             },
         };
-        requests.push(MixRequest {
+        requests.push(Written {
+            at,
             name,
-            target: request,
+            method: item.text(&fields::REQUEST_METHOD)?,
+            url: item.text(&fields::REQUEST_URL)?,
+            body: item.text(&fields::REQUEST_BODY)?,
+            headers: item.text_map(&fields::REQUEST_HEADERS)?,
             weight: item.number(&fields::REQUEST_WEIGHT)?,
             expect,
         });
     }
-    Mix::new(requests, seed).map_err(|e| bad("requests", e.to_string()))
+    Ok(requests)
+}
+
+/// A feed's refusal as a tool error: its message starts with the field it is about.
+fn feed_error(e: FeedError) -> InputError {
+    let text = e.to_string();
+    match text.split_once(": ") {
+        Some((field, message)) => bad(field, message),
+        None => bad("feed", text),
+    }
+}
+
+/// `written`'s url, header values and body as templates filled from `feed`'s rows; `None` when none of them
+/// names a column.
+fn template(written: &Written, feed: &Feed) -> Result<Option<Arc<RequestTemplate>>, InputError> {
+    let parse = |field: &str, text: &str| {
+        Template::parse(format!("{}{field}", written.at), text).map_err(feed_error)
+    };
+    let url = parse("url", &written.url)?;
+    let body = parse("body", &written.body)?;
+    let headers = written
+        .headers
+        .iter()
+        .map(|(name, value)| Ok((name.clone(), parse(&format!("headers.{name}"), value)?)))
+        .collect::<Result<Vec<_>, InputError>>()?;
+    if url.is_literal() && body.is_literal() && headers.iter().all(|(_, t)| t.is_literal()) {
+        return Ok(None);
+    }
+    Ok(Some(Arc::new(RequestTemplate {
+        method: written.method.clone(),
+        url: feed.bind(&url).map_err(feed_error)?,
+        body: feed.bind(&body).map_err(feed_error)?,
+        headers: headers
+            .iter()
+            .map(|(name, value)| {
+                Ok((
+                    name.clone(),
+                    feed.bind_header_value(value).map_err(feed_error)?,
+                ))
+            })
+            .collect::<Result<_, InputError>>()?,
+    })))
+}
+
+/// The traffic: `requests`, or the one request of `url`, every request to the first one's service; with
+/// `feed`, their placeholders filled from its rows.
+fn read_mix(input: &FieldInput, seed: u64) -> Result<Mix, InputError> {
+    let written = written(input)?;
+    let feed = match input.object(&fields::FEED)? {
+        None => None,
+        Some(feed) => {
+            let path = feed.text(&fields::FEED_FILE)?;
+            let order = FeedOrder::parse(&feed.text(&fields::FEED_ORDER)?).map_err(feed_error)?;
+            Some(Arc::new(
+                Feed::load(std::path::Path::new(&path), order, seed).map_err(feed_error)?,
+            ))
+        }
+    };
+    let mut requests: Vec<MixRequest> = Vec::with_capacity(written.len());
+    for request in &written {
+        let at = &request.at;
+        let target = target(
+            at,
+            (&request.url, &request.method, &request.body),
+            &request.headers,
+        )?;
+        if let Some(first) = requests.first() {
+            let service = |t: &Target| (t.url.scheme().to_owned(), t.host().to_owned(), t.port());
+            if service(&first.target) != service(&target) {
+                return Err(bad(
+                    format!("{at}url"),
+                    format!(
+                        "goes to {}://{}:{}, and requests[0] to {}://{}:{}: every request of a mix goes to \
+                         one service (scheme, host and port)",
+                        target.url.scheme(),
+                        target.host(),
+                        target.port(),
+                        first.target.url.scheme(),
+                        first.target.host(),
+                        first.target.port()
+                    ),
+                ));
+            }
+        }
+        let template = match &feed {
+            Some(feed) => template(request, feed)?,
+            None => None,
+        };
+        requests.push(MixRequest {
+            name: if request.name.is_empty() {
+                target.label()
+            } else {
+                request.name.clone()
+            },
+            target,
+            weight: request.weight,
+            expect: request.expect.clone(),
+            template,
+        });
+    }
+    let mix = Mix::new(requests, seed).map_err(|e| bad("requests", e.to_string()))?;
+    Ok(match feed {
+        Some(feed) => mix.with_feed(feed),
+        None => mix,
+    })
 }
 
 /// The pace and how long the load runs: `stages`, or `rps` per client for `duration`.

@@ -154,6 +154,40 @@ pub const STAGES: Field = Field::objects(
 )
 .optional("a constant rate: `rps` per client for `duration`");
 
+fn check_order(text: &str) -> Result<(), String> {
+    crate::load::feed::FeedOrder::parse(text)
+        .map(drop)
+        .map_err(|_| {
+            format!(
+                "'{text}' is not an order; accepted: {}",
+                crate::load::feed::FeedOrder::NAMES.join(" or ")
+            )
+        })
+}
+
+pub const FEED_FILE: Field = Field::text(
+    "file",
+    "A CSV file with a header row, or JSON lines (one object per line), read once before the run (64 MiB \
+     at most)",
+)
+.required("\"/tmp/users.csv\"");
+pub const FEED_ORDER: Field = Field::parsed(
+    "order",
+    "Which row each call takes: `sequential` (row k for call k, wrapping) or `random` (a row drawn from \
+     the scenario's seed and the call's number)",
+    "sequential or random",
+    check_order,
+)
+.default("sequential");
+const FEED_FIELDS: &[Field] = &[FEED_FILE, FEED_ORDER];
+pub const FEED: Field = Field::object(
+    "feed",
+    "Data whose columns fill `{{name}}` placeholders in the requests' url, header values and body (without \
+     a feed, `{{` is plain text)",
+    FEED_FIELDS,
+)
+.optional("none");
+
 pub const DURATION: Field = Field::parsed(
     "duration",
     "How long to send load, e.g. \"10s\", \"500ms\", \"1m\" (a bare number means seconds), at most the \
@@ -258,6 +292,7 @@ pub const COMMON_FIELDS: &[Field] = &[
     BODY,
     HEADERS,
     REQUESTS,
+    FEED,
     STAGES,
     DURATION,
     NUM_CLIENTS,

@@ -147,37 +147,27 @@ fn impact_tools() -> String {
 }
 
 fn impact_common_fields() -> String {
-    let tool = fault::mcp::FaultServer::tools()
-        .into_iter()
-        .find(|tool| tool.name == "fault_run_blackhole_impact_scenario")
-        .expect("the blackhole tool");
-    let own: BTreeSet<String> = {
-        let mut names = BTreeSet::new();
-        for_each_fault(|fault| {
-            if fault.kind == "blackhole" {
-                names.extend(fault.all.iter().map(|field| field.name.to_owned()));
-            }
-        });
-        names
-    };
-    let required: Vec<&str> = tool.input_schema["required"]
-        .as_array()
-        .map(|names| names.iter().filter_map(|n| n.as_str()).collect())
-        .unwrap_or_default();
     let mut out = String::from("| field | what it takes |\n|---|---|\n");
-    let properties = tool.input_schema["properties"]
-        .as_object()
-        .expect("properties");
-    for (name, schema) in properties.iter().filter(|(name, _)| !own.contains(*name)) {
-        let name = if required.contains(&name.as_str()) {
-            format!("**`{name}`**")
-        } else {
-            format!("`{name}`")
-        };
-        let description = schema["description"].as_str().unwrap_or_default();
-        out += &format!("| {name} | {} |\n", cell(description));
+    for field in fault::mcp::scenario_fields::COMMON_FIELDS {
+        field_rows(&mut out, field, "");
     }
     out
+}
+
+/// The row of `field` (named with `prefix`, e.g. `requests[].`), then those of its members.
+fn field_rows(out: &mut String, field: &Field, prefix: &str) {
+    let name = match field.presence {
+        Presence::Required { .. } => format!("**`{prefix}{}`**", field.name),
+        _ => format!("`{prefix}{}`", field.name),
+    };
+    *out += &format!("| {name} | {} |\n", cell(&field.description()));
+    let inner = match field.kind {
+        Kind::Objects { .. } => format!("{prefix}{}[].", field.name),
+        _ => format!("{prefix}{}.", field.name),
+    };
+    for member in field.members() {
+        field_rows(out, member, &inner);
+    }
 }
 
 /// A flag with its value name: `--latency-mean MS`.
