@@ -57,7 +57,7 @@ pub struct SecondSamples {
 }
 
 impl SecondSamples {
-    pub(super) fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             latency_us: histogram(2),
             requests: 0,
@@ -252,7 +252,9 @@ impl Samples {
         }
     }
 
-    pub(super) fn merge(&mut self, other: &Samples) {
+    /// Adds `other`'s requests (of the same run, or of another run of the same schedule: second by second and
+    /// phase by phase).
+    pub(crate) fn merge(&mut self, other: &Samples) {
         // Same bounds on both sides, so adding cannot fail.
         let _ = self.all_us.add(&other.all_us);
         let _ = self.success_us.add(&other.success_us);
@@ -280,6 +282,13 @@ impl Samples {
             mine.errors += theirs.errors;
             mine.timeouts += theirs.timeouts;
             mine.answered += theirs.answered;
+        }
+        for (mine, theirs) in self.phases.iter_mut().zip(&other.phases) {
+            let _ = mine.all_us.add(&theirs.all_us);
+            let _ = mine.success_us.add(&theirs.success_us);
+            mine.success += theirs.success;
+            mine.errors += theirs.errors;
+            mine.timeouts += theirs.timeouts;
         }
     }
 }
