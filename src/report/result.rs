@@ -114,7 +114,12 @@ pub fn parse_result(path: &Path, text: &str) -> Result<Report, ResultError> {
     }
     serde_path_to_error::deserialize::<_, Report>(value).map_err(|e| {
         let field = e.path().to_string();
-        not_result(format!("{field}: {}", e.into_inner()))
+        let error = e.into_inner();
+        if field == "." {
+            not_result(error.to_string())
+        } else {
+            not_result(format!("{field}: {error}"))
+        }
     })
 }
 

@@ -61,6 +61,7 @@ mod report_charts;
 mod report_charts_browser;
 mod report_charts_html;
 mod report_figures;
+mod report_merge;
 mod robustness;
 mod scenario_recovery;
 mod scenario_tools;
