@@ -93,7 +93,7 @@ async fn two_real_runs_merged_give_the_percentiles_and_counts_of_both() {
     // Two "machines" at once against one service: a baseline, then 20 ms of latency in the middle second.
     let args = json!({
         "url": upstream.url("/todos/1"), "latency": 20, "sched": "start:1s,duration:1s",
-        "duration": "3s", "rps": 40, "num_clients": 1, "baseline": true,
+        "duration": "3s", "rps": 20, "num_clients": 1, "baseline": true,
         "slos": [{"objective": 90, "threshold_ms": 15}],
     });
     let (a, b) = tokio::join!(impact_run(args.clone()), impact_run(args));
