@@ -21,20 +21,21 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// The JSON Schemas of both reports' results, as the scenario tools give them in `outputSchema`: each with its
-/// file under `docs/src/schemas/`, where the book publishes it.
+/// The JSON Schemas of both reports' results, as the scenario tools give them in `outputSchema` (rmcp's
+/// rendering of a tool's output type): each with its file under `docs/src/schemas/`, where the book publishes it.
 pub fn result_schemas() -> Vec<(&'static str, serde_json::Value)> {
+    use rmcp::handler::server::common::schema_for_output;
     let schema = |object: std::sync::Arc<rmcp::model::JsonObject>| {
         serde_json::Value::Object((*object).clone())
     };
     vec![
         (
             "impact-result.json",
-            schema(crate::serve::output_schema::<impact::Report>()),
+            schema(schema_for_output::<impact::Report>()),
         ),
         (
             "chaos-result.json",
-            schema(crate::serve::output_schema::<chaos::ChaosReport>()),
+            schema(schema_for_output::<chaos::ChaosReport>()),
         ),
     ]
 }
