@@ -337,9 +337,16 @@ fn histograms(value: &Value, at: String, found: &mut Vec<(String, String)>) {
 #[tokio::test]
 async fn the_python_hdrhistogram_package_reads_every_histogram_of_a_result() {
     let test = "report_merge::the_python_hdrhistogram_package_reads_every_histogram_of_a_result";
+    // The PyPI package `hdrhistogram` is imported as `hdrh`.
     let python = match common::python_with(&["hdrh.histogram"]) {
         Ok(python) => python,
-        Err(why) => return optional::skip(test, &why),
+        Err(_) => {
+            return optional::skip(
+                test,
+                "no Python can `import hdrh` (pip install hdrhistogram, or set FAULT_TEST_PYTHON to a Python \
+                 that has it)",
+            );
+        }
     };
     let result = serde_json::to_value(known_result(6, 400)).unwrap();
     let mut found = Vec::new();

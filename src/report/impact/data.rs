@@ -514,7 +514,10 @@ mod tests {
         // its one request's).
         let load = load_report(120, 1_000, 250_000);
         let json = serde_json::to_string(&RunData::of(&load)).unwrap();
-        eprintln!("a 120 s run at 1,000 requests per second: {} bytes of data", json.len());
+        eprintln!(
+            "a 120 s run at 1,000 requests per second: {} bytes of data",
+            json.len()
+        );
         assert!(json.len() < 400_000, "{} bytes", json.len());
     }
 }
