@@ -319,6 +319,7 @@ fn main() {
         let records = chaos_records(seconds, rate);
         let (report, report_t, report_m) = measured(|| {
             let report = chaos::ChaosReport {
+                schema_version: chaos::SCHEMA_VERSION,
                 title: "MCP Chaos Report".into(),
                 started_at: String::new(),
                 ended_at: String::new(),

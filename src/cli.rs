@@ -1,5 +1,5 @@
-//! Command line: global logging flags, `run` (the fault proxy) and `agent [OPTIONS] tool [--transport stdio|http]`
-//! (the MCP server).
+//! Command line: global logging flags, `run` (the fault proxy), `agent [OPTIONS] tool [--transport stdio|http]`
+//! (the MCP server) and `report merge` (results of one scenario added up).
 
 use std::{path::PathBuf, process::ExitCode, time::Duration};
 
@@ -44,6 +44,11 @@ pub fn main() -> ExitCode {
             Command::McpTestServer(args) => crate::mcp_test_server::serve(args)
                 .await
                 .map_err(|e| e.to_string()),
+            Command::Report(report) => match report.command {
+                ReportSubcommand::Merge(args) => {
+                    crate::report::merge::run(&args).map_err(|e| e.to_string())
+                }
+            },
             Command::Agent(agent) => match agent.command {
                 AgentSubcommand::Tool(tool) => {
                     let options = agent.options.resolve_env().map_err(|e| e.to_string())?;
@@ -104,6 +109,21 @@ pub enum Command {
     /// Serve MCP test tools that fail, stall and answer on demand (error, slow, flaky, echo, get_item,
     /// list_items, progress): a known target for MCP clients, proxies and `fault mcp-proxy`.
     McpTestServer(crate::mcp_test_server::TestServerArgs),
+    /// Scenario results: `merge` adds up results of one impact scenario from several runs or machines.
+    Report(ReportCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct ReportCommand {
+    #[command(subcommand)]
+    pub command: ReportSubcommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReportSubcommand {
+    /// Merge impact results (JSON) of the same scenario exactly: histograms added, counts summed, SLOs, phases
+    /// and recovery judged again on the merged data. Prints the merged result (JSON) on stdout.
+    Merge(crate::report::merge::MergeArgs),
 }
 
 #[derive(Debug, Args)]

@@ -159,6 +159,7 @@ pub async fn run(
     let comparison = baseline.as_ref().map(|b| report::compare(b, &run));
     let policy = &spec.load.policy;
     Ok(ChaosReport {
+        schema_version: report::SCHEMA_VERSION,
         title: "MCP Chaos Report".into(),
         started_at,
         ended_at: now(),

@@ -59,7 +59,7 @@ pub struct SecondSamples {
 }
 
 impl SecondSamples {
-    pub(super) fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             latency_us: histogram(2),
             requests: 0,

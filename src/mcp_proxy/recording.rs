@@ -93,6 +93,7 @@ impl ReportObserver {
         let mut run = report::figures(self.records.clone(), duration_ms, self.schemas.hints());
         run.mcp_tasks = self.tasks.figures();
         ChaosReport {
+            schema_version: report::SCHEMA_VERSION,
             gates: report::gates::evaluate(&self.gates, &run),
             title: "MCP Chaos Report".into(),
             started_at: self.started_at.clone(),

@@ -12,12 +12,33 @@
 pub mod chaos;
 pub mod chart;
 pub mod impact;
+pub mod merge;
 pub mod proxy;
+pub mod result;
 
 use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+/// The JSON Schemas of both reports' results, as the scenario tools give them in `outputSchema` (rmcp's
+/// rendering of a tool's output type): each with its file under `docs/src/schemas/`, where the book publishes it.
+pub fn result_schemas() -> Vec<(&'static str, serde_json::Value)> {
+    use rmcp::handler::server::common::schema_for_output;
+    let schema = |object: std::sync::Arc<rmcp::model::JsonObject>| {
+        serde_json::Value::Object((*object).clone())
+    };
+    vec![
+        (
+            "impact-result.json",
+            schema(schema_for_output::<impact::Report>()),
+        ),
+        (
+            "chaos-result.json",
+            schema(schema_for_output::<chaos::ChaosReport>()),
+        ),
+    ]
+}
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct SecondFigures {

@@ -61,6 +61,8 @@ mod report_charts;
 mod report_charts_browser;
 mod report_charts_html;
 mod report_figures;
+mod report_merge;
+mod result_schemas;
 mod robustness;
 mod scenario_recovery;
 mod scenario_tools;

@@ -223,9 +223,15 @@ pub struct ComparisonRow {
     pub retries: u64,
 }
 
+/// The version of the MCP chaos result's format ([`ChaosReport`] as JSON, `docs/src/schemas/chaos-result.json`):
+/// raised when a field changes meaning or a required one is added.
+pub const SCHEMA_VERSION: u32 = 1;
+
 /// The whole report; the markdown is rendered from it.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct ChaosReport {
+    /// The version of this format (1).
+    pub schema_version: u32,
     pub title: String,
     pub started_at: String,
     pub ended_at: String,

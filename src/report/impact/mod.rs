@@ -10,6 +10,7 @@
 //! - the scenario is Failed when any SLO is not met;
 //! - phases, time to detect and to recover, burn rates and retry amplification: see [`phases`].
 
+pub mod data;
 mod markdown;
 pub mod phases;
 
@@ -20,6 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::load::{LoadReport, Samples};
 
+pub use data::ReportData;
 pub use markdown::render;
 pub use phases::{
     ActiveWindow, Amplification, PhaseFigures, PhaseKind, PhaseSlo, PhaseUpstream, Recovery,
@@ -309,9 +311,16 @@ pub struct ProxyFigures {
     pub fault_applications: u64,
 }
 
+/// The version of the impact result's format ([`Report`] as JSON, `docs/src/schemas/impact-result.json`): raised
+/// when a field changes meaning or a required one is added, so that a reader (`fault report merge`) refuses a
+/// result it would misread.
+pub const SCHEMA_VERSION: u32 = 1;
+
 /// The whole report; the markdown is rendered from it.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Report {
+    /// The version of this format (1).
+    pub schema_version: u32,
     pub title: String,
     pub started_at: String,
     pub ended_at: String,
@@ -342,6 +351,10 @@ pub struct Report {
     /// per second; `None` when the proxy's counts were not read.
     #[serde(default)]
     pub upstream: Option<Amplification>,
+    /// What the report was built from (the runs' samples with their histograms in HdrHistogram's encoding,
+    /// the SLOs, the upstream counts): enough to build it again, alone or added to other runs of the same
+    /// scenario (`fault report merge`).
+    pub data: ReportData,
 }
 
 impl Report {
@@ -547,6 +560,7 @@ pub const DEFAULT_RECOVERY_SECONDS: u32 = 3;
 
 /// Builds the report from the faulted run and, optionally, a baseline run without faults.
 pub fn build(input: ReportInput, run: &LoadReport, baseline: Option<&LoadReport>) -> Report {
+    let data = ReportData::of(&input.slos, run, baseline, input.upstream.as_ref());
     let run_figures = figures(run, &input.slos);
     let merged = phases::merge_windows(input.faults.iter().flat_map(|f| f.windows.iter().copied()));
     let phases = phases::phase_figures(
@@ -605,6 +619,7 @@ pub fn build(input: ReportInput, run: &LoadReport, baseline: Option<&LoadReport>
         .map_or(run.started_at, |b| b.started_at.min(run.started_at))
         .to_string();
     Report {
+        schema_version: SCHEMA_VERSION,
         title: "Scenarios Report".into(),
         started_at,
         ended_at: run.ended_at.to_string(),
@@ -621,5 +636,6 @@ pub fn build(input: ReportInput, run: &LoadReport, baseline: Option<&LoadReport>
         recovery,
         recovery_seconds: input.recovery_seconds,
         upstream,
+        data,
     }
 }
