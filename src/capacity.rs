@@ -18,7 +18,7 @@ use crate::{
     report::{
         capacity::{
             CapacityReport, Cost, MAX_SHORTFALL_PERCENT, SCHEMA_VERSION, SearchInfo, SideFigures,
-            StepFigures, StepPart,
+            StepFigures, StepPart, WITH_FAULT, WITHOUT_FAULT,
         },
         impact::{FaultInfo, Report},
     },
@@ -116,11 +116,6 @@ pub struct CapacitySpec {
     pub scenario: ImpactSpec,
     pub search: SearchSpec,
 }
-
-/// The side without the fault's name.
-pub const WITHOUT_FAULT: &str = "without the fault";
-/// The side with the fault's name.
-pub const WITH_FAULT: &str = "with the fault";
 
 impl CapacitySpec {
     /// The scenario of one step at `rate` requests per second, with the faults or without.

@@ -20,6 +20,11 @@ pub use markdown::render;
 use super::impact::{CallInfo, FaultInfo, LatencySlo, Report, SloVerdict};
 use super::round2;
 
+/// The side without the fault's name.
+pub const WITHOUT_FAULT: &str = "without the fault";
+/// The side with the fault's name.
+pub const WITH_FAULT: &str = "with the fault";
+
 /// The version of this model; a reader checks it before it reads the rest.
 pub const SCHEMA_VERSION: u32 = 1;
 

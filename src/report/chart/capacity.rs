@@ -129,7 +129,7 @@ impl<'a> CapacityFigure<'a> {
         }
         let colours = [(P50, P99), (P95, FAULT_LABEL)];
         for (side, (p50, p99)) in report.sides().zip(colours) {
-            let dashed = side.name == crate::capacity::WITHOUT_FAULT;
+            let dashed = side.name == crate::report::capacity::WITHOUT_FAULT;
             let at = |points: Vec<(f64, f64)>| -> Vec<(f64, f64)> {
                 points.into_iter().map(|(x, y)| (x, axis.at(y))).collect()
             };
