@@ -4,6 +4,7 @@
 //! fault-injecting proxy on the command line. Each module is one concern (see docs/src/architecture.md).
 
 pub mod advice;
+pub mod capacity;
 pub mod cli;
 pub mod code;
 pub mod fields;

@@ -54,7 +54,7 @@ impl Default for ImpactSlot {
 
 impl ImpactSlot {
     /// The slot for a scenario cancelled by `cancel`, or `None` when another scenario is running.
-    async fn take(
+    pub(super) async fn take(
         &self,
         cancel: &tokio_util::sync::CancellationToken,
     ) -> Option<tokio::sync::OwnedSemaphorePermit> {

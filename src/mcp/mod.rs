@@ -3,6 +3,7 @@
 //! One file per tool family; each contributes a router that `FaultServer::new` adds together.
 
 mod advice;
+mod capacity;
 mod code;
 mod impact;
 mod impact_input;
@@ -57,7 +58,8 @@ whole-file change; fault_function_reliability_deep_analysis reviews one function
 Impact scenarios: {} put a fault-injecting proxy on the path to a URL (or on the `proxies` you map), send \
 load, and return a markdown report with latency percentiles and SLO verdicts; a fault's `sched` limits it to \
 windows, and the report then judges the phases before, during and after them, with time to detect and to \
-recover, error budget burn and retry amplification; fault_run_impact_scenario takes several faults at once. \
+recover, error budget burn and retry amplification; fault_run_impact_scenario takes several faults at once; fault_run_capacity_scenario raises the rate in steps to \
+find the highest one that meets the SLOs, without and with the faults, and what they cost. \
 MCP chaos: fault_run_mcp_chaos_scenario starts an MCP server behind fault mcp-proxy with a fault plan, drives \
 tool calls with a client policy (timeout, retries, backoff) and reports availability, correctness against \
 outputSchema, latency, recovery and blast radius. Paths must be absolute.",
@@ -113,12 +115,13 @@ impl FaultServer {
     }
 
     /// The tools, one router per family.
-    fn families() -> [ToolRouter<Self>; 5] {
+    fn families() -> [ToolRouter<Self>; 6] {
         [
             Self::code_router(),
             Self::index_router(),
             Self::advice_router(),
             Self::impact_router(),
+            Self::capacity_router(),
             Self::mcp_chaos_router(),
         ]
     }
@@ -317,6 +320,7 @@ impl FaultServer {
 fn runs_as_task(name: &str) -> bool {
     name == "fault_run_mcp_chaos_scenario"
         || name == "fault_index_source_code"
+        || name == capacity::TOOL
         || impact::tool_names().iter().any(|tool| tool == name)
 }
 
@@ -330,7 +334,9 @@ pub(crate) fn declared_apps(context: &RequestContext<RoleServer>) -> bool {
 
 /// Whether tool `name`'s results are a scenario report (and so have a view).
 fn shows_report(name: &str) -> bool {
-    name == "fault_run_mcp_chaos_scenario" || impact::tool_names().iter().any(|t| t == name)
+    name == "fault_run_mcp_chaos_scenario"
+        || name == capacity::TOOL
+        || impact::tool_names().iter().any(|t| t == name)
 }
 
 /// `schema` with every object schema that declares its properties closed to others (`additionalProperties:

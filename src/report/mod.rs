@@ -9,6 +9,7 @@
 //! sent; all of it for a request that could not start) and service time (sent → ended, requests sent).
 //! Percentiles come from hdrhistogram (three significant figures), each value the middle of its bucket.
 
+pub mod capacity;
 pub mod chaos;
 pub mod chart;
 pub mod impact;

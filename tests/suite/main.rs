@@ -11,6 +11,7 @@ mod scenario_support;
 
 mod advice_examples;
 mod advice_tools;
+mod capacity;
 mod code_reference_parsers;
 mod dependency_faults;
 mod docs_book;

@@ -6,6 +6,7 @@
 //! on every machine; a long run is drawn from at most one point per pixel column ([`columns`]).
 
 pub mod app;
+pub mod capacity;
 pub mod chaos;
 mod columns;
 mod font;

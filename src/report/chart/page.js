@@ -78,6 +78,16 @@ function faultCharts(report) {
       if (!f || f.bytes_to_upstream === undefined) return null;
       return `second ${f.second}: ${f.bytes_to_upstream} bytes to upstream, ${f.bytes_to_client} bytes to clients`;
     },
+    capacity(x) {
+      const lines = [];
+      for (const side of [report.without_fault, report.with_fault]) {
+        if (!side || !side.steps.length) continue;
+        const s = nearest(side.steps, "offered_rps", x);
+        const verdict = s.breaks.length ? "broke" : "held";
+        lines.push(`${side.name}, ${s.offered_rps} req/s offered (${s.achieved_rps} achieved): p50 ${ms(s.p50_ms)}, p99 ${ms(s.p99_ms)}, ${s.errors} errors, ${verdict}`);
+      }
+      return lines.length ? lines.join("\n") : null;
+    },
     availability(x, y) {
       const tools = report.run.tools;
       const t = tools[Math.floor(y * tools.length)];

@@ -11,12 +11,15 @@ use sha2::Digest;
 
 use super::{
     ChartError, Figure, PlotFrame,
+    capacity::{self, CapacityFigure},
     chaos::{ChaosChart, ChaosFigure},
     impact::{ImpactChart, ImpactFigure},
     proxy::{ProxyChart, ProxyFigure},
     svg,
 };
-use crate::report::{chaos::ChaosReport, impact::Report, proxy::ProxyReport};
+use crate::report::{
+    capacity::CapacityReport, chaos::ChaosReport, impact::Report, proxy::ProxyReport,
+};
 
 const STYLE: &str = include_str!("page.css");
 /// Defines `faultCharts(report)`, which wires the charts on the page to `report`'s figures.
@@ -72,6 +75,29 @@ pub fn impact_body(report: &Report) -> Result<String, ChartError> {
     body(
         &report.title,
         &crate::report::impact::render(report),
+        &panels,
+    )
+}
+
+/// The standalone page of a capacity search.
+pub fn capacity_page(report: &CapacityReport) -> Result<String, ChartError> {
+    let data = PageData {
+        kind: "capacity",
+        report,
+    };
+    page(&capacity_body(report)?, &report.title, &data)
+}
+
+/// What a page shows of a capacity search, as [`impact_body`].
+pub fn capacity_body(report: &CapacityReport) -> Result<String, ChartError> {
+    let figure = CapacityFigure {
+        report,
+        with_header: false,
+    };
+    let panels = [panel(&figure, capacity::CHART_ID, capacity::series())?];
+    body(
+        &report.title,
+        &crate::report::capacity::render(report),
         &panels,
     )
 }
