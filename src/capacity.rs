@@ -124,7 +124,9 @@ impl CapacitySpec {
         let per_client = (rate / clients).max(1);
         let mut spec = self.scenario.clone();
         spec.num_clients = u32::try_from(clients).unwrap_or(u32::MAX);
-        spec.rps = u32::try_from(per_client).unwrap_or(u32::MAX);
+        spec.pace = crate::load::Pace::Open {
+            rps: u32::try_from(per_client).unwrap_or(u32::MAX),
+        };
         spec.duration = self.search.step;
         spec.baseline = false;
         if !with_faults {
@@ -205,11 +207,11 @@ pub async fn run(
     let call = first.map(|r| r.call.clone()).unwrap_or_else(|| {
         // Every side runs at least one step; this is only the shape of an empty search.
         crate::report::impact::CallInfo {
-            url: spec.scenario.target.url.to_string(),
-            method: spec.scenario.target.method.to_string(),
+            url: spec.scenario.target().url.to_string(),
+            method: spec.scenario.target().method.to_string(),
             timeout_ms: spec.scenario.timeout.as_millis() as u64,
             headers: Vec::new(),
-            has_body: !spec.scenario.target.body.is_empty(),
+            has_body: !spec.scenario.target().body.is_empty(),
         }
     });
     let started_at = first.map(|r| r.started_at.clone()).unwrap_or_default();

@@ -299,6 +299,7 @@ fn known_result(seconds: u64, rate: u64) -> report::Report {
             duration_s: seconds as f64,
             num_clients: 1,
             rps: rate as u32,
+            stages: Vec::new(),
         },
         faults: vec![FaultInfo {
             kind: "latency".into(),
