@@ -67,3 +67,4 @@ mod result_schemas;
 mod robustness;
 mod scenario_recovery;
 mod scenario_tools;
+mod workloads;

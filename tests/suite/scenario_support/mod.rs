@@ -57,7 +57,7 @@ impl Drop for Server {
 
 type Body = Full<Bytes>;
 
-async fn serve<F, Fut>(handler: F) -> Server
+pub async fn serve<F, Fut>(handler: F) -> Server
 where
     F: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
     Fut: std::future::Future<Output = Response<Body>> + Send + 'static,
