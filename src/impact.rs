@@ -22,7 +22,7 @@ use crate::{
     },
     report::impact::{
         self as report, ActiveWindow, CallInfo, FaultInfo, LatencySlo, Report, ReportInput,
-        StrategyInfo, UpstreamCounts, UpstreamTally,
+        RequestInfo, StrategyInfo, UpstreamCounts, UpstreamTally,
         phases::{merge_windows, phase_cuts},
     },
 };
@@ -211,19 +211,29 @@ pub async fn run(
             applications: faulted.stats.applied_by_fault.get(index).copied(),
         })
         .collect();
+    let headers: Vec<String> = spec
+        .target
+        .headers
+        .iter()
+        .map(|(name, _)| name.to_string())
+        .collect();
     let input = ReportInput {
         call: CallInfo {
             url: spec.target.url.to_string(),
             method: spec.target.method.to_string(),
             timeout_ms: spec.timeout.as_millis() as u64,
-            headers: spec
-                .target
-                .headers
-                .iter()
-                .map(|(name, _)| name.to_string())
-                .collect(),
+            headers: headers.clone(),
             has_body: !spec.target.body.is_empty(),
         },
+        requests: vec![RequestInfo {
+            name: spec.target.label(),
+            method: spec.target.method.to_string(),
+            url: spec.target.url.to_string(),
+            weight: 1.0,
+            expect: "a status below 400".into(),
+            headers,
+            has_body: !spec.target.body.is_empty(),
+        }],
         strategy: StrategyInfo {
             duration_s: run_s,
             num_clients: spec.num_clients,

@@ -102,6 +102,7 @@ impl SloInput {
                 0.0,
                 threshold,
             )?,
+            request: None,
         })
     }
 }

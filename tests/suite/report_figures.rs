@@ -70,6 +70,7 @@ fn input(slos: Vec<LatencySlo>) -> ReportInput {
             headers: vec![],
             has_body: false,
         },
+        requests: Vec::new(),
         strategy: StrategyInfo {
             duration_s: 2.0,
             num_clients: 5,
@@ -117,14 +118,17 @@ fn only_successes_within_the_threshold_count_towards_an_slo() {
         LatencySlo {
             objective: 90.0,
             threshold_ms: 200.0,
+            request: None,
         },
         LatencySlo {
             objective: 91.0,
             threshold_ms: 200.0,
+            request: None,
         },
         LatencySlo {
             objective: 95.0,
             threshold_ms: 500.0,
+            request: None,
         },
     ];
     let report = report::build(input(slos), &load(samples()), None);
