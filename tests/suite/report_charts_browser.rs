@@ -106,7 +106,7 @@ async fn the_impact_page_draws_its_charts_and_shows_values_on_hover_in_chromium(
     let seen = open_in_browser(&chromium, &python, &page, "impact");
     assert_self_contained(&seen, &page);
     let charts = &seen["charts"];
-    for chart in ["latency", "distribution", "errors"] {
+    for chart in ["latency", "distribution", "errors", "rate"] {
         assert!(
             charts[chart]["marks"].as_u64().unwrap() > 10,
             "{chart} drawn: {seen}"
@@ -133,6 +133,10 @@ async fn the_impact_page_draws_its_charts_and_shows_values_on_hover_in_chromium(
     );
     assert!(hover("distribution").contains("with the fault"), "{seen}");
     assert!(hover("errors").contains("errors"), "{seen}");
+    assert!(
+        hover("rate").contains(" offered, ") && hover("rate").contains(" achieved"),
+        "{seen}"
+    );
     keep_screenshots(&[
         "impact-latency.png",
         "impact-distribution.png",

@@ -332,6 +332,14 @@ fn mixed_run(slow: bool) -> LoadReport {
             }
         }
     }
+    // Answers end when they end: checkout's slow ones of second 6 in second 7.
+    for (second, slot) in all.per_second.iter_mut().enumerate() {
+        slot.answered = match second {
+            6 if slow => 20,
+            7 if slow => 40,
+            _ => 30,
+        };
+    }
     let mut loaded = load(all);
     loaded.elapsed = ms(10_000);
     loaded.planned = Some(300);
@@ -589,5 +597,82 @@ fn with_one_request_the_markdown_stays_as_it_was_and_says_why() {
     assert!(
         markdown.contains("The traffic is one request, so its figures are the run's"),
         "{markdown}"
+    );
+}
+
+/// The mix's report with its baseline: checkout slow in the fault's window, search and home fast.
+pub(crate) fn mixed_report() -> report::Report {
+    report::build(
+        mixed_input(mixed_slos()),
+        &mixed_run(true),
+        Some(&mixed_run(false)),
+    )
+}
+
+#[test]
+fn the_charts_draw_each_request_against_its_slos_and_the_offered_and_achieved_rate() {
+    use fault::report::chart::{
+        Figure,
+        impact::{ImpactChart, ImpactFigure},
+        page, png,
+    };
+    let report = mixed_report();
+    assert_eq!(
+        ImpactChart::of(&report),
+        [
+            ImpactChart::LatencyOverTime,
+            ImpactChart::Requests,
+            ImpactChart::Distribution,
+            ImpactChart::ErrorsOverTime,
+            ImpactChart::Rate,
+        ]
+    );
+    let series: Vec<String> = ImpactChart::Requests
+        .series_of(&report)
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(series, MIX);
+    let figure = ImpactFigure::all(&report);
+    let image = png::png(&figure).unwrap();
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("report_charts");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("impact-mix.png"), &image).unwrap();
+    assert_eq!(&image[..8], b"\x89PNG\r\n\x1a\n");
+    let width = u32::from_be_bytes(image[16..20].try_into().unwrap());
+    let height = u32::from_be_bytes(image[20..24].try_into().unwrap());
+    assert_eq!(width, 800);
+    assert!((1000..=2000).contains(&height), "height {height}");
+    let alt = figure.alt_text();
+    for needle in [
+        "Per request of the mix: checkout (100 requests, 0 errors) p50 5 ms, p95 400",
+        "SLO checkout: 99% @ 350ms missed",
+        "search (100 requests, 0 errors) p50 5 ms, p95 5 ms, p99 5 ms, SLO search: 99% @ 350ms met;",
+        "Rate per second: 300 requests offered (at most 30 in a second), 300 answers achieved (at most 40 in a \
+         second).",
+    ] {
+        assert!(alt.contains(needle), "missing {needle:?} in {alt}");
+    }
+
+    // The page and the App view's body: a chart per request, the rate, and the Requests table's rows.
+    let html = page::impact_page(&report).unwrap();
+    let body = page::impact_body(&report).unwrap();
+    for text in [&html, &body] {
+        for needle in [
+            "id=\"chart-requests\"",
+            "id=\"chart-rate\"",
+            "<th>Request</th><th>Share</th>",
+            "<td>checkout</td><td>33.3%</td><td>100</td>",
+            "<td>❌ checkout: 99% @ 350ms</td>",
+            "<td>✅ search: 99% @ 350ms</td>",
+            "<td>home</td><td>33.3%</td><td>100</td><td>1 (1.0%)</td><td>HTTP 503×1</td>",
+        ] {
+            assert!(text.contains(needle), "missing {needle:?}");
+        }
+    }
+    // One toggle per request, in its colour.
+    assert!(
+        html.contains("></span>checkout</label>"),
+        "a toggle per request"
     );
 }

@@ -454,11 +454,12 @@ fn write_phases(out: &mut String, report: &Report) -> std::fmt::Result {
             };
             writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} ({:.1}%) | {} | {} |",
                 verdict.name,
                 phase.name,
                 if slo.passed { "✅" } else { "❌" },
-                format!("{} ({:.1}%)", slo.bad_requests, slo.bad_percent),
+                slo.bad_requests,
+                slo.bad_percent,
                 slo.burn_rate
                     .map_or("–".to_owned(), |rate| format!("{rate:.2}×")),
                 slo.budget_spent_percent
