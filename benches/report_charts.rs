@@ -164,6 +164,7 @@ fn input(seconds: usize, rate: u64, window: Option<ActiveWindow>) -> ReportInput
             headers: vec![],
             has_body: false,
         },
+        requests: Vec::new(),
         strategy: StrategyInfo {
             duration_s: seconds as f64,
             num_clients: 10,

@@ -22,7 +22,7 @@ use crate::{
     },
     report::impact::{
         self as report, ActiveWindow, CallInfo, FaultInfo, LatencySlo, Report, ReportInput,
-        StageInfo, StrategyInfo, UpstreamCounts, UpstreamTally,
+        RequestInfo, StageInfo, StrategyInfo, UpstreamCounts, UpstreamTally,
         phases::{merge_windows, phase_cuts},
     },
 };
@@ -257,6 +257,25 @@ pub async fn run(
                 .collect(),
             has_body: !spec.target().body.is_empty(),
         },
+        requests: spec
+            .mix
+            .requests()
+            .iter()
+            .map(|request| RequestInfo {
+                name: request.name.clone(),
+                method: request.target.method.to_string(),
+                url: request.target.url.to_string(),
+                weight: request.weight,
+                expect: request.expect.describe(),
+                headers: request
+                    .target
+                    .headers
+                    .iter()
+                    .map(|(name, _)| name.to_string())
+                    .collect(),
+                has_body: !request.target.body.is_empty(),
+            })
+            .collect(),
         strategy: spec.strategy(),
         faults,
         slos: spec.slos.clone(),

@@ -23,7 +23,7 @@ use super::{
     chart::page::impact_page,
     chart::page_file::PageFile,
     impact::{
-        self, ProxyFigures, Report, ReportInput, UpstreamCounts, UpstreamTally,
+        self, ProxyFigures, Report, ReportInput, RequestInfo, UpstreamCounts, UpstreamTally,
         data::{ReportData, RunDataError},
     },
     result::{ResultError, read_result},
@@ -169,6 +169,19 @@ pub fn merge(results: &[(PathBuf, Report)]) -> Result<Report, MergeError> {
     }
     let input = ReportInput {
         call: first.call.clone(),
+        requests: first
+            .requests
+            .iter()
+            .map(|request| RequestInfo {
+                name: request.name.clone(),
+                method: request.method.clone(),
+                url: request.url.clone(),
+                weight: request.weight,
+                expect: request.expect.clone(),
+                headers: request.headers.clone(),
+                has_body: request.has_body,
+            })
+            .collect(),
         strategy,
         faults,
         slos: first.data.slos.clone(),

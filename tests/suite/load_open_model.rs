@@ -104,6 +104,7 @@ fn impact_report(plan: &LoadPlan, load: &load::LoadReport) -> (report::RunFigure
             headers: vec![],
             has_body: false,
         },
+        requests: Vec::new(),
         strategy: report::StrategyInfo {
             duration_s: plan.duration.as_secs_f64(),
             num_clients: plan.num_clients,

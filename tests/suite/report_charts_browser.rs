@@ -106,7 +106,7 @@ async fn the_impact_page_draws_its_charts_and_shows_values_on_hover_in_chromium(
     let seen = open_in_browser(&chromium, &python, &page, "impact");
     assert_self_contained(&seen, &page);
     let charts = &seen["charts"];
-    for chart in ["latency", "distribution", "errors"] {
+    for chart in ["latency", "distribution", "errors", "rate"] {
         assert!(
             charts[chart]["marks"].as_u64().unwrap() > 10,
             "{chart} drawn: {seen}"
@@ -133,6 +133,10 @@ async fn the_impact_page_draws_its_charts_and_shows_values_on_hover_in_chromium(
     );
     assert!(hover("distribution").contains("with the fault"), "{seen}");
     assert!(hover("errors").contains("errors"), "{seen}");
+    assert!(
+        hover("rate").contains(" offered, ") && hover("rate").contains(" achieved"),
+        "{seen}"
+    );
     keep_screenshots(&[
         "impact-latency.png",
         "impact-distribution.png",
@@ -261,6 +265,127 @@ async fn the_mcp_app_view_shows_the_chaos_report_in_a_minimal_host() {
     assert!(seen["frame_height"].as_f64().unwrap() > 600.0, "{seen}");
     let hover = seen["hover"].as_str().unwrap_or_default();
     assert!(hover.contains(" s: "), "{seen}");
+    assert_eq!(seen["console_errors"], json!([]));
+    let requests: Vec<&str> = seen["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(requests.len(), 1, "only the host page itself: {requests:?}");
+}
+
+/// The rows of the markdown's Requests table for `name`, as cells.
+fn request_row<'a>(rows: &'a [Vec<String>], name: &str) -> &'a [String] {
+    rows.iter()
+        .find(|row| row.first().is_some_and(|c| c == name) && row.len() == 11)
+        .unwrap_or_else(|| panic!("no Requests row for {name} in {rows:?}"))
+}
+
+/// A three-request mix built by hand (checkout slow in the fault's window): the standalone page and the MCP
+/// App view each show the chart per request and the Requests table, a row per request with its SLO verdicts,
+/// and hovering the chart names the request under the pointer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_and_the_app_view_show_each_request_of_a_mix_in_chromium() {
+    let test = "the_page_and_the_app_view_show_each_request_of_a_mix_in_chromium";
+    let (chromium, python) = match browser() {
+        Ok(found) => found,
+        Err(why) => return optional::skip(test, &why),
+    };
+    if let Err(why) = common::python_with(&["mcp", "playwright"]) {
+        return optional::skip(test, &why);
+    }
+    let report = crate::report_figures::mixed_report();
+
+    // The standalone page.
+    let page = chart_dir().join("browser-impact-mix.html");
+    std::fs::write(
+        &page,
+        fault::report::chart::page::impact_page(&report).unwrap(),
+    )
+    .unwrap();
+    let seen = open_in_browser(&chromium, &python, &page, "impact-mix");
+    assert_self_contained(&seen, &page);
+    let charts = &seen["charts"];
+    assert!(charts["requests"]["marks"].as_u64().unwrap() > 10, "{seen}");
+    // The first toggle is checkout's: it hides checkout's marks.
+    assert!(
+        charts["requests"]["series_hidden"].as_u64().unwrap() > 0,
+        "{seen}"
+    );
+    // Hovering 40% across three columns: search, the second.
+    let hover = charts["requests"]["hover"].as_str().unwrap_or_default();
+    assert!(
+        hover.starts_with("search: GET http://127.0.0.1:9090/search")
+            && hover.contains("SLO search: 99% @ 350ms: met"),
+        "{seen}"
+    );
+    assert!(
+        charts["rate"]["hover"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("30 offered"),
+        "{seen}"
+    );
+
+    // The MCP App view, given the result a scenario tool returns: what to show in _meta, the figures in
+    // structuredContent.
+    let view = chart_dir().join("app-view.html");
+    std::fs::write(&view, fault::report::chart::app::view_html()).unwrap();
+    let result = chart_dir().join("app-view-result.json");
+    let body = fault::report::chart::page::impact_body(&report).unwrap();
+    std::fs::write(
+        &result,
+        json!({
+            "content": [{"type": "text", "text": fault::report::impact::render(&report)}],
+            "structuredContent": report,
+            "_meta": {(fault::report::chart::app::VIEW_META_KEY): {"kind": "impact", "body": body}},
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/suite/report_browser/app_view.py");
+    let sandbox = common::Sandbox::new("report-app-mix");
+    let output = common::python_command(&python, &sandbox)
+        .arg(script)
+        .args([
+            chromium.as_str(),
+            &view.display().to_string(),
+            &result.display().to_string(),
+            &chart_dir().display().to_string(),
+            "requests",
+        ])
+        .output()
+        .expect("run the view script");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "view script failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let seen: Value =
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(
+        seen["charts"],
+        json!(["latency", "requests", "distribution", "errors", "rate"])
+    );
+    let rows: Vec<Vec<String>> = serde_json::from_value(seen["rows"].clone()).unwrap();
+    let checkout = request_row(&rows, "checkout");
+    assert_eq!(checkout[2], "100");
+    assert_eq!(checkout[10], "❌ checkout: 99% @ 350ms");
+    assert_eq!(request_row(&rows, "search")[10], "✅ search: 99% @ 350ms");
+    let home = request_row(&rows, "home");
+    assert_eq!(
+        (home[3].as_str(), home[4].as_str()),
+        ("1 (1.0%)", "HTTP 503×1")
+    );
+    // Hovering 15% across: checkout, the first column.
+    let hover = seen["hover"].as_str().unwrap_or_default();
+    assert!(
+        hover.starts_with("checkout: POST") && hover.contains("SLO checkout: 99% @ 350ms: missed"),
+        "{seen}"
+    );
     assert_eq!(seen["console_errors"], json!([]));
     let requests: Vec<&str> = seen["requests"]
         .as_array()

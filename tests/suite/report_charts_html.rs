@@ -79,7 +79,7 @@ async fn report_path_writes_the_impact_run_as_one_page() {
     let html = checked_page(
         &path,
         "Scenarios Report",
-        &["latency", "distribution", "errors"],
+        &["latency", "distribution", "errors", "rate"],
     );
     let figures = page_figures(&html);
     assert_eq!(figures["kind"], "impact");

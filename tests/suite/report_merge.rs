@@ -10,7 +10,7 @@ use fault::{
     report::{
         impact::{
             self as report, ActiveWindow, CallInfo, FaultInfo, LatencySlo, ReportInput,
-            StrategyInfo, data::EncodedHistogram,
+            RequestInfo, StrategyInfo, data::EncodedHistogram,
         },
         result::write_result,
     },
@@ -295,6 +295,15 @@ fn known_result(seconds: u64, rate: u64) -> report::Report {
             headers: vec![],
             has_body: false,
         },
+        requests: vec![RequestInfo {
+            name: "GET /todos/1".into(),
+            method: "GET".into(),
+            url: "http://127.0.0.1:9090/todos/1".into(),
+            weight: 1.0,
+            expect: "a status below 400".into(),
+            headers: vec![],
+            has_body: false,
+        }],
         strategy: StrategyInfo {
             duration_s: seconds as f64,
             num_clients: 1,

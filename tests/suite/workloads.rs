@@ -57,7 +57,13 @@ async fn scenario(client: &common::Client, tool: &str, args: Value) -> (String, 
     let result = common::call(client, tool, args).await.expect("tool call");
     let text = common::text(&result).to_owned();
     assert!(!common::is_error(&result), "{tool} failed: {text}");
-    (text, result.structured_content.clone().expect("structuredContent"))
+    (
+        text,
+        result
+            .structured_content
+            .clone()
+            .expect("structuredContent"),
+    )
 }
 
 /// The tool's refusal of `args`, as its text.
@@ -65,7 +71,11 @@ async fn refusal(client: &common::Client, args: Value) -> String {
     let result = common::call(client, "fault_run_latency_impact_scenario", args)
         .await
         .expect("tool call");
-    assert!(common::is_error(&result), "accepted: {}", common::text(&result));
+    assert!(
+        common::is_error(&result),
+        "accepted: {}",
+        common::text(&result)
+    );
     common::text(&result).to_owned()
 }
 
@@ -89,8 +99,14 @@ async fn a_ramp_is_sent_at_its_target_rate_second_by_second() {
     .await;
     let seconds = report["run"]["per_second"].as_array().unwrap();
     assert_eq!(seconds.len(), 15, "{markdown}");
-    let offered: Vec<u64> = seconds.iter().map(|s| s["offered"].as_u64().unwrap()).collect();
-    let achieved: Vec<u64> = seconds.iter().map(|s| s["achieved"].as_u64().unwrap()).collect();
+    let offered: Vec<u64> = seconds
+        .iter()
+        .map(|s| s["offered"].as_u64().unwrap())
+        .collect();
+    let achieved: Vec<u64> = seconds
+        .iter()
+        .map(|s| s["achieved"].as_u64().unwrap())
+        .collect();
     assert_eq!(offered.iter().sum::<u64>(), 2000, "{offered:?}");
     assert_eq!(report["run"]["requests"], 2000);
     for second in 1..15 {
@@ -118,7 +134,7 @@ async fn a_feed_fills_the_requests_in_order_and_in_a_seeded_order_a_second_run_r
     let rows: String = (0..1000).map(|i| format!("{i},user-{i}\n")).collect();
     std::fs::write(&feed, format!("id,user\n{rows}")).unwrap();
     let client = common::spawn().await;
-    let mut run = async |order: &str, seed: u64| {
+    let run = async |order: &str, seed: u64| {
         seen.lock().unwrap().clear();
         let (markdown, report) = scenario(
             &client,
@@ -147,8 +163,16 @@ async fn a_feed_fills_the_requests_in_order_and_in_a_seeded_order_a_second_run_r
     assert_eq!(random.len(), 200);
     assert_ne!(random, want);
     assert!(random.iter().all(|id| id.parse::<u32>().unwrap() < 1000));
-    assert_eq!(run("random", 7).await, random, "the same seed repeats the order");
-    assert_ne!(run("random", 8).await, random, "another seed gives another order");
+    assert_eq!(
+        run("random", 7).await,
+        random,
+        "the same seed repeats the order"
+    );
+    assert_ne!(
+        run("random", 8).await,
+        random,
+        "another seed gives another order"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -187,7 +211,10 @@ async fn a_mix_sends_each_request_by_weight_and_latency_on_the_upstream_slows_on
     )
     .await;
     let per_request = report["data"]["run"]["per_request"].as_array().unwrap();
-    let names: Vec<&str> = per_request.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = per_request
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["checkout", "search", "profile"], "{markdown}");
     assert_eq!(report["run"]["requests"], 120);
     assert_eq!(report["run"]["errors"], 0, "{markdown}");
@@ -311,7 +338,10 @@ async fn workload_inputs_are_refused_before_anything_starts_naming_the_field() {
                "feed": {"file": write(&dir, "cols.csv", "id,user\n1,a\n")}}),
     )
     .await;
-    assert!(message.contains("nope") && message.contains("id") && message.contains("user"), "{message}");
+    assert!(
+        message.contains("nope") && message.contains("id") && message.contains("user"),
+        "{message}"
+    );
 }
 
 /// Writes `text` to `name` in `dir`; its path.
@@ -329,12 +359,23 @@ async fn the_schema_declares_the_mix_the_stages_and_the_feed_with_their_members(
         .unwrap();
     let properties = &tool.input_schema["properties"];
     let request = &properties["requests"]["items"]["properties"];
-    for member in ["name", "method", "url", "headers", "body", "weight", "expect"] {
+    for member in [
+        "name", "method", "url", "headers", "body", "weight", "expect",
+    ] {
         assert!(request.get(member).is_some(), "requests[].{member}");
     }
-    assert_eq!(properties["requests"]["items"]["additionalProperties"], false);
-    assert_eq!(properties["stages"]["items"]["required"], json!(["duration", "rps"]));
-    assert_eq!(properties["feed"]["properties"]["order"]["default"], "sequential");
+    assert_eq!(
+        properties["requests"]["items"]["additionalProperties"],
+        false
+    );
+    assert_eq!(
+        properties["stages"]["items"]["required"],
+        json!(["duration", "rps"])
+    );
+    assert_eq!(
+        properties["feed"]["properties"]["order"]["default"],
+        "sequential"
+    );
     assert_eq!(properties["num_clients"]["maximum"], 1000);
     assert_eq!(properties["rps"]["default"], 3);
     assert_eq!(tool.input_schema["additionalProperties"], false);

@@ -22,29 +22,50 @@ use super::{
 };
 use crate::report::{
     SecondFigures,
-    impact::{CurvePoint, Recovery, Report, RunFigures, Status},
+    impact::{CurvePoint, Recovery, Report, RunFigures, SloVerdict, Status},
 };
 
 /// The charts of an impact report, each drawable on its own (the HTML views) or stacked (the image block).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ImpactChart {
     LatencyOverTime,
+    /// Per request of a traffic mix ([`super::impact_requests`]).
+    Requests,
     Distribution,
     ErrorsOverTime,
+    /// Offered and achieved rate per second ([`super::impact_rate`]).
+    Rate,
 }
 
 impl ImpactChart {
-    pub const ALL: [ImpactChart; 3] = [
+    pub const ALL: [ImpactChart; 5] = [
         ImpactChart::LatencyOverTime,
+        ImpactChart::Requests,
         ImpactChart::Distribution,
         ImpactChart::ErrorsOverTime,
+        ImpactChart::Rate,
     ];
+
+    /// The charts `report` has figures for, in [`Self::ALL`]'s order: the one per request with a mix of
+    /// several, the rate where its seconds count it.
+    pub fn of(report: &Report) -> Vec<ImpactChart> {
+        Self::ALL
+            .into_iter()
+            .filter(|chart| match chart {
+                ImpactChart::Requests => super::impact_requests::has_requests(report),
+                ImpactChart::Rate => super::impact_rate::has_rate(report),
+                _ => true,
+            })
+            .collect()
+    }
 
     fn height(self) -> u32 {
         match self {
             ImpactChart::LatencyOverTime => 330,
+            ImpactChart::Requests => 300,
             ImpactChart::Distribution => 300,
             ImpactChart::ErrorsOverTime => 220,
+            ImpactChart::Rate => 220,
         }
     }
 
@@ -64,6 +85,21 @@ impl ImpactChart {
                 ("timeouts", TIMEOUTS),
                 ("baseline errors", BASELINE),
             ],
+            ImpactChart::Rate => vec![("offered", OFFERED), ("achieved", ACHIEVED)],
+            // One per request of the mix: see [`Self::series_of`].
+            ImpactChart::Requests => Vec::new(),
+        }
+    }
+
+    /// The series of this chart for `report`: [`Self::series`], or each request of the mix.
+    pub fn series_of(self, report: &Report) -> Vec<(String, RGBColor)> {
+        match self {
+            ImpactChart::Requests => super::impact_requests::series(report),
+            _ => self
+                .series()
+                .into_iter()
+                .map(|(name, colour)| (name.to_owned(), colour))
+                .collect(),
         }
     }
 
@@ -73,6 +109,8 @@ impl ImpactChart {
             ImpactChart::LatencyOverTime => "latency",
             ImpactChart::Distribution => "distribution",
             ImpactChart::ErrorsOverTime => "errors",
+            ImpactChart::Rate => "rate",
+            ImpactChart::Requests => "requests",
         }
     }
 }
@@ -80,26 +118,26 @@ impl ImpactChart {
 /// Charts of `report`, under a header that names the run, its status and the fault.
 pub struct ImpactFigure<'a> {
     pub report: &'a Report,
-    pub charts: &'a [ImpactChart],
+    pub charts: Vec<ImpactChart>,
     /// Whether the header (title, status, fault, inconclusive) is drawn above the charts.
     pub with_header: bool,
 }
 
 impl<'a> ImpactFigure<'a> {
-    /// Every chart under the header: the tool result's image.
+    /// Every chart of the report under the header: the tool result's image.
     pub fn all(report: &'a Report) -> Self {
         Self {
             report,
-            charts: &ImpactChart::ALL,
+            charts: ImpactChart::of(report),
             with_header: true,
         }
     }
 
     /// One chart alone: a panel of the HTML views.
-    pub fn one(report: &'a Report, chart: &'a ImpactChart) -> Self {
+    pub fn one(report: &'a Report, chart: &ImpactChart) -> Self {
         Self {
             report,
-            charts: std::slice::from_ref(chart),
+            charts: vec![*chart],
             with_header: false,
         }
     }
@@ -120,10 +158,9 @@ impl<'a> ImpactFigure<'a> {
             (report.title.clone(), TEXT),
             (
                 format!(
-                    "{status}: {missed} of {} SLOs missed · {} {} · {} requests, {} errors ({} timeouts)",
+                    "{status}: {missed} of {} SLOs missed · {} · {} requests, {} errors ({} timeouts)",
                     slos.len(),
-                    report.call.method,
-                    report.call.url,
+                    target(report),
                     report.run.requests,
                     report.run.errors,
                     report.run.outcomes.timeout,
@@ -191,6 +228,17 @@ impl<'a> ImpactFigure<'a> {
         header::wrapped(lines)
     }
 
+    /// The SLOs the charts of all traffic draw: those over all traffic, and with one request its own too (its
+    /// figures are the run's); a mix's request SLOs are on its chart per request.
+    fn run_slos(&self) -> impl Iterator<Item = &SloVerdict> {
+        let one_request = self.report.requests.len() <= 1;
+        self.report
+            .run
+            .slos
+            .iter()
+            .filter(move |slo| one_request || slo.request.is_none())
+    }
+
     /// Each fault's active windows, in seconds of the run, with the fault's kind.
     fn fault_windows(&self) -> Vec<(f64, f64, &str)> {
         self.report
@@ -226,7 +274,7 @@ impl<'a> ImpactFigure<'a> {
     }
 
     /// Shades every fault's windows and marks detection and recovery on a time chart over `low..high`.
-    fn draw_windows<'c, DB: DrawingBackend + 'c>(
+    pub(super) fn draw_windows<'c, DB: DrawingBackend + 'c>(
         &self,
         chart: &mut ChartContext<'c, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
         (low, high): (f64, f64),
@@ -255,7 +303,7 @@ impl<'a> ImpactFigure<'a> {
     }
 
     /// The x range of the time charts: the run's length, or the seconds recorded if longer.
-    fn seconds(&self) -> f64 {
+    pub(super) fn seconds(&self) -> f64 {
         let recorded = |r: &RunFigures| r.per_second.len() as f64;
         let baseline = self.report.baseline.as_ref().map_or(0.0, recorded);
         self.report
@@ -286,7 +334,7 @@ impl<'a> ImpactFigure<'a> {
         let base = report.baseline.as_ref();
         let base_p50 = base.map(|b| series(b, |s| s.p50_ms)).unwrap_or_default();
         let base_p99 = base.map(|b| series(b, |s| s.p99_ms)).unwrap_or_default();
-        let thresholds: Vec<f64> = report.run.slos.iter().map(|s| s.threshold_ms).collect();
+        let thresholds: Vec<f64> = self.run_slos().map(|s| s.threshold_ms).collect();
         let axis = value_axis(
             [&p50, &p95, &p99, &base_p50, &base_p99]
                 .iter()
@@ -309,7 +357,7 @@ impl<'a> ImpactFigure<'a> {
             .map_err(drawing)?;
         axis.draw_ticks(&mut chart, (0.0, seconds))?;
         self.draw_windows(&mut chart, axis.bounds(), true)?;
-        for slo in &report.run.slos {
+        for slo in self.run_slos() {
             let colour = if slo.passed { SLO } else { SLO_MISSED };
             let y = axis.at(slo.threshold_ms);
             chart
@@ -374,7 +422,7 @@ impl<'a> ImpactFigure<'a> {
                 .iter()
                 .chain(&base)
                 .map(|p| p.1)
-                .chain(report.run.slos.iter().map(|s| s.threshold_ms)),
+                .chain(self.run_slos().map(|s| s.threshold_ms)),
         );
         let mut chart = chart_on(
             area,
@@ -400,7 +448,7 @@ impl<'a> ImpactFigure<'a> {
             .draw()
             .map_err(drawing)?;
         axis.draw_ticks(&mut chart, (0.0, MAX_NINES))?;
-        for slo in &report.run.slos {
+        for slo in self.run_slos() {
             let colour = if slo.passed { SLO } else { SLO_MISSED };
             let at = (nines(slo.objective), axis.at(slo.threshold_ms));
             chart
@@ -507,7 +555,7 @@ impl<'a> ImpactFigure<'a> {
 }
 
 /// Points per series at most: about one per pixel column of the plot.
-const PLOT_COLUMNS: usize = (WIDTH - 100) as usize;
+pub(super) const PLOT_COLUMNS: usize = (WIDTH - 100) as usize;
 
 /// The x of the distribution's last point (the maximum), past p99.99.
 const MAX_NINES: f64 = 4.6;
@@ -559,6 +607,8 @@ impl Figure for ImpactFigure<'_> {
                 ImpactChart::LatencyOverTime => self.draw_latency(area),
                 ImpactChart::Distribution => self.draw_distribution(area),
                 ImpactChart::ErrorsOverTime => self.draw_errors(area),
+                ImpactChart::Rate => self.draw_rate(area),
+                ImpactChart::Requests => self.draw_requests(area),
             },
         )
     }
@@ -605,13 +655,23 @@ fn recovery_text(window: &crate::report::impact::WindowRecovery, in_a_row: u32) 
     )
 }
 
+/// What the load went to: "GET http://…", or "3 requests (checkout, search, home)" for a mix.
+fn target(report: &Report) -> String {
+    if report.requests.len() > 1 {
+        let names: Vec<&str> = report.requests.iter().map(|r| r.name.as_str()).collect();
+        format!("{} requests ({})", names.len(), names.join(", "))
+    } else {
+        format!("{} {}", report.call.method, report.call.url)
+    }
+}
+
 /// What the charts show, in words.
 fn alt_text(report: &Report) -> String {
     let run = &report.run;
     let mut text = format!(
-        "Charts of the impact scenario on {} {}: latency over time, the latency distribution, and errors per \
+        "Charts of the impact scenario on {}: latency over time, the latency distribution, and errors per \
          second.",
-        report.call.method, report.call.url
+        target(report)
     );
     for fault in &report.faults {
         let windows: Vec<String> = fault
@@ -681,6 +741,8 @@ fn alt_text(report: &Report) -> String {
         " {} requests, {} errors, {} timeouts.",
         run.requests, run.errors, run.outcomes.timeout
     ));
+    text.push_str(&super::impact_requests::alt_text(report));
+    text.push_str(&super::impact_rate::alt_text(report));
     if let Some(why) = &report.inconclusive {
         text.push_str(&format!(" Inconclusive: {why}."));
     }

@@ -12,6 +12,8 @@ mod columns;
 mod font;
 mod header;
 pub mod impact;
+mod impact_rate;
+mod impact_requests;
 mod legend;
 pub mod page;
 pub mod page_file;

@@ -48,6 +48,20 @@ function faultCharts(report) {
       if (b) text += `\nbaseline: ${b.errors} errors`;
       return text;
     },
+    rate(x) {
+      const s = Math.floor(x);
+      const f = second(report.run, s);
+      if (!f) return null;
+      const offered = f.offered === null || f.offered === undefined ? "" : `${f.offered} offered, `;
+      return `second ${s}: ${offered}${f.achieved === null || f.achieved === undefined ? "-" : f.achieved} achieved (requests per second)${phase(s)}`;
+    },
+    requests(x) {
+      const r = (report.requests || [])[Math.floor(x)];
+      if (!r) return null;
+      let text = `${r.name}: ${r.method} ${r.url}\n${r.requests} requests (${r.share_percent}% of the traffic), ${r.errors} errors\np50 ${ms(r.p50_ms)}, p95 ${ms(r.p95_ms)}, p99 ${ms(r.p99_ms)}, max ${ms(r.max_ms)}`;
+      for (const slo of r.slos) text += `\nSLO ${slo.name}: ${slo.passed ? "met" : "missed"}`;
+      return text;
+    },
     distribution(x) {
       const percentile = x >= 4.55 ? 100 : 100 * (1 - Math.pow(10, -x));
       const at = (run) => (run && run.latency_curve.length ? nearest(run.latency_curve, "percentile", percentile) : null);

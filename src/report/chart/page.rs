@@ -28,7 +28,7 @@ pub(super) const SCRIPT: &str = include_str!("page.js");
 /// One chart of a page.
 struct Panel {
     id: &'static str,
-    series: Vec<(&'static str, RGBColor)>,
+    series: Vec<(String, RGBColor)>,
     svg: String,
     frame: Option<PlotFrame>,
     alt: String,
@@ -62,13 +62,13 @@ pub fn chaos_page(report: &ChaosReport) -> Result<String, ChartError> {
 /// What a page shows of an impact report (title, charts, the report), without its scripts: the standalone
 /// page's body, and what the MCP App view puts in its frame.
 pub fn impact_body(report: &Report) -> Result<String, ChartError> {
-    let panels = ImpactChart::ALL
+    let panels = ImpactChart::of(report)
         .iter()
         .map(|chart| {
             panel(
                 &ImpactFigure::one(report, chart),
                 chart.id(),
-                chart.series(),
+                chart.series_of(report),
             )
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -136,12 +136,15 @@ pub fn chaos_body(report: &ChaosReport) -> Result<String, ChartError> {
 fn panel(
     figure: &impl Figure,
     id: &'static str,
-    series: Vec<(&'static str, RGBColor)>,
+    series: Vec<(impl Into<String>, RGBColor)>,
 ) -> Result<Panel, ChartError> {
     let (svg, frames) = svg(figure)?;
     Ok(Panel {
         id,
-        series,
+        series: series
+            .into_iter()
+            .map(|(name, colour)| (name.into(), colour))
+            .collect(),
         svg,
         frame: frames.into_iter().next(),
         alt: figure.alt_text(),

@@ -78,36 +78,35 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
     writeln!(out, "# {}\n", report.title)?;
     writeln!(out, "Start: {}\n", report.started_at)?;
     writeln!(out, "End: {}\n", report.ended_at)?;
+    let mix = report.requests.len() > 1;
     writeln!(
         out,
-        "## Scenario: Evaluating runtime performance of {} (items: 1)\n",
-        call.url
+        "## Scenario: Evaluating runtime performance of {} (items: {})\n",
+        call.url,
+        report.requests.len().max(1)
     )?;
+    let target = if mix {
+        let names: Vec<&str> = report.requests.iter().map(|r| r.name.as_str()).collect();
+        format!(
+            "a mix of {} requests ({})",
+            report.requests.len(),
+            names.join(", ")
+        )
+    } else {
+        format!("`{}` {}", call.method, call.url)
+    };
     match &report.inconclusive {
-        None => writeln!(out, "### 🎯 `{}` {} | {}\n", call.method, call.url, status)?,
+        None => writeln!(out, "### 🎯 {target} | {status}\n")?,
         Some(why) => {
-            writeln!(
-                out,
-                "### 🎯 `{}` {} | {} (inconclusive)\n",
-                call.method, call.url, status
-            )?;
+            writeln!(out, "### 🎯 {target} | {status} (inconclusive)\n")?;
             writeln!(out, "⚠️ **Inconclusive**: {why}.\n")?;
         }
     }
-    writeln!(out, "**Call**:\n")?;
-    writeln!(out, "- Method: `{}`", call.method)?;
-    writeln!(out, "- Timeout: {}ms", call.timeout_ms)?;
-    let headers = if call.headers.is_empty() {
-        "-".to_owned()
+    if mix {
+        write_mix(out, report)?;
     } else {
-        call.headers.join(", ")
-    };
-    writeln!(out, "- Headers: {headers}")?;
-    writeln!(
-        out,
-        "- Body?: {}\n",
-        if call.has_body { "Yes" } else { "No" }
-    )?;
+        write_call(out, report)?;
+    }
     let strategy = &report.strategy;
     writeln!(
         out,
@@ -168,6 +167,7 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
         )?;
     }
     write_run(out, &report.run)?;
+    write_requests(out, report)?;
     write_phases(out, report)?;
     if let (Some(baseline), Some(comparison)) = (&report.baseline, &report.comparison) {
         writeln!(
@@ -201,16 +201,192 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
             signed(comparison.fault_p99_ms - comparison.baseline_p99_ms),
             comparison.fault_errors as i64 - comparison.baseline_errors as i64
         )?;
+        write_request_comparison(out, comparison)?;
+        let verdicts: Vec<String> = baseline
+            .slos
+            .iter()
+            .map(|slo| format!("{} {}", if slo.passed { "✅" } else { "❌" }, slo.name))
+            .collect();
+        if !verdicts.is_empty() {
+            writeln!(out, "SLOs without the fault: {}.\n", verdicts.join(", "))?;
+        }
     }
     let phases = if report.phases.is_empty() {
         String::new()
     } else {
         format!(" {FOOTNOTE}")
     };
+    let requests = if mix {
+        " Each request of the traffic mix has its own row; an SLO that names a request is judged on that request's \
+         requests alone (in the run, in each phase, in each second for detection and recovery, and in the \
+         baseline), an SLO that names none on all traffic."
+    } else {
+        " The traffic is one request, so its figures are the run's and there is no table per request."
+    };
     writeln!(
         out,
-        "_Latencies run from each request's scheduled start to the end of its body and cover every request (a timeout counts at the moment it ended, a request that could not start at its timeout). Errors are HTTP statuses ≥ 400, transport errors, timeouts and requests that could not start. A request counts towards an SLO only if it succeeded within the threshold.{phases}_"
+        "_Latencies run from each request's scheduled start to the end of its body and cover every request (a timeout counts at the moment it ended, a request that could not start at its timeout). Errors are HTTP statuses ≥ 400, transport errors, timeouts and requests that could not start. A request counts towards an SLO only if it succeeded within the threshold.{requests}{phases}_"
     )
+}
+
+/// The one request of a single-request run.
+fn write_call(out: &mut String, report: &Report) -> std::fmt::Result {
+    let call = &report.call;
+    writeln!(out, "**Call**:\n")?;
+    writeln!(out, "- Method: `{}`", call.method)?;
+    writeln!(out, "- Timeout: {}ms", call.timeout_ms)?;
+    let headers = if call.headers.is_empty() {
+        "-".to_owned()
+    } else {
+        call.headers.join(", ")
+    };
+    writeln!(out, "- Headers: {headers}")?;
+    writeln!(
+        out,
+        "- Body?: {}\n",
+        if call.has_body { "Yes" } else { "No" }
+    )
+}
+
+/// Text for a table cell: no `|` to end it early, no line break.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+/// The requests of the traffic mix as the scenario was given them.
+fn write_mix(out: &mut String, report: &Report) -> std::fmt::Result {
+    writeln!(
+        out,
+        "**Traffic mix** (each call picks a request by weight; timeout {}ms):\n",
+        report.call.timeout_ms
+    )?;
+    writeln!(
+        out,
+        "| Request | Method | URL | Weight | Success is | Headers | Body? |"
+    )?;
+    writeln!(
+        out,
+        "|---------|--------|-----|--------|------------|---------|-------|"
+    )?;
+    for request in &report.requests {
+        let headers = if request.headers.is_empty() {
+            "-".to_owned()
+        } else {
+            request.headers.join(", ")
+        };
+        writeln!(
+            out,
+            "| {} | `{}` | {} | {} | {} | {} | {} |",
+            cell(&request.name),
+            cell(&request.method),
+            cell(&request.url),
+            super::trim_float(request.weight),
+            cell(&request.expect),
+            cell(&headers),
+            if request.has_body { "Yes" } else { "No" }
+        )?;
+    }
+    writeln!(out)
+}
+
+/// A request's errors by kind: "HTTP 500×2, timeout 3", or "–" without errors.
+fn errors_by_kind(outcomes: &super::OutcomeCounts) -> String {
+    let mut kinds: Vec<String> = outcomes
+        .http_error_by_status
+        .iter()
+        .map(|(status, count)| format!("HTTP {status}×{count}"))
+        .collect();
+    for (name, count) in [
+        ("transport", outcomes.transport_error),
+        ("timeout", outcomes.timeout),
+        ("not started", outcomes.not_started),
+    ] {
+        if count > 0 {
+            kinds.push(format!("{name} {count}"));
+        }
+    }
+    if kinds.is_empty() {
+        "–".to_owned()
+    } else {
+        kinds.join(", ")
+    }
+}
+
+/// Each request of the mix, its own row (nothing with one request: its figures are the run's).
+fn write_requests(out: &mut String, report: &Report) -> std::fmt::Result {
+    if report.requests.len() < 2 {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "**Requests** (each request of the mix over the run; its SLOs judged on its requests alone):\n"
+    )?;
+    writeln!(
+        out,
+        "| Request | Share | Requests | Errors | Errors by kind | p50 (ms) | p95 (ms) | p99 (ms) | Max (ms) | Mean (ms) | SLOs |"
+    )?;
+    writeln!(
+        out,
+        "|---------|-------|----------|--------|----------------|----------|----------|----------|----------|-----------|------|"
+    )?;
+    for request in &report.requests {
+        let slos = if request.slos.is_empty() {
+            "–".to_owned()
+        } else {
+            request
+                .slos
+                .iter()
+                .map(|slo| format!("{} {}", if slo.passed { "✅" } else { "❌" }, slo.name))
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        writeln!(
+            out,
+            "| {} | {:.1}% | {} | {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {} |",
+            cell(&request.name),
+            request.share_percent,
+            request.requests,
+            count_with_share(request.errors, request.requests),
+            errors_by_kind(&request.outcomes),
+            request.p50_ms,
+            request.p95_ms,
+            request.p99_ms,
+            request.max_ms,
+            request.mean_ms,
+            cell(&slos)
+        )?;
+    }
+    writeln!(out)
+}
+
+/// Each request of the mix with and without the fault (nothing with one request).
+fn write_request_comparison(out: &mut String, comparison: &super::Comparison) -> std::fmt::Result {
+    if comparison.requests.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "**Impact per request** (baseline → with the fault):\n")?;
+    writeln!(out, "| Request | p50 (ms) | p95 (ms) | p99 (ms) | Errors |")?;
+    writeln!(out, "|---------|----------|----------|----------|--------|")?;
+    for request in &comparison.requests {
+        writeln!(
+            out,
+            "| {} | {:.2} → {:.2} ({}) | {:.2} → {:.2} ({}) | {:.2} → {:.2} ({}) | {} → {} ({:+}) |",
+            cell(&request.name),
+            request.baseline_p50_ms,
+            request.fault_p50_ms,
+            signed(request.fault_p50_ms - request.baseline_p50_ms),
+            request.baseline_p95_ms,
+            request.fault_p95_ms,
+            signed(request.fault_p95_ms - request.baseline_p95_ms),
+            request.baseline_p99_ms,
+            request.fault_p99_ms,
+            signed(request.fault_p99_ms - request.baseline_p99_ms),
+            request.baseline_errors,
+            request.fault_errors,
+            request.fault_errors as i64 - request.baseline_errors as i64
+        )?;
+    }
+    writeln!(out)
 }
 
 /// A ratio for the text: "1.00", or "–" when there is none.
@@ -278,11 +454,12 @@ fn write_phases(out: &mut String, report: &Report) -> std::fmt::Result {
             };
             writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} ({:.1}%) | {} | {} |",
                 verdict.name,
                 phase.name,
                 if slo.passed { "✅" } else { "❌" },
-                count_with_share(slo.bad_requests, phase.requests),
+                slo.bad_requests,
+                slo.bad_percent,
                 slo.burn_rate
                     .map_or("–".to_owned(), |rate| format!("{rate:.2}×")),
                 slo.budget_spent_percent
@@ -454,11 +631,11 @@ fn write_run(out: &mut String, run: &RunFigures) -> std::fmt::Result {
     write_queueing_and_service(out, run)?;
     writeln!(
         out,
-        "| SLO | Pass? | Objective | Margin | Num. Requests Over Threshold or Failed (% of total) |"
+        "| SLO | Pass? | Objective | Margin | Num. Requests Over Threshold or Failed (% of those it judges) |"
     )?;
     writeln!(
         out,
-        "|-----|-------|-----------|--------|------------------------------------------------------|"
+        "|-----|-------|-----------|--------|---------------------------------------------------------------|"
     )?;
     for slo in &run.slos {
         let margin = if slo.margin_ms >= 0.0 {
@@ -474,7 +651,7 @@ fn write_run(out: &mut String, run: &RunFigures) -> std::fmt::Result {
             super::trim_float(slo.objective),
             super::trim_float(slo.threshold_ms),
             margin,
-            count_with_share(slo.bad_requests, total)
+            count_with_share(slo.bad_requests, slo.good_requests + slo.bad_requests)
         )?;
     }
     writeln!(out)?;

@@ -30,7 +30,8 @@ pub use phases::{
 
 use super::{SecondFigures, ms, percent, quantile, ratio, round2, round4, sparklines};
 
-/// A service level objective: `objective`% of requests succeed within `threshold_ms`.
+/// A service level objective: `objective`% of requests succeed within `threshold_ms`, of one request of the
+/// traffic mix when it names one, else of all traffic.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(rename = "Slo")]
 pub struct LatencySlo {
@@ -38,7 +39,7 @@ pub struct LatencySlo {
     pub objective: f64,
     /// Latency threshold in milliseconds.
     pub threshold_ms: f64,
-    /// The request of the mix it judges; `None`: all traffic.
+    /// The request of the mix (its `name`) whose calls alone the SLO is judged on; `None`: all traffic.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request: Option<String>,
 }
@@ -60,12 +61,17 @@ impl LatencySlo {
         ]
     }
 
+    /// "99% @ 350ms", or "checkout: 99% @ 350ms" for an SLO of the request named "checkout".
     pub fn name(&self) -> String {
-        format!(
+        let objective = format!(
             "{}% @ {}ms",
             trim_float(self.objective),
             trim_float(self.threshold_ms)
-        )
+        );
+        match &self.request {
+            Some(request) => format!("{request}: {objective}"),
+            None => objective,
+        }
     }
 }
 
@@ -86,6 +92,22 @@ pub struct CallInfo {
     pub url: String,
     pub method: String,
     pub timeout_ms: u64,
+    /// Header names sent (values are not echoed).
+    pub headers: Vec<String>,
+    pub has_body: bool,
+}
+
+/// One request of the traffic mix, as the scenario was given it.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct RequestInfo {
+    /// Its name in the mix (`requests[].name`; the single-`url` form's is "METHOD /path").
+    pub name: String,
+    pub method: String,
+    pub url: String,
+    /// Its weight in the mix, as given (a call picks a request with probability weight / sum of weights).
+    pub weight: f64,
+    /// What counts as its success, in words (e.g. "a 2xx status", "status 200 or 404, body holding \"ok\"").
+    pub expect: String,
     /// Header names sent (values are not echoed).
     pub headers: Vec<String>,
     pub has_body: bool,
@@ -146,6 +168,25 @@ pub struct OutcomeCounts {
     pub not_started: u64,
     /// Up to five distinct transport error messages.
     pub transport_error_examples: Vec<String>,
+}
+
+impl OutcomeCounts {
+    /// The outcomes of `samples`' requests.
+    pub fn of(samples: &Samples) -> Self {
+        Self {
+            success: samples.success,
+            http_error: samples.http_error_count(),
+            http_error_by_status: samples
+                .http_errors
+                .iter()
+                .map(|(status, count)| (status.to_string(), *count))
+                .collect(),
+            transport_error: samples.transport_errors,
+            timeout: samples.timeouts,
+            not_started: samples.not_started,
+            transport_error_examples: samples.transport_error_examples.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -224,8 +265,11 @@ pub(crate) fn latency_curve(histogram: &hdrhistogram::Histogram<u64>) -> Vec<Cur
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct SloVerdict {
-    /// e.g. "99% @ 350ms".
+    /// e.g. "99% @ 350ms", "checkout: 99% @ 350ms" for an SLO of one request.
     pub name: String,
+    /// The request of the mix it was judged on; `None`: all traffic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<String>,
     pub objective: f64,
     pub threshold_ms: f64,
     pub passed: bool,
@@ -285,6 +329,51 @@ pub struct RunFigures {
     pub ended_at: String,
 }
 
+/// Every figure of one request of the traffic mix, over the faulted run.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct RequestFigures {
+    /// Its name in the mix.
+    pub name: String,
+    pub method: String,
+    pub url: String,
+    /// Its weight in the mix, as given.
+    pub weight: f64,
+    /// What counts as its success, in words.
+    pub expect: String,
+    /// Header names sent (values are not echoed).
+    pub headers: Vec<String>,
+    pub has_body: bool,
+    /// Its share of the run's requests (percent): what the seeded picks gave, near its weight's share.
+    pub share_percent: f64,
+    pub requests: u64,
+    /// HTTP errors + transport errors + timeouts + requests that could not start, of this request.
+    pub errors: u64,
+    pub error_percent: f64,
+    pub outcomes: OutcomeCounts,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    /// Arithmetic mean of its latencies.
+    pub mean_ms: f64,
+    /// The verdicts of the SLOs that name this request, judged on its requests alone.
+    pub slos: Vec<SloVerdict>,
+}
+
+/// One request of the mix with and without the fault.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct RequestComparison {
+    pub name: String,
+    pub baseline_p50_ms: f64,
+    pub baseline_p95_ms: f64,
+    pub baseline_p99_ms: f64,
+    pub baseline_errors: u64,
+    pub fault_p50_ms: f64,
+    pub fault_p95_ms: f64,
+    pub fault_p99_ms: f64,
+    pub fault_errors: u64,
+}
+
 /// With/without the fault, so the impact is a number.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Comparison {
@@ -296,6 +385,9 @@ pub struct Comparison {
     pub fault_p95_ms: f64,
     pub fault_p99_ms: f64,
     pub fault_errors: u64,
+    /// The same per request of the mix, in its order; empty with one request (its figures are the run's).
+    #[serde(default)]
+    pub requests: Vec<RequestComparison>,
 }
 
 /// What the proxy saw during the faulted run.
@@ -328,6 +420,9 @@ pub struct Report {
     pub call: CallInfo,
     pub strategy: StrategyInfo,
     pub faults: Vec<FaultInfo>,
+    /// Each request of the traffic mix over the faulted run, in the mix's order (one row with one request).
+    #[serde(default)]
+    pub requests: Vec<RequestFigures>,
     /// The run with the faults applied.
     pub run: RunFigures,
     /// The same load without faults, when `baseline` was asked for.
@@ -393,6 +488,76 @@ impl Report {
 
 const PERCENTILES: [f64; 5] = [25.0, 50.0, 75.0, 95.0, 99.0];
 
+/// The samples `slo` is judged on in `load`: its request's when it names one, all traffic's otherwise; `None`
+/// for a request the load did not send (the input refuses an SLO naming no request of the mix).
+fn samples_of<'a>(load: &'a LoadReport, slo: &LatencySlo) -> Option<&'a Samples> {
+    match &slo.request {
+        None => Some(&load.samples),
+        Some(name) => load
+            .per_request
+            .iter()
+            .find(|request| &request.name == name)
+            .map(|request| &request.samples),
+    }
+}
+
+/// The per-second figures of `samples`, with the schedule's `offered` requests of each second where known.
+fn per_second_figures(samples: &Samples, offered: &[u64]) -> Vec<SecondFigures> {
+    samples
+        .per_second
+        .iter()
+        .enumerate()
+        .map(|(second, s)| {
+            let at = |q: f64| (s.requests > 0).then(|| ms(quantile(&s.latency_us, q)));
+            SecondFigures {
+                second: second as u32,
+                requests: s.requests,
+                errors: s.errors,
+                timeouts: s.timeouts,
+                p50_ms: at(0.50),
+                p95_ms: at(0.95),
+                p99_ms: at(0.99),
+                offered: offered.get(second).copied(),
+                achieved: Some(s.answered),
+            }
+        })
+        .collect()
+}
+
+/// The latency at `q` of every request of `samples` (0 without requests).
+fn latency_at(samples: &Samples, q: f64) -> f64 {
+    if samples.requests() == 0 {
+        0.0
+    } else {
+        ms(quantile(&samples.all_us, q))
+    }
+}
+
+fn max_latency(samples: &Samples) -> f64 {
+    if samples.requests() == 0 {
+        0.0
+    } else {
+        ms(samples.all_us.median_equivalent(samples.all_us.max()))
+    }
+}
+
+fn mean_latency(samples: &Samples) -> f64 {
+    let total = samples.requests();
+    if total == 0 {
+        0.0
+    } else {
+        round2(samples.sum_us as f64 / total as f64 / 1000.0)
+    }
+}
+
+/// Each SLO judged on `load`: on its request's samples when it names one, on all traffic otherwise.
+fn verdicts(load: &LoadReport, slos: &[LatencySlo]) -> Vec<SloVerdict> {
+    let unsent = Samples::new(0);
+    slos.iter()
+        .map(|slo| evaluate(slo, samples_of(load, slo).unwrap_or(&unsent)))
+        .collect()
+}
+
 /// Figures of one load run against `slos`.
 pub fn figures(load: &LoadReport, slos: &[LatencySlo]) -> RunFigures {
     let samples = &load.samples;
@@ -420,26 +585,8 @@ pub fn figures(load: &LoadReport, slos: &[LatencySlo]) -> RunFigures {
             }
         })
         .collect();
-    let slo_verdicts: Vec<SloVerdict> = slos.iter().map(|slo| evaluate(slo, samples)).collect();
-    let per_second: Vec<SecondFigures> = samples
-        .per_second
-        .iter()
-        .enumerate()
-        .map(|(second, s)| {
-            let at = |q: f64| (s.requests > 0).then(|| ms(quantile(&s.latency_us, q)));
-            SecondFigures {
-                second: second as u32,
-                requests: s.requests,
-                errors: s.errors,
-                timeouts: s.timeouts,
-                p50_ms: at(0.50),
-                p95_ms: at(0.95),
-                p99_ms: at(0.99),
-                offered: load.offered_per_second.get(second).copied(),
-                achieved: Some(s.answered),
-            }
-        })
-        .collect();
+    let slo_verdicts = verdicts(load, slos);
+    let per_second = per_second_figures(samples, &load.offered_per_second);
     let (sparkline_p50, sparkline_p95) = sparklines(&per_second);
     let elapsed_s = load.elapsed.as_secs_f64();
     RunFigures {
@@ -447,34 +594,14 @@ pub fn figures(load: &LoadReport, slos: &[LatencySlo]) -> RunFigures {
         planned_requests: load.planned,
         errors,
         error_percent: percent(errors, total),
-        outcomes: OutcomeCounts {
-            success: samples.success,
-            http_error: samples.http_error_count(),
-            http_error_by_status: samples
-                .http_errors
-                .iter()
-                .map(|(status, count)| (status.to_string(), *count))
-                .collect(),
-            transport_error: samples.transport_errors,
-            timeout: samples.timeouts,
-            not_started: samples.not_started,
-            transport_error_examples: samples.transport_error_examples.clone(),
-        },
+        outcomes: OutcomeCounts::of(samples),
         min_ms: if total == 0 {
             0.0
         } else {
             ms(samples.all_us.median_equivalent(samples.all_us.min()))
         },
-        max_ms: if total == 0 {
-            0.0
-        } else {
-            ms(samples.all_us.median_equivalent(samples.all_us.max()))
-        },
-        mean_ms: if total == 0 {
-            0.0
-        } else {
-            round2(samples.sum_us as f64 / total as f64 / 1000.0)
-        },
+        max_ms: max_latency(samples),
+        mean_ms: mean_latency(samples),
         total_time_ms: round2(elapsed_s * 1000.0),
         achieved_rps: if elapsed_s > 0.0 {
             round2(total as f64 / elapsed_s)
@@ -496,6 +623,50 @@ pub fn figures(load: &LoadReport, slos: &[LatencySlo]) -> RunFigures {
         started_at: load.started_at.to_string(),
         ended_at: load.ended_at.to_string(),
     }
+}
+
+/// The figures of each request of `load`'s mix, described by `requests` (by position; a request the input
+/// does not describe keeps its name alone), with the `verdicts` of the SLOs that name it.
+fn request_figures(
+    load: &LoadReport,
+    requests: &[RequestInfo],
+    verdicts: &[SloVerdict],
+) -> Vec<RequestFigures> {
+    let run_total = load.samples.requests();
+    load.per_request
+        .iter()
+        .enumerate()
+        .map(|(index, measured)| {
+            let info = requests.get(index);
+            let samples = &measured.samples;
+            let total = samples.requests();
+            let errors = samples.errors();
+            RequestFigures {
+                name: measured.name.clone(),
+                method: info.map_or_else(String::new, |i| i.method.clone()),
+                url: info.map_or_else(String::new, |i| i.url.clone()),
+                weight: info.map_or(1.0, |i| i.weight),
+                expect: info.map_or_else(String::new, |i| i.expect.clone()),
+                headers: info.map_or_else(Vec::new, |i| i.headers.clone()),
+                has_body: info.is_some_and(|i| i.has_body),
+                share_percent: percent(total, run_total),
+                requests: total,
+                errors,
+                error_percent: percent(errors, total),
+                outcomes: OutcomeCounts::of(samples),
+                p50_ms: latency_at(samples, 0.50),
+                p95_ms: latency_at(samples, 0.95),
+                p99_ms: latency_at(samples, 0.99),
+                max_ms: max_latency(samples),
+                mean_ms: mean_latency(samples),
+                slos: verdicts
+                    .iter()
+                    .filter(|v| v.request.as_deref() == Some(measured.name.as_str()))
+                    .cloned()
+                    .collect(),
+            }
+        })
+        .collect()
 }
 
 /// Of the requests in `all` (`success` of them successful, with latencies `successes`), those within `slo`'s
@@ -522,16 +693,10 @@ fn evaluate(slo: &LatencySlo, samples: &Samples) -> SloVerdict {
     let total = samples.requests();
     let (good, bad, passed) =
         slo_counts(slo, &samples.all_us, &samples.success_us, samples.success);
-    let latency_at_objective = if total == 0 {
-        0.0
-    } else {
-        ms(quantile(
-            &samples.all_us,
-            (slo.objective / 100.0).clamp(0.0, 1.0),
-        ))
-    };
+    let latency_at_objective = latency_at(samples, (slo.objective / 100.0).clamp(0.0, 1.0));
     SloVerdict {
         name: slo.name(),
+        request: slo.request.clone(),
         objective: slo.objective,
         threshold_ms: slo.threshold_ms,
         passed,
@@ -543,9 +708,20 @@ fn evaluate(slo: &LatencySlo, samples: &Samples) -> SloVerdict {
     }
 }
 
+/// An SLO with the traffic it is judged on: its request's samples and seconds when it names one, all
+/// traffic's otherwise.
+pub struct Judged<'a> {
+    pub slo: &'a LatencySlo,
+    pub samples: &'a Samples,
+    pub per_second: &'a [SecondFigures],
+}
+
 /// What the scenario knows besides the samples.
 pub struct ReportInput {
+    /// The first request of the mix (the only one of the single-`url` form).
     pub call: CallInfo,
+    /// Every request of the mix, in its order (as the load's `per_request`).
+    pub requests: Vec<RequestInfo>,
     pub strategy: StrategyInfo,
     pub faults: Vec<FaultInfo>,
     pub slos: Vec<LatencySlo>,
@@ -558,16 +734,97 @@ pub struct ReportInput {
 /// Default N of time to recover.
 pub const DEFAULT_RECOVERY_SECONDS: u32 = 3;
 
+/// The p50, p95 and p99 of a run's percentile rows.
+fn headline(figures: &RunFigures) -> (f64, f64, f64) {
+    let p = |name: &str| {
+        figures
+            .percentiles
+            .iter()
+            .find(|row| row.name == name)
+            .map_or(0.0, |row| row.latency_ms)
+    };
+    (p("p50"), p("p95"), p("p99"))
+}
+
+/// The run against the baseline, over all traffic and, with several requests, per request.
+fn comparison(
+    run: &RunFigures,
+    baseline: &RunFigures,
+    requests: &[RequestFigures],
+    baseline_load: &LoadReport,
+) -> Comparison {
+    let (fault_p50_ms, fault_p95_ms, fault_p99_ms) = headline(run);
+    let (baseline_p50_ms, baseline_p95_ms, baseline_p99_ms) = headline(baseline);
+    let per_request = if requests.len() > 1 {
+        requests
+            .iter()
+            .map(|request| {
+                let base = baseline_load
+                    .per_request
+                    .iter()
+                    .find(|b| b.name == request.name)
+                    .map(|b| &b.samples);
+                let at = |q: f64| base.map_or(0.0, |b| latency_at(b, q));
+                RequestComparison {
+                    name: request.name.clone(),
+                    baseline_p50_ms: at(0.50),
+                    baseline_p95_ms: at(0.95),
+                    baseline_p99_ms: at(0.99),
+                    baseline_errors: base.map_or(0, Samples::errors),
+                    fault_p50_ms: request.p50_ms,
+                    fault_p95_ms: request.p95_ms,
+                    fault_p99_ms: request.p99_ms,
+                    fault_errors: request.errors,
+                }
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Comparison {
+        baseline_p50_ms,
+        baseline_p95_ms,
+        baseline_p99_ms,
+        baseline_errors: baseline.errors,
+        fault_p50_ms,
+        fault_p95_ms,
+        fault_p99_ms,
+        fault_errors: run.errors,
+        requests: per_request,
+    }
+}
+
 /// Builds the report from the faulted run and, optionally, a baseline run without faults.
 pub fn build(input: ReportInput, run: &LoadReport, baseline: Option<&LoadReport>) -> Report {
     let data = ReportData::of(&input.slos, run, baseline, input.upstream.as_ref());
     let run_figures = figures(run, &input.slos);
+    let requests = request_figures(run, &input.requests, &run_figures.slos);
+    // The seconds each SLO of a request is judged on: that request's.
+    let unsent = Samples::new(0);
+    let request_seconds: Vec<Option<Vec<SecondFigures>>> = input
+        .slos
+        .iter()
+        .map(|slo| {
+            slo.request
+                .as_ref()
+                .map(|_| samples_of(run, slo).map_or_else(Vec::new, |s| per_second_figures(s, &[])))
+        })
+        .collect();
+    let judged: Vec<Judged> = input
+        .slos
+        .iter()
+        .zip(&request_seconds)
+        .map(|(slo, seconds)| Judged {
+            slo,
+            samples: samples_of(run, slo).unwrap_or(&unsent),
+            per_second: seconds.as_deref().unwrap_or(&run_figures.per_second),
+        })
+        .collect();
     let merged = phases::merge_windows(input.faults.iter().flat_map(|f| f.windows.iter().copied()));
     let phases = phases::phase_figures(
         &run.samples.phases,
         &merged,
-        &input.slos,
-        run_figures.requests,
+        &judged,
         input.upstream.as_ref(),
     );
     let recovery = if phases.is_empty() {
@@ -581,7 +838,7 @@ pub fn build(input: ReportInput, run: &LoadReport, baseline: Option<&LoadReport>
         phases::recoveries(
             &merged,
             &run_figures.per_second,
-            &input.slos,
+            &judged,
             usual,
             input.recovery_seconds,
             input.strategy.duration_s,
@@ -592,24 +849,9 @@ pub fn build(input: ReportInput, run: &LoadReport, baseline: Option<&LoadReport>
         .as_ref()
         .map(|counts| Amplification::of(counts, &run_figures.per_second, run_figures.requests));
     let baseline_figures = baseline.map(|b| figures(b, &input.slos));
-    let comparison = baseline_figures.as_ref().map(|b| {
-        let p = |f: &RunFigures, name: &str| {
-            f.percentiles
-                .iter()
-                .find(|row| row.name == name)
-                .map_or(0.0, |row| row.latency_ms)
-        };
-        Comparison {
-            baseline_p50_ms: p(b, "p50"),
-            baseline_p95_ms: p(b, "p95"),
-            baseline_p99_ms: p(b, "p99"),
-            baseline_errors: b.errors,
-            fault_p50_ms: p(&run_figures, "p50"),
-            fault_p95_ms: p(&run_figures, "p95"),
-            fault_p99_ms: p(&run_figures, "p99"),
-            fault_errors: run_figures.errors,
-        }
-    });
+    let comparison = baseline
+        .zip(baseline_figures.as_ref())
+        .map(|(load, figures)| comparison(&run_figures, figures, &requests, load));
     let status = if run_figures.slo_failures == 0 {
         Status::Passed
     } else {
@@ -627,6 +869,7 @@ pub fn build(input: ReportInput, run: &LoadReport, baseline: Option<&LoadReport>
         call: input.call,
         strategy: input.strategy,
         faults: input.faults,
+        requests,
         run: run_figures,
         baseline: baseline_figures,
         comparison,

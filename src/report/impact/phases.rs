@@ -8,7 +8,8 @@
 //!   its p99 is over the SLO's threshold or its share of errors is over the share the objective allows
 //!   (100 − objective, in percent); it *holds* every SLO when it breaks none, and it is *back* when it also has
 //!   no more errors than the before phase's error share of its requests, rounded up. A second without requests
-//!   neither breaks nor holds.
+//!   neither breaks nor holds. An SLO that names a request of the mix reads that request's requests alone, in
+//!   each second and in each phase (its budget is that request's over the run).
 //! - Time to detect: from a window's start to the start of the first second (from the one the window starts
 //!   in, until the next window) that breaks an SLO.
 //! - Time to recover: from a window's end to the start of the first run of N seconds in a row (from the one
@@ -24,7 +25,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{LatencySlo, slo_counts};
+use super::{Judged, slo_counts};
 use crate::load::PhaseSamples;
 use crate::report::{SecondFigures, ms, percent, quantile, round2, round4};
 
@@ -221,12 +222,12 @@ impl Amplification {
     }
 }
 
-/// The figures of each of a run's `phases` (from the load), named against the `merged` windows.
+/// The figures of each of a run's `phases` (from the load), named against the `merged` windows, each of the
+/// `judged` SLOs judged on its own traffic's requests due in the phase.
 pub fn phase_figures(
     phases: &[PhaseSamples],
     merged: &[ActiveWindow],
-    slos: &[LatencySlo],
-    run_requests: u64,
+    judged: &[Judged],
     upstream: Option<&UpstreamCounts>,
 ) -> Vec<PhaseFigures> {
     let several = merged.len() > 1;
@@ -263,11 +264,24 @@ pub fn phase_figures(
             } else {
                 ms(phase.all_us.median_equivalent(phase.all_us.max()))
             };
-            let slos = slos
+            let slos = judged
                 .iter()
-                .map(|slo| {
-                    let (good, bad, passed) =
-                        slo_counts(slo, &phase.all_us, &phase.success_us, phase.success);
+                .map(|Judged { slo, samples, .. }| {
+                    // The SLO's traffic in this phase: the whole phase, or its request's part of it.
+                    let own = if slo.request.is_some() {
+                        samples.phases.get(index)
+                    } else {
+                        Some(phase)
+                    };
+                    let (good, bad, passed, own_requests) = match own {
+                        Some(own) => {
+                            let (good, bad, passed) =
+                                slo_counts(slo, &own.all_us, &own.success_us, own.success);
+                            (good, bad, passed, own.requests())
+                        }
+                        None => (0, 0, false, 0),
+                    };
+                    let run_requests = samples.requests();
                     let allowed = 1.0 - slo.objective / 100.0;
                     let budget = allowed > 0.0;
                     PhaseSlo {
@@ -275,8 +289,8 @@ pub fn phase_figures(
                         passed,
                         bad_requests: bad,
                         bad_percent: percent(bad, good + bad),
-                        burn_rate: (budget && requests > 0)
-                            .then(|| round2(bad as f64 / requests as f64 / allowed)),
+                        burn_rate: (budget && own_requests > 0)
+                            .then(|| round2(bad as f64 / own_requests as f64 / allowed)),
                         budget_spent_percent: (budget && run_requests > 0)
                             .then(|| round2(bad as f64 * 100.0 / (allowed * run_requests as f64))),
                     }
@@ -348,35 +362,41 @@ pub struct WindowRecovery {
     pub recovery: Recovery,
 }
 
-/// The SLOs `second` breaks (see the module's definitions).
-fn broken(second: &SecondFigures, slos: &[LatencySlo]) -> Vec<String> {
-    if second.requests == 0 {
-        return Vec::new();
-    }
-    let error_share = second.errors as f64 / second.requests as f64;
-    slos.iter()
-        .filter(|slo| {
-            second.p99_ms.is_some_and(|p99| p99 > slo.threshold_ms)
-                || error_share > 1.0 - slo.objective / 100.0 + 1e-12
+/// The SLOs second `index` breaks, each read on its own traffic's second (see the module's definitions).
+fn broken(index: usize, judged: &[Judged]) -> Vec<String> {
+    judged
+        .iter()
+        .filter(|judged| {
+            let Some(second) = judged.per_second.get(index).filter(|s| s.requests > 0) else {
+                return false;
+            };
+            let error_share = second.errors as f64 / second.requests as f64;
+            second
+                .p99_ms
+                .is_some_and(|p99| p99 > judged.slo.threshold_ms)
+                || error_share > 1.0 - judged.slo.objective / 100.0 + 1e-12
         })
-        .map(LatencySlo::name)
+        .map(|judged| judged.slo.name())
         .collect()
 }
 
-/// Whether `second` holds every SLO with no more errors than `usual_share` of its requests, rounded up.
-fn back(second: &SecondFigures, slos: &[LatencySlo], usual_share: f64) -> bool {
+/// Whether second `index` (of all traffic, `per_second`) holds every SLO with no more errors than
+/// `usual_share` of its requests, rounded up.
+fn back(index: usize, per_second: &[SecondFigures], judged: &[Judged], usual_share: f64) -> bool {
+    let second = &per_second[index];
     let allowed = (usual_share * second.requests as f64 - 1e-9)
         .ceil()
         .max(0.0) as u64;
-    second.requests > 0 && broken(second, slos).is_empty() && second.errors <= allowed
+    second.requests > 0 && broken(index, judged).is_empty() && second.errors <= allowed
 }
 
 /// Time to detect and to recover of each of the `merged` windows of a run of `run_s` seconds, from its
-/// `per_second` figures: `usual_error_share` is the before phase's (a fraction), `in_a_row` is N.
+/// `per_second` figures (all traffic) and those each of the `judged` SLOs reads: `usual_error_share` is the
+/// before phase's (a fraction), `in_a_row` is N.
 pub fn recoveries(
     merged: &[ActiveWindow],
     per_second: &[SecondFigures],
-    slos: &[LatencySlo],
+    judged: &[Judged],
     usual_error_share: f64,
     in_a_row: u32,
     run_s: f64,
@@ -392,7 +412,7 @@ pub fn recoveries(
                 |limit: f64| (limit.ceil().max(0.0) as usize).min(per_second.len());
             let first = window.from_s.floor().max(0.0) as usize;
             let detected = (first..seconds_before(limit_s))
-                .map(|s| (s, broken(&per_second[s], slos)))
+                .map(|s| (s, broken(s, judged)))
                 .find(|(_, broken)| !broken.is_empty());
             let (detect_s, detected_at_second, broken_slos) = match detected {
                 Some((s, broken)) => (
@@ -413,9 +433,8 @@ pub fn recoveries(
                 };
                 let start = window.until_s.floor().max(0.0) as usize;
                 let found = (start..usable.saturating_sub(in_a_row - 1)).find(|&s| {
-                    per_second[s..s + in_a_row]
-                        .iter()
-                        .all(|second| back(second, slos, usual_error_share))
+                    (s..s + in_a_row)
+                        .all(|second| back(second, per_second, judged, usual_error_share))
                 });
                 match found {
                     Some(s) => Recovery::Recovered {
@@ -444,6 +463,36 @@ pub fn recoveries(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::load::Samples;
+    use crate::report::impact::LatencySlo;
+
+    /// Time to detect and to recover with every SLO judged on all traffic.
+    fn recoveries_of(
+        merged: &[ActiveWindow],
+        per_second: &[SecondFigures],
+        slos: &[LatencySlo],
+        usual_error_share: f64,
+        in_a_row: u32,
+        run_s: f64,
+    ) -> Vec<WindowRecovery> {
+        let samples = Samples::new(0);
+        let judged: Vec<Judged> = slos
+            .iter()
+            .map(|slo| Judged {
+                slo,
+                samples: &samples,
+                per_second,
+            })
+            .collect();
+        recoveries(
+            merged,
+            per_second,
+            &judged,
+            usual_error_share,
+            in_a_row,
+            run_s,
+        )
+    }
 
     fn second(second: u32, requests: u64, errors: u64, p99_ms: f64) -> SecondFigures {
         SecondFigures {
@@ -480,7 +529,7 @@ mod tests {
     fn a_hold_down_recovers_at_the_first_run_of_n_good_seconds() {
         let slos = LatencySlo::defaults();
         // Failing from 5 s to 16 s: the 5 s window plus a hold-down that ends during second 15.
-        let found = recoveries(&[window(5.0, 10.0)], &run(5, 16), &slos, 0.0, 3, 24.0);
+        let found = recoveries_of(&[window(5.0, 10.0)], &run(5, 16), &slos, 0.0, 3, 24.0);
         assert_eq!(found[0].detect_s, Some(0.0));
         assert_eq!(found[0].detected_at_second, Some(5));
         assert_eq!(
@@ -495,7 +544,7 @@ mod tests {
             }
         );
         // A second too few at the end: no recovery is claimed.
-        let short = recoveries(&[window(5.0, 10.0)], &run(5, 22), &slos, 0.0, 3, 24.0);
+        let short = recoveries_of(&[window(5.0, 10.0)], &run(5, 22), &slos, 0.0, 3, 24.0);
         assert_eq!(
             short[0].recovery,
             Recovery::NotRecovered {
@@ -516,7 +565,7 @@ mod tests {
         seconds[7] = second(7, 20, 0, 150.0);
         // One error in 20 is within 10%: it holds the SLO, but the usual share is none, so it is not back.
         seconds[12] = second(12, 20, 1, 4.0);
-        let found = recoveries(&[window(6.5, 10.0)], &seconds, &slos, 0.0, 3, 24.0);
+        let found = recoveries_of(&[window(6.5, 10.0)], &seconds, &slos, 0.0, 3, 24.0);
         assert_eq!(found[0].detect_s, Some(0.5));
         assert_eq!(
             found[0].recovery,
@@ -526,7 +575,7 @@ mod tests {
             }
         );
         // With 5% of errors as usual, one in 20 is back.
-        let usual = recoveries(&[window(6.5, 10.0)], &seconds, &slos, 0.05, 3, 24.0);
+        let usual = recoveries_of(&[window(6.5, 10.0)], &seconds, &slos, 0.05, 3, 24.0);
         assert_eq!(
             usual[0].recovery,
             Recovery::Recovered {
@@ -542,7 +591,7 @@ mod tests {
         let windows = merge_windows([window(12.0, 14.0), window(3.0, 5.0), window(4.0, 6.0)]);
         assert_eq!(windows, [window(3.0, 6.0), window(12.0, 14.0)]);
         assert_eq!(phase_cuts(&windows, 24.0), [3.0, 6.0, 12.0, 14.0]);
-        let found = recoveries(&windows, &run(3, 13), &slos, 0.0, 3, 24.0);
+        let found = recoveries_of(&windows, &run(3, 13), &slos, 0.0, 3, 24.0);
         assert_eq!(
             found[0].recovery,
             Recovery::NotRecovered {
@@ -558,7 +607,7 @@ mod tests {
                 from_second: 14
             }
         );
-        let held = recoveries(&[window(20.0, 24.0)], &run(20, 24), &slos, 0.0, 3, 24.0);
+        let held = recoveries_of(&[window(20.0, 24.0)], &run(20, 24), &slos, 0.0, 3, 24.0);
         assert_eq!(held[0].recovery, Recovery::HeldToTheEnd);
         assert!(phase_cuts(&[window(0.0, 24.0)], 24.0).is_empty());
     }
