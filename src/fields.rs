@@ -77,6 +77,14 @@ pub enum Kind {
     Object { fields: &'static [Field] },
     /// Names to texts (HTTP headers). A tool's face only, read with [`FieldInput::text_map`].
     TextMap,
+    /// A JSON value `check` reads whole (a seed, exact over `u64` as a JSON integer or a string of digits);
+    /// `takes` says what in words, `types` are its JSON Schema types. A tool's face only, read with
+    /// [`FieldInput::json`].
+    Json {
+        check: fn(&Value) -> Result<(), String>,
+        takes: &'static str,
+        types: &'static [&'static str],
+    },
     /// A list of texts (one text stands for a list of one), each read by `check`; `takes` says what one
     /// is. A tool's face only, read with [`FieldInput::texts`].
     Texts {
@@ -180,6 +188,24 @@ impl Field {
     /// One object whose members are `fields`.
     pub const fn object(name: &'static str, help: &'static str, fields: &'static [Field]) -> Self {
         Self::new(name, help, Kind::Object { fields })
+    }
+
+    /// A JSON value `check` reads whole; `takes` says what, `types` are its JSON Schema types.
+    pub const fn json(
+        name: &'static str,
+        help: &'static str,
+        (takes, types): (&'static str, &'static [&'static str]),
+        check: fn(&Value) -> Result<(), String>,
+    ) -> Self {
+        Self::new(
+            name,
+            help,
+            Kind::Json {
+                check,
+                takes,
+                types,
+            },
+        )
     }
 
     /// Names to texts.
@@ -303,6 +329,7 @@ impl Field {
             ),
             Kind::Object { fields } => format!("an object with {}", member_names(fields)),
             Kind::TextMap => "an object of names to texts".into(),
+            Kind::Json { takes, .. } => takes.into(),
             Kind::Texts { takes, .. } => format!("a list of {takes}"),
         }
     }
@@ -375,6 +402,7 @@ impl Field {
             _ => {}
         }
         let types: &[&str] = match self.kind {
+            Kind::Json { types, .. } => types,
             Kind::Number { .. } => &["number", "string"],
             Kind::Switch => &["boolean", "string"],
             Kind::Parsed { numbers: true, .. } => &["string", "number"],
@@ -504,6 +532,7 @@ impl Field {
                 }
                 _ => Err(format!("expected {}, got {given}", self.accepts())),
             },
+            Kind::Json { check, .. } => check(given).map(|()| Read::Value(given.clone())),
             Kind::Object { .. } | Kind::TextMap => match given {
                 Value::Object(_) => Ok(Read::Value(given.clone())),
                 _ => Err(format!("expected {}, got {given}", self.accepts())),
@@ -759,6 +788,15 @@ impl FieldInput {
             .collect()
     }
 
+    /// A JSON value field's value, as given (checked); `None` when left out.
+    pub fn json(&self, field: &Field) -> Result<Option<Value>, FieldError> {
+        match self.value(field)? {
+            Some(Read::Value(value)) => Ok(Some(value)),
+            Some(_) => Err(self.refuse(field, "is not a JSON value field")),
+            None => Ok(None),
+        }
+    }
+
     /// A list of texts, each checked (blank ones dropped); empty when the field is left out.
     pub fn texts(&self, field: &Field) -> Result<Vec<String>, FieldError> {
         let Kind::Texts { check, .. } = field.kind else {
@@ -781,6 +819,11 @@ impl FieldInput {
                 Value::String(text) => {
                     check(text.trim()).map_err(at)?;
                     texts.push(text.trim().to_owned());
+                }
+                Value::Number(n) => {
+                    let text = n.to_string();
+                    check(&text).map_err(at)?;
+                    texts.push(text);
                 }
                 Value::Null => {}
                 other => return Err(at(format!("expected text, got {other}"))),

@@ -17,9 +17,10 @@ use rmcp::{
 use serde_json::Value;
 
 use super::impact::progress_ticker;
-use super::impact_input::{InputError, bad, compound_schema, compound_spec};
+use super::impact_input::{InputError, RunFiles, bad, compound_schema, compound_spec};
 use super::{
-    FaultServer, output_schema, text_and_structured, tool_error, with_chart, with_page, with_view,
+    FaultServer, output_schema, text_and_structured, tool_error, with_chart, with_page,
+    with_result_file, with_view,
 };
 use crate::{
     capacity::{self, CapacitySpec, SearchSpec},
@@ -29,7 +30,7 @@ use crate::{
     load,
     report::{
         capacity::CapacityReport,
-        chart::{self, capacity::CapacityFigure, page_file::PageFile},
+        chart::{self, capacity::CapacityFigure},
     },
 };
 
@@ -122,7 +123,7 @@ fn field_error(e: FieldError) -> InputError {
 pub(super) fn capacity_spec(
     args: &JsonObject,
     limits: &Limits,
-) -> Result<(CapacitySpec, Option<PageFile>), InputError> {
+) -> Result<(CapacitySpec, RunFiles), InputError> {
     let input = FieldInput::from_arguments(&FIELDS, args);
     let start_rps = input.whole(&START_RPS).map_err(field_error)?;
     let max_rps = input
@@ -249,15 +250,15 @@ impl FaultServer {
     /// Validates, takes the scenario slot, runs the search, and shapes the report; progress each second.
     async fn run_capacity(
         &self,
-        spec: Result<(CapacitySpec, Option<PageFile>), InputError>,
+        spec: Result<(CapacitySpec, RunFiles), InputError>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
-        let (spec, page) = match spec {
+        let (spec, files) = match spec {
             Ok(spec) => spec,
             Err(e) => return Ok(tool_error(e)),
         };
         let Some(_slot) = self.impact_slot.take(&context.ct).await else {
-            page.into_iter().for_each(PageFile::discard);
+            files.discard();
             return Ok(tool_error(
                 "another impact scenario is running; they run one at a time (they bind ports and measure \
                  latency). Try again when it has finished.",
@@ -284,12 +285,13 @@ impl FaultServer {
                 let result = with_view(result, apps, "capacity", || {
                     chart::page::capacity_body(&report)
                 });
-                Ok(with_page(result, page, || {
+                let result = with_result_file(result, files.result, &report);
+                Ok(with_page(result, files.page, || {
                     chart::page::capacity_page(&report)
                 }))
             }
             Err(e) => {
-                page.into_iter().for_each(PageFile::discard);
+                files.discard();
                 Ok(tool_error(e))
             }
         }

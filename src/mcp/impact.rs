@@ -16,16 +16,19 @@ use rmcp::{
     service::RequestContext,
 };
 
-use super::impact_input::{InputError, compound_schema, compound_spec, impact_spec, input_schema};
+use super::impact_input::{
+    InputError, RunFiles, compound_schema, compound_spec, impact_spec, input_schema,
+};
 use super::{
-    FaultServer, output_schema, text_and_structured, tool_error, with_chart, with_page, with_view,
+    FaultServer, output_schema, text_and_structured, tool_error, with_chart, with_page,
+    with_result_file, with_view,
 };
 use crate::{
     impact::{self, ImpactSpec},
     load,
     proxy::faults::{self, EachFault, TcpFaultSpec},
     report::{
-        chart::{self, impact::ImpactFigure, page_file::PageFile},
+        chart::{self, impact::ImpactFigure},
         impact::Report,
     },
     serve::tasks::TaskStatusLine,
@@ -81,15 +84,15 @@ impl FaultServer {
     /// Validates, takes the scenario slot, runs, and shapes the report; progress each second if asked.
     async fn run_impact(
         &self,
-        spec: Result<(ImpactSpec, Option<PageFile>), InputError>,
+        spec: Result<(ImpactSpec, RunFiles), InputError>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, rmcp::ErrorData> {
-        let (spec, page) = match spec {
+        let (spec, files) = match spec {
             Ok(spec) => spec,
             Err(e) => return Ok(tool_error(e)),
         };
         let Some(_slot) = self.impact_slot.take(&context.ct).await else {
-            page.into_iter().for_each(PageFile::discard);
+            files.discard();
             return Ok(tool_error(
                 "another impact scenario is running; they run one at a time (they bind ports and measure \
                  latency). Try again when it has finished.",
@@ -115,12 +118,13 @@ impl FaultServer {
                 );
                 let result =
                     with_view(result, apps, "impact", || chart::page::impact_body(&report));
-                Ok(with_page(result, page, || {
+                let result = with_result_file(result, files.result, &report);
+                Ok(with_page(result, files.page, || {
                     chart::page::impact_page(&report)
                 }))
             }
             Err(e) => {
-                page.into_iter().for_each(PageFile::discard);
+                files.discard();
                 Ok(tool_error(e))
             }
         }

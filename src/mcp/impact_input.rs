@@ -80,10 +80,33 @@ pub(super) fn whole(
 
 /// A scenario tool's `report_path`: the HTML page's file, created before the run (an error names the field).
 pub(super) fn report_page(path: Option<String>) -> Result<Option<PageFile>, InputError> {
+    output_file("report_path", path)
+}
+
+/// The file of `field` (a path, or none), created before the run (an error names the field).
+fn output_file(field: &str, path: Option<String>) -> Result<Option<PageFile>, InputError> {
     path.map(|path| {
-        PageFile::create(std::path::Path::new(&path)).map_err(|e| bad("report_path", e.to_string()))
+        PageFile::create(std::path::Path::new(&path)).map_err(|e| bad(field, e.to_string()))
     })
     .transpose()
+}
+
+/// The files a scenario writes when asked: its HTML page (`report_path`) and its result (`result_path`), each
+/// created before the run, so a path that cannot be written is refused before any load is sent.
+#[derive(Debug, Default)]
+pub(crate) struct RunFiles {
+    pub page: Option<PageFile>,
+    pub result: Option<PageFile>,
+}
+
+impl RunFiles {
+    /// Removes the files: the run ended without a report.
+    pub fn discard(self) {
+        self.page
+            .into_iter()
+            .chain(self.result)
+            .for_each(PageFile::discard);
+    }
 }
 
 impl From<FieldError> for InputError {
@@ -429,11 +452,11 @@ fn read_common(
     faults: Vec<TcpFault>,
     sched_field: impl Fn(usize) -> String,
     limits: &Limits,
-) -> Result<(ImpactSpec, Option<PageFile>), InputError> {
+) -> Result<(ImpactSpec, RunFiles), InputError> {
     let input = fields::input(args);
-    let seed = input.optional_parsed::<String>(&fields::SEED)?;
-    let seed = seed
-        .map(|text| crate::seeded::seed_from_text(&text))
+    let seed = input
+        .json(&fields::SEED)?
+        .map(|value| crate::seeded::seed_from_json(&value))
         .transpose()
         .map_err(|e| bad("seed", e.to_string()))?;
     let mix = read_mix(&input, seed.unwrap_or_else(rand::random))?;
@@ -478,8 +501,19 @@ fn read_common(
     // Each window must fit the run: checked now, against `duration`, before anything starts.
     spec.fault_windows()
         .map_err(|(index, e)| bad(sched_field(index), e.to_string()))?;
-    let report_path = Some(input.text(&fields::REPORT_PATH)?).filter(|path| !path.is_empty());
-    Ok((spec, report_page(report_path)?))
+    let path = |field| -> Result<Option<String>, InputError> {
+        Ok(Some(input.text(field)?).filter(|path| !path.is_empty()))
+    };
+    let (page, result) = (path(&fields::REPORT_PATH)?, path(&fields::RESULT_PATH)?);
+    let page = output_file("report_path", page)?;
+    let result = match output_file("result_path", result) {
+        Ok(result) => result,
+        Err(e) => {
+            page.into_iter().for_each(PageFile::discard);
+            return Err(e);
+        }
+    };
+    Ok((spec, RunFiles { page, result }))
 }
 
 /// A duration string ("10s", "500ms") or a number of seconds (default 10 s), more than 0 and within the
@@ -526,7 +560,7 @@ pub(super) fn read<T: DeserializeOwned>(args: &JsonObject) -> Result<T, InputErr
 pub(super) fn impact_spec<S: TcpFaultSpec>(
     args: &JsonObject,
     limits: &Limits,
-) -> Result<(ImpactSpec, Option<PageFile>), InputError> {
+) -> Result<(ImpactSpec, RunFiles), InputError> {
     let input = FieldInput::from_arguments(&faults::fields::<S>(), args);
     let fault: TcpFault = faults::read_fault::<S>(&input).map_err(|e| bad(e.field, e.message))?;
     read_common(args, vec![fault], |_| "sched".to_owned(), limits)
@@ -569,7 +603,7 @@ impl EachFault for ReadItem<'_> {
 pub(super) fn compound_spec(
     args: &JsonObject,
     limits: &Limits,
-) -> Result<(ImpactSpec, Option<PageFile>), InputError> {
+) -> Result<(ImpactSpec, RunFiles), InputError> {
     let items = match args.get("faults") {
         Some(Value::Array(items)) if (1..=MAX_FAULTS).contains(&items.len()) => items,
         Some(Value::Array(items)) => {

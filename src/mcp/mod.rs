@@ -40,7 +40,7 @@ use crate::{
 // The result shaping every tool family uses.
 pub(crate) use crate::serve::{
     json_and_structured, output_schema, text_and_structured, tool_error, with_chart, with_page,
-    with_view,
+    with_result_file, with_view,
 };
 
 /// What the server tells a client at `initialize`: its tools by family, the impact-scenario tools as the TCP

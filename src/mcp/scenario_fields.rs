@@ -48,8 +48,8 @@ fn check_status(text: &str) -> Result<(), String> {
     }
 }
 
-fn check_seed(text: &str) -> Result<(), String> {
-    crate::seeded::seed_from_text(text)
+fn check_seed(value: &serde_json::Value) -> Result<(), String> {
+    crate::seeded::seed_from_json(value)
         .map(drop)
         .map_err(|e| e.to_string())
 }
@@ -256,14 +256,16 @@ pub const SLOS: Field = Field::objects(
 )
 .optional("99% within 350 ms and 95% within 200 ms, of all traffic");
 
-pub const SEED: Field = Field::parsed(
+pub const SEED: Field = Field::json(
     "seed",
-    "Seed for the faults' randomness and the mix's picks, for repeatable runs (a JSON integer or a \
-     string of digits)",
-    "a whole number from 0 to 2^64 - 1",
+    "Seed for the faults' randomness, the mix's picks and a feed's random order, for repeatable runs (a \
+     JSON integer or a string of digits)",
+    (
+        "a whole number from 0 to 2^64 - 1",
+        &["integer", "string"],
+    ),
     check_seed,
 )
-.numbers_too()
 .optional("random");
 pub const BASELINE: Field = Field::switch(
     "baseline",
@@ -282,6 +284,13 @@ pub const REPORT_PATH: Field = Field::text(
     "Also write the report as one self-contained HTML page (the report, its charts, the figures as JSON; \
      opens from disk with no network) to this path, e.g. \"/tmp/impact.html\"; its directory must exist and \
      be writable",
+)
+.optional("no file");
+
+pub const RESULT_PATH: Field = Field::text(
+    "result_path",
+    "Also write the result (structuredContent, with its histograms in HdrHistogram's encoding) as JSON to \
+     this path, e.g. \"/tmp/run-a.json\", for `fault report merge`; its directory must exist and be writable",
 )
 .optional("no file");
 
@@ -304,6 +313,7 @@ pub const COMMON_FIELDS: &[Field] = &[
     BASELINE,
     RECOVERY_SECONDS,
     REPORT_PATH,
+    RESULT_PATH,
 ];
 
 /// The scenario fields of a tool's arguments, read by their declarations.

@@ -145,6 +145,29 @@ pub(crate) fn with_page(
     result
 }
 
+/// `result`, once `report` is in `file` as JSON (the tool's `result_path`, what `fault report merge` reads) when
+/// one was asked for. A file that cannot be written adds a text block saying so.
+pub(crate) fn with_result_file(
+    mut result: CallToolResult,
+    file: Option<PageFile>,
+    report: &impl serde::Serialize,
+) -> CallToolResult {
+    let Some(file) = file else {
+        return result;
+    };
+    let path = file.path().display().to_string();
+    let written = serde_json::to_string_pretty(report)
+        .map_err(|e| e.to_string())
+        .and_then(|json| file.write(&(json + "\n")).map_err(|e| e.to_string()));
+    if let Err(e) = written {
+        tracing::warn!(%path, error = %e, "the result was not written");
+        result.content.push(ContentBlock::text(format!(
+            "result_path: the result was not written to {path}: {e}"
+        )));
+    }
+    result
+}
+
 /// `result` with what the MCP App view shows of it in its `_meta` (the charts and the report, `body`), for a
 /// client that declared MCP Apps (`declared`); others get `result` as it is.
 pub(crate) fn with_view(

@@ -39,6 +39,7 @@ fn probes(field: &Field) -> Vec<String> {
         | Kind::Objects { .. }
         | Kind::Object { .. }
         | Kind::TextMap
+        | Kind::Json { .. }
         | Kind::Texts { .. } => {}
     }
     values

@@ -11,9 +11,10 @@ async fn every_missing_required_field_is_named_in_one_message() {
     let client = common::spawn().await;
     for (tool, args, expected) in [
         (
+            // `url` is not required by the schema: `requests` may give the traffic instead.
             "fault_run_latency_impact_scenario",
             json!({}),
-            "missing required fields: url, latency",
+            "missing required field: latency",
         ),
         (
             "fault_run_mcp_chaos_scenario",
@@ -173,7 +174,8 @@ async fn a_field_nobody_declared_is_refused_at_any_depth_and_nothing_runs() {
             "fault_run_latency_impact_scenario",
             json!({"url": "http://127.0.0.1:9/", "latency": 50,
                    "slos": [{"objective": 99, "threshold_ms": 350}, {"objectiv": 95, "threshold_ms": 200}]}),
-            "slos[1]: unknown field 'objectiv'; did you mean 'objective'? (it takes: objective, threshold_ms)",
+            "slos[1]: unknown field 'objectiv'; did you mean 'objective'? (it takes: objective, threshold_ms, \
+             request)",
         ),
         (
             "fault_run_mcp_chaos_scenario",

@@ -761,12 +761,12 @@ async fn a_missing_required_field_is_named_like_every_other_field_error() {
         (
             "fault_run_blackhole_impact_scenario",
             json!({}),
-            "url: is required: an absolute http:// or https:// URL",
+            "url: is required: an absolute http:// or https:// URL (or give `requests`, a traffic mix)",
         ),
         (
             "fault_run_latency_impact_scenario",
             json!({"url": url, "latency": 10, "slos": [{"objective": 99}]}),
-            "slos[0].threshold_ms: is required: milliseconds such as 350",
+            "slos[0].threshold_ms: is required: a number of ms, more than 0 and at most 3600000, e.g. 350",
         ),
         (
             "fault_run_limit_data_impact_scenario",
