@@ -103,6 +103,9 @@ fn within(found: f64, expected: f64, share: f64) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_capacity_found_is_littles_law_without_and_with_latency_on_the_upstream() {
+    // The search measures this machine's service: not while other timing tests run, nor while the local
+    // chat model (which takes both cores) answers another test.
+    let _model = crate::optional::LOCAL_CHAT_MODEL.lock().await;
     let _timing = TIMING.lock().await;
     let upstream = scenario_support::upstream().await;
     let proxy_port = common::free_port();
