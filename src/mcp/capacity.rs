@@ -16,21 +16,17 @@ use rmcp::{
 };
 use serde_json::Value;
 
-use super::impact::progress_ticker;
+use super::impact::ScenarioReport;
 use super::impact_input::{InputError, RunFiles, bad, compound_schema, compound_spec};
-use super::{
-    FaultServer, output_schema, text_and_structured, tool_error, with_chart, with_page,
-    with_result_file, with_view,
-};
+use super::{FaultServer, output_schema, text_and_structured, tool_error, with_chart, with_view};
 use crate::{
     capacity::{self, CapacitySpec, SearchSpec},
     fields::{Field, FieldError, FieldInput, Unit},
     impact::{CEILING_SCENARIO_RPS, Limits},
     lenient::Number,
-    load,
     report::{
         capacity::CapacityReport,
-        chart::{self, capacity::CapacityFigure},
+        chart::{self, ChartError, capacity::CapacityFigure},
     },
 };
 
@@ -257,44 +253,27 @@ impl FaultServer {
             Ok(spec) => spec,
             Err(e) => return Ok(tool_error(e)),
         };
-        let Some(_slot) = self.impact_slot.take(&context.ct).await else {
-            files.discard();
-            return Ok(tool_error(
-                "another impact scenario is running; they run one at a time (they bind ports and measure \
-                 latency). Try again when it has finished.",
-            ));
-        };
-        let progress = Arc::new(load::LoadProgress::default());
-        let ticker = progress_ticker(
-            &context,
-            progress.clone(),
-            spec.search.requests_at_most(2),
-            "requests at most",
+        let total = (spec.search.requests_at_most(2), "requests at most");
+        self.run_in_slot(files, context, total, async |cancel, progress| {
+            capacity::run(&spec, cancel, progress).await
+        })
+        .await
+    }
+}
+
+impl ScenarioReport for CapacityReport {
+    fn result(&self, apps: bool) -> CallToolResult {
+        let result = with_chart(
+            text_and_structured(crate::report::capacity::render(self), self),
+            &CapacityFigure::all(self),
         );
-        let apps = super::declared_apps(&context);
-        let outcome = capacity::run(&spec, &context.ct, progress).await;
-        if let Some(ticker) = ticker {
-            ticker.abort();
-        }
-        match outcome {
-            Ok(report) => {
-                let result = with_chart(
-                    text_and_structured(crate::report::capacity::render(&report), &report),
-                    &CapacityFigure::all(&report),
-                );
-                let result = with_view(result, apps, "capacity", || {
-                    chart::page::capacity_body(&report)
-                });
-                let result = with_result_file(result, files.result, &report);
-                Ok(with_page(result, files.page, || {
-                    chart::page::capacity_page(&report)
-                }))
-            }
-            Err(e) => {
-                files.discard();
-                Ok(tool_error(e))
-            }
-        }
+        with_view(result, apps, "capacity", || {
+            chart::page::capacity_body(self)
+        })
+    }
+
+    fn page(&self) -> Result<String, ChartError> {
+        chart::page::capacity_page(self)
     }
 }
 

@@ -28,11 +28,12 @@ use crate::{
     load,
     proxy::faults::{self, EachFault, TcpFaultSpec},
     report::{
-        chart::{self, impact::ImpactFigure},
+        chart::{self, ChartError, impact::ImpactFigure},
         impact::Report,
     },
     serve::tasks::TaskStatusLine,
 };
+use tokio_util::sync::CancellationToken;
 
 /// How long a new scenario waits for a cancelled one to finish stopping (its proxies closing).
 const STOPPING_WAIT: Duration = Duration::from_secs(5);
@@ -80,6 +81,29 @@ impl ImpactSlot {
     }
 }
 
+/// A scenario's report as the tool answers it: markdown and structuredContent with its chart, the MCP App view
+/// for a client that declared MCP Apps, and its HTML page.
+pub(super) trait ScenarioReport: serde::Serialize {
+    /// The tool's result: the markdown, structuredContent, the chart and, when `apps`, the App view.
+    fn result(&self, apps: bool) -> CallToolResult;
+    /// The self-contained HTML page (`report_path`).
+    fn page(&self) -> Result<String, ChartError>;
+}
+
+impl ScenarioReport for Report {
+    fn result(&self, apps: bool) -> CallToolResult {
+        let result = with_chart(
+            text_and_structured(crate::report::impact::render(self), self),
+            &ImpactFigure::all(self),
+        );
+        with_view(result, apps, "impact", || chart::page::impact_body(self))
+    }
+
+    fn page(&self) -> Result<String, ChartError> {
+        chart::page::impact_page(self)
+    }
+}
+
 impl FaultServer {
     /// Validates, takes the scenario slot, runs, and shapes the report; progress each second if asked.
     async fn run_impact(
@@ -91,6 +115,22 @@ impl FaultServer {
             Ok(spec) => spec,
             Err(e) => return Ok(tool_error(e)),
         };
+        let total = (spec.planned_requests(), "requests");
+        self.run_in_slot(files, context, total, async |cancel, progress| {
+            impact::run(&spec, cancel, progress).await
+        })
+        .await
+    }
+
+    /// Takes the one scenario slot, runs `run` with progress each second if asked (`total` of a unit), and
+    /// answers its report, writing the files asked for; the files are removed when there is no report.
+    pub(super) async fn run_in_slot<R: ScenarioReport, E: std::fmt::Display>(
+        &self,
+        files: RunFiles,
+        context: RequestContext<RoleServer>,
+        (total, unit): (u64, &'static str),
+        run: impl AsyncFnOnce(&CancellationToken, Arc<load::LoadProgress>) -> Result<R, E>,
+    ) -> Result<CallToolResult, rmcp::ErrorData> {
         let Some(_slot) = self.impact_slot.take(&context.ct).await else {
             files.discard();
             return Ok(tool_error(
@@ -99,29 +139,16 @@ impl FaultServer {
             ));
         };
         let progress = Arc::new(load::LoadProgress::default());
-        let ticker = progress_ticker(
-            &context,
-            progress.clone(),
-            spec.planned_requests(),
-            "requests",
-        );
+        let ticker = progress_ticker(&context, progress.clone(), total, unit);
         let apps = super::declared_apps(&context);
-        let outcome = impact::run(&spec, &context.ct, progress).await;
+        let outcome = run(&context.ct, progress).await;
         if let Some(ticker) = ticker {
             ticker.abort();
         }
         match outcome {
             Ok(report) => {
-                let result = with_chart(
-                    text_and_structured(crate::report::impact::render(&report), &report),
-                    &ImpactFigure::all(&report),
-                );
-                let result =
-                    with_view(result, apps, "impact", || chart::page::impact_body(&report));
-                let result = with_result_file(result, files.result, &report);
-                Ok(with_page(result, files.page, || {
-                    chart::page::impact_page(&report)
-                }))
+                let result = with_result_file(report.result(apps), files.result, &report);
+                Ok(with_page(result, files.page, || report.page()))
             }
             Err(e) => {
                 files.discard();
