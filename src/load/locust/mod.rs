@@ -539,11 +539,7 @@ impl Launched {
                     });
                 }
                 Ok(marker) => match marker? {
-                    Marker::Worker(id) => {
-                        if !self.came.contains(&id) {
-                            self.came.push(id);
-                        }
-                    }
+                    Marker::Worker(id) if !self.came.contains(&id) => self.came.push(id),
                     Marker::Ready => return Ok(()),
                     _ => {}
                 },
