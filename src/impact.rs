@@ -15,7 +15,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    load::{self, LoadError, LoadPlan, LoadProgress, LoadReport, Mix, Pace, Target},
+    load::{
+        self, LoadError, LoadPlan, LoadProgress, LoadReport, Mix, Pace, Target,
+        locust::{self, LocustError, LocustPlan},
+    },
     proxy::{
         self, FaultCommon, Mapping, ProxyConfig, ProxyError, ProxyHandle, ProxyStats,
         ScheduleError, TcpFault, Upstream,
@@ -92,6 +95,17 @@ pub struct ImpactSpec {
     pub baseline: bool,
     /// N of time to recover: seconds in a row that must hold every SLO.
     pub recovery_seconds: u32,
+    /// What sends the load.
+    pub engine: Engine,
+}
+
+/// What sends a scenario's load.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Engine {
+    /// fault's own open-model generator ([`crate::load`]).
+    Own,
+    /// Locust's master and workers ([`crate::load::locust`]), with its per-request results.
+    Locust(LocustPlan),
 }
 
 impl ImpactSpec {
@@ -117,6 +131,14 @@ impl ImpactSpec {
             Pace::Open { rps } => (*rps, Vec::new()),
             Pace::Saturate => (0, Vec::new()),
         };
+        if let Engine::Locust(plan) = &self.engine {
+            return StrategyInfo {
+                duration_s: self.duration.as_secs_f64(),
+                num_clients: plan.users,
+                rps: 0,
+                stages: Vec::new(),
+            };
+        }
         StrategyInfo {
             duration_s: self.duration.as_secs_f64(),
             num_clients: self.num_clients,
@@ -127,6 +149,10 @@ impl ImpactSpec {
 
     /// Requests over the whole scenario (both runs when there is a baseline).
     pub fn planned_requests(&self) -> u64 {
+        if let Engine::Locust(_) = self.engine {
+            // A closed model plans no count: its users send as fast as the answers come.
+            return 0;
+        }
         let one = self.load_plan(None).planned_requests().unwrap_or(0);
         if self.baseline { one * 2 } else { one }
     }
@@ -193,6 +219,8 @@ pub enum ImpactError {
     },
     #[error("{0}")]
     Load(#[from] LoadError),
+    #[error("{0}")]
+    Locust(#[from] LocustError),
     #[error("the scenario was cancelled; load and proxies were stopped")]
     Cancelled,
 }
@@ -212,6 +240,13 @@ pub async fn run(
         })?;
     let service = spec.target().resolve(spec.timeout).await?;
     spec.target().check_reachable(service).await?;
+    // Locust, its locustfile and its master's port are checked before anything starts.
+    let locust = match &spec.engine {
+        Engine::Own => None,
+        Engine::Locust(plan) => Some(Arc::new(
+            locust::prepare(plan, &spec.mix, spec.timeout).await?,
+        )),
+    };
 
     let run_s = spec.duration.as_secs_f64();
     let cuts: Vec<Duration> = phase_cuts(&merge_windows(windows.iter().flatten().copied()), run_s)
@@ -219,11 +254,21 @@ pub async fn run(
         .map(Duration::from_secs_f64)
         .collect();
     let baseline = if spec.baseline {
-        Some(run_once(spec, Vec::new(), &[], cancel, progress.clone()).await?)
+        Some(
+            run_once(
+                spec,
+                Vec::new(),
+                &[],
+                locust.clone(),
+                cancel,
+                progress.clone(),
+            )
+            .await?,
+        )
     } else {
         None
     };
-    let faulted = run_once(spec, spec.faults.clone(), &cuts, cancel, progress).await?;
+    let faulted = run_once(spec, spec.faults.clone(), &cuts, locust, cancel, progress).await?;
     let proxies = faulted
         .mappings
         .iter()
@@ -283,6 +328,10 @@ pub async fn run(
         upstream: Some(faulted.upstream),
     };
     let report = report::build(input, &faulted.load, baseline.as_ref().map(|b| &b.load));
+    let report = match &faulted.engine {
+        Some(engine) => report.with_engine(engine_info(engine)),
+        None => report,
+    };
     let stats = &faulted.stats;
     Ok(report.with_proxy(report::ProxyFigures {
         connections: stats.connections_total,
@@ -293,8 +342,38 @@ pub async fn run(
     }))
 }
 
+/// The report's account of an external engine.
+fn engine_info(figures: &locust::EngineFigures) -> report::EngineInfo {
+    let total: u64 = figures.workers.iter().map(|w| w.requests).sum();
+    report::EngineInfo {
+        engine: figures.engine.clone(),
+        version: figures.version.clone(),
+        users: figures.users,
+        spawn_rate: figures.spawn_rate,
+        workers: figures
+            .workers
+            .iter()
+            .map(|w| report::WorkerInfo {
+                id: w.id.clone(),
+                requests: w.requests,
+                percent: if total == 0 {
+                    0.0
+                } else {
+                    (w.requests as f64 * 10_000.0 / total as f64).round() / 100.0
+                },
+            })
+            .collect(),
+        note: "the latencies are Locust's (from its request events: start time and response time); Locust's \
+               model is closed (its users wait for each answer before the next request), not an arrival rate, \
+               so a slower service gets fewer requests rather than queued ones"
+            .into(),
+    }
+}
+
 struct RunOutcome {
     load: LoadReport,
+    /// What an external engine said of the run.
+    engine: Option<locust::EngineFigures>,
     mappings: Vec<Mapping>,
     /// The proxy's counters at the end of the run.
     stats: ProxyStats,
@@ -308,9 +387,30 @@ async fn run_once(
     spec: &ImpactSpec,
     faults: Vec<TcpFault>,
     cuts: &[Duration],
+    locust: Option<Arc<locust::Prepared>>,
     cancel: &CancellationToken,
     progress: Arc<LoadProgress>,
 ) -> Result<RunOutcome, ImpactError> {
+    // Locust starts first: the proxies (and their faults' clock) start once its workers have come, just
+    // before its test starts.
+    let mut launched = match locust {
+        Some(prepared) => {
+            let mut launched = locust::Launched::start(prepared.clone(), spec.duration)?;
+            if let locust::Workers::External(count) = prepared.plan().workers {
+                progress.set_note(format!(
+                    "waiting for {count} Locust workers: start each with `{}`",
+                    prepared.worker_command()
+                ));
+            }
+            launched.ready(cancel).await.map_err(|e| match e {
+                LocustError::Cancelled => ImpactError::Cancelled,
+                e => e.into(),
+            })?;
+            progress.set_note(String::new());
+            Some(launched)
+        }
+        None => None,
+    };
     let direct = spec.proxies.is_empty();
     let mappings = if direct {
         vec![Mapping {
@@ -344,6 +444,34 @@ async fn run_once(
     let plan = spec.load_plan(connect_to);
     let peak = plan.rate().map_or(1.0, |rate| rate.peak());
     let mut tally = Tally::new(spec.duration, cuts, peak);
+    if let Some(launched) = launched.take() {
+        let result = run_locust(
+            spec,
+            launched,
+            (&handle, connect_to),
+            cuts,
+            &mut tally,
+            cancel,
+            &progress,
+        )
+        .await;
+        let stats = handle.stats();
+        let mappings = handle.mappings().to_vec();
+        handle.stop().await;
+        let (load, engine) = match result {
+            Ok(done) => done,
+            Err(LocustError::Cancelled) => return Err(ImpactError::Cancelled),
+            Err(e) => return Err(e.into()),
+        };
+        let upstream = tally.counts(&load, &stats);
+        return Ok(RunOutcome {
+            load,
+            engine: Some(engine),
+            mappings,
+            stats,
+            upstream,
+        });
+    }
     let (started, start) = tokio::sync::oneshot::channel();
     let result = {
         let load = load::run_in_phases(&plan, cuts, started, cancel, progress);
@@ -365,10 +493,41 @@ async fn run_once(
     let upstream = tally.counts(&load, &stats);
     Ok(RunOutcome {
         load,
+        engine: None,
         mappings,
         stats,
         upstream,
     })
+}
+
+/// Locust's test on the proxies of `handle` (the first one's address when it stands in front of the
+/// service, else the service itself), the proxy's counters read at each boundary meanwhile.
+async fn run_locust(
+    spec: &ImpactSpec,
+    mut launched: locust::Launched,
+    (handle, connect_to): (&ProxyHandle, Option<SocketAddr>),
+    cuts: &[Duration],
+    tally: &mut Tally,
+    cancel: &CancellationToken,
+    progress: &LoadProgress,
+) -> Result<(LoadReport, locust::EngineFigures), LocustError> {
+    let host = match connect_to {
+        Some(addr) => format!("http://{addr}"),
+        None => {
+            let url = &spec.target().url;
+            format!("{}://{}", url.scheme(), url.authority())
+        }
+    };
+    let (start_tx, start) = tokio::sync::oneshot::channel();
+    let begun = launched.go(&host, cancel).await?;
+    let _ = start_tx.send(begun.0);
+    let finish = launched.finish(begun, cuts, cancel, progress);
+    let watch = tally.watch(handle, start);
+    tokio::pin!(finish, watch);
+    tokio::select! {
+        result = &mut finish => result,
+        () = &mut watch => (&mut finish).await,
+    }
 }
 
 /// How long before a boundary the counters are read at most: the request due at the boundary (open-model

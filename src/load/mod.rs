@@ -17,6 +17,7 @@
 
 mod client;
 pub mod feed;
+pub mod locust;
 pub mod mix;
 mod rate;
 mod record;
@@ -174,6 +175,18 @@ pub struct LoadProgress {
     pub started: AtomicU64,
     pub completed: AtomicU64,
     pub errors: AtomicU64,
+    /// What the run waits for, when it waits (e.g. Locust workers to start elsewhere); empty otherwise.
+    note: Mutex<String>,
+}
+
+impl LoadProgress {
+    pub fn set_note(&self, note: String) {
+        *lock(&self.note) = note;
+    }
+
+    pub fn note(&self) -> String {
+        lock(&self.note).clone()
+    }
 }
 
 /// One request of the traffic mix, and what its calls measured.

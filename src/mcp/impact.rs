@@ -158,6 +158,14 @@ impl FaultServer {
     }
 }
 
+/// The run's note (what it waits for), as the end of a progress message.
+fn noted(progress: &load::LoadProgress) -> String {
+    match progress.note() {
+        note if note.is_empty() => String::new(),
+        note => format!("; {note}"),
+    }
+}
+
 /// Tells how far a run is each second: as the task's status message when the call runs as a task, else as
 /// `notifications/progress` when the client asked for progress: `completed` of `total` `unit` done, and how
 /// many failed.
@@ -178,8 +186,9 @@ pub(super) fn progress_ticker(
                     .load(std::sync::atomic::Ordering::Relaxed);
                 let errors = progress.errors.load(std::sync::atomic::Ordering::Relaxed);
                 status.set(format!(
-                    "{} s in, {done} of {total} {unit} done, {errors} errors",
-                    started.elapsed().as_secs()
+                    "{} s in, {done} of {total} {unit} done, {errors} errors{}",
+                    started.elapsed().as_secs(),
+                    noted(&progress)
                 ));
             }
         }));
@@ -197,7 +206,10 @@ pub(super) fn progress_ticker(
             let errors = progress.errors.load(std::sync::atomic::Ordering::Relaxed);
             let note = ProgressNotificationParam::new(token.clone(), done as f64)
                 .with_total(total as f64)
-                .with_message(format!("{done} of {total} {unit} done, {errors} errors"));
+                .with_message(format!(
+                    "{done} of {total} {unit} done, {errors} errors{}",
+                    noted(&progress)
+                ));
             if peer.notify_progress(note).await.is_err() {
                 break;
             }

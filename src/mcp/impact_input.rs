@@ -13,11 +13,12 @@ use serde_json::{Value, json};
 use super::scenario_fields as fields;
 use crate::{
     fields::{Field, FieldError, FieldInput, Presence, closest},
-    impact::{self, ImpactSpec, Limits},
+    impact::{self, Engine, ImpactSpec, Limits},
     lenient::Number,
     load::{
         self, Expect, Mix, MixRequest, Pace, Rate, Target,
         feed::{Feed, FeedError, FeedOrder, Template},
+        locust::{LocustPlan, Workers},
         mix::RequestTemplate,
     },
     proxy::{
@@ -410,12 +411,110 @@ fn read_pace(
     Ok((Pace::Shaped(Arc::new(rate)), total))
 }
 
+/// `args` with `load.workers` given as a bare number N read as `{"local": N}`.
+fn workers_as_object(args: &JsonObject) -> std::borrow::Cow<'_, JsonObject> {
+    match args.get("load").and_then(|load| load.get("workers")) {
+        Some(Value::Number(count)) => {
+            let mut args = args.clone();
+            let count = Value::Number(count.clone());
+            if let Some(Value::Object(load)) = args.get_mut("load") {
+                load.insert("workers".into(), json!({ "local": count }));
+            }
+            std::borrow::Cow::Owned(args)
+        }
+        _ => std::borrow::Cow::Borrowed(args),
+    }
+}
+
+/// What sends the load: `load`, fault's own generator when absent. With Locust, the fields of fault's own
+/// generator are refused (the users are Locust's), and so is what it cannot carry.
+fn read_engine(input: &FieldInput, limits: &Limits) -> Result<Engine, InputError> {
+    let Some(load) = input.object(&fields::LOAD)? else {
+        return Ok(Engine::Own);
+    };
+    if load.text(&fields::LOAD_ENGINE)? != "locust" {
+        return Ok(Engine::Own);
+    }
+    if let Some(given) = [
+        fields::NUM_CLIENTS,
+        fields::RPS,
+        fields::STAGES,
+        fields::FEED,
+    ]
+    .iter()
+    .find(|field| input.has(field))
+    {
+        return Err(bad(
+            given.name,
+            "is for fault's own generator, and `load.engine` is locust: Locust's load is its users \
+             (`load.users`, `load.spawn_rate`) for `duration`; a feed belongs in the locustfile",
+        ));
+    }
+    let locustfile = Some(load.text(&fields::LOAD_LOCUSTFILE)?)
+        .filter(|path| !path.trim().is_empty())
+        .map(std::path::PathBuf::from);
+    if let Some(path) = &locustfile {
+        load::locust::check_locustfile(path).map_err(|e| bad("load.locustfile", e))?;
+    }
+    let workers = match load.object(&fields::LOAD_WORKERS)? {
+        None => Workers::Local(1),
+        Some(workers) => match workers.optional_whole(&fields::WORKERS_EXTERNAL)? {
+            Some(_) if workers.has(&fields::WORKERS_LOCAL) => {
+                return Err(bad(
+                    "load.workers",
+                    "gives both `local` and `external`: fault either starts its workers here or waits for \
+                     workers started elsewhere",
+                ));
+            }
+            Some(count) => Workers::External(count as u32),
+            None => Workers::Local(workers.whole(&fields::WORKERS_LOCAL)? as u32),
+        },
+    };
+    let workers_wait = fields::parse_duration(&load.parsed::<String>(&fields::LOAD_WORKERS_WAIT)?)
+        .map_err(|e| bad("load.workers_wait", e))?;
+    if workers_wait.is_zero() {
+        return Err(bad(
+            "load.workers_wait",
+            "is 0: give the workers time to come, e.g. \"60s\"",
+        ));
+    }
+    let host: std::net::IpAddr = load.parsed(&fields::LOAD_MASTER_HOST)?;
+    if !host.is_loopback() && !limits.allow_public_proxies {
+        return Err(bad(
+            "load.master_host",
+            format!(
+                "{host} is not loopback; Locust's master listens on 127.0.0.1 or ::1 only, unless the server \
+                 is started with `fault agent tool --allow-public-proxies`"
+            ),
+        ));
+    }
+    let port = load.whole(&fields::LOAD_MASTER_PORT)? as u16;
+    let csv_prefix = Some(load.text(&fields::LOAD_CSV)?)
+        .filter(|prefix| !prefix.trim().is_empty())
+        .map(std::path::PathBuf::from);
+    Ok(Engine::Locust(LocustPlan {
+        locustfile,
+        users: load.whole(&fields::LOAD_USERS)? as u32,
+        spawn_rate: load.number(&fields::LOAD_SPAWN_RATE)?,
+        workers,
+        workers_wait,
+        master: std::net::SocketAddr::new(host, port),
+        csv_prefix,
+    }))
+}
+
 /// The SLOs (the defaults when none is given), each naming a request of `mix` or none.
-fn read_slos(input: &FieldInput, mix: &Mix) -> Result<Vec<LatencySlo>, InputError> {
+fn read_slos(
+    input: &FieldInput,
+    mix: &Mix,
+    engine: &Engine,
+) -> Result<Vec<LatencySlo>, InputError> {
     let rows = input.objects(&fields::SLOS)?;
     if rows.is_empty() {
         return Ok(LatencySlo::defaults());
     }
+    // A locustfile names its own requests: they are known only once Locust reports them.
+    let open_names = matches!(engine, Engine::Locust(plan) if plan.locustfile.is_some());
     let names: Vec<&str> = mix.requests().iter().map(|r| r.name.as_str()).collect();
     rows.iter()
         .enumerate()
@@ -423,6 +522,7 @@ fn read_slos(input: &FieldInput, mix: &Mix) -> Result<Vec<LatencySlo>, InputErro
             let request = Some(row.text(&fields::SLO_REQUEST)?.trim().to_owned())
                 .filter(|name| !name.is_empty());
             if let Some(name) = &request
+                && !open_names
                 && !names.contains(&name.as_str())
             {
                 let hint = closest(name, names.iter().copied())
@@ -453,7 +553,9 @@ fn read_common(
     sched_field: impl Fn(usize) -> String,
     limits: &Limits,
 ) -> Result<(ImpactSpec, RunFiles), InputError> {
-    let input = fields::input(args);
+    let args = workers_as_object(args);
+    let input = fields::input(&args);
+    let engine = read_engine(&input, limits)?;
     let seed = input
         .json(&fields::SEED)?
         .map(|value| crate::seeded::seed_from_json(&value))
@@ -462,6 +564,17 @@ fn read_common(
     let mix = read_mix(&input, seed.unwrap_or_else(rand::random))?;
     let num_clients = input.whole(&fields::NUM_CLIENTS)? as u32;
     let (pace, duration) = read_pace(&input, num_clients, limits)?;
+    if matches!(engine, Engine::Locust(_))
+        && !input.has(&fields::PROXIES)
+        && mix.first().target.is_tls()
+    {
+        return Err(bad(
+            "url",
+            "is https://, and Locust's users would reach it through fault's proxy on 127.0.0.1, whose address \
+             the service's certificate does not name: with `load.engine` locust, give `proxies` (the faults \
+             on the service's upstream) or an http:// URL",
+        ));
+    }
     let timeout = Duration::from_secs_f64(input.number(&fields::TIMEOUT)?);
     let proxies = input
         .texts(&fields::PROXIES)?
@@ -484,7 +597,7 @@ fn read_common(
             Ok(mapping)
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let slos = read_slos(&input, &mix)?;
+    let slos = read_slos(&input, &mix, &engine)?;
     let spec = ImpactSpec {
         mix,
         num_clients,
@@ -497,6 +610,7 @@ fn read_common(
         seed,
         baseline: input.switch(&fields::BASELINE)?,
         recovery_seconds: input.whole(&fields::RECOVERY_SECONDS)? as u32,
+        engine,
     };
     // Each window must fit the run: checked now, against `duration`, before anything starts.
     spec.fault_windows()

@@ -294,6 +294,116 @@ pub const RESULT_PATH: Field = Field::text(
 )
 .optional("no file");
 
+fn check_engine(text: &str) -> Result<(), String> {
+    match text {
+        "fault" | "locust" => Ok(()),
+        _ => Err(format!(
+            "'{text}' is not a load engine; accepted: fault (its own open-model generator) or locust"
+        )),
+    }
+}
+
+fn check_address(text: &str) -> Result<(), String> {
+    parses_as::<std::net::IpAddr>(text)
+}
+
+pub const LOAD_ENGINE: Field = Field::parsed(
+    "engine",
+    "What sends the load: `fault`, its own open-model generator (the other load fields), or `locust`, \
+     Locust's master and workers (closed model: users, not an arrival rate; the latencies are Locust's)",
+    "fault or locust",
+    check_engine,
+)
+.default("fault");
+pub const LOAD_LOCUSTFILE: Field = Field::text(
+    "locustfile",
+    "The locustfile Locust runs (its users' paths go to `url`'s service, through the scenario's proxies)",
+)
+.optional("one written from the scenario's traffic mix, a weighted task per request");
+pub const LOAD_USERS: Field = Field::number(
+    "users",
+    "Locust users over all workers",
+    Number::from_to(1.0, 10_000.0).whole(),
+    Unit::None,
+)
+.default("10");
+pub const LOAD_SPAWN_RATE: Field = Field::number(
+    "spawn_rate",
+    "Users Locust starts per second until all run",
+    Number::above_zero(10_000.0, ""),
+    Unit::None,
+)
+.default("10");
+pub const WORKERS_LOCAL: Field = Field::number(
+    "local",
+    "Workers fault starts on this machine",
+    Number::from_to(1.0, 64.0).whole(),
+    Unit::None,
+)
+.default("1");
+pub const WORKERS_EXTERNAL: Field = Field::number(
+    "external",
+    "Workers started elsewhere (`locust --worker --master-host HOST --master-port PORT -f -`, the command \
+     printed in the progress) that fault waits for instead of starting any",
+    Number::from_to(1.0, 1000.0).whole(),
+    Unit::None,
+)
+.optional("none: fault starts `local` workers");
+const WORKERS_FIELDS: &[Field] = &[WORKERS_LOCAL, WORKERS_EXTERNAL];
+pub const LOAD_WORKERS: Field = Field::object(
+    "workers",
+    "Locust's workers: `{\"local\": N}` started here, or `{\"external\": N}` started elsewhere (a bare \
+     number N means `{\"local\": N}`)",
+    WORKERS_FIELDS,
+)
+.optional("one local worker");
+pub const LOAD_WORKERS_WAIT: Field = Field::parsed(
+    "workers_wait",
+    "How long the workers may take to come; past it the run is refused, saying how many came",
+    "a duration such as \"60s\"",
+    check_duration,
+)
+.numbers_too()
+.default("60s");
+pub const LOAD_MASTER_HOST: Field = Field::parsed(
+    "master_host",
+    "The address Locust's master listens on for its workers (not loopback: workers on other machines, \
+     allowed only when the server is started with `fault agent tool --allow-public-proxies`)",
+    "an IP address",
+    check_address,
+)
+.default("127.0.0.1");
+pub const LOAD_MASTER_PORT: Field = Field::number(
+    "master_port",
+    "The port Locust's master listens on for its workers; it must be free",
+    Number::from_to(1.0, 65_535.0).whole(),
+    Unit::None,
+)
+.default("5557");
+pub const LOAD_CSV: Field = Field::text(
+    "csv",
+    "Also keep Locust's own CSV statistics under this prefix (Locust's `--csv PREFIX`)",
+)
+.optional("none");
+const LOAD_FIELDS: &[Field] = &[
+    LOAD_ENGINE,
+    LOAD_LOCUSTFILE,
+    LOAD_USERS,
+    LOAD_SPAWN_RATE,
+    LOAD_WORKERS,
+    LOAD_WORKERS_WAIT,
+    LOAD_MASTER_HOST,
+    LOAD_MASTER_PORT,
+    LOAD_CSV,
+];
+pub const LOAD: Field = Field::object(
+    "load",
+    "The load engine: fault's own generator, or Locust (master and workers) sending the traffic through the \
+     scenario's proxies, its per-request results turned into the same report",
+    LOAD_FIELDS,
+)
+.optional("fault's own open-model generator");
+
 /// Every field of every impact scenario, in the order the tools list them.
 pub const COMMON_FIELDS: &[Field] = &[
     URL,
@@ -314,6 +424,7 @@ pub const COMMON_FIELDS: &[Field] = &[
     RECOVERY_SECONDS,
     REPORT_PATH,
     RESULT_PATH,
+    LOAD,
 ];
 
 /// The scenario fields of a tool's arguments, read by their declarations.

@@ -33,6 +33,7 @@ mod llm_tools_openai;
 mod llm_user_home;
 mod load_http_framing;
 mod load_open_model;
+mod locust;
 mod mcp_chaos;
 mod mcp_chaos_robustness;
 mod mcp_code;

@@ -108,14 +108,34 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
         write_call(out, report)?;
     }
     let strategy = &report.strategy;
-    writeln!(
-        out,
-        "**Strategy**: load for {}s with {} clients @ {} RPS (open model: {} requests per second in total start on schedule)\n",
-        strategy.duration_s,
-        strategy.num_clients,
-        strategy.rps,
-        u64::from(strategy.num_clients) * u64::from(strategy.rps)
-    )?;
+    if let Some(engine) = &report.engine {
+        let workers: Vec<String> = engine
+            .workers
+            .iter()
+            .map(|w| format!("{} {} ({}%)", w.id, w.requests, w.percent))
+            .collect();
+        writeln!(
+            out,
+            "**Strategy**: {} {} for {}s with {} users (spawn rate {}/s) on {} workers: {}. Note: {}.\n",
+            engine.engine,
+            engine.version,
+            strategy.duration_s,
+            engine.users,
+            engine.spawn_rate,
+            engine.workers.len(),
+            workers.join(", "),
+            engine.note
+        )?;
+    } else {
+        writeln!(
+            out,
+            "**Strategy**: load for {}s with {} clients @ {} RPS (open model: {} requests per second in total start on schedule)\n",
+            strategy.duration_s,
+            strategy.num_clients,
+            strategy.rps,
+            u64::from(strategy.num_clients) * u64::from(strategy.rps)
+        )?;
+    }
     writeln!(out, "**Faults Applied**:\n")?;
     writeln!(out, "| Type | Timeline | Description |")?;
     writeln!(out, "|------|----------|-------------|")?;

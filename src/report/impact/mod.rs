@@ -446,13 +446,48 @@ pub struct Report {
     /// per second; `None` when the proxy's counts were not read.
     #[serde(default)]
     pub upstream: Option<Amplification>,
+    /// The external engine that sent the load (Locust), with its users and each worker's share; `None`: fault's
+    /// own generator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<EngineInfo>,
     /// What the report was built from (the runs' samples with their histograms in HdrHistogram's encoding,
     /// the SLOs, the upstream counts): enough to build it again, alone or added to other runs of the same
     /// scenario (`fault report merge`).
     pub data: ReportData,
 }
 
+/// The external engine that sent a run's load: its results are the report's samples.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct EngineInfo {
+    /// "locust".
+    pub engine: String,
+    pub version: String,
+    /// Its users over all workers (a closed model: each waits for its answer before its next request).
+    pub users: u32,
+    /// Users started per second until all ran.
+    pub spawn_rate: f64,
+    /// Each worker's share of the requests, in the order they first reported.
+    pub workers: Vec<WorkerInfo>,
+    /// Whose latencies these are and what the model means for them.
+    pub note: String,
+}
+
+/// One worker of an external engine and the requests it sent.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct WorkerInfo {
+    pub id: String,
+    pub requests: u64,
+    /// Its share of all requests, in percent.
+    pub percent: f64,
+}
+
 impl Report {
+    /// Says which external engine sent the load.
+    pub fn with_engine(mut self, engine: EngineInfo) -> Self {
+        self.engine = Some(engine);
+        self
+    }
+
     /// Adds the proxy's counters; a fault that acted 0 times makes the run inconclusive, whatever its status.
     pub fn with_proxy(mut self, proxy: ProxyFigures) -> Self {
         let idle: Vec<&str> = self
@@ -879,6 +914,7 @@ pub fn build(input: ReportInput, run: &LoadReport, baseline: Option<&LoadReport>
         recovery,
         recovery_seconds: input.recovery_seconds,
         upstream,
+        engine: None,
         data,
     }
 }
