@@ -356,11 +356,7 @@ fn engine_info(figures: &locust::EngineFigures) -> report::EngineInfo {
             .map(|w| report::WorkerInfo {
                 id: w.id.clone(),
                 requests: w.requests,
-                percent: if total == 0 {
-                    0.0
-                } else {
-                    (w.requests as f64 * 10_000.0 / total as f64).round() / 100.0
-                },
+                percent: crate::report::percent(w.requests, total),
             })
             .collect(),
         note: "the latencies are Locust's (from its request events: start time and response time); Locust's \

@@ -23,7 +23,8 @@ use super::{
     chart::page::impact_page,
     chart::page_file::PageFile,
     impact::{
-        self, ProxyFigures, Report, ReportInput, RequestInfo, UpstreamCounts, UpstreamTally,
+        self, EngineInfo, ProxyFigures, Report, ReportInput, RequestInfo, UpstreamCounts,
+        UpstreamTally,
         data::{ReportData, RunDataError},
     },
     result::{ResultError, read_result},
@@ -197,10 +198,30 @@ pub fn merge(results: &[(PathBuf, Report)]) -> Result<Report, MergeError> {
         .map(|r| r.proxy.clone())
         .collect::<Option<Vec<_>>>();
     let merged = impact::build(input, &run, baseline.as_ref());
-    Ok(match proxy {
+    let merged = match proxy {
         Some(proxies) => merged.with_proxy(add_proxies(&proxies)),
         None => merged,
+    };
+    let engines = reports
+        .iter()
+        .map(|r| r.engine.as_ref())
+        .collect::<Option<Vec<_>>>();
+    Ok(match engines {
+        Some(engines) if !engines.is_empty() => merged.with_engine(add_engines(&engines)),
+        _ => merged,
     })
+}
+
+/// The engines of runs side by side: their users added, their workers together, each one's share of them all.
+fn add_engines(engines: &[&EngineInfo]) -> EngineInfo {
+    let mut merged = engines[0].clone();
+    merged.users = engines.iter().map(|e| e.users).sum();
+    merged.workers = engines.iter().flat_map(|e| e.workers.clone()).collect();
+    let total: u64 = merged.workers.iter().map(|w| w.requests).sum();
+    for worker in &mut merged.workers {
+        worker.percent = crate::report::percent(worker.requests, total);
+    }
+    merged
 }
 
 /// One part of what makes two results the same scenario: what it is called in a refusal, where it is in the
