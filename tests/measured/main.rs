@@ -1,0 +1,10 @@
+//! Tests that measure what this machine's cores can do, in a binary of their own: the suite runs its tests side
+//! by side, and a search for the rate a service takes would find the rate the other tests leave it. Cargo runs
+//! test binaries one after the other, so these run with nothing else.
+
+#[path = "../suite/common/mod.rs"]
+mod common;
+#[path = "../suite/scenario_support/mod.rs"]
+mod scenario_support;
+
+mod capacity;
