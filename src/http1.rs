@@ -624,7 +624,11 @@ impl RequestFlow {
 
     /// [`RequestFlow::observe`], also handing over each head's bytes (its request line first, see
     /// [`request_line`]).
-    pub fn observe_heads(&mut self, mut input: &[u8], mut on_head: impl FnMut(&RequestHead, &[u8])) {
+    pub fn observe_heads(
+        &mut self,
+        mut input: &[u8],
+        mut on_head: impl FnMut(&RequestHead, &[u8]),
+    ) {
         while !input.is_empty() {
             match &mut self.phase {
                 RequestPhase::Opaque => return,

@@ -130,7 +130,9 @@ impl GroupPattern {
 
 /// Checks a `--group` pattern, for the field's reader.
 pub fn check_group(text: &str) -> Result<(), String> {
-    text.parse::<GroupPattern>().map(drop).map_err(|e| e.to_string())
+    text.parse::<GroupPattern>()
+        .map(drop)
+        .map_err(|e| e.to_string())
 }
 
 /// Connections whose flows were not HTTP/1 (TLS from the client, another protocol, a protocol switch):
@@ -217,7 +219,9 @@ impl ExchangeRecorder {
             due: exchange.first_byte,
             // The faults' part first: the report's queueing delay is what the faults added here.
             sent: Some(exchange.first_byte + exchange.fault_added),
-            ended: exchange.ended.max(exchange.first_byte + exchange.fault_added),
+            ended: exchange
+                .ended
+                .max(exchange.first_byte + exchange.fault_added),
         };
         let latency = timing.latency();
         let Ok(mut recorded) = self.recorded.lock() else {
@@ -564,7 +568,10 @@ mod tests {
             b"GET /orders/1 HTTP/1.1\r\nHost: x\r\n\r\nHEAD /orders/2?x=1 HTTP/1.1\r\nHost: x\r\n\r\nPOST /pay HTTP/1.1\r\nContent-Length: 4\r\n\r\nab",
         );
         conn.request_written(b"cd", Instant::now(), Duration::from_millis(3));
-        conn.response_written(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", Duration::ZERO);
+        conn.response_written(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+            Duration::ZERO,
+        );
         // The HEAD answer announces a length but has no body.
         conn.response_written(
             b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n",
@@ -577,13 +584,20 @@ mod tests {
         conn.closed(None);
         let report = recorder.load_report(Duration::from_secs(1), 1);
         let names: Vec<&str> = report.per_request.iter().map(|r| r.name.as_str()).collect();
-        assert_eq!(names, ["GET /orders/{id}", "HEAD /orders/{id}", "POST /pay"]);
+        assert_eq!(
+            names,
+            ["GET /orders/{id}", "HEAD /orders/{id}", "POST /pay"]
+        );
         assert_eq!(report.samples.requests(), 3);
         assert_eq!(report.samples.success, 2);
         assert_eq!(report.samples.http_errors.get(&503), Some(&1));
         // The POST's part added by the faults: 3 ms on its request, 5 ms on its response.
         let post = &report.per_request[2].samples;
-        assert!(post.queueing_us.max() >= 8_000, "{}", post.queueing_us.max());
+        assert!(
+            post.queueing_us.max() >= 8_000,
+            "{}",
+            post.queueing_us.max()
+        );
     }
 
     #[tokio::test]

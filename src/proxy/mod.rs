@@ -11,6 +11,7 @@ pub mod config;
 pub mod exchanges;
 pub mod faults;
 pub mod mapping;
+pub mod measure;
 pub mod placement;
 mod precise;
 mod relay;
@@ -113,13 +114,37 @@ impl ProxyHandle {
         self.runtime.exchanges.as_ref()
     }
 
-    /// Whether each configured fault is inside one of its windows now, in configuration order.
-    pub fn faults_active(&self) -> Vec<bool> {
+    /// A view of the running proxy's counters that outlives a borrow (for a metrics page).
+    pub fn view(&self) -> ProxyView {
+        ProxyView {
+            runtime: self.runtime.clone(),
+        }
+    }
+
+    pub fn stats(&self) -> ProxyStats {
+        self.view().stats()
+    }
+}
+
+/// The counters of a running proxy, readable from another task ([`ProxyHandle::view`]).
+#[derive(Clone)]
+pub struct ProxyView {
+    runtime: Arc<Runtime>,
+}
+
+impl ProxyView {
+    /// The exchanges timed so far, when the proxy measures them.
+    pub fn exchanges(&self) -> Option<&exchanges::ExchangeRecorder> {
+        self.runtime.exchanges.as_ref()
+    }
+
+    /// Each configured fault, in configuration order, and whether it is inside one of its windows now.
+    pub fn faults_active(&self) -> Vec<(&TcpFault, bool)> {
         let since_start = self.runtime.started.elapsed();
         self.runtime
             .faults
             .iter()
-            .map(|fault| fault.active_at(since_start))
+            .map(|fault| (&fault.spec, fault.active_at(since_start)))
             .collect()
     }
 
@@ -146,7 +171,9 @@ impl ProxyHandle {
             opaque_request_flows: c.opaque_request_flows.load(Ordering::Relaxed),
         }
     }
+}
 
+impl ProxyHandle {
     /// Closes every listener and every connection; on return the ports are free.
     pub async fn stop(mut self) {
         self.cancel.cancel();
