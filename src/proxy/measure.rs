@@ -255,6 +255,41 @@ impl clap::FromArgMatches for MeasureArgs {
     }
 }
 
+/// `--metrics` alone, for the commands that serve metrics without measuring exchanges (`fault mcp-proxy`):
+/// the same declared field as `fault run`'s.
+#[derive(Debug, Clone, Default)]
+pub struct MetricsArg {
+    pub metrics: Option<SocketAddr>,
+}
+
+impl clap::Args for MetricsArg {
+    fn augment_args(command: Command) -> Command {
+        command.arg(METRICS.arg("", ""))
+    }
+
+    fn augment_args_for_update(command: Command) -> Command {
+        Self::augment_args(command)
+    }
+}
+
+impl clap::FromArgMatches for MetricsArg {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        let input = FieldInput::from_matches(&[METRICS], "", matches);
+        let metrics = if input.has(&METRICS) {
+            let text = input.text(&METRICS).map_err(|e| refuse(e.to_string()))?;
+            Some(metrics_address(&text).map_err(|e| refuse(format!("--metrics: {e}")))?)
+        } else {
+            None
+        };
+        Ok(Self { metrics })
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
 /// What a proxy run knows besides its samples.
 pub struct ProxyRun<'a> {
     pub mappings: &'a [String],
