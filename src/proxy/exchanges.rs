@@ -118,7 +118,7 @@ impl GroupPattern {
         for segment in &self.segments {
             match (segment, parts.next()) {
                 (_, None) => return false,
-                (None, Some(part)) if part.is_empty() => return false,
+                (None, Some("")) => return false,
                 (None, Some(_)) => {}
                 (Some(literal), Some(part)) if literal != part => return false,
                 (Some(_), Some(_)) => {}

@@ -204,11 +204,11 @@ impl clap::FromArgMatches for MeasureArgs {
             .collect();
         let input = FieldInput::from_matches(&single, "", matches);
         let path = |field: &Field| -> Result<Option<PathBuf>, clap::Error> {
-            Ok(input
+            input
                 .has(field)
                 .then(|| input.text(field).map(PathBuf::from))
                 .transpose()
-                .map_err(|e| refuse(e.to_string()))?)
+                .map_err(|e| refuse(e.to_string()))
         };
         let many = |field: &Field| -> Vec<String> {
             matches
@@ -290,12 +290,15 @@ impl clap::FromArgMatches for MetricsArg {
     }
 }
 
+/// A fault of the run, its windows from the start (an open end: until the run's end) and how often it acted.
+pub type RunFault<'a> = (&'a super::TcpFault, Vec<super::Window>, u64);
+
 /// What a proxy run knows besides its samples.
 pub struct ProxyRun<'a> {
     pub mappings: &'a [String],
     /// The faults, their descriptions, their windows from the start (an open end: until the run's end) and
     /// how often each acted.
-    pub faults: Vec<(&'a super::TcpFault, Vec<(Duration, Option<Duration>)>, u64)>,
+    pub faults: Vec<RunFault<'a>>,
     /// The run's `--duration`, or how long it ran.
     pub duration: Duration,
     pub stats: &'a super::ProxyStats,
