@@ -339,6 +339,7 @@ pub async fn run(
         bytes_to_upstream: stats.bytes_to_upstream,
         bytes_to_client: stats.bytes_to_client,
         fault_applications: stats.faults_applied.values().sum(),
+        other_streams: None,
     }))
 }
 

@@ -22,6 +22,7 @@ pub mod mcp_load;
 pub mod mcp_proxy;
 pub mod mcp_test_server;
 pub mod mcp_wire;
+pub mod metrics;
 pub mod proxy;
 pub mod redact;
 pub mod report;

@@ -67,6 +67,9 @@ pub struct McpProxyArgs {
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
 
+    #[command(flatten)]
+    pub metrics: crate::proxy::measure::MetricsArg,
+
     /// Gates the session must meet (over the plan's `gates:`): the report says PASSED or FAILED for each,
     /// and the proxy exits non-zero when one fails.
     #[command(flatten)]
@@ -95,6 +98,8 @@ pub struct McpProxyArgs {
 pub enum McpProxyError {
     #[error(transparent)]
     Plan(#[from] PlanError),
+    #[error(transparent)]
+    Metrics(#[from] crate::metrics::MetricsError),
     #[error(transparent)]
     Relay(#[from] RelayError),
     #[error(transparent)]
@@ -163,6 +168,10 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
     if let Some(path) = &args.report {
         crate::files::create_output(path).map_err(McpProxyError::ReportPath)?;
     }
+    let metrics = match args.metrics.metrics {
+        Some(addr) => Some(crate::metrics::bind(addr).await?),
+        None => None,
+    };
     let command = if let Some(upstream) = &args.upstream {
         vec![upstream.clone()]
     } else if args.command.is_empty() {
@@ -180,8 +189,21 @@ pub async fn run(args: McpProxyArgs) -> Result<(), McpProxyError> {
         stdio::check_stdio_plan(&plan)?;
     }
     // Gates are judged on the report's figures, so they record the session even without --report.
-    let recorder = (args.report.is_some() || !plan.gates.is_empty())
+    let recorder = (args.report.is_some() || !plan.gates.is_empty() || metrics.is_some())
         .then(|| Arc::new(Mutex::new(ReportObserver::new(&plan, &command))));
+    let stop_metrics = tokio_util::sync::CancellationToken::new();
+    let _stop_metrics = stop_metrics.clone().drop_guard();
+    if let (Some(listener), Some(recorder)) = (metrics, &recorder) {
+        if let Ok(addr) = listener.local_addr() {
+            tracing::info!("mcp-proxy: metrics on http://{addr}/metrics");
+        }
+        let recorder = recorder.clone();
+        crate::metrics::serve(
+            listener,
+            Arc::new(move || super::recording::metrics_page(&recorder)),
+            stop_metrics,
+        );
+    }
     let on_signal = match (&args.report, &recorder) {
         (Some(path), Some(recorder)) => report_on_signal(path.clone(), recorder.clone()),
         _ => None,

@@ -236,3 +236,75 @@ impl CallObserver for ReportObserver {
         });
     }
 }
+
+/// The session's metrics page: a view of what the recorder keeps (its report's figures), per tool.
+pub fn metrics_page(recorder: &std::sync::Mutex<ReportObserver>) -> String {
+    use crate::metrics::Exposition;
+    let report = recorder
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .report();
+    let tools = &report.run.tools;
+    let mut page = Exposition::default();
+    page.family(
+        "fault_mcp_calls_total",
+        "counter",
+        "tools/call requests relayed, by tool and outcome.",
+    );
+    for tool in tools {
+        let o = &tool.outcomes;
+        for (outcome, count) in [
+            ("ok", o.ok),
+            ("tool_error", o.tool_error),
+            ("protocol_error", o.protocol_error),
+            ("timeout", o.timeout),
+            ("malformed", o.malformed),
+            ("schema_invalid", o.schema_invalid),
+        ] {
+            page.sample(
+                "fault_mcp_calls_total",
+                &[("tool", &tool.tool), ("outcome", outcome)],
+                count as f64,
+            );
+        }
+    }
+    page.family(
+        "fault_mcp_faults_total",
+        "counter",
+        "Faults the plan fired, by fault type and tool.",
+    );
+    for tool in tools {
+        for (fault_type, count) in &tool.faults_by_type {
+            page.sample(
+                "fault_mcp_faults_total",
+                &[("type", fault_type), ("tool", &tool.tool)],
+                *count as f64,
+            );
+        }
+    }
+    page.family(
+        "fault_mcp_runaways_total",
+        "counter",
+        "Calls a client repeated past its fault without change (runaway retries), by tool.",
+    );
+    for tool in tools {
+        page.sample(
+            "fault_mcp_runaways_total",
+            &[("tool", &tool.tool)],
+            tool.client.runaway as f64,
+        );
+    }
+    page.family(
+        "fault_mcp_duplicate_writes_total",
+        "counter",
+        "Writes a client repeated after their first had taken effect, by tool.",
+    );
+    for tool in tools {
+        page.sample(
+            "fault_mcp_duplicate_writes_total",
+            &[("tool", &tool.tool)],
+            tool.client.duplicates as f64,
+        );
+    }
+    page.into_text()
+}

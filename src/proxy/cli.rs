@@ -8,11 +8,9 @@ use std::time::Duration;
 use super::config::ProxyConfig;
 use super::faults::FaultFlags;
 use super::mapping::Mapping;
+use super::measure::{self, MeasureArgs, ProxyRun};
 use super::{ProxyError, ProxyStats};
-use crate::report::{
-    chart::page_file::{PageFile, PageFileError},
-    proxy::{ProxyCounters, ProxyFaultInfo, ProxyReport, ProxySampler, ProxyWindow},
-};
+use crate::report::chart::page_file::{PageFile, PageFileError};
 
 /// A run length such as 30s, 5m, 1h30m.
 fn parse_run_duration(raw: &str) -> Result<Duration, String> {
@@ -77,11 +75,8 @@ pub struct RunArgs {
     #[arg(long, env = "FAULT_PROXY_EXTRA_CA", value_name = "PATH")]
     pub upstream_ca: Option<PathBuf>,
 
-    /// Write the session's report here when it ends: connections, bytes and fault applications per second
-    /// (markdown; JSON when FILE ends in `.json`; one self-contained HTML page with the charts when it ends in
-    /// `.html`). Checked, and the file created, at start.
-    #[arg(long, value_name = "FILE")]
-    pub report: Option<PathBuf>,
+    #[command(flatten)]
+    pub measure: MeasureArgs,
 
     #[command(flatten)]
     pub faults: FaultFlags,
@@ -113,8 +108,14 @@ pub enum RunError {
     Proxy(#[from] ProxyError),
     #[error("--upstream-ca: {0}")]
     UpstreamCa(#[source] crate::tls::TlsSetupError),
-    #[error("--report: {0}")]
-    Report(#[source] PageFileError),
+    #[error("--{flag}: {source}")]
+    Output {
+        flag: &'static str,
+        #[source]
+        source: PageFileError,
+    },
+    #[error(transparent)]
+    Metrics(#[from] crate::metrics::MetricsError),
     #[error("--{flag}: {source}")]
     Schedule {
         flag: String,
@@ -159,6 +160,54 @@ fn status_line(s: &ProxyStats) -> String {
     )
 }
 
+/// Where the report goes, one file per flag given: checked (and created) at start.
+struct Outputs {
+    report: Option<PageFile>,
+    html: Option<PageFile>,
+    result: Option<PageFile>,
+}
+
+impl Outputs {
+    fn create(args: &MeasureArgs) -> Result<Self, RunError> {
+        let open = |flag: &'static str, path: &Option<PathBuf>| {
+            path.as_deref()
+                .map(PageFile::create)
+                .transpose()
+                .map_err(|source| RunError::Output { flag, source })
+        };
+        Ok(Self {
+            report: open("report", &args.report)?,
+            html: open("html", &args.html)?,
+            result: open("result", &args.result)?,
+        })
+    }
+
+    /// Writes `report` to each file, saying where (or why not) on stderr.
+    fn write(self, report: &crate::report::impact::Report, stderr: &mut impl Write) {
+        let files = [
+            ("report", self.report),
+            ("html", self.html),
+            ("result", self.result),
+        ];
+        for (flag, file) in files {
+            let Some(file) = file else { continue };
+            let text = match flag {
+                "html" => page_text(report),
+                "result" => result_text(report),
+                _ => report_text(file.path(), report),
+            };
+            match text.and_then(|text| file.write(&text).map_err(|e| e.to_string())) {
+                Ok(path) => {
+                    let _ = writeln!(stderr, "fault: --{flag} written to {}", path.display());
+                }
+                Err(e) => {
+                    let _ = writeln!(stderr, "fault: --{flag} was not written: {e}");
+                }
+            }
+        }
+    }
+}
+
 pub async fn run(args: RunArgs) -> Result<(), RunError> {
     // Checked at start even when no upstream is https yet, so that a bad path is not found only later.
     if let Some(path) = &args.upstream_ca {
@@ -167,7 +216,7 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
     let config = ProxyConfig::from(&args);
     let faults: Vec<String> = config.faults.iter().map(describe).collect();
     let mut fault_windows = Vec::with_capacity(faults.len());
-    for (spec, description) in config.faults.iter().zip(&faults) {
+    for spec in &config.faults {
         // Checked against --duration here, so that the error names the fault's own flag.
         let windows = spec
             .windows(args.duration)
@@ -176,24 +225,46 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
                 source,
             })?
             .unwrap_or_else(|| vec![(Duration::ZERO, None)]);
-        fault_windows.push(ProxyFaultInfo {
-            description: description.clone(),
-            windows: windows
-                .into_iter()
-                .map(|(start, end)| ProxyWindow {
-                    active_from_s: start.as_secs_f64(),
-                    active_until_s: end.map(|end| end.as_secs_f64()),
-                })
-                .collect(),
-        });
+        fault_windows.push(windows);
     }
-    // Where the report goes is checked (and the file created) now, not when the session has been run.
-    let report_file = match &args.report {
-        Some(path) => Some(PageFile::create(path).map_err(RunError::Report)?),
+    // Where the report goes, and the metrics address, are checked now, not when the session has been run.
+    let outputs = Outputs::create(&args.measure)?;
+    let metrics = match args.measure.metrics {
+        Some(addr) => Some(crate::metrics::bind(addr).await?),
         None => None,
     };
-    let handle = super::start(config).await?;
+    let setup = args.measure.measures().then(|| {
+        let run_s = args.duration.map_or(f64::MAX, |d| d.as_secs_f64());
+        let merged =
+            crate::report::impact::phases::merge_windows(fault_windows.iter().flatten().map(
+                |(start, end)| crate::report::impact::ActiveWindow {
+                    from_s: start.as_secs_f64(),
+                    until_s: end.map_or(run_s, |end| end.as_secs_f64()),
+                },
+            ));
+        super::ExchangeSetup {
+            groups: args.measure.groups.clone(),
+            cuts: crate::report::impact::phases::phase_cuts(&merged, run_s)
+                .into_iter()
+                .map(Duration::from_secs_f64)
+                .collect(),
+        }
+    });
+    let handle = super::start_with(config, setup).await?;
+    let started = tokio::time::Instant::now();
+    let stop_metrics = tokio_util::sync::CancellationToken::new();
     let mut stderr = std::io::stderr();
+    let metrics_task = metrics.map(|listener| {
+        if let Ok(addr) = listener.local_addr() {
+            let _ = writeln!(stderr, "fault: metrics on http://{addr}/metrics");
+        }
+        let view = handle.view();
+        crate::metrics::serve(
+            listener,
+            std::sync::Arc::new(move || measure::metrics_page(&view)),
+            stop_metrics.clone(),
+        )
+    });
     for mapping in handle.mappings() {
         let _ = writeln!(stderr, "fault: proxying {mapping}");
     }
@@ -212,9 +283,6 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
     };
     tokio::pin!(deadline);
     let mut tick = tokio::time::interval(Duration::from_millis(500));
-    let mut second = tokio::time::interval(Duration::from_secs(1));
-    second.tick().await;
-    let mut sampler = ProxySampler::default();
     loop {
         tokio::select! {
             _ = &mut deadline => break,
@@ -225,57 +293,89 @@ pub async fn run(args: RunArgs) -> Result<(), RunError> {
                 }
                 break;
             }
-            _ = second.tick(), if report_file.is_some() => sampler.sample(&counters(&handle.stats())),
+            _ = terminated() => break,
             _ = tick.tick(), if live => {
                 let _ = write!(stderr, "\r\x1b[2K{}", status_line(&handle.stats()));
                 let _ = stderr.flush();
             }
         }
     }
-    let final_stats = handle.stats();
+    let ran = args.duration.unwrap_or_else(|| started.elapsed());
+    let view = handle.view();
     let mappings: Vec<String> = handle.mappings().iter().map(ToString::to_string).collect();
     handle.stop().await;
+    stop_metrics.cancel();
+    if let Some(task) = metrics_task {
+        let _ = task.await;
+    }
+    let final_stats = view.stats();
     if live {
         let _ = writeln!(stderr);
     }
     let _ = writeln!(stderr, "fault: stopped; {}", status_line(&final_stats));
-    if let Some(file) = report_file {
-        let report = sampler.report(&counters(&final_stats), mappings, fault_windows);
-        let written = report_text(file.path(), &report)
-            .and_then(|text| file.write(&text).map_err(|e| e.to_string()));
-        match written {
-            Ok(path) => {
-                let _ = writeln!(stderr, "fault: report written to {}", path.display());
-            }
-            Err(e) => {
-                let _ = writeln!(stderr, "fault: the report was not written: {e}");
-            }
-        }
+    if let Some(recorder) = view.exchanges() {
+        let specs: Vec<_> = view
+            .faults_active()
+            .into_iter()
+            .map(|(spec, _)| spec)
+            .collect();
+        let run = ProxyRun {
+            mappings: &mappings,
+            faults: specs
+                .into_iter()
+                .zip(fault_windows)
+                .zip(final_stats.applied_by_fault.iter().copied())
+                .map(|((spec, windows), applied)| (spec, windows, applied))
+                .collect(),
+            duration: ran,
+            stats: &final_stats,
+        };
+        let report = measure::report(&args.measure, recorder, &run);
+        let _ = writeln!(
+            stderr,
+            "fault: {} HTTP/1 exchanges measured ({} errors), status {:?}",
+            report.run.requests, report.run.errors, report.status
+        );
+        outputs.write(&report, &mut stderr);
     }
     Ok(())
 }
 
-/// The counters the report reads, from the proxy's statistics.
-fn counters(stats: &ProxyStats) -> ProxyCounters {
-    ProxyCounters {
-        connections_total: stats.connections_total,
-        upstream_failures: stats.upstream_failures,
-        bytes_to_upstream: stats.bytes_to_upstream,
-        bytes_to_client: stats.bytes_to_client,
-        faults_applied: stats.faults_applied.clone(),
+/// SIGTERM (how a container is stopped) ends the run as Ctrl-C does, so that the report is written.
+async fn terminated() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            term.recv().await;
+            return;
+        }
     }
+    std::future::pending::<()>().await
 }
 
-/// `report` as the file at `path` holds it: JSON for `.json`, the HTML page for `.html`, else markdown.
-fn report_text(path: &std::path::Path, report: &ProxyReport) -> Result<String, String> {
+/// The report as `--report`'s file holds it: the result JSON for `.json`, the HTML page for `.html`, else
+/// markdown.
+fn report_text(
+    path: &std::path::Path,
+    report: &crate::report::impact::Report,
+) -> Result<String, String> {
     let extension = path
         .extension()
         .map(|e| e.to_string_lossy().to_ascii_lowercase());
     match extension.as_deref() {
-        Some("json") => serde_json::to_string_pretty(report).map_err(|e| e.to_string()),
-        Some("html" | "htm") => {
-            crate::report::chart::page::proxy_page(report).map_err(|e| e.to_string())
-        }
-        _ => Ok(crate::report::proxy::render(report)),
+        Some("json") => result_text(report),
+        Some("html" | "htm") => page_text(report),
+        _ => Ok(crate::report::impact::render(report)),
     }
+}
+
+fn page_text(report: &crate::report::impact::Report) -> Result<String, String> {
+    crate::report::chart::page::impact_page(report).map_err(|e| e.to_string())
+}
+
+fn result_text(report: &crate::report::impact::Report) -> Result<String, String> {
+    serde_json::to_string_pretty(report)
+        .map(|json| json + "\n")
+        .map_err(|e| e.to_string())
 }

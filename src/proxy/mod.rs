@@ -8,8 +8,10 @@
 
 pub mod cli;
 pub mod config;
+pub mod exchanges;
 pub mod faults;
 pub mod mapping;
+pub mod measure;
 pub mod placement;
 mod precise;
 mod relay;
@@ -107,6 +109,45 @@ impl ProxyHandle {
         &self.mappings
     }
 
+    /// The exchanges timed so far, when the proxy was started to measure them ([`start_with`]).
+    pub fn exchanges(&self) -> Option<&exchanges::ExchangeRecorder> {
+        self.runtime.exchanges.as_ref()
+    }
+
+    /// A view of the running proxy's counters that outlives a borrow (for a metrics page).
+    pub fn view(&self) -> ProxyView {
+        ProxyView {
+            runtime: self.runtime.clone(),
+        }
+    }
+
+    pub fn stats(&self) -> ProxyStats {
+        self.view().stats()
+    }
+}
+
+/// The counters of a running proxy, readable from another task ([`ProxyHandle::view`]).
+#[derive(Clone)]
+pub struct ProxyView {
+    runtime: Arc<Runtime>,
+}
+
+impl ProxyView {
+    /// The exchanges timed so far, when the proxy measures them.
+    pub fn exchanges(&self) -> Option<&exchanges::ExchangeRecorder> {
+        self.runtime.exchanges.as_ref()
+    }
+
+    /// Each configured fault, in configuration order, and whether it is inside one of its windows now.
+    pub fn faults_active(&self) -> Vec<(&TcpFault, bool)> {
+        let since_start = self.runtime.started.elapsed();
+        self.runtime
+            .faults
+            .iter()
+            .map(|fault| (&fault.spec, fault.active_at(since_start)))
+            .collect()
+    }
+
     pub fn stats(&self) -> ProxyStats {
         let c = &self.runtime.counters;
         let mut faults_applied = BTreeMap::new();
@@ -130,7 +171,9 @@ impl ProxyHandle {
             opaque_request_flows: c.opaque_request_flows.load(Ordering::Relaxed),
         }
     }
+}
 
+impl ProxyHandle {
     /// Closes every listener and every connection; on return the ports are free.
     pub async fn stop(mut self) {
         self.cancel.cancel();
@@ -146,8 +189,25 @@ impl Drop for ProxyHandle {
     }
 }
 
+/// How a proxy that measures its exchanges groups them and cuts them into phases.
+#[derive(Debug, Clone, Default)]
+pub struct ExchangeSetup {
+    /// `--group` patterns, tried in order.
+    pub groups: Vec<exchanges::GroupPattern>,
+    /// Where the report's phases start (the faults' windows' edges), from the proxy's start.
+    pub cuts: Vec<Duration>,
+}
+
 /// Binds every listener (a port in use fails at once, naming the address), then serves.
 pub async fn start(config: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
+    start_with(config, None).await
+}
+
+/// [`start`], also timing every HTTP/1 exchange ([`ProxyHandle::exchanges`]) when `measure` is given.
+pub async fn start_with(
+    config: ProxyConfig,
+    measure: Option<ExchangeSetup>,
+) -> Result<ProxyHandle, ProxyError> {
     if config.mappings.is_empty() {
         return Err(ProxyError::NoMapping);
     }
@@ -190,10 +250,13 @@ pub async fn start(config: ProxyConfig) -> Result<ProxyHandle, ProxyError> {
         None
     };
 
+    let started = tokio::time::Instant::now();
     let runtime = Arc::new(Runtime {
         faults,
         seed: config.seed.unwrap_or_else(rand::random),
-        started: tokio::time::Instant::now(),
+        started,
+        exchanges: measure
+            .map(|setup| exchanges::ExchangeRecorder::new(started, setup.groups, setup.cuts)),
         counters: Counters::default(),
         tls,
         connect_timeout: config.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT),

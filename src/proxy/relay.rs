@@ -14,6 +14,7 @@ use tokio::net::TcpStream;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::time::Instant;
 
+use super::exchanges::{ConnectionExchanges, ExchangeRecorder};
 use super::faults::{self, Chunk, ConnectionEnd, Injector, MessageKey, Stage, TcpFault, Verdict};
 use super::mapping::Upstream;
 use super::placement::{Flow, Window};
@@ -82,7 +83,7 @@ pub(crate) struct ProxyFault {
 }
 
 impl ProxyFault {
-    fn active_at(&self, since_start: Duration) -> bool {
+    pub(crate) fn active_at(&self, since_start: Duration) -> bool {
         match &self.windows {
             None => true,
             Some(windows) => windows
@@ -98,6 +99,8 @@ pub(crate) struct Runtime {
     /// The configured seed, or a random one: every decision is keyed from it (see [`faults::message_rng`]).
     pub seed: u64,
     pub started: Instant,
+    /// Times every HTTP/1 exchange, when the proxy measures what passes (no zero-copy path then).
+    pub exchanges: Option<ExchangeRecorder>,
     pub counters: Counters,
     pub tls: Option<tokio_rustls::TlsConnector>,
     pub connect_timeout: Duration,
@@ -160,6 +163,8 @@ pub(crate) async fn serve(
     let _ = server.set_nodelay(true);
 
     let [request_stages, response_stages] = connection_stages(&rt, id);
+    let connection_exchanges = rt.exchanges.as_ref().map(ConnectionExchanges::new);
+    let exchanges = connection_exchanges.as_ref();
     let (mut client_read, mut client_write) = client.into_split();
     let outcome = if upstream.tls {
         let Some(connector) = rt.tls.as_ref() else {
@@ -198,6 +203,7 @@ pub(crate) async fn serve(
                 request_stages,
                 &rt,
                 &turns,
+                exchanges,
             ),
             pump(
                 &mut upstream_read,
@@ -206,6 +212,7 @@ pub(crate) async fn serve(
                 response_stages,
                 &rt,
                 &turns,
+                exchanges,
             ),
         )
         .await;
@@ -226,6 +233,7 @@ pub(crate) async fn serve(
                 request_stages,
                 &rt,
                 &turns,
+                exchanges,
             ),
             plain_flow(
                 &mut upstream_read,
@@ -234,6 +242,7 @@ pub(crate) async fn serve(
                 response_stages,
                 &rt,
                 &turns,
+                exchanges,
             ),
         )
         .await;
@@ -244,6 +253,9 @@ pub(crate) async fn serve(
     };
     if is_reset(&outcome) {
         reset(client_read, client_write);
+    }
+    if let Some(exchanges) = connection_exchanges {
+        exchanges.closed(outcome.as_ref().err());
     }
     match outcome {
         Ok(()) => tracing::debug!("connection {id} from {peer} to {upstream} ended"),
@@ -335,9 +347,10 @@ async fn plain_flow(
     stages: Vec<ActiveStage>,
     rt: &Runtime,
     turns: &[AtomicU64; 2],
+    exchanges: Option<&ConnectionExchanges<'_>>,
 ) -> io::Result<()> {
-    if !stages.is_empty() || UpstreamRequests::of(flow, rt).is_some() {
-        return pump(reader, writer, flow, stages, rt, turns).await;
+    if !stages.is_empty() || UpstreamRequests::of(flow, rt).is_some() || exchanges.is_some() {
+        return pump(reader, writer, flow, stages, rt, turns, exchanges).await;
     }
     let me = flow.index();
     let (written, turn) = (&rt.counters.bytes[me], &turns[me]);
@@ -428,6 +441,7 @@ async fn pump<R, W>(
     mut stages: Vec<ActiveStage>,
     rt: &Runtime,
     turns: &[AtomicU64; 2],
+    exchanges: Option<&ConnectionExchanges<'_>>,
 ) -> io::Result<()>
 where
     R: AsyncRead + Unpin,
@@ -437,7 +451,7 @@ where
     let other = 1 - me;
     let written = &rt.counters.bytes[me];
     let mut requests = UpstreamRequests::of(flow, rt);
-    if stages.is_empty() && requests.is_none() {
+    if stages.is_empty() && requests.is_none() && exchanges.is_none() {
         let mut buf = BytesMut::with_capacity(BUFFER);
         copy(
             &mut reader,
@@ -477,6 +491,7 @@ where
             }
             return Ok(());
         }
+        let read_at = Instant::now();
         let other_now = turns[other].load(Ordering::Relaxed);
         let starts_message = first || other_now != seen_other;
         seen_other = other_now;
@@ -559,6 +574,12 @@ where
                 written.fetch_add(out.len() as u64, Ordering::Relaxed);
                 if let Some(requests) = &mut requests {
                     requests.written(out);
+                }
+                if let Some(exchanges) = exchanges {
+                    match flow {
+                        Flow::Request => exchanges.request_written(out, read_at, delay),
+                        Flow::Response => exchanges.response_written(out, delay),
+                    }
                 }
             }
             if let Some((_, how, kind)) = ending {

@@ -23,8 +23,8 @@ use super::{
     chart::page::impact_page,
     chart::page_file::PageFile,
     impact::{
-        self, EngineInfo, ProxyFigures, Report, ReportInput, RequestInfo, UpstreamCounts,
-        UpstreamTally,
+        self, EngineInfo, ProxyFigures, Report, ReportInput, RequestInfo, StreamFigures,
+        UpstreamCounts, UpstreamTally,
         data::{ReportData, RunDataError},
     },
     result::{ResultError, read_result},
@@ -155,12 +155,26 @@ pub fn merge(results: &[(PathBuf, Report)]) -> Result<Report, MergeError> {
             })
             .collect::<Result<Vec<LoadReport>, MergeError>>()
     };
-    let run = add_runs(runs(|data| Some(&data.run), "data.run")?);
+    let mut run = add_runs(runs(|data| Some(&data.run), "data.run")?);
+    if is_passthrough(first) {
+        // Every second of the longest run, in every group.
+        let seconds = run.samples.per_second.len();
+        for request in &mut run.per_request {
+            request
+                .samples
+                .per_second
+                .resize_with(seconds, crate::load::SecondSamples::new);
+        }
+    }
     let baseline = runs(|data| data.baseline.as_ref(), "data.baseline")?;
     let baseline = (!baseline.is_empty()).then(|| add_runs(baseline));
     let reports: Vec<&Report> = results.iter().map(|(_, report)| report).collect();
     let mut strategy = first.strategy.clone();
     strategy.num_clients = reports.iter().map(|r| r.strategy.num_clients).sum();
+    strategy.duration_s = reports
+        .iter()
+        .map(|r| r.strategy.duration_s)
+        .fold(strategy.duration_s, f64::max);
     let mut faults = first.faults.clone();
     for (index, fault) in faults.iter_mut().enumerate() {
         let each = || reports.iter().map(move |r| &r.faults[index]);
@@ -170,19 +184,27 @@ pub fn merge(results: &[(PathBuf, Report)]) -> Result<Report, MergeError> {
     }
     let input = ReportInput {
         call: first.call.clone(),
-        requests: first
-            .requests
-            .iter()
-            .map(|request| RequestInfo {
-                name: request.name.clone(),
-                method: request.method.clone(),
-                url: request.url.clone(),
-                weight: request.weight,
-                expect: request.expect.clone(),
-                headers: request.headers.clone(),
-                has_body: request.has_body,
-            })
-            .collect(),
+        // A proxy's groups are whatever passed through each proxy: the merged run's, whoever saw them.
+        requests: if is_passthrough(first) {
+            run.per_request
+                .iter()
+                .map(|group| RequestInfo::observed(&group.name))
+                .collect()
+        } else {
+            first
+                .requests
+                .iter()
+                .map(|request| RequestInfo {
+                    name: request.name.clone(),
+                    method: request.method.clone(),
+                    url: request.url.clone(),
+                    weight: request.weight,
+                    expect: request.expect.clone(),
+                    headers: request.headers.clone(),
+                    has_body: request.has_body,
+                })
+                .collect()
+        },
         strategy,
         faults,
         slos: first.data.slos.clone(),
@@ -224,6 +246,11 @@ fn add_engines(engines: &[&EngineInfo]) -> EngineInfo {
     merged
 }
 
+/// Whether `report` is a proxy's measure of whatever passed through it (`fault run --result`).
+fn is_passthrough(report: &Report) -> bool {
+    report.call.method == crate::proxy::measure::PASSTHROUGH_METHOD
+}
+
 /// One part of what makes two results the same scenario: what it is called in a refusal, where it is in the
 /// result, and its JSON.
 struct Part {
@@ -241,9 +268,15 @@ fn json<T: serde::Serialize>(value: &T) -> Value {
 /// faults but where and how often they acted, the SLOs, `recovery_seconds`, the requests of the mix and
 /// whether there is a baseline.
 fn identity(report: &Report) -> Vec<Part> {
+    // A proxy's result (`fault run --result`) measured whatever passed: proxies stopped at different times,
+    // and saw different requests, are still parts of one run.
+    let passthrough = is_passthrough(report);
     let mut strategy = json(&report.strategy);
     if let Value::Object(fields) = &mut strategy {
         fields.remove("num_clients");
+        if passthrough {
+            fields.remove("duration_s");
+        }
     }
     let mut faults = json(&report.faults);
     if let Value::Array(faults) = &mut faults {
@@ -254,13 +287,17 @@ fn identity(report: &Report) -> Vec<Part> {
             }
         }
     }
-    let requests: Vec<&str> = report
-        .data
-        .run
-        .per_request
-        .iter()
-        .map(|request| request.name.as_str())
-        .collect();
+    let requests: Vec<&str> = if passthrough {
+        Vec::new()
+    } else {
+        report
+            .data
+            .run
+            .per_request
+            .iter()
+            .map(|request| request.name.as_str())
+            .collect()
+    };
     let part = |differs, at, value| Part { differs, at, value };
     vec![
         part("the call differs", "call", json(&report.call)),
@@ -342,10 +379,16 @@ fn add_runs(runs: Vec<LoadReport>) -> LoadReport {
         total.cut_short |= run.cut_short;
         add_series(&mut total.offered_per_second, &run.offered_per_second);
         total.samples.merge(&run.samples);
-        // The mixes are the same (checked by name, in order).
-        for (mine, theirs) in total.per_request.iter_mut().zip(&run.per_request) {
-            let RequestSamples { samples, .. } = mine;
-            samples.merge(&theirs.samples);
+        // The mixes are the same (checked by name, in order), or, for proxies, matched by name.
+        for theirs in &run.per_request {
+            match total
+                .per_request
+                .iter_mut()
+                .find(|mine| mine.name == theirs.name)
+            {
+                Some(RequestSamples { samples, .. }) => samples.merge(&theirs.samples),
+                None => total.per_request.push(theirs.clone()),
+            }
         }
     }
     total
@@ -399,5 +442,26 @@ fn add_proxies(proxies: &[ProxyFigures]) -> ProxyFigures {
             bytes_to_upstream: total.bytes_to_upstream + proxy.bytes_to_upstream,
             bytes_to_client: total.bytes_to_client + proxy.bytes_to_client,
             fault_applications: total.fault_applications + proxy.fault_applications,
+            other_streams: add_streams(total.other_streams, proxy.other_streams.as_ref()),
         })
+}
+
+/// Streams of several proxies: counts and bytes summed; of their durations, the longest of each figure (the
+/// durations themselves are not kept).
+fn add_streams(
+    total: Option<StreamFigures>,
+    more: Option<&StreamFigures>,
+) -> Option<StreamFigures> {
+    match (total, more) {
+        (None, more) => more.cloned(),
+        (total, None) => total,
+        (Some(a), Some(b)) => Some(StreamFigures {
+            connections: a.connections + b.connections,
+            bytes_to_upstream: a.bytes_to_upstream + b.bytes_to_upstream,
+            bytes_to_client: a.bytes_to_client + b.bytes_to_client,
+            duration_p50_ms: a.duration_p50_ms.max(b.duration_p50_ms),
+            duration_p95_ms: a.duration_p95_ms.max(b.duration_p95_ms),
+            duration_max_ms: a.duration_max_ms.max(b.duration_max_ms),
+        }),
+    }
 }

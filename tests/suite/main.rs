@@ -59,6 +59,7 @@ mod mcp_test_server;
 mod mcp_test_server_tasks;
 mod proxy_cli;
 mod proxy_faults;
+mod proxy_measure;
 mod report_charts;
 mod report_charts_browser;
 mod report_charts_html;

@@ -113,6 +113,24 @@ pub struct RequestInfo {
     pub has_body: bool,
 }
 
+impl RequestInfo {
+    /// A request the load did not describe but a proxy saw pass, named "METHOD /path" (its group): no weight
+    /// of its own, whatever status it got.
+    pub fn observed(name: &str) -> Self {
+        let (method, path) = name.split_once(' ').unwrap_or(("", name));
+        Self {
+            name: name.to_owned(),
+            method: method.to_owned(),
+            url: path.to_owned(),
+            weight: 1.0,
+            expect: "any answer (counted as the client saw it: a status below 400 is a success)"
+                .into(),
+            headers: Vec::new(),
+            has_body: false,
+        }
+    }
+}
+
 /// The load shape.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct StrategyInfo {
@@ -401,6 +419,35 @@ pub struct ProxyFigures {
     pub bytes_to_client: u64,
     /// Chunks the fault acted on (delayed, dropped, replaced or closed on).
     pub fault_applications: u64,
+    /// Connections whose traffic was not HTTP/1 (`fault run` measuring what passes), counted apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_streams: Option<StreamFigures>,
+}
+
+/// Connections a measuring proxy could not frame as HTTP/1 (TLS from the client, another protocol).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StreamFigures {
+    pub connections: u64,
+    pub bytes_to_upstream: u64,
+    pub bytes_to_client: u64,
+    /// How long they were open.
+    pub duration_p50_ms: f64,
+    pub duration_p95_ms: f64,
+    pub duration_max_ms: f64,
+}
+
+impl StreamFigures {
+    pub fn of(streams: &crate::proxy::exchanges::StreamTally) -> Self {
+        let part = LatencyPart::of(&streams.duration_us);
+        Self {
+            connections: streams.connections,
+            bytes_to_upstream: streams.bytes_to_upstream,
+            bytes_to_client: streams.bytes_to_client,
+            duration_p50_ms: part.p50_ms,
+            duration_p95_ms: part.p95_ms,
+            duration_max_ms: part.max_ms,
+        }
+    }
 }
 
 /// The version of the impact result's format ([`Report`] as JSON, `docs/src/schemas/impact-result.json`): raised
