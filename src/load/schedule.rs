@@ -130,7 +130,8 @@ pub async fn run<W: Work>(
             planned,
         } => {
             let due = |k: u64| first + interval.mul_f64(k as f64);
-            let tick = tokio::time::sleep_until(due(0));
+            // The precise timer: tokio's would start each work up to its 1 ms tick late.
+            let tick = crate::timer::sleep_until(due(0));
             tokio::pin!(tick);
             while next < planned || !in_flight.is_empty() {
                 tokio::select! {

@@ -11,7 +11,6 @@ pub mod config;
 pub mod faults;
 pub mod mapping;
 pub mod placement;
-mod precise;
 mod relay;
 mod splice;
 pub mod values;
