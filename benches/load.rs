@@ -7,10 +7,19 @@
 //! - latency at p50 for the same endpoint: one connection, back to back (wrk -c1 --latency vs 1 client);
 //! - rate accuracy: open model at a fixed target rate (requests started vs planned, achieved rate);
 //! - memory: the resident size of `fault agent tool` idle after `initialize`, then sampled every 5 s through a
-//!   long latency scenario (50 clients × 100 req/s, proxy in front of the target) called over MCP.
+//!   long latency scenario (50 clients × 100 req/s, proxy in front of the target) called over MCP;
+//! - send on time: at 100 and 1,000 req/s (open model, one client), how late each request leaves against its
+//!   schedule, and the generator's CPU per request (process CPU time / requests), for this crate's generator
+//!   and for the peer open-model generators `oha -q N --latency-correction` and `hey -q N` in the same run
+//!   (each printed as absent when not installed). Lateness is measured at the target, the same way for every
+//!   generator: request k of a schedule at rate r arrives at `t0 + k / r + late_k`, `t0` the earliest such
+//!   start (the first half second, connection set-up, is left out); ours also reports its own queueing delay
+//!   (due → sent), and the machine's floor is measured beside them: a bare thread's wake-ups on the same
+//!   schedule. Goal: queueing delay p99 ≤ 100 µs at both rates.
 //!
 //! Env: BENCH_SECONDS (default 3), BENCH_CONNECTIONS (default 16), BENCH_RATE (default 5000),
-//! BENCH_SCENARIO_SECONDS (default 60; 0 skips the memory part).
+//! BENCH_SCENARIO_SECONDS (default 60; 0 skips the memory part), BENCH_ON_TIME_SECONDS (default 5; 0 skips
+//! the send-on-time part), BENCH_ONLY=on-time (only the send-on-time part).
 
 use std::{
     io::{BufRead, BufReader, Write},
@@ -33,7 +42,22 @@ fn env_u64(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// The target: "hello world" on every path, kept-alive connections, one runtime thread.
+/// When the target received each request to a path under `/on-time` since the last `/on-time-arrivals`.
+static ARRIVALS: std::sync::Mutex<Vec<std::time::Instant>> = std::sync::Mutex::new(Vec::new());
+
+/// The arrivals recorded since the last call, in µs after the first (sorted), and forgets them.
+fn take_arrivals() -> String {
+    let mut arrivals = std::mem::take(&mut *ARRIVALS.lock().unwrap_or_else(|p| p.into_inner()));
+    arrivals.sort();
+    let first = arrivals.first().copied();
+    arrivals
+        .iter()
+        .filter_map(|at| first.map(|first| format!("{:.1}\n", (*at - first).as_secs_f64() * 1e6)))
+        .collect()
+}
+
+/// The target: "hello world" on every path, kept-alive connections, one runtime thread. It notes when each
+/// request under `/on-time` arrived, and answers `/on-time-arrivals` with them (see [`take_arrivals`]).
 fn serve() {
     use http_body_util::Full;
     use hyper::{Response, server::conn::http1, service::service_fn};
@@ -62,10 +86,20 @@ fn serve() {
             };
             let _ = stream.set_nodelay(true);
             tokio::spawn(async move {
-                let service = service_fn(|_req| async {
-                    Ok::<_, std::convert::Infallible>(Response::new(Full::new(
-                        bytes::Bytes::from_static(b"hello world"),
-                    )))
+                let service = service_fn(|req: hyper::Request<hyper::body::Incoming>| async move {
+                    let path = req.uri().path();
+                    let body = if path == "/on-time-arrivals" {
+                        bytes::Bytes::from(take_arrivals())
+                    } else {
+                        if path.starts_with("/on-time") {
+                            ARRIVALS
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .push(std::time::Instant::now());
+                        }
+                        bytes::Bytes::from_static(b"hello world")
+                    };
+                    Ok::<_, std::convert::Infallible>(Response::new(Full::new(body)))
                 });
                 let _ = http1::Builder::new()
                     .serve_connection(TokioIo::new(stream), service)
@@ -123,9 +157,27 @@ struct OursResult {
     requests: u64,
     planned: Option<u64>,
     errors: u64,
+    /// Queueing delay (due → sent) p50, p99, max, µs.
+    queueing_us: [f64; 3],
+    /// This process's CPU time over the run.
+    cpu: Duration,
+}
+
+/// CPU time (user + system) of this process, or of its children that have ended and been waited for.
+fn cpu_time(who: libc::c_int) -> Duration {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(who, &mut usage) } != 0 {
+        return Duration::ZERO;
+    }
+    let time = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    };
+    time(usage.ru_utime) + time(usage.ru_stime)
 }
 
 fn ours(url: &str, num_clients: u32, pace: Pace, seconds: u64) -> OursResult {
+    let cpu_before = cpu_time(libc::RUSAGE_SELF);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -148,8 +200,17 @@ fn ours(url: &str, num_clients: u32, pace: Pace, seconds: u64) -> OursResult {
             Arc::new(LoadProgress::default()),
         ))
         .expect("load run");
+    drop(runtime);
+    let cpu = cpu_time(libc::RUSAGE_SELF).saturating_sub(cpu_before);
     let requests = report.samples.requests();
+    let queueing = &report.samples.queueing_us;
     OursResult {
+        queueing_us: [
+            queueing.value_at_quantile(0.5) as f64,
+            queueing.value_at_quantile(0.99) as f64,
+            queueing.max() as f64,
+        ],
+        cpu,
         // Rate over the scheduled duration, as wrk reports it.
         rps: requests as f64 / seconds as f64,
         p50_us: report.samples.all_us.value_at_quantile(0.5) as f64,
@@ -184,14 +245,16 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    // Every figure here is a ratio to wrk: without it there is nothing to compare, so say so and fail.
-    if Command::new("wrk").arg("--version").output().is_err() {
-        eprintln!("wrk is not installed: this bench compares against it (apt-get install -y wrk)");
-        std::process::exit(2);
-    }
     let seconds = env_u64("BENCH_SECONDS", 3);
     let connections = env_u64("BENCH_CONNECTIONS", 16);
     let rate = env_u64("BENCH_RATE", 5000);
+    let only_on_time = std::env::var("BENCH_ONLY").is_ok_and(|only| only == "on-time");
+    // Every figure of the first parts is a ratio to wrk: without it there is nothing to compare, so say so
+    // and fail.
+    if !only_on_time && Command::new("wrk").arg("--version").output().is_err() {
+        eprintln!("wrk is not installed: this bench compares against it (apt-get install -y wrk)");
+        std::process::exit(2);
+    }
 
     let exe = std::env::current_exe().expect("bench executable");
     let mut server = Command::new(exe)
@@ -207,7 +270,33 @@ fn main() {
     let url = format!("http://127.0.0.1:{}/", port.trim());
     eprintln!("target {url}; {seconds}s per run, {connections} connections");
     let load_average = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "Load average at the start: {}\n",
+        load_average
+            .split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    ); // stdout-ok
+    if !only_on_time {
+        against_wrk(&url, seconds, connections, rate);
+        let scenario_seconds = env_u64("BENCH_SCENARIO_SECONDS", 60);
+        if scenario_seconds > 0 {
+            memory_through_a_long_scenario(&url, scenario_seconds);
+        }
+    }
+    let on_time_seconds = env_u64("BENCH_ON_TIME_SECONDS", 5);
+    if on_time_seconds > 0 {
+        send_on_time(&url, on_time_seconds);
+    }
 
+    drop(server.stdin.take());
+    let _ = server.kill();
+    let _ = server.wait();
+}
+
+/// Maximum rate, latency on one connection and open-model rate accuracy, against wrk.
+fn against_wrk(url: &str, seconds: u64, connections: u64, rate: u64) {
     // Maximum rate: short rounds, the order swapped every round; the ratio is the median of per-round ratios.
     let mut wrk_max = Vec::new();
     let mut ours_max = Vec::new();
@@ -215,8 +304,8 @@ fn main() {
     for round in 0..7 {
         let (w, o) = in_turn(
             round,
-            || wrk(&url, connections, seconds).expect("wrk (apt-get install -y wrk)"),
-            || ours(&url, connections as u32, Pace::Saturate, seconds),
+            || wrk(url, connections, seconds).expect("wrk (apt-get install -y wrk)"),
+            || ours(url, connections as u32, Pace::Saturate, seconds),
         );
         eprintln!(
             "round {round}: wrk {:.0} req/s, fault {:.0} req/s ({} errors)",
@@ -233,8 +322,8 @@ fn main() {
     for round in 0..9 {
         let (w, o) = in_turn(
             round,
-            || wrk(&url, 1, 2).expect("wrk"),
-            || ours(&url, 1, Pace::Saturate, 2),
+            || wrk(url, 1, 2).expect("wrk"),
+            || ours(url, 1, Pace::Saturate, 2),
         );
         eprintln!(
             "round {round}: p50 wrk {:.1} µs, fault {:.1} µs",
@@ -246,19 +335,11 @@ fn main() {
     // Rate accuracy, open model.
     let clients = 10u32;
     let per_client = (rate / u64::from(clients)).max(1) as u32;
-    let accuracy = ours(&url, clients, Pace::Open { rps: per_client }, seconds);
+    let accuracy = ours(url, clients, Pace::Open { rps: per_client }, seconds);
 
     let (wrk_max, ours_max) = (median(wrk_max), median(ours_max));
     let (wrk_p50, ours_p50) = (median(wrk_p50), median(ours_p50));
     let planned = accuracy.planned.unwrap_or(0);
-    println!(
-        "Load average at the start: {}\n",
-        load_average
-            .split_whitespace()
-            .take(3)
-            .collect::<Vec<_>>()
-            .join(" ")
-    ); // stdout-ok
     println!("| Measure | wrk 4.1 (-t1) | fault load (1 thread) | Ratio |"); // stdout-ok
     println!("|---|---|---|---|"); // stdout-ok
     println!(
@@ -287,15 +368,6 @@ fn main() {
         verdict(rate_ratio >= 0.95),
         verdict((p50_ratio - 1.0).abs() <= 0.05)
     ); // stdout-ok
-
-    let scenario_seconds = env_u64("BENCH_SCENARIO_SECONDS", 60);
-    if scenario_seconds > 0 {
-        memory_through_a_long_scenario(&url, scenario_seconds);
-    }
-
-    drop(server.stdin.take());
-    let _ = server.kill();
-    let _ = server.wait();
 }
 
 /// Resident set size of a process, in MB.
@@ -353,5 +425,294 @@ fn memory_through_a_long_scenario(url: &str, seconds: u64) {
     println!("| idle after initialize | {idle:.1} MB |"); // stdout-ok
     println!(
         "| {seconds} s latency scenario, 5,000 req/s ({requests} requests): at 5 s / at the end / after | {first:.1} / {last:.1} / {after:.1} MB |"
+    ); // stdout-ok
+}
+
+// ---------- send on time
+
+/// A peer open-model generator: its name, and its command for `rate` req/s over `seconds` on one connection.
+struct Peer {
+    name: &'static str,
+    command: fn(url: &str, rate: u64, seconds: u64) -> Command,
+}
+
+const PEERS: [Peer; 2] = [
+    Peer {
+        name: "oha -q N --latency-correction",
+        command: |url, rate, seconds| {
+            let mut command = Command::new("oha");
+            command.args([
+                "--no-tui",
+                "-c1",
+                &format!("-q{rate}"),
+                "--latency-correction",
+                &format!("-z{seconds}s"),
+                url,
+            ]);
+            command
+        },
+    },
+    Peer {
+        name: "hey -q N",
+        command: |url, rate, seconds| {
+            let mut command = Command::new("hey");
+            command.args([
+                "-c",
+                "1",
+                "-q",
+                &rate.to_string(),
+                "-z",
+                &format!("{seconds}s"),
+                url,
+            ]);
+            command
+        },
+    },
+];
+
+/// Whether `program` can be started.
+fn installed(program: &str) -> bool {
+    Command::new(program)
+        .arg("--help")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
+}
+
+/// The target's arrivals under `/on-time` since the last call, µs after the first.
+fn arrivals(url: &str) -> Vec<f64> {
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    let Ok(mut stream) = std::net::TcpStream::connect(&addr) else {
+        return Vec::new();
+    };
+    let request =
+        format!("GET /on-time-arrivals HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n");
+    if stream.write_all(request.as_bytes()).is_err() {
+        return Vec::new();
+    }
+    let mut answer = String::new();
+    let _ = std::io::Read::read_to_string(&mut stream, &mut answer);
+    let body = answer.split_once("\r\n\r\n").map_or("", |(_, body)| body);
+    body.lines().filter_map(|l| l.trim().parse().ok()).collect()
+}
+
+/// How late each request arrived against a schedule of `rate` per second (µs, sorted): request k arrives at
+/// `t0 + k / rate + late`, `t0` the earliest start; the first half second (connection set-up) is left out.
+fn lateness_us(arrivals: &[f64], rate: u64) -> Vec<f64> {
+    let interval = 1e6 / rate as f64;
+    let skip = (rate / 2) as usize;
+    let starts: Vec<f64> = arrivals
+        .iter()
+        .enumerate()
+        .skip(skip)
+        .map(|(k, at)| at - k as f64 * interval)
+        .collect();
+    let t0 = starts.iter().copied().fold(f64::INFINITY, f64::min);
+    let mut late: Vec<f64> = starts.iter().map(|start| start - t0).collect();
+    late.sort_by(f64::total_cmp);
+    late
+}
+
+/// p50, p99 and max of sorted values.
+fn spread(sorted: &[f64]) -> [f64; 3] {
+    if sorted.is_empty() {
+        return [f64::NAN; 3];
+    }
+    let at = |q: f64| sorted[((sorted.len() - 1) as f64 * q).round() as usize];
+    [at(0.5), at(0.99), sorted[sorted.len() - 1]]
+}
+
+/// One generator's run at one rate.
+struct OnTime {
+    requests: usize,
+    /// The generator's own queueing delay (due → sent) p50/p99/max, µs, where it reports one.
+    queueing_us: Option<[f64; 3]>,
+    /// Lateness at the target, p50/p99/max, µs.
+    late_us: [f64; 3],
+    cpu_per_request_us: f64,
+}
+
+fn ours_on_time(url: &str, rate: u64, seconds: u64) -> OnTime {
+    arrivals(url);
+    let result = ours(
+        &format!("{url}on-time"),
+        1,
+        Pace::Open { rps: rate as u32 },
+        seconds,
+    );
+    let arrived = arrivals(url);
+    OnTime {
+        requests: arrived.len(),
+        queueing_us: Some(result.queueing_us),
+        late_us: spread(&lateness_us(&arrived, rate)),
+        cpu_per_request_us: result.cpu.as_secs_f64() * 1e6 / (result.requests.max(1) as f64),
+    }
+}
+
+fn peer_on_time(peer: &Peer, url: &str, rate: u64, seconds: u64) -> Result<OnTime, String> {
+    arrivals(url);
+    let before = cpu_time(libc::RUSAGE_CHILDREN);
+    let output = (peer.command)(&format!("{url}on-time"), rate, seconds)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| e.to_string())?;
+    // The peer has ended and been waited for: its CPU time is now in our children's.
+    let cpu = cpu_time(libc::RUSAGE_CHILDREN).saturating_sub(before);
+    if !output.status.success() {
+        return Err(format!(
+            "exited with {}: {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    let arrived = arrivals(url);
+    Ok(OnTime {
+        requests: arrived.len(),
+        queueing_us: None,
+        late_us: spread(&lateness_us(&arrived, rate)),
+        cpu_per_request_us: cpu.as_secs_f64() * 1e6 / (arrived.len().max(1) as f64),
+    })
+}
+
+/// The machine's floor for waking on time: a bare thread sleeping until each due time of the schedule
+/// (`nanosleep`, its timer slack lowered to 1 µs), how late it woke (p50/p99/max, µs). No generator can send
+/// earlier than its thread wakes, so on a busy machine this, not the generator, sets what p99 can be.
+fn floor_on_time(rate: u64, seconds: u64) -> [f64; 3] {
+    let woke = std::thread::spawn(move || {
+        let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1_000));
+        let interval = Duration::from_secs_f64(1.0 / rate as f64);
+        let start = std::time::Instant::now() + interval;
+        let mut late = Vec::new();
+        for k in 0..rate * seconds {
+            let due = start + interval.mul_f64(k as f64);
+            std::thread::sleep(due.saturating_duration_since(std::time::Instant::now()));
+            late.push(due.elapsed().as_secs_f64() * 1e6);
+        }
+        late.sort_by(f64::total_cmp);
+        late
+    })
+    .join()
+    .unwrap_or_default();
+    spread(&woke)
+}
+
+/// Send on time: ours and the installed peers, in turns (the order rotated every round), at 100 and 1,000
+/// req/s; each figure is the median over rounds.
+fn send_on_time(url: &str, seconds: u64) {
+    let rounds = 3;
+    let peers: Vec<&Peer> = PEERS
+        .iter()
+        .filter(|peer| installed(peer.name.split(' ').next().unwrap_or(peer.name)))
+        .collect();
+    println!(); // stdout-ok
+    println!(
+        "Send on time: open model, one client / connection, {seconds} s runs, median of {rounds} rounds (order rotated); \
+         lateness at the target (request k due at t0 + k / rate, the first 0.5 s left out); CPU = process CPU time / requests\n"
+    ); // stdout-ok
+    println!(
+        "| Generator | rate | requests | queueing delay p50 / p99 / max µs (its own) | lateness at the target p50 / p99 / max µs | CPU per request µs |"
+    ); // stdout-ok
+    println!("|---|---|---|---|---|---|"); // stdout-ok
+    let mut verdicts = Vec::new();
+    let mut floor_p99 = Vec::new();
+    for rate in [100u64, 1000] {
+        let mut runs: Vec<Vec<OnTime>> = (0..=peers.len()).map(|_| Vec::new()).collect();
+        let mut floors = Vec::new();
+        for round in 0..rounds {
+            floors.push(floor_on_time(rate, seconds));
+            for turn in 0..=peers.len() {
+                let which = (turn + round) % (peers.len() + 1);
+                if which == 0 {
+                    let run = ours_on_time(url, rate, seconds);
+                    eprintln!(
+                        "round {round}, {rate} req/s: fault queueing p99 {:.0} µs, late p99 {:.0} µs, {:.1} µs CPU per request",
+                        run.queueing_us.map_or(f64::NAN, |q| q[1]),
+                        run.late_us[1],
+                        run.cpu_per_request_us
+                    );
+                    runs[0].push(run);
+                } else {
+                    let peer = peers[which - 1];
+                    match peer_on_time(peer, url, rate, seconds) {
+                        Ok(run) => {
+                            eprintln!(
+                                "round {round}, {rate} req/s: {} late p99 {:.0} µs, {:.1} µs CPU per request",
+                                peer.name, run.late_us[1], run.cpu_per_request_us
+                            );
+                            runs[which].push(run);
+                        }
+                        Err(e) => {
+                            eprintln!("round {round}, {rate} req/s: {} failed: {e}", peer.name)
+                        }
+                    }
+                }
+            }
+        }
+        let mid =
+            |runs: &[OnTime], f: &dyn Fn(&OnTime) -> f64| median(runs.iter().map(f).collect());
+        let three =
+            |values: [f64; 3]| format!("{:.0} / {:.0} / {:.0}", values[0], values[1], values[2]);
+        for (index, runs) in runs.iter().enumerate() {
+            let name = if index == 0 {
+                "fault load (1 thread)"
+            } else {
+                peers[index - 1].name
+            };
+            if runs.is_empty() {
+                println!("| {name} | {rate} req/s | failed | | | |"); // stdout-ok
+                continue;
+            }
+            let queueing = if index == 0 {
+                three([0, 1, 2].map(|i| mid(runs, &|r| r.queueing_us.map_or(f64::NAN, |q| q[i]))))
+            } else {
+                "–".into()
+            };
+            println!(
+                "| {name} | {rate} req/s | {:.0} | {queueing} | {} | {:.1} |",
+                mid(runs, &|r| r.requests as f64),
+                three([0, 1, 2].map(|i| mid(runs, &|r| r.late_us[i]))),
+                mid(runs, &|r| r.cpu_per_request_us),
+            ); // stdout-ok
+            if index == 0 {
+                verdicts.push((
+                    rate,
+                    mid(runs, &|r| r.queueing_us.map_or(f64::NAN, |q| q[1])),
+                ));
+            }
+        }
+        let floor = [0, 1, 2].map(|i| median(floors.iter().map(|f| f[i]).collect()));
+        floor_p99.push(format!("{rate} req/s {:.0} µs", floor[1]));
+        println!(
+            "| the machine's floor: a bare thread's wake-ups (nanosleep, slack 1 µs) | {rate} req/s | {} | {} | – | – |",
+            rate * seconds,
+            three(floor)
+        ); // stdout-ok
+    }
+    for peer in &PEERS {
+        if !peers.iter().any(|p| p.name == peer.name) {
+            println!("| {} | – | absent (not installed) | | | |", peer.name); // stdout-ok
+        }
+    }
+    let shown: Vec<String> = verdicts
+        .iter()
+        .map(|(rate, p99)| {
+            format!(
+                "{rate} req/s {}",
+                if *p99 <= 100.0 {
+                    format!("met ({p99:.0} µs)")
+                } else {
+                    format!("NOT MET ({p99:.0} µs)")
+                }
+            )
+        })
+        .collect();
+    println!(
+        "\nTarget: queueing delay p99 ≤ 100 µs: {} (the machine's floor, p99: {})",
+        shown.join(", "),
+        floor_p99.join(", ")
     ); // stdout-ok
 }

@@ -28,4 +28,5 @@ pub mod redact;
 pub mod report;
 pub mod seeded;
 pub mod serve;
+pub mod timer;
 pub mod tls;

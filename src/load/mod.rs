@@ -122,8 +122,10 @@ impl LoadPlan {
         let files = rustix::process::getrlimit(rustix::process::Resource::Nofile)
             .current
             .unwrap_or(u64::MAX);
-        let budget = files.saturating_sub(FILES_KEPT) / FILES_PER_REQUEST;
-        let per_client = budget / u64::from(self.num_clients.max(1));
+        // Each client also holds its schedule's timer (a file on Linux: `crate::timer`).
+        let clients = u64::from(self.num_clients.max(1));
+        let budget = files.saturating_sub(FILES_KEPT + clients) / FILES_PER_REQUEST;
+        let per_client = budget / clients;
         asked
             .min(u32::try_from(per_client).unwrap_or(u32::MAX))
             .max(1)

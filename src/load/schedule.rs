@@ -117,7 +117,8 @@ pub async fn run<W: Work>(
             planned,
         } => {
             let due = |k: u64| start + rate.due(k * u64::from(clients) + u64::from(client));
-            let tick = tokio::time::sleep_until(due(0));
+            // The precise timer: tokio's would start each work up to its 1 ms tick late.
+            let tick = crate::timer::sleep_until(due(0));
             tokio::pin!(tick);
             while next < planned || !in_flight.is_empty() {
                 tokio::select! {

@@ -13,7 +13,6 @@ pub mod faults;
 pub mod mapping;
 pub mod measure;
 pub mod placement;
-mod precise;
 mod relay;
 mod splice;
 pub mod values;

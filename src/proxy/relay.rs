@@ -2,6 +2,7 @@
 
 use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -18,7 +19,7 @@ use super::exchanges::{ConnectionExchanges, ExchangeRecorder};
 use super::faults::{self, Chunk, ConnectionEnd, Injector, MessageKey, Stage, TcpFault, Verdict};
 use super::mapping::Upstream;
 use super::placement::{Flow, Window};
-use super::{precise, splice};
+use super::splice;
 
 /// Read buffer per flow: large, allocated once per connection.
 const BUFFER: usize = 64 * 1024;
@@ -474,6 +475,8 @@ where
         .max(1);
     let mut seen_other = 0u64;
     let mut first = true;
+    // The flow's exact delays, one after another on one timer (armed again for each, never made anew).
+    let mut exact_delay = crate::timer::sleep_until(Instant::now());
     // Set while a stage swallows the flow: its end (FIN) is swallowed too, as a real blackhole would.
     let mut swallowing = false;
     loop {
@@ -559,7 +562,8 @@ where
             }
             if !delay.is_zero() {
                 if exact {
-                    precise::sleep_until(now + delay).await;
+                    Pin::new(&mut exact_delay).reset(now + delay);
+                    (&mut exact_delay).await;
                 } else {
                     tokio::time::sleep_until(now + delay).await;
                 }
