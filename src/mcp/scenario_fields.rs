@@ -271,14 +271,7 @@ pub const BASELINE: Field = Field::switch(
     "baseline",
     "Run the same load without the faults first and add a with/without comparison (p50, p95, p99, errors)",
 );
-pub const RECOVERY_SECONDS: Field = Field::number(
-    "recovery_seconds",
-    "Seconds in a row that must hold every SLO, with errors back to the share before the fault's window, \
-     for the service to count as recovered (time to recover, in the report's phases)",
-    Number::from_to(1.0, 60.0).whole(),
-    Unit::Seconds,
-)
-.default("3");
+pub const RECOVERY_SECONDS: Field = crate::report::impact::RECOVERY_SECONDS;
 pub const REPORT_PATH: Field = Field::text(
     "report_path",
     "Also write the report as one self-contained HTML page (the report, its charts, the figures as JSON; \

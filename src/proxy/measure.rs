@@ -16,8 +16,7 @@ use crate::report::impact::{
     RequestInfo, StrategyInfo,
 };
 
-/// The method a proxy's report gives its call: it measured whatever passed, not one call of its own.
-pub const PASSTHROUGH_METHOD: &str = "*";
+use impact::PASSTHROUGH_METHOD;
 
 pub const REPORT: Field = Field::text(
     "report",
@@ -58,8 +57,7 @@ pub const GROUP: Field = Field::parsed(
 )
 .flag("group")
 .optional("each method and path its own row");
-pub const RECOVERY_SECONDS: Field =
-    crate::mcp::scenario_fields::RECOVERY_SECONDS.flag("recovery-seconds");
+pub const RECOVERY_SECONDS: Field = impact::RECOVERY_SECONDS.flag("recovery-seconds");
 pub const METRICS: Field = Field::parsed(
     "metrics",
     "Serve Prometheus metrics on http://ADDR/metrics while running (exchanges, connections, faults applied, \
@@ -381,7 +379,13 @@ fn proxy_figures(stats: &super::ProxyStats, streams: &StreamTally) -> ProxyFigur
         bytes_to_upstream: stats.bytes_to_upstream,
         bytes_to_client: stats.bytes_to_client,
         fault_applications: stats.faults_applied.values().sum(),
-        other_streams: (streams.connections > 0).then(|| impact::StreamFigures::of(streams)),
+        other_streams: (streams.connections > 0).then(|| {
+            impact::StreamFigures::of(
+                streams.connections,
+                (streams.bytes_to_upstream, streams.bytes_to_client),
+                &streams.duration_us,
+            )
+        }),
     }
 }
 

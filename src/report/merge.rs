@@ -248,7 +248,7 @@ fn add_engines(engines: &[&EngineInfo]) -> EngineInfo {
 
 /// Whether `report` is a proxy's measure of whatever passed through it (`fault run --result`).
 fn is_passthrough(report: &Report) -> bool {
-    report.call.method == crate::proxy::measure::PASSTHROUGH_METHOD
+    report.call.method == impact::PASSTHROUGH_METHOD
 }
 
 /// One part of what makes two results the same scenario: what it is called in a refusal, where it is in the

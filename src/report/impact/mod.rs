@@ -437,12 +437,17 @@ pub struct StreamFigures {
 }
 
 impl StreamFigures {
-    pub fn of(streams: &crate::proxy::exchanges::StreamTally) -> Self {
-        let part = LatencyPart::of(&streams.duration_us);
+    /// `connections` that carried `bytes` (to the upstream, to the client), open for `durations_us`.
+    pub fn of(
+        connections: u64,
+        (bytes_to_upstream, bytes_to_client): (u64, u64),
+        durations_us: &hdrhistogram::Histogram<u64>,
+    ) -> Self {
+        let part = LatencyPart::of(durations_us);
         Self {
-            connections: streams.connections,
-            bytes_to_upstream: streams.bytes_to_upstream,
-            bytes_to_client: streams.bytes_to_client,
+            connections,
+            bytes_to_upstream,
+            bytes_to_client,
             duration_p50_ms: part.p50_ms,
             duration_p95_ms: part.p95_ms,
             duration_max_ms: part.max_ms,
@@ -815,6 +820,20 @@ pub struct ReportInput {
 
 /// Default N of time to recover.
 pub const DEFAULT_RECOVERY_SECONDS: u32 = 3;
+
+/// N of time to recover, as every face that takes it declares it (the impact tools, `fault run`).
+pub const RECOVERY_SECONDS: crate::fields::Field = crate::fields::Field::number(
+    "recovery_seconds",
+    "Seconds in a row that must hold every SLO, with errors back to the share before the fault's window, \
+     for the service to count as recovered (time to recover, in the report's phases)",
+    crate::lenient::Number::from_to(1.0, 60.0).whole(),
+    crate::fields::Unit::Seconds,
+)
+.default("3");
+
+/// The method a proxy's result names for its call: it measured whatever passed through it (`fault run
+/// --result`), not a load it sent.
+pub const PASSTHROUGH_METHOD: &str = "*";
 
 /// The p50, p95 and p99 of a run's percentile rows.
 fn headline(figures: &RunFigures) -> (f64, f64, f64) {
