@@ -4,6 +4,8 @@
 //! alternates `wrk -t1` and this crate's generator (one runtime thread) against it, in short rounds whose
 //! order is swapped every round (the machine's speed drifts within a run):
 //! - maximum request rate: closed loop with C connections (wrk -c C vs `Pace::Saturate` with C clients);
+//! - the same maximum rate with a traffic mix of three requests (weights 3:2:1, one expecting a body text)
+//!   against one request, in turn in the same rounds: goal ≥ 0.95× the one request's rate;
 //! - latency at p50 for the same endpoint: one connection, back to back (wrk -c1 --latency vs 1 client);
 //! - rate accuracy: open model at a fixed target rate (requests started vs planned, achieved rate);
 //! - memory: the resident size of `fault agent tool` idle after `initialize`, then sampled every 5 s through a
@@ -19,7 +21,8 @@
 //!
 //! Env: BENCH_SECONDS (default 3), BENCH_CONNECTIONS (default 16), BENCH_RATE (default 5000),
 //! BENCH_SCENARIO_SECONDS (default 60; 0 skips the memory part), BENCH_ON_TIME_SECONDS (default 5; 0 skips
-//! the send-on-time part), BENCH_ONLY=on-time (only the send-on-time part).
+//! the send-on-time part), BENCH_ONLY=on-time (only the send-on-time part), BENCH_ONLY=mix (only the mix
+//! against one request).
 
 use std::{
     io::{BufRead, BufReader, Write},
@@ -31,7 +34,7 @@ use std::{
 #[path = "support/mcp_stdio.rs"]
 mod mcp_stdio;
 
-use fault::load::{self, LoadPlan, LoadProgress, Mix, Pace, Target};
+use fault::load::{self, Expect, LoadPlan, LoadProgress, Mix, MixRequest, Pace, Target};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -177,6 +180,36 @@ fn cpu_time(who: libc::c_int) -> Duration {
 }
 
 fn ours(url: &str, num_clients: u32, pace: Pace, seconds: u64) -> OursResult {
+    let mix = Mix::single(Target::parse(url, "GET", &[], "").expect("url"));
+    ours_with(mix, num_clients, pace, seconds)
+}
+
+/// Three requests to the target, weighted 3:2:1, the last one expecting "hello" in its body (so its body is
+/// kept and searched).
+fn three_requests(url: &str) -> Mix {
+    let request = |name: &str, path: &str, weight: f64, expect: Expect| MixRequest {
+        name: name.into(),
+        target: Target::parse(&format!("{url}{path}"), "GET", &[], "").expect("url"),
+        weight,
+        expect,
+        template: None,
+    };
+    let body = Expect {
+        statuses: vec![200],
+        body_contains: Some(bytes::Bytes::from_static(b"hello")),
+    };
+    Mix::new(
+        vec![
+            request("search", "search", 3.0, Expect::default()),
+            request("profile", "profile", 2.0, Expect::default()),
+            request("checkout", "checkout", 1.0, body),
+        ],
+        7,
+    )
+    .expect("a mix")
+}
+
+fn ours_with(mix: Mix, num_clients: u32, pace: Pace, seconds: u64) -> OursResult {
     let cpu_before = cpu_time(libc::RUSAGE_SELF);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -184,7 +217,7 @@ fn ours(url: &str, num_clients: u32, pace: Pace, seconds: u64) -> OursResult {
         .build()
         .expect("runtime");
     let plan = LoadPlan {
-        mix: Mix::single(Target::parse(url, "GET", &[], "").expect("url")),
+        mix,
         connect_to: None,
         proxy_originates_tls: false,
         num_clients,
@@ -248,7 +281,8 @@ fn main() {
     let seconds = env_u64("BENCH_SECONDS", 3);
     let connections = env_u64("BENCH_CONNECTIONS", 16);
     let rate = env_u64("BENCH_RATE", 5000);
-    let only_on_time = std::env::var("BENCH_ONLY").is_ok_and(|only| only == "on-time");
+    let only = std::env::var("BENCH_ONLY").unwrap_or_default();
+    let only_on_time = only == "on-time";
     // Every figure of the first parts is a ratio to wrk: without it there is nothing to compare, so say so
     // and fail.
     if !only_on_time && Command::new("wrk").arg("--version").output().is_err() {
@@ -278,8 +312,11 @@ fn main() {
             .collect::<Vec<_>>()
             .join(" ")
     ); // stdout-ok
-    if !only_on_time {
+    if only == "mix" {
+        mix_against_one(&url, seconds, connections);
+    } else if !only_on_time {
         against_wrk(&url, seconds, connections, rate);
+        mix_against_one(&url, seconds, connections);
         let scenario_seconds = env_u64("BENCH_SCENARIO_SECONDS", 60);
         if scenario_seconds > 0 {
             memory_through_a_long_scenario(&url, scenario_seconds);
@@ -293,6 +330,39 @@ fn main() {
     drop(server.stdin.take());
     let _ = server.kill();
     let _ = server.wait();
+}
+
+/// Maximum rate with a traffic mix of three requests against one request, in turn, in the same rounds.
+fn mix_against_one(url: &str, seconds: u64, connections: u64) {
+    let mut ratios = Vec::new();
+    let (mut one_rates, mut mix_rates) = (Vec::new(), Vec::new());
+    for round in 0..7 {
+        let (one, mix) = in_turn(
+            round,
+            || ours(url, connections as u32, Pace::Saturate, seconds),
+            || ours_with(three_requests(url), connections as u32, Pace::Saturate, seconds),
+        );
+        eprintln!(
+            "round {round}: one request {:.0} req/s, a mix of three {:.0} req/s ({} errors)",
+            one.rps, mix.rps, mix.errors
+        );
+        assert_eq!(mix.errors, 0, "the mix's requests must all succeed");
+        one_rates.push(one.rps);
+        mix_rates.push(mix.rps);
+        ratios.push(mix.rps / one.rps);
+    }
+    let ratio = median(ratios);
+    println!("\n| Measure | one request | a mix of three (3:2:1, one body searched) | Ratio |"); // stdout-ok
+    println!("|---|---|---|---|"); // stdout-ok
+    println!(
+        "| Max rate, {connections} connections (median of 7 × {seconds} s; ratio: median per round) | {:.0} req/s | {:.0} req/s | {ratio:.2} |",
+        median(one_rates),
+        median(mix_rates)
+    ); // stdout-ok
+    println!(
+        "\nTarget: a mix's max rate ≥ 0.95× one request's: {} ({ratio:.2})",
+        if ratio >= 0.95 { "met" } else { "NOT MET" }
+    ); // stdout-ok
 }
 
 /// Maximum rate, latency on one connection and open-model rate accuracy, against wrk.

@@ -10,6 +10,8 @@
 //!
 //! `cargo bench --bench proxy` (root needed for the namespace part; `benches/proxy/run.sh`
 //! installs socat and haproxy first). About three minutes, plus the baseline's first build.
+//! `cargo bench --bench proxy -- measuring` runs only what `--report` and `--metrics` cost `fault run` (its
+//! maximum exchange rate and p50 per exchange, bare and measuring, interleaved).
 //! `cargo bench --bench proxy -- delays` runs only latency accuracy and the CPU per delayed message, judged
 //! against the goal: at most 20 µs of the proxy's CPU for the delay of one message, at 1 ms and at 10 ms of
 //! latency, its accuracy unchanged.
@@ -641,12 +643,23 @@ async fn fault_run(
     upstream: SocketAddr,
     latency_ms: Option<u64>,
 ) -> Result<FaultRun, String> {
+    fault_run_with(bin, upstream, latency_ms, &[]).await
+}
+
+/// [`fault_run`] with `extra` arguments.
+async fn fault_run_with(
+    bin: &Path,
+    upstream: SocketAddr,
+    latency_ms: Option<u64>,
+    extra: &[String],
+) -> Result<FaultRun, String> {
     let port = free_port();
     let mut command = Command::new(bin);
     command.args(["run", "--proxy", &format!("{port}={upstream}")]);
     if let Some(ms) = latency_ms {
         command.args(["--with-latency", "--latency-mean", &ms.to_string()]);
     }
+    command.args(extra);
     let child = command
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -983,6 +996,104 @@ async fn run() {
     drop(ns);
 }
 
+/// Exchanges per second through `addr` from `clients` keep-alive connections, each back to back, for
+/// `seconds`.
+async fn max_exchange_rate(addr: SocketAddr, clients: usize, seconds: f64) -> f64 {
+    let until = Instant::now() + Duration::from_secs_f64(seconds);
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..clients {
+        tasks.spawn(async move {
+            let mut client = Client::connect(addr).await.unwrap();
+            let mut done = 0u64;
+            while Instant::now() < until {
+                client.get("/").await.unwrap();
+                done += 1;
+            }
+            done
+        });
+    }
+    let mut total = 0;
+    while let Some(done) = tasks.join_next().await {
+        total += done.unwrap();
+    }
+    total as f64 / seconds
+}
+
+/// What measuring costs `fault run`: the same build bare and with `--report` and `--metrics` (every exchange
+/// timed and grouped, the Prometheus page served and scraped once a second), in interleaved rounds: the
+/// maximum exchange rate (16 keep-alive clients) and the p50 of one client's exchanges. Goal: at most 5 % of
+/// the rate and 5 µs of p50.
+async fn measuring_overhead(http: SocketAddr) {
+    println!("\n## What measuring costs `fault run` (--report and --metrics against bare), same run\n");
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_fault"));
+    let dir = std::env::temp_dir().join(format!("fault-bench-measure-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let metrics = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let measuring = vec![
+        "--report".to_owned(),
+        dir.join("report.md").display().to_string(),
+        "--metrics".to_owned(),
+        metrics.to_string(),
+    ];
+    let bare = fault_run(&bin, http, None).await.unwrap();
+    let measured = fault_run_with(&bin, http, None, &measuring).await.unwrap();
+    // A scraper, as Prometheus would be: the page once a second.
+    let scraper = tokio::spawn(async move {
+        loop {
+            if let Ok(mut stream) = TcpStream::connect(metrics).await {
+                let _ = stream
+                    .write_all(b"GET /metrics HTTP/1.1\r\nhost: bench\r\nconnection: close\r\n\r\n")
+                    .await;
+                let mut page = Vec::new();
+                let _ = stream.read_to_end(&mut page).await;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    });
+    let (mut rate_ratios, mut p50_deltas) = (Vec::new(), Vec::new());
+    let (mut bare_rates, mut measured_rates) = (Vec::new(), Vec::new());
+    for round in 0..6 {
+        let order = if round % 2 == 0 {
+            [(&bare, false), (&measured, true)]
+        } else {
+            [(&measured, true), (&bare, false)]
+        };
+        let (mut rate, mut p50) = ([0.0; 2], [0.0; 2]);
+        for (run, is_measured) in order {
+            let side = usize::from(is_measured);
+            rate[side] = max_exchange_rate(run.addr, 16, 2.0).await;
+            let mut samples = keepalive_samples(run.addr, 2000).await;
+            p50[side] = median(&mut samples);
+        }
+        eprintln!(
+            "round {round}: bare {:.0}/s p50 {:.1} µs, measuring {:.0}/s p50 {:.1} µs",
+            rate[0], p50[0], rate[1], p50[1]
+        );
+        bare_rates.push(rate[0]);
+        measured_rates.push(rate[1]);
+        rate_ratios.push(rate[1] / rate[0]);
+        p50_deltas.push(p50[1] - p50[0]);
+    }
+    scraper.abort();
+    let ratio = median(&mut rate_ratios);
+    let delta = median(&mut p50_deltas);
+    println!("| Measure | bare | --report --metrics | Cost |"); // stdout-ok
+    println!("|---|---|---|---|"); // stdout-ok
+    println!(
+        "| Max exchange rate, 16 keep-alive clients (median of 6 × 2 s) | {:.0}/s | {:.0}/s | {:.1} % |",
+        median(&mut bare_rates),
+        median(&mut measured_rates),
+        (1.0 - ratio) * 100.0
+    ); // stdout-ok
+    println!("| p50 per exchange, one client (median of 6 × 2,000) | | | {delta:+.1} µs |"); // stdout-ok
+    println!(
+        "\nGoal: at most 5 % of the rate and 5 µs of p50: {}",
+        if ratio >= 0.95 && delta <= 5.0 { "met" } else { "NOT MET" }
+    ); // stdout-ok
+    drop((bare, measured));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -997,6 +1108,13 @@ fn main() {
             let (http, _bulk) = upstream(&ip).await;
             println!("{http}");
             std::future::pending::<()>().await;
+        });
+        return;
+    }
+    if args.iter().any(|a| a == "measuring") {
+        rt.block_on(async {
+            let (http, _bulk) = upstream("127.0.0.1").await;
+            measuring_overhead(http).await;
         });
         return;
     }

@@ -25,6 +25,7 @@ mod index_progress;
 mod index_qdrant;
 mod index_qdrant_cluster;
 mod index_two_servers;
+mod kubernetes_examples;
 mod llm_embed;
 mod llm_keys;
 mod llm_local_e2e;

@@ -288,7 +288,7 @@ async fn fault_run_report_html_is_the_sessions_page() {
     let html = checked_page(
         &page,
         "Fault Proxy Report",
-        &["latency", "distribution", "errors"],
+        &["latency", "distribution", "errors", "rate"],
     );
     let report = &page_figures(&html)["report"];
     assert!(
