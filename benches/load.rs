@@ -340,7 +340,14 @@ fn mix_against_one(url: &str, seconds: u64, connections: u64) {
         let (one, mix) = in_turn(
             round,
             || ours(url, connections as u32, Pace::Saturate, seconds),
-            || ours_with(three_requests(url), connections as u32, Pace::Saturate, seconds),
+            || {
+                ours_with(
+                    three_requests(url),
+                    connections as u32,
+                    Pace::Saturate,
+                    seconds,
+                )
+            },
         );
         eprintln!(
             "round {round}: one request {:.0} req/s, a mix of three {:.0} req/s ({} errors)",

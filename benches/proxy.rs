@@ -1024,7 +1024,9 @@ async fn max_exchange_rate(addr: SocketAddr, clients: usize, seconds: f64) -> f6
 /// maximum exchange rate (16 keep-alive clients) and the p50 of one client's exchanges. Goal: at most 5 % of
 /// the rate and 5 µs of p50.
 async fn measuring_overhead(http: SocketAddr) {
-    println!("\n## What measuring costs `fault run` (--report and --metrics against bare), same run\n");
+    println!(
+        "\n## What measuring costs `fault run` (--report and --metrics against bare), same run\n"
+    );
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_fault"));
     let dir = std::env::temp_dir().join(format!("fault-bench-measure-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -1088,7 +1090,11 @@ async fn measuring_overhead(http: SocketAddr) {
     println!("| p50 per exchange, one client (median of 6 × 2,000) | | | {delta:+.1} µs |"); // stdout-ok
     println!(
         "\nGoal: at most 5 % of the rate and 5 µs of p50: {}",
-        if ratio >= 0.95 && delta <= 5.0 { "met" } else { "NOT MET" }
+        if ratio >= 0.95 && delta <= 5.0 {
+            "met"
+        } else {
+            "NOT MET"
+        }
     ); // stdout-ok
     drop((bare, measured));
     let _ = std::fs::remove_dir_all(&dir);

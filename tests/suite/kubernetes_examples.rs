@@ -56,9 +56,15 @@ fn every_fault_argument_of_the_kubernetes_examples_is_one_our_parser_takes() {
                     continue;
                 }
                 let cli = fault::cli::Cli::try_parse_from(&argv).unwrap_or_else(|e| {
-                    panic!("{}: `{}` does not parse:\n{e}", path.display(), argv.join(" "))
+                    panic!(
+                        "{}: `{}` does not parse:\n{e}",
+                        path.display(),
+                        argv.join(" ")
+                    )
                 });
-                let scraped = annotations["prometheus.io/port"].as_str().unwrap_or_default();
+                let scraped = annotations["prometheus.io/port"]
+                    .as_str()
+                    .unwrap_or_default();
                 let metrics = argv
                     .iter()
                     .position(|arg| arg == "--metrics")
