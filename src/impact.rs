@@ -97,6 +97,8 @@ pub struct ImpactSpec {
     pub recovery_seconds: u32,
     /// What sends the load.
     pub engine: Engine,
+    /// Where the scenario's proxies serve their Prometheus metrics while it runs; `None`: nowhere.
+    pub metrics: Option<SocketAddr>,
 }
 
 /// What sends a scenario's load.
@@ -221,8 +223,47 @@ pub enum ImpactError {
     Load(#[from] LoadError),
     #[error("{0}")]
     Locust(#[from] LocustError),
+    #[error("metrics: {0}")]
+    Metrics(#[from] crate::metrics::MetricsError),
     #[error("the scenario was cancelled; load and proxies were stopped")]
     Cancelled,
+}
+
+/// The scenario's metrics page: the counters of whichever run's proxies are up (the baseline's, then the
+/// faulted run's), served until the scenario ends.
+struct MetricsPage {
+    current: Arc<std::sync::Mutex<Option<proxy::ProxyView>>>,
+    stop: CancellationToken,
+}
+
+impl MetricsPage {
+    async fn start(addr: SocketAddr) -> Result<Self, ImpactError> {
+        let listener = crate::metrics::bind(addr).await?;
+        let current: Arc<std::sync::Mutex<Option<proxy::ProxyView>>> = Arc::default();
+        let stop = CancellationToken::new();
+        let shown = current.clone();
+        crate::metrics::serve(
+            listener,
+            Arc::new(move || {
+                let view = shown.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                view.map(|view| proxy::measure::metrics_page(&view))
+                    .unwrap_or_default()
+            }),
+            stop.clone(),
+        );
+        Ok(Self { current, stop })
+    }
+
+    /// Shows the counters of `view`'s proxies from now on.
+    fn show(&self, view: proxy::ProxyView) {
+        *self.current.lock().unwrap_or_else(|p| p.into_inner()) = Some(view);
+    }
+}
+
+impl Drop for MetricsPage {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
 }
 
 /// Runs the scenario: an optional baseline without the faults, then the run with them, then the report.
@@ -248,6 +289,10 @@ pub async fn run(
         )),
     };
 
+    let metrics = match spec.metrics {
+        Some(addr) => Some(MetricsPage::start(addr).await?),
+        None => None,
+    };
     let run_s = spec.duration.as_secs_f64();
     let cuts: Vec<Duration> = phase_cuts(&merge_windows(windows.iter().flatten().copied()), run_s)
         .into_iter()
@@ -259,7 +304,7 @@ pub async fn run(
                 spec,
                 Vec::new(),
                 &[],
-                locust.clone(),
+                (locust.clone(), metrics.as_ref()),
                 cancel,
                 progress.clone(),
             )
@@ -268,7 +313,15 @@ pub async fn run(
     } else {
         None
     };
-    let faulted = run_once(spec, spec.faults.clone(), &cuts, locust, cancel, progress).await?;
+    let faulted = run_once(
+        spec,
+        spec.faults.clone(),
+        &cuts,
+        (locust, metrics.as_ref()),
+        cancel,
+        progress,
+    )
+    .await?;
     let proxies = faulted
         .mappings
         .iter()
@@ -384,7 +437,7 @@ async fn run_once(
     spec: &ImpactSpec,
     faults: Vec<TcpFault>,
     cuts: &[Duration],
-    locust: Option<Arc<locust::Prepared>>,
+    (locust, metrics): (Option<Arc<locust::Prepared>>, Option<&MetricsPage>),
     cancel: &CancellationToken,
     progress: Arc<LoadProgress>,
 ) -> Result<RunOutcome, ImpactError> {
@@ -433,6 +486,9 @@ async fn run_once(
         ..ProxyConfig::default()
     })
     .await?;
+    if let Some(metrics) = metrics {
+        metrics.show(handle.view());
+    }
     let connect_to = if direct {
         handle.local_addrs().first().copied()
     } else {

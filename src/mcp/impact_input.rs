@@ -545,6 +545,29 @@ fn read_slos(
         .collect()
 }
 
+/// Where the metrics page listens, checked free now so an address in use is refused before anything starts.
+fn read_metrics(
+    input: &FieldInput,
+    limits: &Limits,
+) -> Result<Option<std::net::SocketAddr>, InputError> {
+    let Some(text) = input.optional_parsed::<String>(&fields::METRICS)? else {
+        return Ok(None);
+    };
+    let addr = fields::parse_metrics_address(&text).map_err(|e| bad("metrics", e))?;
+    if !addr.ip().is_loopback() && !limits.allow_public_proxies {
+        return Err(bad(
+            "metrics",
+            format!(
+                "{addr} is not loopback; the metrics page listens on 127.0.0.1 or ::1 only, unless the server is \
+                 started with `fault agent tool --allow-public-proxies`"
+            ),
+        ));
+    }
+    std::net::TcpListener::bind(addr)
+        .map_err(|e| bad("metrics", format!("cannot listen on {addr}: {e}")))?;
+    Ok(Some(addr))
+}
+
 /// The scenario around `faults`, read from the common fields of `args`; `sched_field` names the `sched` field
 /// of the fault at an index. The HTML page's file, when asked for, is created last, once all else is accepted.
 fn read_common(
@@ -598,6 +621,7 @@ fn read_common(
         })
         .collect::<Result<Vec<_>, _>>()?;
     let slos = read_slos(&input, &mix, &engine)?;
+    let metrics = read_metrics(&input, limits)?;
     let spec = ImpactSpec {
         mix,
         num_clients,
@@ -611,6 +635,7 @@ fn read_common(
         baseline: input.switch(&fields::BASELINE)?,
         recovery_seconds: input.whole(&fields::RECOVERY_SECONDS)? as u32,
         engine,
+        metrics,
     };
     // Each window must fit the run: checked now, against `duration`, before anything starts.
     spec.fault_windows()

@@ -397,6 +397,34 @@ pub const LOAD: Field = Field::object(
 )
 .optional("fault's own open-model generator");
 
+/// An address a metrics page may listen on: "HOST:PORT", or a bare port (on 127.0.0.1).
+pub fn parse_metrics_address(text: &str) -> Result<std::net::SocketAddr, String> {
+    let text = text.trim();
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    text.parse().map_err(|_| {
+        format!(
+            "'{text}' is not an address; accepted: HOST:PORT such as \"127.0.0.1:9464\", or a port"
+        )
+    })
+}
+
+fn check_metrics_address(text: &str) -> Result<(), String> {
+    parse_metrics_address(text).map(drop)
+}
+
+pub const METRICS: Field = Field::parsed(
+    "metrics",
+    "Serve the scenario proxies' Prometheus metrics on http://ADDR/metrics while it runs (exchanges, \
+     connections, faults applied, bytes, the windows active now), as `fault run --metrics` does; on loopback \
+     unless the server allows public proxies",
+    "an address HOST:PORT, or a port (on 127.0.0.1)",
+    check_metrics_address,
+)
+.numbers_too()
+.optional("no metrics");
+
 /// Every field of every impact scenario, in the order the tools list them.
 pub const COMMON_FIELDS: &[Field] = &[
     URL,
@@ -417,6 +445,7 @@ pub const COMMON_FIELDS: &[Field] = &[
     RECOVERY_SECONDS,
     REPORT_PATH,
     RESULT_PATH,
+    METRICS,
     LOAD,
 ];
 

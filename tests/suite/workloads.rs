@@ -395,3 +395,79 @@ async fn the_schema_declares_the_mix_the_stages_and_the_feed_with_their_members(
     assert_eq!(properties["rps"]["default"], 3);
     assert_eq!(tool.input_schema["additionalProperties"], false);
 }
+
+/// `GET /metrics` at `addr`: the page's text, or `None` when nothing answers.
+async fn scrape(addr: &str) -> Option<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nhost: test\r\nconnection: close\r\n\r\n")
+        .await
+        .ok()?;
+    let mut page = String::new();
+    stream.read_to_string(&mut page).await.ok()?;
+    Some(page)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scenarios_proxies_serve_their_metrics_while_it_runs() {
+    let _timing = TIMING.lock().await;
+    let upstream = scenario_support::upstream().await;
+    let client = Arc::new(common::spawn().await);
+    let metrics = format!("127.0.0.1:{}", common::free_port());
+    let run = tokio::spawn({
+        let (client, url, metrics) = (client.clone(), upstream.url("/todos/1"), metrics.clone());
+        async move {
+            scenario(
+                &client,
+                "fault_run_latency_impact_scenario",
+                json!({"url": url, "latency": 5, "rps": 20, "duration": "3s", "metrics": metrics}),
+            )
+            .await
+        }
+    });
+    let mut page = None;
+    for _ in 0..40 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        page = scrape(&metrics)
+            .await
+            .filter(|page| page.contains("fault_faults_applied_total{"));
+        if page.is_some() {
+            break;
+        }
+    }
+    let page = page.expect("the metrics page while the scenario runs");
+    assert!(
+        page.contains("# TYPE fault_connections_total counter"),
+        "{page}"
+    );
+    assert!(page.contains("fault=\"latency\""), "{page}");
+    let (_, report) = run.await.unwrap();
+    assert_eq!(report["run"]["requests"], 60);
+    // The page ends with the scenario.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert!(
+        scrape(&metrics).await.is_none(),
+        "the metrics page outlived the scenario"
+    );
+    // An address in use, or no address, is refused before anything starts.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    for (given, expected) in [
+        (
+            taken.local_addr().unwrap().to_string(),
+            "metrics: cannot listen on",
+        ),
+        ("not-an-address".to_owned(), "metrics: "),
+        (
+            "10.1.2.3:9464".to_owned(),
+            "metrics: 10.1.2.3:9464 is not loopback",
+        ),
+    ] {
+        let message = refusal(
+            &client,
+            json!({"url": upstream.url("/todos/1"), "latency": 5, "metrics": given}),
+        )
+        .await;
+        assert!(message.starts_with(expected), "{given}: {message}");
+    }
+}
