@@ -33,8 +33,14 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Command::McpScan(args) = cli.command {
+        let code = runtime.block_on(crate::scan::cli::run(*args));
+        runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+        return code;
+    }
     let outcome = runtime.block_on(async move {
         match cli.command {
+            Command::McpScan(_) => Ok(()),
             Command::Run(args) => crate::proxy::cli::run(*args)
                 .await
                 .map_err(|e| e.to_string()),
@@ -109,6 +115,10 @@ pub enum Command {
     /// Serve MCP test tools that fail, stall and answer on demand (error, slow, flaky, echo, get_item,
     /// list_items, progress): a known target for MCP clients, proxies and `fault mcp-proxy`.
     McpTestServer(crate::mcp_test_server::TestServerArgs),
+    /// Scan an MCP server (COMMAND after `--`, or --url): hygiene of its schemas, baseline latency,
+    /// saturation, and its contract probed with invalid input; prints a scored verdict and writes a fix guide
+    /// (--guide), the result (--result) and JUnit (--junit). Exit 0 pass, 1 fail or no verdict, 2 could not run.
+    McpScan(Box<crate::scan::cli::ScanArgs>),
     /// Scenario results: `merge` adds up results of one impact scenario from several runs or machines.
     Report(ReportCommand),
 }

@@ -223,11 +223,18 @@ impl Field {
         Self::new(name, help, Kind::Texts { check, takes })
     }
 
-    /// Whether the command line has a flag for it (an ignored field, a list or an object has none).
+    /// Whether the command line has a flag for it (an ignored field, a JSON value, a list of objects or an
+    /// object has none; a list of texts and a name → text map have a flag given once per item).
     pub fn has_flag(&self) -> bool {
         matches!(
             self.kind,
-            Kind::Number { .. } | Kind::Switch | Kind::Text | Kind::Parsed { .. }
+            Kind::Number { .. }
+                | Kind::Switch
+                | Kind::Text
+                | Kind::Parsed { .. }
+                | Kind::Texts { .. }
+                | Kind::TextMap
+                | Kind::Json { .. }
         )
     }
 
@@ -300,6 +307,7 @@ impl Field {
     pub fn long(&self, prefix: &str) -> String {
         match self.flag {
             Some(flag) => flag.to_owned(),
+            None if prefix.is_empty() => self.name.replace('_', "-"),
             None => format!("{prefix}-{}", self.name).replace('_', "-"),
         }
     }
@@ -370,7 +378,13 @@ impl Field {
     pub fn schema(&self) -> Value {
         let description = self.description();
         match self.kind {
-            Kind::Ignored => return json!({ "description": description }),
+            // Typed as the payloads that send it do (a scalar), which strict clients require of a property.
+            Kind::Ignored => {
+                return json!({
+                    "type": ["string", "number", "boolean", "null"],
+                    "description": description,
+                });
+            }
             Kind::Objects { fields, min, max } => {
                 return json!({
                     "type": "array",
@@ -465,6 +479,28 @@ impl Field {
                 .require_equals(true)
                 .default_missing_value("true"),
             Kind::Number { unit, .. } => self.checked(arg).value_name(unit.value_name()),
+            // One item per flag, the flag given again for the next.
+            Kind::Texts { check, .. } => arg
+                .action(clap::ArgAction::Append)
+                .value_name("TEXT")
+                .value_parser(move |raw: &str| check(raw.trim()).map(|()| raw.trim().to_owned())),
+            // The value as JSON text.
+            Kind::Json { check, .. } => arg
+                .action(clap::ArgAction::Set)
+                .value_name("JSON")
+                .value_parser(move |raw: &str| {
+                    let value: Value = serde_json::from_str(raw)
+                        .map_err(|e| format!("'{raw}' is not JSON ({e})"))?;
+                    check(&value).map(|()| raw.to_owned())
+                }),
+            Kind::TextMap => arg
+                .action(clap::ArgAction::Append)
+                .value_name("NAME: VALUE")
+                .value_parser(|raw: &str| {
+                    name_and_text(raw)
+                        .map(|_| raw.to_owned())
+                        .ok_or_else(|| format!("'{raw}' is not `NAME: VALUE`"))
+                }),
             _ => self.checked(arg).value_name("TEXT"),
         }
     }
@@ -539,6 +575,13 @@ impl Field {
             },
         }
     }
+}
+
+/// `NAME: VALUE` split at its first colon, both trimmed; `None` without a colon or a name.
+fn name_and_text(raw: &str) -> Option<(&str, &str)> {
+    let (name, text) = raw.split_once(':')?;
+    let name = name.trim();
+    (!name.is_empty()).then_some((name, text.trim()))
 }
 
 /// The members' names, as [`Field::accepts`] lists them: "name, url, weight".
@@ -679,7 +722,27 @@ impl FieldInput {
             .into_iter()
             .filter_map(|field| {
                 let id = field.long(prefix).replace('-', "_");
-                let value = Value::String(matches.try_get_one::<String>(&id).ok()??.clone());
+                let value = match field.kind {
+                    Kind::Texts { .. } => Value::Array(
+                        matches
+                            .try_get_many::<String>(&id)
+                            .ok()??
+                            .map(|text| Value::String(text.clone()))
+                            .collect(),
+                    ),
+                    Kind::TextMap => Value::Object(
+                        matches
+                            .try_get_many::<String>(&id)
+                            .ok()??
+                            .filter_map(|raw| name_and_text(raw))
+                            .map(|(name, text)| (name.to_owned(), Value::String(text.to_owned())))
+                            .collect(),
+                    ),
+                    Kind::Json { .. } => {
+                        serde_json::from_str(matches.try_get_one::<String>(&id).ok()??).ok()?
+                    }
+                    _ => Value::String(matches.try_get_one::<String>(&id).ok()??.clone()),
+                };
                 (!is_blank(&value)).then_some((field.name, value))
             })
             .collect();
@@ -912,6 +975,15 @@ impl FieldInput {
             Some(Read::Text(text)) => Ok(text),
             Some(_) => Err(self.refuse(field, "is not a text field")),
             None => Ok(String::new()),
+        }
+    }
+
+    /// A text field's value, `None` when an optional one is left out.
+    pub fn optional_text(&self, field: &Field) -> Result<Option<String>, FieldError> {
+        match self.value(field)? {
+            Some(Read::Text(text)) => Ok(Some(text)),
+            Some(_) => Err(self.refuse(field, "is not a text field")),
+            None => Ok(None),
         }
     }
 

@@ -26,6 +26,7 @@ pub mod metrics;
 pub mod proxy;
 pub mod redact;
 pub mod report;
+pub mod scan;
 pub mod seeded;
 pub mod serve;
 pub mod timer;

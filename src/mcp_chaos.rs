@@ -34,7 +34,7 @@ use crate::report::chaos::{
     self as report, ChaosReport, ClientPolicy,
     judgement::Judgement,
     mcp_tasks::McpTaskFigures,
-    record::{CallOutcome, CallRecord},
+    record::{CallOutcome, CallRecord, Schemas},
 };
 
 /// How long the server gets to answer `initialize` and each page of `tools/list`.
@@ -292,6 +292,61 @@ impl Harness {
         }
     }
 
+    /// Every session's handshake; on a failure, every session stopped and the error says what the server and
+    /// the transport said.
+    async fn handshake(
+        &mut self,
+        server: &ServerUnderTest,
+        as_tasks: bool,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<Arc<Schemas>>, ChaosError> {
+        let handshakes = futures::future::join_all(
+            self.sessions
+                .iter()
+                .map(|s| mcp_load::handshake(&s.client, START_TIMEOUT, as_tasks)),
+        );
+        let handshakes = tokio::select! {
+            handshakes = handshakes => handshakes,
+            // Dropping the harness ends every relay and its server at once.
+            () = cancel.cancelled() => return Err(ChaosError::Cancelled),
+        };
+        let mut schemas = Vec::with_capacity(handshakes.len());
+        for (index, handshake) in handshakes.into_iter().enumerate() {
+            let error = match handshake {
+                Ok(found) => {
+                    schemas.push(Arc::new(found));
+                    continue;
+                }
+                Err(error) => error,
+            };
+            let diagnostics = self.diagnose(index, &error).await;
+            let reason = error.to_string();
+            let sessions = std::mem::take(&mut self.sessions);
+            Harness {
+                sessions,
+                proxy: self.proxy.take(),
+            }
+            .stop()
+            .await;
+            return Err(match server {
+                ServerUnderTest::Url(server) => ChaosError::ServerUnreachable {
+                    url: server.url.clone(),
+                    reason: if diagnostics.contains("Connection refused") {
+                        "connection refused: nothing accepts connections at that address".into()
+                    } else {
+                        reason
+                    },
+                    problems: diagnostics,
+                },
+                ServerUnderTest::Command(_) => ChaosError::ServerStart {
+                    reason,
+                    diagnostics,
+                },
+            });
+        }
+        Ok(schemas)
+    }
+
     /// Closes every session, lets the relays end their servers, stops the front; the proxy's records and the
     /// MCP tasks it saw.
     async fn stop(mut self) -> Option<(Vec<CallRecord>, Vec<McpTaskFigures>)> {
@@ -386,42 +441,9 @@ async fn run_once(
     tasks: Arc<TaskTally>,
 ) -> Result<report::ChaosFigures, ChaosError> {
     let mut run = Harness::start(spec, with_faults).await?;
-    let handshakes = futures::future::join_all(
-        run.sessions
-            .iter()
-            .map(|s| mcp_load::handshake(&s.client, START_TIMEOUT, spec.load.as_tasks)),
-    );
-    let handshakes = tokio::select! {
-        handshakes = handshakes => handshakes,
-        // Dropping the run ends every relay and its server at once.
-        () = cancel.cancelled() => return Err(ChaosError::Cancelled),
-    };
-    let mut schemas = Vec::with_capacity(handshakes.len());
-    for (index, handshake) in handshakes.into_iter().enumerate() {
-        match handshake {
-            Ok(found) => schemas.push(Arc::new(found)),
-            Err(error) => {
-                let diagnostics = run.diagnose(index, &error).await;
-                let reason = error.to_string();
-                run.stop().await;
-                return Err(match &spec.server {
-                    ServerUnderTest::Url(server) => ChaosError::ServerUnreachable {
-                        url: server.url.clone(),
-                        reason: if diagnostics.contains("Connection refused") {
-                            "connection refused: nothing accepts connections at that address".into()
-                        } else {
-                            reason
-                        },
-                        problems: diagnostics,
-                    },
-                    ServerUnderTest::Command(_) => ChaosError::ServerStart {
-                        reason,
-                        diagnostics,
-                    },
-                });
-            }
-        }
-    }
+    let schemas = run
+        .handshake(&spec.server, spec.load.as_tasks, cancel)
+        .await?;
     // A call to a tool the server does not list is a mistake, unless the plan alters the listing (a tool
     // dropped, a registry drifting), which is the scenario itself.
     let list_altered =
@@ -515,4 +537,76 @@ fn join(records: Vec<CallRecord>, proxy: Vec<CallRecord>) -> Vec<CallRecord> {
             record
         })
         .collect()
+}
+
+/// One client session to the server, without faults and handshaken, for what calls a server as its clients
+/// would (`fault mcp-scan`): a command server runs behind a relay with an empty plan, which ends its process
+/// group when the connection is closed or dropped.
+pub struct Connection {
+    harness: Harness,
+    client: Arc<McpClient>,
+    schemas: Arc<Schemas>,
+}
+
+impl Connection {
+    pub async fn open(
+        server: &ServerUnderTest,
+        cancel: &CancellationToken,
+    ) -> Result<Self, ChaosError> {
+        let spec = ChaosSpec {
+            server: server.clone(),
+            plan: Plan::default(),
+            load: CallLoad {
+                calls: Vec::new(),
+                pace: mcp_load::CallPace::Repeat(0),
+                num_clients: 1,
+                concurrency: 1,
+                policy: mcp_load::CallPolicy {
+                    timeout: START_TIMEOUT,
+                    retries: 0,
+                    backoff: Duration::ZERO,
+                },
+                as_tasks: false,
+            },
+            baseline: false,
+            sessions: 1,
+        };
+        let mut harness = Harness::start(&spec, false).await?;
+        let schemas = harness.handshake(server, false, cancel).await?;
+        let (Some(session), Some(schemas)) = (harness.sessions.first(), schemas.into_iter().next())
+        else {
+            return Err(ChaosError::ServerStart {
+                reason: "no session was opened".into(),
+                diagnostics: String::new(),
+            });
+        };
+        Ok(Self {
+            client: session.client.clone(),
+            harness,
+            schemas,
+        })
+    }
+
+    pub fn client(&self) -> &Arc<McpClient> {
+        &self.client
+    }
+
+    /// The output schemas and annotations of the tools the handshake listed.
+    pub fn schemas(&self) -> &Arc<Schemas> {
+        &self.schemas
+    }
+
+    /// The last lines the server wrote on stderr (a command server), for evidence of a crash.
+    pub fn stderr(&self) -> String {
+        self.harness
+            .sessions
+            .first()
+            .map(|s| s.stderr.text())
+            .unwrap_or_default()
+    }
+
+    /// Closes the session and ends a command server.
+    pub async fn close(self) {
+        self.harness.stop().await;
+    }
 }

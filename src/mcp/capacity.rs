@@ -202,7 +202,7 @@ fn schema() -> Arc<JsonObject> {
         if let Some(Value::Array(items)) = properties
             .get_mut("faults")
             .and_then(|faults| faults.get_mut("items"))
-            .and_then(|items| items.get_mut("oneOf"))
+            .and_then(|items| items.get_mut("anyOf"))
         {
             for item in items {
                 if let Some(Value::Object(fields)) = item.get_mut("properties") {
@@ -368,7 +368,7 @@ mod tests {
         for field in &FIELDS {
             assert!(properties.contains_key(field.name), "{}", field.name);
         }
-        let items = properties["faults"]["items"]["oneOf"].as_array().unwrap();
+        let items = properties["faults"]["items"]["anyOf"].as_array().unwrap();
         assert!(
             items
                 .iter()

@@ -166,9 +166,18 @@ fn noted(progress: &load::LoadProgress) -> String {
     }
 }
 
+/// "5 of 20 calls", or "5 calls" when the total is not known ahead (0).
+fn of_total(done: u64, total: u64, unit: &str) -> String {
+    if total == 0 {
+        format!("{done} {unit}")
+    } else {
+        format!("{done} of {total} {unit}")
+    }
+}
+
 /// Tells how far a run is each second: as the task's status message when the call runs as a task, else as
-/// `notifications/progress` when the client asked for progress: `completed` of `total` `unit` done, and how
-/// many failed.
+/// `notifications/progress` when the client asked for progress: `completed` of `total` `unit` done (`total`
+/// 0: not known ahead), and how many failed.
 pub(super) fn progress_ticker(
     context: &RequestContext<RoleServer>,
     progress: Arc<load::LoadProgress>,
@@ -186,8 +195,9 @@ pub(super) fn progress_ticker(
                     .load(std::sync::atomic::Ordering::Relaxed);
                 let errors = progress.errors.load(std::sync::atomic::Ordering::Relaxed);
                 status.set(format!(
-                    "{} s in, {done} of {total} {unit} done, {errors} errors{}",
+                    "{} s in, {} done, {errors} errors{}",
                     started.elapsed().as_secs(),
+                    of_total(done, total, unit),
                     noted(&progress)
                 ));
             }
@@ -204,12 +214,15 @@ pub(super) fn progress_ticker(
                 .completed
                 .load(std::sync::atomic::Ordering::Relaxed);
             let errors = progress.errors.load(std::sync::atomic::Ordering::Relaxed);
-            let note = ProgressNotificationParam::new(token.clone(), done as f64)
-                .with_total(total as f64)
-                .with_message(format!(
-                    "{done} of {total} {unit} done, {errors} errors{}",
+            let mut note =
+                ProgressNotificationParam::new(token.clone(), done as f64).with_message(format!(
+                    "{} done, {errors} errors{}",
+                    of_total(done, total, unit),
                     noted(&progress)
                 ));
+            if total > 0 {
+                note = note.with_total(total as f64);
+            }
             if peer.notify_progress(note).await.is_err() {
                 break;
             }

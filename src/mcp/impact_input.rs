@@ -870,7 +870,7 @@ pub(super) fn compound_schema() -> Arc<JsonObject> {
                      fault's own fields and `sched`, its own window(s) (without: the whole run). 1 to {MAX_FAULTS}.",
                     kinds().join(", ")
                 ),
-                "items": {"oneOf": items.0},
+                "items": {"anyOf": items.0},
             }),
         );
     }

@@ -93,6 +93,7 @@ pub(super) struct McpChaosInput {
     /// or the same as YAML text (the mcp-chaos, mcptest and mcp-chaos-monkey formats load too). Default: no
     /// faults.
     #[serde(default)]
+    #[schemars(schema_with = "plan_schema")]
     plan: Option<Value>,
     /// Seed of every fault decision (overrides the plan's `seed`): a whole number from 0 to 2^64 - 1, as a
     /// JSON integer or a string of digits. Default: the plan's, else 0.
@@ -365,6 +366,11 @@ impl ServerInput {
             cwd,
         }))
     }
+}
+
+/// `plan`'s schema: an object or YAML text, typed as strict clients require of every property.
+fn plan_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": ["object", "string", "null"]})
 }
 
 /// The plan as given (an object, or YAML text), loaded as the proxy loads `--plan`.

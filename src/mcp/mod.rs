@@ -10,6 +10,7 @@ mod impact_input;
 mod index;
 mod mcp_chaos;
 mod mcp_chaos_input;
+mod scan;
 pub mod scenario_fields;
 
 use std::sync::Arc;
@@ -115,7 +116,7 @@ impl FaultServer {
     }
 
     /// The tools, one router per family.
-    fn families() -> [ToolRouter<Self>; 6] {
+    fn families() -> [ToolRouter<Self>; 7] {
         [
             Self::code_router(),
             Self::index_router(),
@@ -123,6 +124,7 @@ impl FaultServer {
             Self::impact_router(),
             Self::capacity_router(),
             Self::mcp_chaos_router(),
+            Self::scan_router(),
         ]
     }
 
@@ -320,6 +322,7 @@ impl FaultServer {
 fn runs_as_task(name: &str) -> bool {
     name == "fault_run_mcp_chaos_scenario"
         || name == "fault_index_source_code"
+        || name == scan::TOOL
         || name == capacity::TOOL
         || impact::tool_names().iter().any(|tool| tool == name)
 }

@@ -9,6 +9,7 @@
 
 mod arguments;
 mod data;
+pub mod defects;
 mod failure;
 mod orders;
 mod roll;
@@ -53,6 +54,16 @@ pub struct TestServerArgs {
     /// Log every tool call (tool, arguments, outcome, duration) at info level to stderr (or --log-file).
     #[arg(long)]
     pub log_calls: bool,
+
+    /// Also list the defect tools (set_volume, lookup_user, export_report, search_docs, get_price), with these
+    /// defects planted: `all`, `none`, or names from lenient-range, null-crash, holds-others, saturates,
+    /// wrong-output, separated by commas.
+    #[arg(long, value_name = "DEFECTS")]
+    pub defects: Option<defects::Defects>,
+
+    /// List only these tools (names separated by commas), e.g. to show a scanner the defect tools alone.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    pub tools: Vec<String>,
 }
 
 const INSTRUCTIONS: &str = "fault mcp-test-server: tools with known failure modes, for testing MCP clients, \
@@ -75,19 +86,27 @@ pub struct TestServer {
     orders: Arc<AtomicU64>,
     /// The calls run as tasks, one store for every session of the server.
     tasks: crate::serve::tasks::Tasks,
+    /// The planted defects (none when the defect tools are not listed).
+    defects: defects::DefectState,
 }
 
 impl TestServer {
-    pub fn new(log_calls: bool) -> Self {
+    /// The server; `defects`: list the defect tools, with these planted.
+    pub fn new(log_calls: bool, planted: Option<defects::Defects>) -> Self {
+        let mut tool_router = Self::failure_router()
+            + Self::data_router()
+            + Self::orders_router()
+            + Self::streaming_router()
+            + Self::tasks_router();
+        if planted.is_some() {
+            tool_router += Self::defects_router();
+        }
         Self {
-            tool_router: Self::failure_router()
-                + Self::data_router()
-                + Self::orders_router()
-                + Self::streaming_router()
-                + Self::tasks_router(),
+            tool_router,
             log_calls,
             orders: Arc::new(AtomicU64::new(0)),
             tasks: crate::serve::tasks::Tasks::new(tasks::limits()),
+            defects: defects::DefectState::new(planted.unwrap_or_default()),
         }
     }
 }
@@ -121,6 +140,14 @@ impl ServerHandler for TestServer {
         let job = crate::serve::tasks::declared(&context)
             .then(|| tasks::Job::read(&tool, arguments.clone().unwrap_or_default()))
             .flatten();
+        // With `holds-others` planted, every call waits while `export_report` runs.
+        let _reading = if self.defects.planted.has(defects::Defect::HoldsOthers)
+            && tool != defects::Defect::HoldsOthers.tool()
+        {
+            Some(self.defects.hold.clone().read_owned().await)
+        } else {
+            None
+        };
         let outcome = match job {
             Some(job) => self.start_task(job, &context),
             None => {
@@ -205,12 +232,27 @@ pub async fn serve(args: TestServerArgs) -> Result<(), crate::serve::ServeError>
             "fault mcp-test-server: serving MCP on stdio"
         );
     }
-    crate::serve::serve_on(
-        "fault mcp-test-server",
-        &args.transport,
-        TestServer::new(args.log_calls),
-    )
-    .await
+    let mut server = TestServer::new(args.log_calls, args.defects);
+    if !args.tools.is_empty() {
+        let listed: Vec<String> = server
+            .tool_router
+            .map
+            .keys()
+            .map(|k| k.to_string())
+            .collect();
+        if let Some(unknown) = args.tools.iter().find(|t| !listed.contains(t)) {
+            let listed: Vec<&str> = listed.iter().map(String::as_str).collect();
+            return Err(crate::serve::ServeError::Start(format!(
+                "--tools: {}",
+                crate::fields::unknown_field(unknown, &listed)
+            )));
+        }
+        server
+            .tool_router
+            .map
+            .retain(|name, _| args.tools.iter().any(|t| t == name));
+    }
+    crate::serve::serve_on("fault mcp-test-server", &args.transport, server).await
 }
 
 /// The input schema of a tool whose arguments are read by [`Arguments`] and documented by `T`.

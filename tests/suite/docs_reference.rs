@@ -17,6 +17,8 @@ const BLOCKS: &[(&str, Render)] = &[
     ("tools", tools),
     ("impact-tools", impact_tools),
     ("impact-common-fields", impact_common_fields),
+    ("scan-fields", scan_fields),
+    ("scan-policy", scan_policy),
     ("tcp-faults", tcp_faults),
     ("tcp-fault-fields", tcp_fault_fields),
     ("placement-fields", placement_fields),
@@ -149,6 +151,33 @@ fn impact_tools() -> String {
 fn impact_common_fields() -> String {
     let mut out = String::from("| field | what it takes |\n|---|---|\n");
     for field in fault::mcp::scenario_fields::COMMON_FIELDS {
+        field_rows(&mut out, field, "");
+    }
+    out
+}
+
+/// `fault_scan_mcp_server`'s fields and `fault mcp-scan`'s flags, from the same declarations.
+fn scan_fields() -> String {
+    let mut out = String::from("| field | flag | what it takes |\n|---|---|---|\n");
+    for field in fault::scan::spec::FIELDS {
+        let flag = if field.name == "command" {
+            "after `--`".to_owned()
+        } else {
+            format!("`--{}`", field.long(""))
+        };
+        out += &format!(
+            "| `{}` | {flag} | {} |\n",
+            field.name,
+            cell(&field.description())
+        );
+    }
+    out
+}
+
+/// The keys of a scan policy file.
+fn scan_policy() -> String {
+    let mut out = String::from("| key | what it takes |\n|---|---|\n");
+    for field in fault::scan::policy::FIELDS {
         field_rows(&mut out, field, "");
     }
     out

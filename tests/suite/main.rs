@@ -53,6 +53,7 @@ mod mcp_proxy_peers;
 mod mcp_proxy_python;
 mod mcp_proxy_tasks;
 mod mcp_proxy_wire;
+mod mcp_scan;
 mod mcp_server;
 mod mcp_stdio;
 mod mcp_tasks;

@@ -199,6 +199,19 @@ impl Schemas {
         &self.names
     }
 
+    /// Why `result` of `tool` breaks its output schema (the first error and where), `None` when it does not.
+    pub fn explain(&self, tool: &str, result: &Value) -> Option<String> {
+        let validator = self.validators.get(tool)?;
+        let payload = result.get("structuredContent")?;
+        let error = validator.iter_errors(payload).next()?;
+        Some(format!("{} at `{}`", error, error.instance_path()))
+    }
+
+    /// Whether `tool` declared an `outputSchema` that compiles.
+    pub fn has_output_schema(&self, tool: &str) -> bool {
+        self.validators.contains_key(tool)
+    }
+
     /// The listed tools' annotations.
     pub fn hints(&self) -> &Hints {
         &self.hints

@@ -2,9 +2,9 @@
 //! a keyword index on `path` so deleting a file's chunks is a filtered delete.
 
 use std::{
-    collections::HashMap,
+    collections::{HashMap, HashSet},
     sync::atomic::{AtomicUsize, Ordering},
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use futures::{FutureExt, future::BoxFuture};
@@ -235,20 +235,26 @@ impl QdrantStore {
     }
 }
 
-/// How many times a query that saw a file in two versions is asked again.
-const MIXED_VERSION_RETRIES: usize = 5;
+/// How long a query that saw a file in two versions keeps asking again: a batch of files applied by a busy
+/// Qdrant can take hundreds of milliseconds, and each retry may land inside another file of it.
+const MIXED_VERSION_PATIENCE: Duration = Duration::from_secs(3);
+/// The first pause before asking again; each pause doubles, up to [`MIXED_VERSION_LONGEST_PAUSE`].
+const MIXED_VERSION_FIRST_PAUSE: Duration = Duration::from_millis(5);
+const MIXED_VERSION_LONGEST_PAUSE: Duration = Duration::from_millis(100);
 
-/// Whether `points` hold chunks of one file written in two versions of it (at rest, every chunk of a file
-/// carries the file's one hash).
-fn mixes_versions(points: &[qdrant_client::qdrant::ScoredPoint]) -> bool {
+/// The paths of `points` that hold chunks of one file written in two versions of it (at rest, every chunk of
+/// a file carries the file's one hash).
+fn mixed_paths(points: &[qdrant_client::qdrant::ScoredPoint]) -> HashSet<String> {
     let mut versions: HashMap<String, String> = HashMap::new();
-    points.iter().any(|p| {
-        let hash = string_field(&p.payload, "file_hash");
-        *versions
-            .entry(string_field(&p.payload, "path"))
-            .or_insert_with(|| hash.clone())
-            != hash
-    })
+    let mut mixed = HashSet::new();
+    for point in points {
+        let hash = string_field(&point.payload, "file_hash");
+        let path = string_field(&point.payload, "path");
+        if *versions.entry(path.clone()).or_insert_with(|| hash.clone()) != hash {
+            mixed.insert(path);
+        }
+    }
+    mixed
 }
 
 /// A gRPC client for one node; nothing is sent until it is used.
@@ -605,21 +611,35 @@ impl VectorStore for QdrantStore {
             }
             // Qdrant applies a file's changes as one request but not as one transaction: a query landing inside
             // it can see chunks of both versions of a file, which their file hashes tell apart. Asked again a
-            // moment later, it sees the file whole.
+            // moment later, it sees the file whole; a file still mixed after that is left out of the answer
+            // rather than given half of each version.
+            let asked = Instant::now();
+            let mut pause = MIXED_VERSION_FIRST_PAUSE;
             let mut points = self
                 .on_a_node("", |c| c.query(request.clone()).boxed())
                 .await?
                 .result;
-            for _ in 0..MIXED_VERSION_RETRIES {
-                if !mixes_versions(&points) {
-                    break;
-                }
-                tracing::debug!("a file was being rewritten during the query; asking again");
-                tokio::time::sleep(Duration::from_millis(10)).await;
+            let mut mixed = mixed_paths(&points);
+            while !mixed.is_empty() && asked.elapsed() < MIXED_VERSION_PATIENCE {
+                tracing::debug!(
+                    files = mixed.len(),
+                    "files were being rewritten during the query; asking again"
+                );
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(MIXED_VERSION_LONGEST_PAUSE);
                 points = self
                     .on_a_node("", |c| c.query(request.clone()).boxed())
                     .await?
                     .result;
+                mixed = mixed_paths(&points);
+            }
+            if !mixed.is_empty() {
+                tracing::warn!(
+                    files = ?mixed,
+                    waited_ms = asked.elapsed().as_millis() as u64,
+                    "files still being rewritten after waiting: left out of this query's answer"
+                );
+                points.retain(|p| !mixed.contains(&string_field(&p.payload, "path")));
             }
             Ok(points
                 .into_iter()
