@@ -223,8 +223,9 @@ impl Field {
         Self::new(name, help, Kind::Texts { check, takes })
     }
 
-    /// Whether the command line has a flag for it (an ignored field, a JSON value, a list of objects or an
-    /// object has none; a list of texts and a name → text map have a flag given once per item).
+    /// Whether the command line has a flag for it (an ignored field and a list of objects have none; a list
+    /// of texts and a name → text map have a flag given once per item; a JSON value and an object take JSON
+    /// text).
     pub fn has_flag(&self) -> bool {
         matches!(
             self.kind,
@@ -235,6 +236,7 @@ impl Field {
                 | Kind::Texts { .. }
                 | Kind::TextMap
                 | Kind::Json { .. }
+                | Kind::Object { .. }
         )
     }
 
@@ -493,6 +495,15 @@ impl Field {
                         .map_err(|e| format!("'{raw}' is not JSON ({e})"))?;
                     check(&value).map(|()| raw.to_owned())
                 }),
+            // The object as JSON text, its members read as the tool's are.
+            Kind::Object { .. } => arg
+                .action(clap::ArgAction::Set)
+                .value_name("JSON")
+                .value_parser(|raw: &str| match serde_json::from_str::<Value>(raw) {
+                    Ok(Value::Object(_)) => Ok(raw.to_owned()),
+                    Ok(other) => Err(format!("expected a JSON object, got {other}")),
+                    Err(e) => Err(format!("'{raw}' is not JSON ({e})")),
+                }),
             Kind::TextMap => arg
                 .action(clap::ArgAction::Append)
                 .value_name("NAME: VALUE")
@@ -738,7 +749,7 @@ impl FieldInput {
                             .map(|(name, text)| (name.to_owned(), Value::String(text.to_owned())))
                             .collect(),
                     ),
-                    Kind::Json { .. } => {
+                    Kind::Json { .. } | Kind::Object { .. } => {
                         serde_json::from_str(matches.try_get_one::<String>(&id).ok()??).ok()?
                     }
                     _ => Value::String(matches.try_get_one::<String>(&id).ok()??.clone()),

@@ -539,9 +539,9 @@ fn join(records: Vec<CallRecord>, proxy: Vec<CallRecord>) -> Vec<CallRecord> {
         .collect()
 }
 
-/// One client session to the server, without faults and handshaken, for what calls a server as its clients
-/// would (`fault mcp-scan`): a command server runs behind a relay with an empty plan, which ends its process
-/// group when the connection is closed or dropped.
+/// One client session to the server, handshaken, for what calls a server as its clients would (`fault
+/// mcp-scan`): behind the proxy with `plan` (a command server behind its relay, which ends its process group
+/// when the connection is closed or dropped; a URL server behind an HTTP front when the plan has faults).
 pub struct Connection {
     harness: Harness,
     client: Arc<McpClient>,
@@ -551,11 +551,12 @@ pub struct Connection {
 impl Connection {
     pub async fn open(
         server: &ServerUnderTest,
+        plan: Plan,
         cancel: &CancellationToken,
     ) -> Result<Self, ChaosError> {
         let spec = ChaosSpec {
             server: server.clone(),
-            plan: Plan::default(),
+            plan,
             load: CallLoad {
                 calls: Vec::new(),
                 pace: mcp_load::CallPace::Repeat(0),
@@ -571,7 +572,7 @@ impl Connection {
             baseline: false,
             sessions: 1,
         };
-        let mut harness = Harness::start(&spec, false).await?;
+        let mut harness = Harness::start(&spec, true).await?;
         let schemas = harness.handshake(server, false, cancel).await?;
         let (Some(session), Some(schemas)) = (harness.sessions.first(), schemas.into_iter().next())
         else {

@@ -58,6 +58,9 @@ pub enum Kind {
     Crash,
     Hang,
     RefusalNamesNoField,
+    // faults
+    DuplicateEffect,
+    FailsAfterFault,
 }
 
 impl Kind {
@@ -80,6 +83,8 @@ impl Kind {
             Self::Crash => "crash",
             Self::Hang => "hang",
             Self::RefusalNamesNoField => "refusal-names-no-field",
+            Self::DuplicateEffect => "duplicate-effect",
+            Self::FailsAfterFault => "fails-after-fault",
         }
     }
 }

@@ -5,7 +5,8 @@
 //! - [`run`]: the scan from start to end;
 //! - the phases: [`hygiene`] (schemas as strict clients read them, over [`schema`]), [`load`] (baseline,
 //!   saturation, head-of-line blocking), [`cases`] and [`contract`] (invalid input built from each schema,
-//!   and the server's answer judged), each call made by [`calls`];
+//!   and the server's answer judged), [`faults`] (replies lost through `fault mcp-proxy`, retried, and
+//!   writes checked against the server's state), each call made by [`calls`];
 //! - what it says: [`finding`], [`policy`] and [`verdict`] (scores with their evidence), [`report`] (the
 //!   result and its markdown), [`guide`] (the fix guide, since-last, JUnit);
 //! - [`cli`]: the command and its exit codes.
@@ -14,6 +15,7 @@ pub mod calls;
 pub mod cases;
 pub mod cli;
 pub mod contract;
+pub mod faults;
 pub mod finding;
 pub mod guide;
 pub mod hygiene;
@@ -53,14 +55,16 @@ pub enum Phase {
     Baseline,
     Saturation,
     Contract,
+    Faults,
 }
 
 impl Phase {
-    pub const ALL: [Self; 4] = [
+    pub const ALL: [Self; 5] = [
         Self::Hygiene,
         Self::Baseline,
         Self::Saturation,
         Self::Contract,
+        Self::Faults,
     ];
 
     pub fn name(self) -> &'static str {
@@ -69,6 +73,7 @@ impl Phase {
             Self::Baseline => "baseline",
             Self::Saturation => "saturation",
             Self::Contract => "contract",
+            Self::Faults => "faults",
         }
     }
 
@@ -102,6 +107,8 @@ pub enum ScanError {
     UnknownTool { index: usize, message: String },
     #[error("arguments: {0}")]
     Arguments(String),
+    #[error("{0}")]
+    Verify(String),
     #[error("cannot write {path}: {error}")]
     Write { path: String, error: String },
     #[error("the scan was cancelled; the server was stopped")]

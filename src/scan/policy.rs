@@ -27,14 +27,14 @@ pub const W_CONTRACT: Field = Field::number(
     WEIGHT,
     Unit::None,
 )
-.default("0.35");
+.default("0.3");
 pub const W_LATENCY: Field = Field::number(
     "latency",
     "Weight of the baseline's latency against the thresholds",
     WEIGHT,
     Unit::None,
 )
-.default("0.2");
+.default("0.15");
 pub const W_CAPACITY: Field = Field::number(
     "capacity",
     "Weight of capacity: calls in flight before goodput stops rising, and no call held up by another",
@@ -49,7 +49,21 @@ pub const W_OUTPUT: Field = Field::number(
     Unit::None,
 )
 .default("0.15");
-const WEIGHT_FIELDS: &[Field] = &[W_HYGIENE, W_CONTRACT, W_LATENCY, W_CAPACITY, W_OUTPUT];
+pub const W_RESILIENCE: Field = Field::number(
+    "resilience",
+    "Weight of resilience: calls whose reply was lost succeed when retried, and writes take effect once",
+    WEIGHT,
+    Unit::None,
+)
+.default("0.1");
+const WEIGHT_FIELDS: &[Field] = &[
+    W_HYGIENE,
+    W_CONTRACT,
+    W_LATENCY,
+    W_CAPACITY,
+    W_OUTPUT,
+    W_RESILIENCE,
+];
 
 pub const P95_MS: Field = Field::millis(
     "p95_ms",
@@ -108,6 +122,13 @@ pub const MIN_OUTPUT_SAMPLES: Field = Field::number(
     Unit::None,
 )
 .default("10");
+pub const MIN_LOST_REPLIES: Field = Field::number(
+    "lost_replies",
+    "Replies the faults phase must have lost before resilience is scored",
+    Number::from_to(1.0, 1_000_000.0).whole(),
+    Unit::None,
+)
+.default("5");
 pub const MIN_SCORED_WEIGHT: Field = Field::number(
     "scored_weight",
     "The share of the weights the scored dimensions must hold for a score to be given at all",
@@ -120,6 +141,7 @@ const EVIDENCE_FIELDS: &[Field] = &[
     MIN_P99_SAMPLES,
     MIN_CONTRACT_CASES,
     MIN_OUTPUT_SAMPLES,
+    MIN_LOST_REPLIES,
     MIN_SCORED_WEIGHT,
 ];
 
@@ -136,7 +158,7 @@ pub const WEIGHTS: Field = Field::object(
     "Each dimension's weight in the score; they sum to 1",
     WEIGHT_FIELDS,
 )
-.optional("hygiene 0.15, contract 0.35, latency 0.2, capacity 0.15, output 0.15");
+.optional("hygiene 0.15, contract 0.3, latency 0.15, capacity 0.15, output 0.15, resilience 0.1");
 pub const THRESHOLDS: Field = Field::object(
     "thresholds",
     "What a pass needs beside the score",
@@ -158,8 +180,8 @@ pub const FIELDS: &[Field] = &[NAME, PASS_SCORE, WEIGHTS, THRESHOLDS, EVIDENCE];
 pub struct Policy {
     pub name: String,
     pub pass_score: f64,
-    /// hygiene, contract, latency, capacity, output.
-    pub weights: [f64; 5],
+    /// hygiene, contract, latency, capacity, output, resilience.
+    pub weights: [f64; 6],
     pub p95_ms: f64,
     pub p99_ms: f64,
     pub min_in_flight: u64,
@@ -168,6 +190,7 @@ pub struct Policy {
     pub min_p99_samples: u64,
     pub min_contract_cases: u64,
     pub min_output_samples: u64,
+    pub min_lost_replies: u64,
     pub min_scored_weight: f64,
 }
 
@@ -230,6 +253,7 @@ impl Policy {
                     given.number(&W_LATENCY)?,
                     given.number(&W_CAPACITY)?,
                     given.number(&W_OUTPUT)?,
+                    given.number(&W_RESILIENCE)?,
                 ];
                 let sum: f64 = read.iter().sum();
                 if (sum - 1.0).abs() > 1e-6 {
@@ -251,6 +275,7 @@ impl Policy {
                     defaults.number(&W_LATENCY)?,
                     defaults.number(&W_CAPACITY)?,
                     defaults.number(&W_OUTPUT)?,
+                    defaults.number(&W_RESILIENCE)?,
                 ]
             }
         };
@@ -266,6 +291,7 @@ impl Policy {
             min_p99_samples: evidence.whole(&MIN_P99_SAMPLES)?,
             min_contract_cases: evidence.whole(&MIN_CONTRACT_CASES)?,
             min_output_samples: evidence.whole(&MIN_OUTPUT_SAMPLES)?,
+            min_lost_replies: evidence.whole(&MIN_LOST_REPLIES)?,
             min_scored_weight: evidence.number(&MIN_SCORED_WEIGHT)?,
         })
     }
@@ -283,7 +309,7 @@ mod tests {
     #[test]
     fn the_builtin_policy_is_the_declared_defaults() {
         let policy = Policy::builtin();
-        assert_eq!(policy.weights, [0.15, 0.35, 0.2, 0.15, 0.15]);
+        assert_eq!(policy.weights, [0.15, 0.3, 0.15, 0.15, 0.15, 0.1]);
         assert_eq!(policy.pass_score, 75.0);
         assert_eq!(policy.min_p99_samples, 100);
     }
@@ -306,7 +332,7 @@ mod tests {
             error.to_string().contains("weights") && error.to_string().contains("sum to 1.5"),
             "{error}"
         );
-        let policy = Policy::from_value(&json!({"weights": {"hygiene": 0.2, "contract": 0.2, "latency": 0.2, "capacity": 0.2, "output": 0.2}})).unwrap();
-        assert_eq!(policy.weights, [0.2; 5]);
+        let policy = Policy::from_value(&json!({"weights": {"hygiene": 0.2, "contract": 0.2, "latency": 0.2, "capacity": 0.2, "output": 0.1, "resilience": 0.1}})).unwrap();
+        assert_eq!(policy.weights, [0.2, 0.2, 0.2, 0.2, 0.1, 0.1]);
     }
 }

@@ -76,6 +76,9 @@ pub struct ScanReport {
     pub phases: Vec<PhaseRun>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub contract: Option<ContractTally>,
+    /// Each tool's calls in the faults phase.
+    #[serde(default)]
+    pub faults: Vec<super::faults::FaultFigures>,
     /// Worst first.
     pub findings: Vec<Finding>,
     pub verdict: Verdict,
@@ -169,6 +172,22 @@ impl ScanReport {
                         _ => format!("n/a (< {} ok)", verdict.policy.min_p99_samples),
                     },
                     t.contract_cases
+                ));
+            }
+        }
+        if !self.faults.is_empty() {
+            out.push_str("\n## Faults\n\n| tool | logical calls | attempts | replies lost | recovered | failed untouched | effects verified | duplicate effects |\n|---|---|---|---|---|---|---|---|\n");
+            for f in &self.faults {
+                out.push_str(&format!(
+                    "| `{}` | {} | {} | {} | {} | {} | {} | {} |\n",
+                    f.tool,
+                    f.logical_calls,
+                    f.attempts,
+                    f.lost_replies,
+                    f.recovered,
+                    f.failed_unfaulted,
+                    f.verified,
+                    f.duplicate_effects
                 ));
             }
         }

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::{
     Phase, ScanError,
     calls::{Call, Reply, call},
-    cases, contract,
+    cases, contract, faults,
     finding::{self, Finding, Kind, Severity},
     guide, hygiene, load,
     policy::Policy,
@@ -25,6 +25,7 @@ use super::{
 use crate::{
     load::LoadProgress,
     mcp_chaos::{Connection, ServerUnderTest},
+    mcp_proxy::plan::Plan,
     mcp_wire::client::Answer,
 };
 
@@ -47,7 +48,8 @@ impl Target<'_> {
     async fn client(&mut self) -> Result<&Connection, ScanError> {
         if self.connection.is_none() {
             self.reconnects += 1;
-            self.connection = Some(Connection::open(self.server, self.cancel).await?);
+            self.connection =
+                Some(Connection::open(self.server, Plan::default(), self.cancel).await?);
         }
         self.connection.as_ref().ok_or(ScanError::Cancelled)
     }
@@ -95,7 +97,7 @@ pub async fn run(
 
     let opened = tokio::time::timeout(
         spec.scan_timeout.min(START_TIMEOUT * 2),
-        Connection::open(&spec.server, cancel),
+        Connection::open(&spec.server, Plan::default(), cancel),
     )
     .await
     .map_err(|_| ScanError::StartTimeout(spec.scan_timeout.min(START_TIMEOUT * 2)))??;
@@ -206,6 +208,19 @@ pub async fn run(
                 name, &names,
             )));
         }
+    }
+    let verify_tool = match &spec.verify {
+        Some(faults::Verify::Tool { tool, .. }) => Some(tool.clone()),
+        _ => None,
+    };
+    if let Some(tool) = &verify_tool
+        && !names.contains(&tool.as_str())
+    {
+        target.lost().await;
+        return Err(ScanError::Verify(format!(
+            "verify.tool: {}",
+            crate::fields::unknown_field(tool, &names)
+        )));
     }
 
     // Baseline.
@@ -428,6 +443,68 @@ pub async fn run(
         tally = Some(cases_tally);
         phases.push(ran(Phase::Contract, count, at, None));
     }
+    // Faults: replies lost through the proxy, each call retried within the scan's budget.
+    let mut fault_figures = Vec::new();
+    if spec.runs(Phase::Faults) {
+        let at = Instant::now();
+        let mut count = 0;
+        progress.set_note("faults".to_owned());
+        target.lost().await;
+        let faulted: Vec<&Chosen> = chosen
+            .iter()
+            .filter(|t| Some(&t.name) != verify_tool.as_ref())
+            .filter(|t| t.figures.baseline.as_ref().is_none_or(|b| b.ok > 0))
+            .collect();
+        let names: Vec<String> = faulted.iter().map(|t| t.name.clone()).collect();
+        let plan = faults::plan(&names).map_err(ScanError::Verify)?;
+        let connection = Connection::open(&spec.server, plan, cancel).await?;
+        let mut note = Vec::new();
+        for tool in faulted {
+            if Instant::now() >= deadline || cancel.is_cancelled() {
+                stopped.get_or_insert_with(|| stop_reason(spec, cancel, Phase::Faults));
+                break;
+            }
+            let verify = (!tool.figures.read_only)
+                .then_some(spec.verify.as_ref())
+                .flatten();
+            if !tool.figures.read_only && verify.is_none() {
+                note.push(format!(
+                    "`{}` writes: give `verify` or `verify_command` to check its effects",
+                    tool.name
+                ));
+            }
+            let (figures, found) = faults::run_tool(
+                connection.client(),
+                &tool.name,
+                &tool.arguments,
+                spec.fault_calls,
+                verify,
+                spec.call_timeout,
+                &reproduce(&tool.name, Phase::Faults),
+            )
+            .await
+            .map_err(ScanError::Verify)?;
+            count += figures.attempts + 2 * figures.verified;
+            progress
+                .completed
+                .fetch_add(figures.attempts, Ordering::Relaxed);
+            findings.extend(found);
+            fault_figures.push(figures);
+        }
+        connection.close().await;
+        let note = format!(
+            "{:.0} % of replies lost (seed {}), each call retried up to {} times: the scan's budget{}",
+            faults::LOST_REPLY_PROBABILITY * 100.0,
+            faults::SEED,
+            faults::RETRIES,
+            if note.is_empty() {
+                String::new()
+            } else {
+                format!("; {}", note.join("; "))
+            }
+        );
+        phases.push(ran(Phase::Faults, count, at, Some(note)));
+    }
     for phase in Phase::ALL {
         if !spec.runs(phase) {
             phases.push(PhaseRun {
@@ -461,6 +538,7 @@ pub async fn run(
             output: spec
                 .runs(Phase::Baseline)
                 .then_some((output_checked, output_broken)),
+            faults: spec.runs(Phase::Faults).then_some(fault_figures.as_slice()),
         },
     );
     let since_last = previous.as_ref().map(|p| guide::since(p, &findings));
@@ -477,6 +555,7 @@ pub async fn run(
         left_out,
         phases,
         contract: tally,
+        faults: fault_figures,
         findings,
         verdict,
         since_last,

@@ -34,6 +34,13 @@ fn check_phase(text: &str) -> Result<(), String> {
     Phase::parse(text).map(drop)
 }
 
+fn check_object(value: &serde_json::Value) -> Result<(), String> {
+    match value {
+        serde_json::Value::Object(_) => Ok(()),
+        other => Err(format!("expected an object, got {other}")),
+    }
+}
+
 fn check_arguments(value: &serde_json::Value) -> Result<(), String> {
     match value {
         serde_json::Value::Object(tools) => match tools.iter().find(|(_, a)| !a.is_object()) {
@@ -78,7 +85,7 @@ pub const TOOLS: Field = Field::texts(
 .optional("every listed tool");
 pub const PHASES: Field = Field::texts(
     "phases",
-    "The phases to run: hygiene, baseline, saturation, contract",
+    "The phases to run: hygiene, baseline, saturation, contract, faults",
     "phase names",
     check_phase,
 )
@@ -132,6 +139,52 @@ pub const MAX_TOOLS: Field = Field::number(
     Unit::None,
 )
 .default("200");
+pub const FAULT_CALLS: Field = Field::number(
+    "fault_calls",
+    "Logical calls of each tool in the faults phase, where the proxy loses 30 % of the replies (the server \
+     runs the call, its answer is replaced by an error) and each call is retried up to twice (the scan's \
+     budget, not the server's)",
+    Number::from_to(1.0, 10_000.0).whole(),
+    Unit::None,
+)
+.default("10");
+pub const VERIFY_TOOL: Field = Field::text(
+    "tool",
+    "A read-only tool of the server whose answer counts the effects of its writes",
+)
+.required("\"orders_count\"");
+pub const VERIFY_ARGUMENTS: Field = Field::json(
+    "arguments",
+    "Its arguments",
+    ("an object", &["object"]),
+    check_object,
+)
+.optional("{}");
+pub const VERIFY_COUNT: Field = Field::text(
+    "count",
+    "The dotted path of the count in its structuredContent (or the JSON of its text): a number, or a list \
+     whose length counts",
+)
+.optional("the whole answer is the count");
+const VERIFY_FIELDS: &[Field] = &[VERIFY_TOOL, VERIFY_ARGUMENTS, VERIFY_COUNT];
+pub const VERIFY: Field = Field::object(
+    "verify",
+    "How the faults phase reads the server's state before and after each write whose reply was lost, so \
+     that a duplicate effect is confirmed by the server itself (writes are called only with `allow_writes`)",
+    VERIFY_FIELDS,
+)
+.optional("duplicate effects are not checked");
+pub const VERIFY_COMMAND: Field = Field::text(
+    "verify_command",
+    "Instead of `verify`: a shell command (run with /bin/sh -c) printing the count of the server's effects, \
+     or a JSON list or object (with `verify_count`)",
+)
+.optional("none");
+pub const VERIFY_COMMAND_COUNT: Field = Field::text(
+    "verify_count",
+    "The dotted path of the count in `verify_command`'s JSON output",
+)
+.optional("the whole output is the count");
 pub const POLICY: Field = Field::text(
     "policy",
     "A policy file (YAML or JSON) setting the dimensions' weights, the thresholds and the evidence each \
@@ -171,6 +224,10 @@ pub const FIELDS: &[Field] = &[
     CALL_TIMEOUT,
     SCAN_TIMEOUT,
     MAX_TOOLS,
+    FAULT_CALLS,
+    VERIFY,
+    VERIFY_COMMAND,
+    VERIFY_COMMAND_COUNT,
     POLICY,
     PREVIOUS,
     GUIDE,
@@ -191,6 +248,8 @@ pub struct ScanSpec {
     pub call_timeout: Duration,
     pub scan_timeout: Duration,
     pub max_tools: usize,
+    pub fault_calls: u64,
+    pub verify: Option<super::faults::Verify>,
     pub policy: Option<PathBuf>,
     pub previous: Option<PathBuf>,
     pub guide: Option<PathBuf>,
@@ -269,6 +328,36 @@ impl ScanSpec {
             Some(serde_json::Value::Object(map)) => map,
             _ => Default::default(),
         };
+        let verify = match (
+            input.object(&VERIFY)?,
+            input.optional_text(&VERIFY_COMMAND)?,
+        ) {
+            (Some(_), Some(_)) => {
+                return Err(input.refuse(
+                    &VERIFY_COMMAND,
+                    "give `verify` or `verify_command`, not both",
+                ));
+            }
+            (Some(verify), None) => Some(super::faults::Verify::Tool {
+                tool: verify.text(&VERIFY_TOOL)?,
+                arguments: verify
+                    .json(&VERIFY_ARGUMENTS)?
+                    .unwrap_or_else(|| serde_json::json!({})),
+                count: verify.optional_text(&VERIFY_COUNT)?,
+            }),
+            (None, Some(command)) => Some(super::faults::Verify::Command {
+                command,
+                count: input.optional_text(&VERIFY_COMMAND_COUNT)?,
+            }),
+            (None, None) => None,
+        };
+        if verify.is_some() && !input.switch(&ALLOW_WRITES)? {
+            return Err(input.refuse(
+                &ALLOW_WRITES,
+                "must be true with `verify` or `verify_command`: they count the effects of writes, which the \
+                 scan calls only with `allow_writes`",
+            ));
+        }
         let path = |field: &Field| -> Result<Option<PathBuf>, FieldError> {
             Ok(input.optional_text(field)?.map(PathBuf::from))
         };
@@ -283,6 +372,8 @@ impl ScanSpec {
             call_timeout: input.millis(&CALL_TIMEOUT)?,
             scan_timeout: Duration::from_secs_f64(input.number(&SCAN_TIMEOUT)?),
             max_tools: input.whole(&MAX_TOOLS)? as usize,
+            fault_calls: input.whole(&FAULT_CALLS)?,
+            verify,
             policy: path(&POLICY)?,
             previous: path(&PREVIOUS)?,
             guide: path(&GUIDE)?,

@@ -12,7 +12,14 @@ use super::{
 };
 
 /// Names of the dimensions, in the policy's weight order.
-pub const DIMENSIONS: [&str; 5] = ["hygiene", "contract", "latency", "capacity", "output"];
+pub const DIMENSIONS: [&str; 6] = [
+    "hygiene",
+    "contract",
+    "latency",
+    "capacity",
+    "output",
+    "resilience",
+];
 
 /// A tool whose level-1 p50 is below this measures the transport at saturation, not the tool.
 pub const SLOW_ENOUGH_MS: f64 = 5.0;
@@ -116,6 +123,8 @@ pub struct Evidence<'a> {
     pub saturation: Vec<(&'a str, &'a Saturation)>,
     /// Results checked against an outputSchema, and how many broke it.
     pub output: Option<(u64, u64)>,
+    /// Each tool's calls in the faults phase (`None`: it did not run).
+    pub faults: Option<&'a [super::faults::FaultFigures]>,
 }
 
 pub fn judge(policy: &Policy, evidence: &Evidence) -> Verdict {
@@ -125,6 +134,7 @@ pub fn judge(policy: &Policy, evidence: &Evidence) -> Verdict {
         latency(policy, evidence),
         capacity(policy, evidence),
         output(policy, evidence),
+        resilience(policy, evidence),
     ];
     let scored_weight: f64 = dimensions
         .iter()
@@ -435,6 +445,41 @@ fn output(policy: &Policy, evidence: &Evidence) -> Dimension {
     }
 }
 
+fn resilience(policy: &Policy, evidence: &Evidence) -> Dimension {
+    let d = dimension(policy, 5);
+    let Some(figures) = evidence.faults else {
+        return not_scored(d, "the faults phase did not run");
+    };
+    let logical: u64 = figures.iter().map(|f| f.logical_calls).sum();
+    let lost: u64 = figures.iter().map(|f| f.lost_replies).sum();
+    if lost < policy.min_lost_replies {
+        return not_scored(
+            d,
+            format!(
+                "{lost} replies were lost; the policy needs {}",
+                policy.min_lost_replies
+            ),
+        );
+    }
+    let failed: u64 = figures.iter().map(|f| f.failed_unfaulted).sum();
+    let duplicates: u64 = figures.iter().map(|f| f.duplicate_effects).sum();
+    let verified: u64 = figures.iter().map(|f| f.verified).sum();
+    let rate = Rate::wilson(failed + duplicates, logical);
+    Dimension {
+        score: Some(
+            (100.0 * (1.0 - (failed + duplicates) as f64 / logical.max(1) as f64)).max(0.0),
+        ),
+        passed: Some(failed + duplicates == 0),
+        reason: format!(
+            "{logical} calls, {lost} replies lost: {failed} failed without a fault, {duplicates} of {verified} \
+             verified writes took effect twice; {}",
+            rate.describe()
+        ),
+        rate: Some(rate),
+        ..d
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -478,6 +523,7 @@ mod tests {
                 latency: vec![("t", &latency)],
                 saturation: Vec::new(),
                 output: Some((0, 0)),
+                faults: None,
             },
         );
         assert_eq!(verdict.outcome, Outcome::NoVerdict);

@@ -144,7 +144,8 @@ async fn every_planted_defect_is_found_named_and_given_a_change() {
     // JUnit: one case per dimension and per finding, the findings failed.
     let junit = std::fs::read_to_string(&junit).unwrap();
     let cases = junit.matches("<testcase ").count();
-    assert_eq!(cases, 5 + found.len(), "{junit}");
+    let dimensions = result["verdict"]["dimensions"].as_array().unwrap().len();
+    assert_eq!(cases, dimensions + found.len(), "{junit}");
     assert_eq!(
         junit.matches("<failure type=").count(),
         found.len(),
@@ -421,6 +422,140 @@ async fn each_bad_input_is_refused_by_name_and_the_scan_stays_in_its_time() {
         "{stdout}"
     );
     assert!(took < Duration::from_secs(8), "took {took:?}");
+}
+
+#[tokio::test]
+async fn a_write_whose_reply_was_lost_is_counted_twice_by_the_servers_own_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let result = path(dir.path(), "faults.json");
+    let verify = json!({"tool": "orders_count", "count": "count"}).to_string();
+    let (code, stdout, stderr) = scan(&[
+        "--allow-writes",
+        "--phase",
+        "baseline",
+        "--phase",
+        "faults",
+        "--verify",
+        &verify,
+        "--result",
+        &result,
+        "--",
+        common::fault_bin(),
+        "mcp-test-server",
+        "--tools",
+        "create_order,orders_count,get_item",
+    ])
+    .await;
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    let result = read_json(Path::new(&result));
+    let figures = |tool: &str| {
+        result["faults"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["tool"] == tool)
+            .unwrap_or_else(|| panic!("no faults figures for {tool}: {result}"))
+            .clone()
+    };
+    let orders = figures("create_order");
+    // Every lost reply of the write was read before and after: each one took effect twice.
+    assert!(orders["lost_replies"].as_u64().unwrap() > 0, "{orders}");
+    assert_eq!(orders["verified"], orders["duplicate_effects"], "{orders}");
+    assert!(
+        orders["duplicate_effects"].as_u64().unwrap() > 0,
+        "{orders}"
+    );
+    // A read whose reply was lost is simply asked again.
+    let item = figures("get_item");
+    assert_eq!(item["duplicate_effects"], 0, "{item}");
+    assert_eq!(item["failed_unfaulted"], 0, "{item}");
+    let found = ids(&result);
+    assert!(
+        found.iter().any(|id| id == "duplicate-effect/create_order"),
+        "{found:?}"
+    );
+    assert!(!found.iter().any(|id| id.contains("get_item")), "{found:?}");
+    assert!(
+        stdout.contains("each call retried up to 2 times: the scan's budget"),
+        "{stdout}"
+    );
+    // The verify tool itself is never faulted, nor counted as a write.
+    assert!(
+        result["faults"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["tool"] != "orders_count")
+    );
+
+    // Without `allow_writes`, `verify` is refused by name, before anything starts.
+    let (code, _, stderr) = scan(&[
+        "--verify",
+        &verify,
+        "--",
+        common::fault_bin(),
+        "mcp-test-server",
+    ])
+    .await;
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--allow-writes"), "{stderr}");
+}
+
+#[tokio::test]
+async fn a_server_over_streamable_http_that_hangs_is_named_and_the_scan_goes_on() {
+    let server =
+        crate::mcp_http::HttpServer::start(&["mcp-test-server"], &["--tools", "slow,echo"], &[])
+            .await;
+    let dir = tempfile::tempdir().unwrap();
+    let result = path(dir.path(), "http.json");
+    let arguments = json!({"slow": {"milliseconds": 5000}}).to_string();
+    let started = std::time::Instant::now();
+    let (code, stdout, stderr) = scan(&[
+        "--url",
+        server.url(),
+        "--allow-writes",
+        "--samples",
+        "2",
+        "--call-timeout",
+        "300",
+        "--phase",
+        "hygiene",
+        "--phase",
+        "baseline",
+        "--arguments",
+        &arguments,
+        "--result",
+        &result,
+    ])
+    .await;
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    let result = read_json(Path::new(&result));
+    let found = ids(&result);
+    for expected in ["hang/slow", "no-annotations/slow"] {
+        assert!(
+            found.iter().any(|id| id == expected),
+            "{expected} not in {found:?}"
+        );
+    }
+    // The scan went on to the next tool after the hang.
+    let echo = result["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "echo")
+        .unwrap();
+    assert_eq!(echo["baseline"]["ok"], 2, "{echo}");
+    assert!(
+        result["server"]
+            .as_str()
+            .unwrap()
+            .starts_with("http://127.0.0.1:")
+    );
 }
 
 #[tokio::test]
