@@ -63,7 +63,9 @@ recover, error budget burn and retry amplification; fault_run_impact_scenario ta
 find the highest one that meets the SLOs, without and with the faults, and what they cost. \
 MCP chaos: fault_run_mcp_chaos_scenario starts an MCP server behind fault mcp-proxy with a fault plan, drives \
 tool calls with a client policy (timeout, retries, backoff) and reports availability, correctness against \
-outputSchema, latency, recovery and blast radius. Paths must be absolute.",
+outputSchema, latency, recovery and blast radius; fault_scan_mcp_server scans an MCP server (schema hygiene, \
+baseline latency, saturation, its contract probed with invalid input, lost replies) and returns a scored verdict \
+with every finding, the change that fixes it and how to reproduce it. Paths must be absolute.",
         impact::tool_names().join(", ")
     )
 }

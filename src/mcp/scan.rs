@@ -11,15 +11,22 @@ use rmcp::{
 };
 
 use super::impact::progress_ticker;
-use super::{FaultServer, output_schema, text_and_structured, tool_error};
+use super::{FaultServer, text_and_structured, tool_error};
 use crate::{
     fields::{FieldInput, object_schema},
     load::LoadProgress,
-    scan::{self, ScanReport, ScanSpec, spec::FIELDS},
+    scan::{self, ScanSpec, spec::FIELDS},
 };
 
 /// The tool's name.
 pub(super) const TOOL: &str = "fault_scan_mcp_server";
+
+fn scan_output_schema() -> Arc<JsonObject> {
+    match scan::report::result_schema() {
+        serde_json::Value::Object(schema) => Arc::new(schema),
+        _ => Arc::default(),
+    }
+}
 
 fn scan_input_schema() -> Arc<JsonObject> {
     match object_schema(FIELDS) {
@@ -47,7 +54,7 @@ every finding worst first with its evidence, the change that fixes it and the co
 `guide` writes them as an AGENTS.md fix guide, `previous` compares with an earlier result (fixed, new, \
 unchanged), `result` and `junit` write the versioned JSON and JUnit XML.",
         input_schema = scan_input_schema(),
-        output_schema = output_schema::<ScanReport>(),
+        output_schema = scan_output_schema(),
         // Starts the given server command and calls its tools (its writes too, with allow_writes).
         annotations(
             read_only_hint = false,

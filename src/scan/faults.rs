@@ -170,15 +170,15 @@ fn count_in(value: Option<&Value>, path: Option<&str>) -> Option<f64> {
     }
 }
 
-/// The phase for one tool: `calls` logical calls with `arguments`, each retried up to [`RETRIES`] times,
-/// its effect read before and after when `verify` is given. The findings come with the figures.
+/// The phase for one tool: `calls` logical calls with `arguments` (fewer once `deadline` has passed), each
+/// retried up to [`RETRIES`] times, its effect read before and after when `verify` is given. The findings
+/// come with the figures.
 pub async fn run_tool(
     client: &McpClient,
-    tool: &str,
-    arguments: &Value,
+    (tool, arguments): (&str, &Value),
     calls: u64,
     verify: Option<&Verify>,
-    timeout: Duration,
+    (timeout, deadline): (Duration, tokio::time::Instant),
     reproduce: &str,
 ) -> Result<(FaultFigures, Vec<Finding>), String> {
     let mut figures = FaultFigures {
@@ -188,6 +188,9 @@ pub async fn run_tool(
     let mut duplicate: Option<(Call, f64)> = None;
     let mut unfaulted: Option<Call> = None;
     for _ in 0..calls {
+        if tokio::time::Instant::now() >= deadline {
+            break;
+        }
         figures.logical_calls += 1;
         let before = match verify {
             Some(verify) => Some(read_count(client, verify, timeout).await?),

@@ -89,6 +89,14 @@ pub struct ScanReport {
     pub stopped: Option<String>,
 }
 
+/// The result's JSON Schema, published in the book (`docs/src/schemas/scan-result.json`) and given as the tool's
+/// `outputSchema`.
+pub fn result_schema() -> serde_json::Value {
+    serde_json::Value::Object(
+        (*rmcp::handler::server::common::schema_for_output::<ScanReport>()).clone(),
+    )
+}
+
 fn ms(value: Option<f64>) -> String {
     value.map_or("n/a".to_owned(), |v| format!("{v:.1}"))
 }

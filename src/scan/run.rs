@@ -247,6 +247,9 @@ pub async fn run(
                 deadline,
             )
             .await;
+            if (made.calls.len() as u64) < spec.samples && Instant::now() >= deadline {
+                stopped.get_or_insert_with(|| stop_reason(spec, cancel, Phase::Baseline));
+            }
             count += made.calls.len() as u64;
             progress
                 .completed
@@ -313,6 +316,15 @@ pub async fn run(
                 deadline,
             )
             .await;
+            let cut = !measured.plateau
+                && measured
+                    .steps
+                    .last()
+                    .is_some_and(|s| s.in_flight < spec.max_in_flight)
+                && Instant::now() >= deadline;
+            if cut {
+                stopped.get_or_insert_with(|| stop_reason(spec, cancel, Phase::Saturation));
+            }
             let made: u64 = measured.steps.iter().map(|s| s.calls).sum();
             count += made;
             progress.completed.fetch_add(made, Ordering::Relaxed);
@@ -475,15 +487,17 @@ pub async fn run(
             }
             let (figures, found) = faults::run_tool(
                 connection.client(),
-                &tool.name,
-                &tool.arguments,
+                (&tool.name, &tool.arguments),
                 spec.fault_calls,
                 verify,
-                spec.call_timeout,
+                (spec.call_timeout, deadline),
                 &reproduce(&tool.name, Phase::Faults),
             )
             .await
             .map_err(ScanError::Verify)?;
+            if figures.logical_calls < spec.fault_calls {
+                stopped.get_or_insert_with(|| stop_reason(spec, cancel, Phase::Faults));
+            }
             count += figures.attempts + 2 * figures.verified;
             progress
                 .completed
@@ -516,6 +530,7 @@ pub async fn run(
             });
         }
     }
+    phases.sort_by_key(|p| p.phase);
     calls_made += phases.iter().map(|p| p.calls).sum::<u64>();
     target.lost().await;
 

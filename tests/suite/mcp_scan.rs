@@ -104,6 +104,20 @@ async fn every_planted_defect_is_found_named_and_given_a_change() {
     assert_eq!(result["verdict"]["outcome"], "fail");
     assert_eq!(result["schema_version"], 1);
     assert_eq!(result["kind"], "mcp-scan");
+    // The result is what the published schema says.
+    let published: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/schemas/scan-result.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&published).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&result)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
 
     // The guide: one entry per finding, each with its tool and field, what to change and how to reproduce it.
     let guide = std::fs::read_to_string(&guide).unwrap();
@@ -422,6 +436,92 @@ async fn each_bad_input_is_refused_by_name_and_the_scan_stays_in_its_time() {
         "{stdout}"
     );
     assert!(took < Duration::from_secs(8), "took {took:?}");
+}
+
+/// `python3 tests/fixtures/mcp_scan/listing.py <args>`: a bare server listing as many tools as asked.
+fn listing(args: &[&str]) -> Vec<String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_scan/listing.py");
+    ["python3".to_owned(), script.display().to_string()]
+        .into_iter()
+        .chain(args.iter().map(|a| a.to_string()))
+        .collect()
+}
+
+#[tokio::test]
+async fn empty_huge_and_hanging_listings_are_each_handled_in_bounded_time() {
+    // No tools: nothing to scan, said as such.
+    let mut args = vec!["--".to_owned()];
+    args.extend(listing(&["0"]));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, stdout, stderr) = scan(&args).await;
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    assert!(stderr.contains("the server lists no tools"), "{stderr}");
+
+    // 10,000 tools: read whole, the first `max_tools` scanned, every other one named as left out.
+    let dir = tempfile::tempdir().unwrap();
+    let result = path(dir.path(), "many.json");
+    let mut args: Vec<String> = ["--phase", "hygiene", "--result", &result, "--"]
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+    args.extend(listing(&["10000"]));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let started = std::time::Instant::now();
+    let (code, stdout, stderr) = scan(&args).await;
+    assert_eq!(
+        code, 1,
+        "hygiene alone is too little for a verdict\n{stdout}\n{stderr}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    let result = read_json(Path::new(&result));
+    assert_eq!(result["tools_listed"], 10_000);
+    let left_out = result["left_out"].as_array().unwrap();
+    assert_eq!(left_out.len(), 9_800);
+    assert_eq!(left_out[0]["reason"], "beyond `max_tools` (200)");
+    assert_eq!(ids(&result), Vec::<String>::new());
+
+    // A server that never answers a call: a hang finding, the scan ends at its timeout, nothing left running.
+    let marker = format!("scan-hang-{}", std::process::id());
+    let mut args: Vec<String> = [
+        "--phase",
+        "baseline",
+        "--call-timeout",
+        "200",
+        "--scan-timeout",
+        "3",
+        "--",
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .collect();
+    args.extend(listing(&["1", "hang", &marker]));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let started = std::time::Instant::now();
+    let (code, stdout, stderr) = scan(&args).await;
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(stdout.contains("`hang/tool_0`"), "{stdout}");
+    assert!(
+        stdout.contains("stopped early: `scan_timeout` (3 s) reached during the baseline phase"),
+        "{stdout}"
+    );
+    let left = std::process::Command::new("pgrep")
+        .args(["-f", &marker])
+        .output()
+        .unwrap();
+    assert!(
+        left.stdout.is_empty(),
+        "the server outlived the scan: {}",
+        String::from_utf8_lossy(&left.stdout)
+    );
 }
 
 #[tokio::test]

@@ -44,8 +44,10 @@ async fn every_tool_says_what_it_touches_in_its_annotations() {
             );
         }
         let name = tool.name.as_ref();
-        let expect_read_only =
-            !(name.starts_with("fault_run_") || name == "fault_index_source_code");
+        // The scenarios and the scan start processes and call tools that may write; indexing writes a store.
+        let expect_read_only = !(name.starts_with("fault_run_")
+            || name == "fault_index_source_code"
+            || name == "fault_scan_mcp_server");
         assert_eq!(read_only, expect_read_only, "{name}");
     }
     client.cancel().await.expect("clean shutdown");

@@ -1,4 +1,4 @@
-//! The JSON Schemas of the scenario results are published in the book (`docs/src/schemas/`) and given as the
+//! The JSON Schemas of the scenario and scan results are published in the book (`docs/src/schemas/`) and given as the
 //! scenario tools' `outputSchema`: one document each. This test fails when a published file differs from what
 //! the code describes; with `FAULT_UPDATE_DOCS=1` it writes them instead.
 
@@ -12,7 +12,8 @@ fn the_published_result_schemas_are_the_ones_the_code_describes() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/schemas");
     let update = std::env::var("FAULT_UPDATE_DOCS").is_ok_and(|v| v.trim() == "1");
     let mut stale = Vec::new();
-    for (name, schema) in fault::report::result_schemas() {
+    let scan = ("scan-result.json", fault::scan::report::result_schema());
+    for (name, schema) in fault::report::result_schemas().into_iter().chain([scan]) {
         let rendered = serde_json::to_string_pretty(&schema).unwrap() + "\n";
         let path = dir.join(name);
         if update {
@@ -42,11 +43,14 @@ fn every_scenario_tool_gives_the_published_schema_as_its_output_schema() {
         &schemas["chaos-result.json"],
     );
     let mut checked = 0;
+    let scan = fault::scan::report::result_schema();
     for tool in fault::mcp::FaultServer::tools() {
         let expected = if tool.name.ends_with("_impact_scenario") {
             impact
         } else if tool.name == "fault_run_mcp_chaos_scenario" {
             chaos
+        } else if tool.name == "fault_scan_mcp_server" {
+            &scan
         } else {
             continue;
         };
@@ -55,7 +59,7 @@ fn every_scenario_tool_gives_the_published_schema_as_its_output_schema() {
         checked += 1;
     }
     assert!(checked >= 10, "{checked} scenario tools");
-    for schema in [impact, chaos] {
+    for schema in [impact, chaos, &scan] {
         let required = schema["required"].as_array().unwrap();
         assert!(
             required.contains(&Value::from("schema_version")),
