@@ -4,7 +4,7 @@
 //!
 //! - `set_volume` (`lenient-range`): takes `level` 0 to 10 and accepts any number.
 //! - `lookup_user` (`null-crash`): a null `name` ends in an internal error instead of a refusal.
-//! - `export_report` (`holds-others`): while it runs (200 ms) every other call of the server waits.
+//! - `export_report` (`holds-others`): while it runs (100 ms) every other call of the server waits.
 //! - `search_docs` (`saturates`): 4 calls in flight at most, 40 ms each; the others queue.
 //! - `get_price` (`wrong-output`): its result breaks its own `outputSchema`.
 
@@ -24,7 +24,7 @@ use super::{TestServer, arguments::ArgumentError, input_schema, invalid_argument
 use crate::serve::{json_and_structured, output_schema};
 
 /// How long `export_report` runs.
-pub const EXPORT_MS: u64 = 200;
+pub const EXPORT_MS: u64 = 100;
 /// How long one `search_docs` call works, and how many it works on at once.
 pub const SEARCH_MS: u64 = 40;
 pub const SEARCH_IN_FLIGHT: usize = 4;
@@ -255,7 +255,7 @@ impl TestServer {
 
     #[tool(
         name = "export_report",
-        description = "Export a report matching `query` (takes 200 ms): {\"done\"}.",
+        description = "Export a report matching `query` (takes 100 ms): {\"done\"}.",
         input_schema = input_schema::<QueryInput>(),
         output_schema = output_schema::<DoneOutput>(),
         annotations(read_only_hint = true, open_world_hint = false)

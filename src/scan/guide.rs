@@ -4,8 +4,10 @@
 use std::path::Path;
 
 use super::{
+    ScanError,
     finding::Finding,
     report::{KIND, SCHEMA_VERSION, ScanReport, SinceLast, list},
+    spec::ScanSpec,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -209,4 +211,53 @@ pub fn junit(report: &ScanReport) -> String {
         report.seconds,
         cases.join("\n")
     )
+}
+
+/// A file the scan will write: its directory must exist.
+pub fn check_writable(path: &Path) -> Result<(), ScanError> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if path.is_dir() {
+        return Err(ScanError::Write {
+            path: path.display().to_string(),
+            error: "is a directory".to_owned(),
+        });
+    }
+    match std::fs::metadata(parent) {
+        Ok(meta) if meta.is_dir() && !meta.permissions().readonly() => Ok(()),
+        Ok(_) => Err(ScanError::Write {
+            path: path.display().to_string(),
+            error: format!("{} is not a writable directory", parent.display()),
+        }),
+        Err(e) => Err(ScanError::Write {
+            path: path.display().to_string(),
+            error: format!("{}: {e}", parent.display()),
+        }),
+    }
+}
+
+/// The result, the guide and the JUnit file, where the scan was asked to write them.
+pub fn write_files(spec: &ScanSpec, report: &ScanReport) -> Result<(), ScanError> {
+    let write = |path: &Path, text: String| {
+        std::fs::write(path, text).map_err(|e| ScanError::Write {
+            path: path.display().to_string(),
+            error: e.to_string(),
+        })
+    };
+    if let Some(path) = &spec.result {
+        let json = serde_json::to_string_pretty(report).map_err(|e| ScanError::Write {
+            path: path.display().to_string(),
+            error: e.to_string(),
+        })?;
+        write(path, json)?;
+    }
+    if let Some(path) = &spec.guide {
+        write(path, guide(report))?;
+    }
+    if let Some(path) = &spec.junit {
+        write(path, junit(report))?;
+    }
+    Ok(())
 }

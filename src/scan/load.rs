@@ -12,7 +12,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::calls::{Call, call, percentile};
+use super::{
+    Phase,
+    calls::{Call, Reply, call, percentile},
+    finding::{Finding, Kind, Severity},
+};
 use crate::mcp_wire::client::McpClient;
 use crate::report::chaos::record::{CallOutcome, Schemas};
 
@@ -114,17 +118,20 @@ pub struct Step {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Saturation {
     pub steps: Vec<Step>,
-    /// The first step within 10 % of the best goodput.
+    /// The first step with at least 85 % of the best goodput.
     pub peak_in_flight: u64,
     pub peak_goodput: f64,
     /// The first step whose p95 is at least twice the first step's.
     pub knee_in_flight: Option<u64>,
-    /// Whether goodput stopped rising before the ceiling (two steps without 10 % more than the peak).
+    /// Whether goodput stopped rising: two steps (or one at the ceiling) without a quarter more than the best.
     pub plateau: bool,
 }
 
-/// Goodput a step must add over the best so far to count as still rising.
-const RISING: f64 = 1.10;
+/// Goodput a step must add over the best so far to count as still rising: a doubling of the calls in flight
+/// that buys less than a quarter more is the server's limit (noise on a busy machine reaches 10 %).
+const RISING: f64 = 1.25;
+/// The peak is the fewest calls in flight whose goodput is at least this share of the best.
+const NEAR_BEST: f64 = 0.85;
 /// Steps in a row without rising that end the phase.
 const FLAT_STEPS: usize = 2;
 
@@ -155,13 +162,20 @@ pub async fn saturation(
         let failed = step.ok == 0;
         steps.push(step);
         if failed || flat >= FLAT_STEPS || in_flight >= max_in_flight {
+            // At the ceiling, one step that did not rise is already a plateau.
+            if in_flight >= max_in_flight && flat >= 1 {
+                flat = FLAT_STEPS;
+            }
             break;
         }
         in_flight = (in_flight * 2).min(max_in_flight);
     }
-    // The fewest calls in flight that reach the best goodput (within the rise a step must add).
+    // The fewest calls in flight that come near the best goodput.
     let best = steps.iter().map(|s| s.goodput).fold(0.0, f64::max);
-    let peak = steps.iter().find(|s| s.goodput * RISING >= best).cloned();
+    let peak = steps
+        .iter()
+        .find(|s| s.goodput >= NEAR_BEST * best)
+        .cloned();
     let first_p95 = steps.first().and_then(|s| s.p95_ms);
     let knee = first_p95.and_then(|first| {
         steps
@@ -255,4 +269,45 @@ pub async fn held_up(
             .map(|(_, made)| made)
             .collect(),
     }
+}
+
+/// The findings of a baseline whose calls crashed, hung, or (with arguments the caller gave) failed.
+pub fn baseline_findings(
+    tool: &str,
+    calls: &[Call],
+    arguments_from: &str,
+    timeout: Duration,
+    reproduce: &str,
+) -> Vec<Finding> {
+    let mut found = Vec::new();
+    let failed = |kind, severity, title: String, fix: &str, made: &Call| {
+        Finding::new(Phase::Baseline, kind, severity, Some(tool), None)
+            .title(title)
+            .fix(fix)
+            .evidence(&made.params, made.reply.describe(timeout))
+            .with_reproduce(reproduce)
+    };
+    if let Some(made) = calls.iter().find(|c| matches!(c.reply, Reply::Closed) || matches!(&c.reply, Reply::Error { code, .. } if *code == super::calls::INTERNAL_ERROR)) {
+        found.push(failed(Kind::Crash, Severity::Critical, format!("`{tool}` crashes on valid arguments"), "Find the failure in the handler (the evidence shows the call) and answer a result or a tool error instead.", made));
+    }
+    if let Some(made) = calls.iter().find(|c| matches!(c.reply, Reply::Hang)) {
+        found.push(failed(
+            Kind::Hang,
+            Severity::Critical,
+            format!(
+                "`{tool}` does not answer valid arguments within {} ms",
+                timeout.as_millis()
+            ),
+            "Bound the call's work and answer within the client's timeout, or run it as a task.",
+            made,
+        ));
+    }
+    let refused = calls.iter().filter(|c| c.reply.is_refusal()).count();
+    if arguments_from == "given"
+        && refused > 0
+        && let Some(made) = calls.iter().find(|c| c.reply.is_refusal())
+    {
+        found.push(failed(Kind::CallsFail, Severity::Major, format!("`{tool}` fails {refused} of {} calls with the arguments given", calls.len()), "Make the tool succeed on the valid arguments the scan was given (or give the scan arguments the tool accepts).", made));
+    }
+    found
 }

@@ -2,8 +2,8 @@
 //! and what to change if not.
 //!
 //! - [`spec`]: the inputs, declared once (tool schema, flags, book table);
-//! - [`run`]: the scan from start to end;
-//! - the phases: [`hygiene`] (schemas as strict clients read them, over [`schema`]), [`load`] (baseline,
+//! - [`run`]: the scan from start to end, over one [`session`] with the server;
+//! - the phases ([`phases`] runs those that call the server): [`hygiene`] (schemas as strict clients read them, over [`schema`]), [`load`] (baseline,
 //!   saturation, head-of-line blocking), [`cases`] and [`contract`] (invalid input built from each schema,
 //!   and the server's answer judged), [`faults`] (replies lost through `fault mcp-proxy`, retried, and
 //!   writes checked against the server's state), each call made by [`calls`];
@@ -20,10 +20,12 @@ pub mod finding;
 pub mod guide;
 pub mod hygiene;
 pub mod load;
+mod phases;
 pub mod policy;
 pub mod report;
 pub mod run;
 pub mod schema;
+mod session;
 pub mod spec;
 pub mod verdict;
 

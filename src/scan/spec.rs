@@ -4,6 +4,7 @@
 use std::{path::PathBuf, time::Duration};
 
 use http::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::json;
 
 use crate::{
     fields::{Field, FieldError, FieldInput, Unit},
@@ -380,6 +381,36 @@ impl ScanSpec {
             result: path(&RESULT)?,
             junit: path(&JUNIT)?,
         })
+    }
+
+    /// The `fault mcp-scan` command line that runs `phase` on `tool` alone, quoted for a POSIX shell.
+    pub fn reproduce(&self, tool: &str, phase: Phase) -> String {
+        let quote = |word: &str| {
+            shlex::try_quote(word).map_or_else(|_| word.to_owned(), |quoted| quoted.into_owned())
+        };
+        let mut line = vec![
+            "fault mcp-scan".to_owned(),
+            format!("--tool {}", quote(tool)),
+            format!("--phase {}", phase.name()),
+        ];
+        if let Some(given) = self.arguments.get(tool) {
+            line.push(format!(
+                "--arguments {}",
+                quote(&json!({ tool: given }).to_string())
+            ));
+        }
+        match &self.server {
+            ServerUnderTest::Command(command) => {
+                line.push("--".to_owned());
+                line.push(quote(&command.program));
+                line.extend(command.args.iter().map(|a| quote(a)));
+            }
+            ServerUnderTest::Url(server) => {
+                line.push(format!("--url {}", quote(&server.url)));
+                line.extend(server.headers.keys().map(|k| format!("--header '{k}: …'")));
+            }
+        }
+        line.join(" ")
     }
 
     /// Whether the scan runs `phase`.

@@ -51,6 +51,7 @@ fn path(dir: &Path, name: &str) -> String {
 
 #[tokio::test]
 async fn every_planted_defect_is_found_named_and_given_a_change() {
+    let _heavy = common::CPU_HEAVY.lock().await;
     let dir = tempfile::tempdir().unwrap();
     let (guide, result, junit) = (
         path(dir.path(), "AGENTS.md"),
@@ -169,6 +170,7 @@ async fn every_planted_defect_is_found_named_and_given_a_change() {
 
 #[tokio::test]
 async fn a_defect_fixed_between_two_scans_shows_as_fixed_and_a_new_one_as_new() {
+    let _heavy = common::CPU_HEAVY.lock().await;
     let dir = tempfile::tempdir().unwrap();
     // The same command both times, as a server's own command stays while its code changes.
     let planted = dir.path().join("defects");
@@ -245,6 +247,7 @@ async fn a_defect_fixed_between_two_scans_shows_as_fixed_and_a_new_one_as_new() 
 
 #[tokio::test]
 async fn a_server_too_small_to_measure_gets_no_score_with_reasons() {
+    let _heavy = common::CPU_HEAVY.lock().await;
     let (code, stdout, stderr) = scan(&[
         "--samples",
         "3",
@@ -271,6 +274,7 @@ async fn a_server_too_small_to_measure_gets_no_score_with_reasons() {
 
 #[tokio::test]
 async fn our_own_server_has_no_hygiene_finding_and_names_the_field_of_every_refusal() {
+    let _heavy = common::CPU_HEAVY.lock().await;
     let dir = tempfile::tempdir().unwrap();
     let result = path(dir.path(), "self.json");
     let source = common::code_fixture("sample.py");
@@ -325,6 +329,7 @@ async fn our_own_server_has_no_hygiene_finding_and_names_the_field_of_every_refu
 
 #[tokio::test]
 async fn the_scan_as_an_mcp_tool_returns_the_verdict_in_structured_content() {
+    let _heavy = common::CPU_HEAVY.lock().await;
     let client = common::spawn().await;
     let arguments = json!({
         "command": [common::fault_bin(), "mcp-test-server", "--defects", "lenient-range", "--tools", "set_volume"],
@@ -363,6 +368,7 @@ async fn the_scan_as_an_mcp_tool_returns_the_verdict_in_structured_content() {
 
 #[tokio::test]
 async fn each_bad_input_is_refused_by_name_and_the_scan_stays_in_its_time() {
+    let _heavy = common::CPU_HEAVY.lock().await;
     let dir = tempfile::tempdir().unwrap();
     let test_server = [common::fault_bin(), "mcp-test-server", "--tools", "echo"];
     let with_server = |args: &[&str]| -> Vec<String> {
@@ -449,6 +455,7 @@ fn listing(args: &[&str]) -> Vec<String> {
 
 #[tokio::test]
 async fn empty_huge_and_hanging_listings_are_each_handled_in_bounded_time() {
+    let _heavy = common::CPU_HEAVY.lock().await;
     // No tools: nothing to scan, said as such.
     let mut args = vec!["--".to_owned()];
     args.extend(listing(&["0"]));
@@ -526,6 +533,7 @@ async fn empty_huge_and_hanging_listings_are_each_handled_in_bounded_time() {
 
 #[tokio::test]
 async fn a_write_whose_reply_was_lost_is_counted_twice_by_the_servers_own_state() {
+    let _heavy = common::CPU_HEAVY.lock().await;
     let dir = tempfile::tempdir().unwrap();
     let result = path(dir.path(), "faults.json");
     let verify = json!({"tool": "orders_count", "count": "count"}).to_string();
@@ -603,6 +611,7 @@ async fn a_write_whose_reply_was_lost_is_counted_twice_by_the_servers_own_state(
 
 #[tokio::test]
 async fn a_server_over_streamable_http_that_hangs_is_named_and_the_scan_goes_on() {
+    let _heavy = common::CPU_HEAVY.lock().await;
     let server =
         crate::mcp_http::HttpServer::start(&["mcp-test-server"], &["--tools", "slow,echo"], &[])
             .await;
@@ -660,6 +669,7 @@ async fn a_server_over_streamable_http_that_hangs_is_named_and_the_scan_goes_on(
 
 #[tokio::test]
 async fn ratemyagent_reports_nothing_we_miss_and_takes_no_less_time_per_call() {
+    let _heavy = common::CPU_HEAVY.lock().await;
     let test = "mcp_scan::ratemyagent_reports_nothing_we_miss_and_takes_no_less_time_per_call";
     let python = match common::python_with(&["ratemyagent"]) {
         Ok(python) => python,
