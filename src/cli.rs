@@ -11,7 +11,7 @@ use crate::{
     index::{StoreChoice, StoreSettings, store::qdrant::ClusterLayout},
     llm::{self, LlmSettings, Provider},
     mcp::AgentSettings,
-    serve::{TransportArgs, parse_http_url},
+    serve::TransportArgs,
 };
 
 /// The whole of `fault`'s `main` after its allocator set-up: parse the command line, start logging and the
@@ -441,4 +441,17 @@ fn parse_duration_up_to(raw: &str, ceiling: Duration) -> Result<Duration, String
         ));
     }
     Ok(duration)
+}
+
+/// An `http://` or `https://` base URL given by a user (an LLM provider, Qdrant).
+pub fn parse_http_url(raw: &str) -> Result<Url, String> {
+    let url = Url::parse(raw.trim()).map_err(|e| {
+        format!("'{raw}' is not a valid URL ({e}); expected e.g. http://localhost:11434")
+    })?;
+    match url.scheme() {
+        "http" | "https" => Ok(url),
+        other => Err(format!(
+            "'{raw}' has scheme '{other}'; expected http or https"
+        )),
+    }
 }

@@ -16,8 +16,8 @@ use rmcp::{
 };
 use serde_json::Value;
 
-use super::impact::ScenarioReport;
 use super::impact_input::{InputError, RunFiles, bad, compound_schema, compound_spec};
+use super::scenario::ScenarioReport;
 use super::{FaultServer, output_schema, text_and_structured, tool_error, with_chart, with_view};
 use crate::{
     capacity::{self, CapacitySpec, SearchSpec},
@@ -254,7 +254,7 @@ impl FaultServer {
             Err(e) => return Ok(tool_error(e)),
         };
         let total = (spec.search.requests_at_most(2), "requests at most");
-        self.run_in_slot(files, context, total, async |cancel, progress| {
+        self.run_scenario(files, context, total, async |cancel, progress| {
             capacity::run(&spec, cancel, progress).await
         })
         .await

@@ -3,8 +3,6 @@
 //! each in its own windows. Their inputs, parsed and validated into an [`ImpactSpec`], are in
 //! [`super::impact_input`].
 
-use std::{sync::Arc, time::Duration};
-
 use futures::future::BoxFuture;
 use rmcp::{
     RoleServer,
@@ -12,83 +10,23 @@ use rmcp::{
         router::tool::{ToolRoute, ToolRouter},
         tool::ToolCallContext,
     },
-    model::{CallToolResponse, CallToolResult, ProgressNotificationParam, Tool, ToolAnnotations},
+    model::{CallToolResponse, CallToolResult, Tool, ToolAnnotations},
     service::RequestContext,
 };
 
 use super::impact_input::{
     InputError, RunFiles, compound_schema, compound_spec, impact_spec, input_schema,
 };
-use super::{
-    FaultServer, output_schema, text_and_structured, tool_error, with_chart, with_page,
-    with_result_file, with_view,
-};
+use super::scenario::ScenarioReport;
+use super::{FaultServer, output_schema, text_and_structured, tool_error, with_chart, with_view};
 use crate::{
     impact::{self, ImpactSpec},
-    load,
     proxy::faults::{self, EachFault, TcpFaultSpec},
     report::{
         chart::{self, ChartError, impact::ImpactFigure},
         impact::Report,
     },
-    serve::tasks::TaskStatusLine,
 };
-use tokio_util::sync::CancellationToken;
-
-/// How long a new scenario waits for a cancelled one to finish stopping (its proxies closing).
-const STOPPING_WAIT: Duration = Duration::from_secs(5);
-
-/// One impact scenario at a time. A second one is refused, unless the running one was cancelled: it is
-/// then only closing connections and freeing ports, and the new one waits for that.
-#[derive(Clone)]
-pub(super) struct ImpactSlot {
-    permit: Arc<tokio::sync::Semaphore>,
-    /// Cancellation of the scenario that holds the permit (the last one that took it).
-    holder: Arc<std::sync::Mutex<Option<tokio_util::sync::CancellationToken>>>,
-}
-
-impl Default for ImpactSlot {
-    fn default() -> Self {
-        Self {
-            permit: Arc::new(tokio::sync::Semaphore::new(1)),
-            holder: Arc::default(),
-        }
-    }
-}
-
-impl ImpactSlot {
-    /// The slot for a scenario cancelled by `cancel`, or `None` when another scenario is running.
-    pub(super) async fn take(
-        &self,
-        cancel: &tokio_util::sync::CancellationToken,
-    ) -> Option<tokio::sync::OwnedSemaphorePermit> {
-        let holder = || self.holder.lock().unwrap_or_else(|p| p.into_inner());
-        let permit = match self.permit.clone().try_acquire_owned() {
-            Ok(permit) => permit,
-            Err(_) => {
-                let stopping = holder().as_ref().is_some_and(|c| c.is_cancelled());
-                if !stopping {
-                    return None;
-                }
-                tokio::time::timeout(STOPPING_WAIT, self.permit.clone().acquire_owned())
-                    .await
-                    .ok()?
-                    .ok()?
-            }
-        };
-        *holder() = Some(cancel.clone());
-        Some(permit)
-    }
-}
-
-/// A scenario's report as the tool answers it: markdown and structuredContent with its chart, the MCP App view
-/// for a client that declared MCP Apps, and its HTML page.
-pub(super) trait ScenarioReport: serde::Serialize {
-    /// The tool's result: the markdown, structuredContent, the chart and, when `apps`, the App view.
-    fn result(&self, apps: bool) -> CallToolResult;
-    /// The self-contained HTML page (`report_path`).
-    fn page(&self) -> Result<String, ChartError>;
-}
 
 impl ScenarioReport for Report {
     fn result(&self, apps: bool) -> CallToolResult {
@@ -105,7 +43,7 @@ impl ScenarioReport for Report {
 }
 
 impl FaultServer {
-    /// Validates, takes the scenario slot, runs, and shapes the report; progress each second if asked.
+    /// Validates, runs, and shapes the report; progress each second if asked.
     async fn run_impact(
         &self,
         spec: Result<(ImpactSpec, RunFiles), InputError>,
@@ -116,118 +54,11 @@ impl FaultServer {
             Err(e) => return Ok(tool_error(e)),
         };
         let total = (spec.planned_requests(), "requests");
-        self.run_in_slot(files, context, total, async |cancel, progress| {
+        self.run_scenario(files, context, total, async |cancel, progress| {
             impact::run(&spec, cancel, progress).await
         })
         .await
     }
-
-    /// Takes the one scenario slot, runs `run` with progress each second if asked (`total` of a unit), and
-    /// answers its report, writing the files asked for; the files are removed when there is no report.
-    pub(super) async fn run_in_slot<R: ScenarioReport, E: std::fmt::Display>(
-        &self,
-        files: RunFiles,
-        context: RequestContext<RoleServer>,
-        (total, unit): (u64, &'static str),
-        run: impl AsyncFnOnce(&CancellationToken, Arc<load::LoadProgress>) -> Result<R, E>,
-    ) -> Result<CallToolResult, rmcp::ErrorData> {
-        let Some(_slot) = self.impact_slot.take(&context.ct).await else {
-            files.discard();
-            return Ok(tool_error(
-                "another impact scenario is running; they run one at a time (they bind ports and measure \
-                 latency). Try again when it has finished.",
-            ));
-        };
-        let progress = Arc::new(load::LoadProgress::default());
-        let ticker = progress_ticker(&context, progress.clone(), total, unit);
-        let apps = super::declared_apps(&context);
-        let outcome = run(&context.ct, progress).await;
-        if let Some(ticker) = ticker {
-            ticker.abort();
-        }
-        match outcome {
-            Ok(report) => {
-                let result = with_result_file(report.result(apps), files.result, &report);
-                Ok(with_page(result, files.page, || report.page()))
-            }
-            Err(e) => {
-                files.discard();
-                Ok(tool_error(e))
-            }
-        }
-    }
-}
-
-/// The run's note (what it waits for), as the end of a progress message.
-fn noted(progress: &load::LoadProgress) -> String {
-    match progress.note() {
-        note if note.is_empty() => String::new(),
-        note => format!("; {note}"),
-    }
-}
-
-/// "5 of 20 calls", or "5 calls" when the total is not known ahead (0).
-fn of_total(done: u64, total: u64, unit: &str) -> String {
-    if total == 0 {
-        format!("{done} {unit}")
-    } else {
-        format!("{done} of {total} {unit}")
-    }
-}
-
-/// Tells how far a run is each second: as the task's status message when the call runs as a task, else as
-/// `notifications/progress` when the client asked for progress: `completed` of `total` `unit` done (`total`
-/// 0: not known ahead), and how many failed.
-pub(super) fn progress_ticker(
-    context: &RequestContext<RoleServer>,
-    progress: Arc<load::LoadProgress>,
-    total: u64,
-    unit: &'static str,
-) -> Option<tokio::task::JoinHandle<()>> {
-    if let Some(status) = context.extensions.get::<TaskStatusLine>().cloned() {
-        return Some(tokio::spawn(async move {
-            let started = tokio::time::Instant::now();
-            let mut tick = tokio::time::interval(Duration::from_secs(1));
-            loop {
-                tick.tick().await;
-                let done = progress
-                    .completed
-                    .load(std::sync::atomic::Ordering::Relaxed);
-                let errors = progress.errors.load(std::sync::atomic::Ordering::Relaxed);
-                status.set(format!(
-                    "{} s in, {} done, {errors} errors{}",
-                    started.elapsed().as_secs(),
-                    of_total(done, total, unit),
-                    noted(&progress)
-                ));
-            }
-        }));
-    }
-    let token = context.meta.get_progress_token()?;
-    let peer = context.peer.clone();
-    Some(tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_secs(1));
-        tick.tick().await;
-        loop {
-            tick.tick().await;
-            let done = progress
-                .completed
-                .load(std::sync::atomic::Ordering::Relaxed);
-            let errors = progress.errors.load(std::sync::atomic::Ordering::Relaxed);
-            let mut note =
-                ProgressNotificationParam::new(token.clone(), done as f64).with_message(format!(
-                    "{} done, {errors} errors{}",
-                    of_total(done, total, unit),
-                    noted(&progress)
-                ));
-            if total > 0 {
-                note = note.with_total(total as f64);
-            }
-            if peer.notify_progress(note).await.is_err() {
-                break;
-            }
-        }
-    }))
 }
 
 impl FaultServer {

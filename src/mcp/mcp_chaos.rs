@@ -1,8 +1,6 @@
 //! MCP tool `fault_run_mcp_chaos_scenario`: a server behind `fault mcp-proxy`, calls driven with a client
 //! policy, and the MCP chaos report. Input in [`super::mcp_chaos_input`], the run in [`crate::mcp_chaos`].
 
-use std::sync::Arc;
-
 use rmcp::{
     RoleServer,
     model::{CallToolResult, JsonObject},
@@ -10,17 +8,15 @@ use rmcp::{
     tool, tool_router,
 };
 
-use super::impact::progress_ticker;
+use super::impact_input::RunFiles;
 use super::mcp_chaos_input::{chaos_input_schema, chaos_spec};
-use super::{
-    FaultServer, output_schema, text_and_structured, tool_error, with_chart, with_page, with_view,
-};
+use super::scenario::ScenarioReport;
+use super::{FaultServer, output_schema, text_and_structured, tool_error, with_chart, with_view};
 use crate::{
-    load::LoadProgress,
     mcp_chaos,
     report::{
         chaos::{self, ChaosReport},
-        chart::{self, chaos::ChaosFigure, page_file::PageFile},
+        chart::{self, ChartError, chaos::ChaosFigure},
     },
 };
 
@@ -61,26 +57,27 @@ HTTP MCP server directly (no plan: it measures the server as it is). `as_tasks: 
         };
         let total =
             spec.planned_calls() * (u64::from(spec.sessions) + if spec.baseline { 1 } else { 0 });
-        let progress = Arc::new(LoadProgress::default());
-        let ticker = progress_ticker(&context, progress.clone(), total, "calls");
-        let apps = super::declared_apps(&context);
-        let outcome = mcp_chaos::run(&spec, &context.ct, progress).await;
-        if let Some(ticker) = ticker {
-            ticker.abort();
-        }
-        match outcome {
-            Ok(report) => {
-                let result = with_chart(
-                    text_and_structured(chaos::render(&report), &report),
-                    &ChaosFigure::all(&report),
-                );
-                let result = with_view(result, apps, "chaos", || chart::page::chaos_body(&report));
-                Ok(with_page(result, page, || chart::page::chaos_page(&report)))
-            }
-            Err(e) => {
-                page.into_iter().for_each(PageFile::discard);
-                Ok(tool_error(e))
-            }
-        }
+        let files = RunFiles { page, result: None };
+        self.run_scenario(
+            files,
+            context,
+            (total, "calls"),
+            async |cancel, progress| mcp_chaos::run(&spec, cancel, progress).await,
+        )
+        .await
+    }
+}
+
+impl ScenarioReport for ChaosReport {
+    fn result(&self, apps: bool) -> CallToolResult {
+        let result = with_chart(
+            text_and_structured(chaos::render(self), self),
+            &ChaosFigure::all(self),
+        );
+        with_view(result, apps, "chaos", || chart::page::chaos_body(self))
+    }
+
+    fn page(&self) -> Result<String, ChartError> {
+        chart::page::chaos_page(self)
     }
 }

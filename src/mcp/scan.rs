@@ -10,16 +10,13 @@ use rmcp::{
     tool, tool_router,
 };
 
-use super::impact::progress_ticker;
+use super::scenario::progress_ticker;
 use super::{FaultServer, text_and_structured, tool_error};
 use crate::{
     fields::{FieldInput, object_schema},
     load::LoadProgress,
     scan::{self, ScanSpec, spec::FIELDS},
 };
-
-/// The tool's name.
-pub(super) const TOOL: &str = "fault_scan_mcp_server";
 
 fn scan_output_schema() -> Arc<JsonObject> {
     match scan::report::result_schema() {

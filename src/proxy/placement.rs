@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::faults::Placeable;
 use super::values::ParseError;
 use crate::fields::{Field, FieldError, FieldInput, Unit, parses_as};
 use crate::lenient::Number;
@@ -472,6 +471,26 @@ pub const SCHED: Field = Field::parsed(
     parses_as::<Schedule>,
 )
 .optional("active for the whole run");
+
+/// How the user places a fault: side, direction, probability and schedule, on the command line and in its
+/// tool alike.
+#[derive(Debug, Clone, Copy)]
+pub struct Placeable {
+    /// The direction it takes when none is given (on every face).
+    pub direction: Direction,
+    /// What its probability draws, e.g. "Share of messages delayed".
+    pub probability_help: &'static str,
+}
+
+impl Placeable {
+    /// A fault whose probability draws messages, acting on `direction` by default.
+    pub const fn messages(direction: Direction) -> Self {
+        Self {
+            direction,
+            probability_help: "Share of messages affected",
+        }
+    }
+}
 
 /// The fields of a placeable fault: side, direction, probability and sched. Only the direction's default and
 /// what the probability draws differ from fault to fault (its [`Placeable`]).

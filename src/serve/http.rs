@@ -2,7 +2,7 @@
 //! (sessions, SSE and JSON responses, `Host` and `Origin` checks); this puts it on hyper behind the endpoint
 //! path and the optional bearer token, logs the URL, and shuts down cleanly on SIGINT/SIGTERM.
 
-use std::{convert::Infallible, net::SocketAddr, sync::Arc, time::Duration};
+use std::{convert::Infallible, sync::Arc, time::Duration};
 
 use bytes::Bytes;
 use http::{Request, Response, StatusCode, header};
@@ -16,21 +16,10 @@ use rmcp::{
 use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
 
-use super::{TransportArgs, accept};
+use super::{HttpServeError, TransportArgs, accept};
 
 /// How long open requests and streams get to finish after SIGINT/SIGTERM.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
-
-#[derive(Debug, thiserror::Error)]
-pub enum HttpServeError {
-    #[error("{flag}: {reason}")]
-    Flag { flag: &'static str, reason: String },
-    #[error("cannot listen on {listen}: {source}")]
-    Bind {
-        listen: SocketAddr,
-        source: std::io::Error,
-    },
-}
 
 type HttpResponse = Response<BoxBody<Bytes, Infallible>>;
 

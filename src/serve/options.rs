@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 
 use clap::{Args, ValueEnum};
 
-use super::http::HttpServeError;
+use super::error::HttpServeError;
 
 /// Where the HTTP endpoint listens unless `--listen` says otherwise.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8000";

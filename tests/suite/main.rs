@@ -71,4 +71,5 @@ mod result_schemas;
 mod robustness;
 mod scenario_recovery;
 mod scenario_tools;
+mod structure;
 mod workloads;

@@ -14,10 +14,10 @@ use rand::rngs::StdRng;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use super::{Chunk, Injector, Placeable, Stage, TcpFaultSpec, Verdict};
+use super::{Chunk, Injector, Stage, TcpFaultSpec, Verdict};
 use crate::fields::{Field, FieldError, FieldInput, Unit, parses_as};
 use crate::lenient::Number;
-use crate::proxy::placement::{Direction, FaultCommon};
+use crate::proxy::placement::{Direction, FaultCommon, Placeable};
 use crate::proxy::values::ParseError;
 
 /// Units of a bandwidth rate: bytes per second, decimal multiples.

@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use rand::rngs::StdRng;
 
-use super::{Chunk, Injector, Placeable, Stage, TcpFaultSpec, Verdict, on_selected_flows};
+use super::{Chunk, Injector, Stage, TcpFaultSpec, Verdict, on_selected_flows};
 use crate::fields::{Field, FieldError, FieldInput};
-use crate::proxy::placement::{Direction, FaultCommon};
+use crate::proxy::placement::{Direction, FaultCommon, Placeable};
 
 /// Blackhole: no field of its own.
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -8,10 +8,10 @@ use bytes::Bytes;
 use rand::RngExt;
 use rand::rngs::StdRng;
 
-use super::{Chunk, Injector, MSS, Placeable, Stage, TcpFaultSpec, Verdict, on_selected_flows};
+use super::{Chunk, Injector, MSS, Stage, TcpFaultSpec, Verdict, on_selected_flows};
 use crate::fields::{Field, FieldError, FieldInput, Unit};
 use crate::lenient::Number;
-use crate::proxy::placement::{Direction, FaultCommon};
+use crate::proxy::placement::{Direction, FaultCommon, Placeable};
 use crate::proxy::values::ParseError;
 
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -14,11 +14,11 @@ use bytes::Bytes;
 use rand::RngExt;
 use rand::rngs::StdRng;
 
-use super::{Chunk, ConnectionEnd, Injector, Placeable, Stage, TcpFaultSpec, Verdict};
+use super::{Chunk, ConnectionEnd, Injector, Stage, TcpFaultSpec, Verdict};
 use crate::fields::{Field, FieldError, FieldInput, Unit};
 use crate::http1::{self, BodyDecoder, FramingError, RequestFlow};
 use crate::lenient::Number;
-use crate::proxy::placement::FaultCommon;
+use crate::proxy::placement::{FaultCommon, Placeable};
 use crate::proxy::values::ParseError;
 
 #[derive(Debug, Clone, PartialEq)]

@@ -14,10 +14,10 @@ use rand::RngExt;
 use rand::rngs::StdRng;
 use tokio::time::Instant;
 
-use super::{Chunk, Injector, Placeable, Stage, TcpFaultSpec, Verdict, in_ms};
+use super::{Chunk, Injector, Stage, TcpFaultSpec, Verdict, in_ms};
 use crate::fields::{Field, FieldError, FieldInput, Unit};
 use crate::lenient::Number;
-use crate::proxy::placement::{Direction, FaultCommon, Flow};
+use crate::proxy::placement::{Direction, FaultCommon, Flow, Placeable};
 use crate::proxy::values::{MAX_DELAY_MS, ParseError};
 
 #[derive(Debug, Clone, PartialEq, Default)]

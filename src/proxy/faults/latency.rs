@@ -10,10 +10,10 @@ use rand::rngs::StdRng;
 use rand_distr::{Distribution, Normal, Pareto};
 use serde::{Deserialize, Serialize};
 
-use super::{Chunk, Injector, Placeable, Stage, TcpFaultSpec, Verdict, in_ms, on_selected_flows};
+use super::{Chunk, Injector, Stage, TcpFaultSpec, Verdict, in_ms, on_selected_flows};
 use crate::fields::{Field, FieldError, FieldInput, parses_as};
 use crate::lenient::Number;
-use crate::proxy::placement::{Direction, FaultCommon};
+use crate::proxy::placement::{Direction, FaultCommon, Placeable};
 use crate::proxy::values::{MAX_DELAY_MS, ParseError};
 
 /// Shape of the latency samples.

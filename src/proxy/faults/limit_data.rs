@@ -5,12 +5,10 @@ use std::sync::Arc;
 
 use rand::rngs::StdRng;
 
-use super::{
-    Chunk, ConnectionEnd, Injector, Placeable, Stage, TcpFaultSpec, Verdict, on_selected_flows,
-};
+use super::{Chunk, ConnectionEnd, Injector, Stage, TcpFaultSpec, Verdict, on_selected_flows};
 use crate::fields::{Field, FieldError, FieldInput, Unit};
 use crate::lenient::Number;
-use crate::proxy::placement::{Direction, FaultCommon};
+use crate::proxy::placement::{Direction, FaultCommon, Placeable};
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct LimitDataSpec {

@@ -8,12 +8,10 @@ use std::time::Duration;
 use rand::RngExt;
 use rand::rngs::StdRng;
 
-use super::{
-    Chunk, Injector, MSS, Placeable, Stage, TcpFaultSpec, Verdict, in_ms, on_selected_flows,
-};
+use super::{Chunk, Injector, MSS, Stage, TcpFaultSpec, Verdict, in_ms, on_selected_flows};
 use crate::fields::{Field, FieldError, FieldInput, Unit, parses_as};
 use crate::lenient::Number;
-use crate::proxy::placement::{Direction, FaultCommon};
+use crate::proxy::placement::{Direction, FaultCommon, Placeable};
 use crate::proxy::values::{ParseError, parse_rate};
 
 #[derive(Debug, Clone, PartialEq)]

@@ -9,12 +9,11 @@ use rand::rngs::StdRng;
 use tokio::time::Instant;
 
 use super::{
-    Chunk, ConnectionEnd, Injector, Placeable, Stage, TcpFaultSpec, Verdict, in_ms,
-    on_selected_flows,
+    Chunk, ConnectionEnd, Injector, Stage, TcpFaultSpec, Verdict, in_ms, on_selected_flows,
 };
 use crate::fields::{Field, FieldError, FieldInput, Unit};
 use crate::lenient::Number;
-use crate::proxy::placement::{Direction, FaultCommon};
+use crate::proxy::placement::{Direction, FaultCommon, Placeable};
 use crate::proxy::values::MAX_DELAY_MS;
 
 #[derive(Debug, Clone, PartialEq, Default)]
