@@ -112,8 +112,8 @@ pub enum Command {
     /// In an MCP client config, swap `"command": "python", "args": ["server.py"]` for
     /// `"command": "fault", "args": ["mcp-proxy", "--plan", "/abs/plan.yaml", "--", "python", "server.py"]`.
     McpProxy(Box<crate::mcp_proxy::McpProxyArgs>),
-    /// Serve MCP test tools that fail, stall and answer on demand (error, slow, flaky, echo, get_item,
-    /// list_items, progress): a known target for MCP clients, proxies and `fault mcp-proxy`.
+    /// Serve MCP tools with known failure modes (errors, stalls, flaky answers, tasks, planted defects): a known
+    /// target for MCP clients, proxies and `fault mcp-proxy`. Its instructions at `initialize` list every tool.
     McpTestServer(crate::mcp_test_server::TestServerArgs),
     /// Scan an MCP server (COMMAND after `--`, or --url): hygiene of its schemas, baseline latency,
     /// saturation, and its contract probed with invalid input; prints a scored verdict and writes a fix guide
