@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{AdviceError, ProgressReporter, ask, prompts::Task};
+use super::{AdviceError, ProgressReporter, ask::ask, prompts::Task};
 use crate::{
     code::{self, FunctionInfo, Language},
     llm::ChatModel,

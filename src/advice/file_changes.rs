@@ -8,8 +8,11 @@ use serde_json::Value;
 
 use super::context::{IndexContext, Related};
 use super::{
-    AdviceError, ProgressReporter, ask, clamp_score, diff, match_final_newline, prompts::Task,
-    string_field, strip_code_fence, syntax_problems,
+    AdviceError, ProgressReporter,
+    answer::{clamp_score, match_final_newline, string_field, strip_code_fence, syntax_problems},
+    ask::ask,
+    diff,
+    prompts::Task,
 };
 use crate::{
     code::{self, Language},

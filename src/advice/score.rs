@@ -4,8 +4,11 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::{
-    AdviceError, Aspect, ProgressReporter, ask, check_snippet, clamp_score, lang_label,
-    prompts::Task, string_field,
+    AdviceError, Aspect, ProgressReporter,
+    answer::{clamp_score, string_field},
+    ask::ask,
+    input::{check_snippet, lang_label},
+    prompts::Task,
 };
 use crate::llm::ChatModel;
 

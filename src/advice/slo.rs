@@ -4,7 +4,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{AdviceError, ProgressReporter, ask, check_snippet, lang_label, prompts::Task};
+use super::{
+    AdviceError, ProgressReporter,
+    ask::ask,
+    input::{check_snippet, lang_label},
+    prompts::Task,
+};
 use crate::llm::ChatModel;
 
 /// The kind of objective.

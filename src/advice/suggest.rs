@@ -6,8 +6,12 @@ use serde_json::Value;
 
 use super::context::{IndexContext, Related};
 use super::{
-    AdviceError, Aspect, ProgressReporter, ask, check_snippet, diff, lang_label,
-    match_final_newline, prompts::Task, string_field, strip_code_fence, syntax_problems,
+    AdviceError, Aspect, ProgressReporter,
+    answer::{match_final_newline, string_field, strip_code_fence, syntax_problems},
+    ask::ask,
+    diff,
+    input::{check_snippet, lang_label},
+    prompts::Task,
 };
 use crate::{code::Language, llm::ChatModel};
 

@@ -10,11 +10,51 @@ use super::parse::PARSES;
 use super::{
     CodeError, FunctionBlock, FunctionInfo, FunctionKind, Language,
     lines::LineIndex,
-    parse::{LARGE_SOURCE, cut_changes_nothing, cut_line, on_two_threads, parse_part},
+    parse::{self, LARGE_SOURCE, cut_changes_nothing, cut_line, on_two_threads, parse_part},
     search::{
         Found, Scope, end_without_trailing_comments, node_text, run_query, run_query_on_two_threads,
     },
 };
+
+/// Every function of `source`, in document order (nested functions after their parent).
+pub fn functions_in_source(language: Language, source: &str) -> Vec<FunctionBlock> {
+    match functions_in_source_checked(language, source) {
+        Ok(blocks) => blocks,
+        Err(e) => {
+            tracing::error!("{e}");
+            Vec::new()
+        }
+    }
+}
+
+pub(crate) fn functions_in_source_checked(
+    language: Language,
+    source: &str,
+) -> Result<Vec<FunctionBlock>, CodeError> {
+    let (blocks, trees) = find_functions(language, source)?;
+    free_off_the_callers_path(trees, source.len());
+    Ok(blocks)
+}
+
+/// Frees the trees of a large source on a thread of its own: freeing takes about a tenth of the parse, and
+/// the caller is waiting for an answer that no longer needs them. The thread runs at the lowest priority,
+/// so that it takes no CPU from the answer, nor from the client reading it, on a busy machine.
+fn free_off_the_callers_path(trees: Vec<tree_sitter::Tree>, source_len: usize) {
+    if source_len < parse::LARGE_SOURCE {
+        return;
+    }
+    let freeing = std::thread::Builder::new()
+        .name("tree-free".to_owned())
+        .spawn(move || {
+            // On Linux the calling thread's own priority (no other thread's); a refusal leaves it as it was.
+            let _ = rustix::process::setpriority_process(None, 19);
+            drop(trees)
+        });
+    if let Err(e) = freeing {
+        // The trees were moved into the closure that failed to start, and freed with it.
+        tracing::debug!(error = %e, "freed a syntax tree on the caller's thread");
+    }
+}
 
 /// Every function of `source`, in document order, and the syntax trees they were found in (the caller frees
 /// them). A large source that can be cut in two at a top-level line is parsed and searched as two halves on two

@@ -334,7 +334,10 @@ impl<'de> serde::Deserialize<'de> for Language {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
+    use crate::code::parse_errors;
 
     /// CPU time this thread has run (Linux; zero elsewhere, where the comparison below then holds trivially).
     fn thread_cpu() -> std::time::Duration {
@@ -384,6 +387,64 @@ mod tests {
                 functions.pattern_count(),
                 "{language}"
             );
+        }
+    }
+
+    #[test]
+    fn language_names_and_extensions() {
+        for (name, canonical) in [
+            ("python", "python"),
+            ("py", "python"),
+            ("go", "go"),
+            ("golang", "go"),
+            ("Rust", "rust"),
+            ("rs", "rust"),
+            ("javascript", "javascript"),
+            ("js", "javascript"),
+            ("node", "javascript"),
+            ("typescript", "typescript"),
+            ("ts", "typescript"),
+            ("tsx", "typescript"),
+        ] {
+            assert_eq!(Language::from_name(name).unwrap().name(), canonical);
+        }
+        assert!(Language::from_name("cobol").is_none());
+        for (file, canonical) in [
+            ("/a/b.py", "python"),
+            ("/a/b.pyi", "python"),
+            ("/a/b.go", "go"),
+            ("/a/b.rs", "rust"),
+            ("/a/b.js", "javascript"),
+            ("/a/b.MJS", "javascript"),
+            ("/a/b.cjs", "javascript"),
+            ("/a/b.jsx", "javascript"),
+            ("/a/b.ts", "typescript"),
+            ("/a/b.mts", "typescript"),
+            ("/a/b.cts", "typescript"),
+            ("/a/b.tsx", "typescript"),
+        ] {
+            assert_eq!(
+                Language::from_path(Path::new(file)).unwrap().name(),
+                canonical
+            );
+        }
+        assert!(Language::from_path(Path::new("/a/b.cob")).is_none());
+        let tsx = Language::from_path(Path::new("/a/b.tsx")).unwrap();
+        assert_eq!(tsx.extensions(), ["tsx"], "TSX has a grammar of its own");
+        assert_eq!(Language::from_name("tsx"), Some(tsx));
+        assert!(parse_errors(tsx, "const a = <p>{1}</p>;\n").is_empty());
+        let names: std::collections::HashSet<&str> = Language::all().map(|l| l.name()).collect();
+        assert_eq!(
+            names.len(),
+            Language::all().count(),
+            "one entry per language"
+        );
+    }
+
+    #[test]
+    fn every_query_compiles() {
+        for language in Language::all_grammars() {
+            language.queries().unwrap();
         }
     }
 }

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use url::Url;
 
 use super::{
-    ChatAnswer, ChatModel, Embedder, LlmError, Message, OutputSchema, Role, check_vectors,
+    ChatAnswer, ChatModel, Embedder, LlmError, Message, OutputSchema, Role, embed::check_vectors,
     transport::ProviderTransport,
 };
 use crate::redact::redacted;

@@ -32,7 +32,8 @@ use url::Url;
 use super::{
     COMPATIBLE_KEY_ENV, ChatAnswer, ChatModel, Embedder, LlmError, Message, OPENAI_BASE_URL,
     OPENAI_HOST, OPENAI_KEY_ENV, OPENROUTER_BASE_URL, OPENROUTER_HOST, OPENROUTER_KEY_ENV,
-    OutputSchema, Provider, Role, check_vectors,
+    OutputSchema, Provider, Role,
+    embed::check_vectors,
     transport::{ProviderTransport, non_empty_env},
 };
 use crate::redact::redacted;

@@ -3,17 +3,10 @@
 
 use serde_json::Value;
 
-use super::{ChatModel, LlmError, Message};
-
-/// A JSON Schema the answer must match, with the name providers want for it.
-#[derive(Debug, Clone)]
-pub struct OutputSchema {
-    /// a-z, A-Z, 0-9, `_` or `-`, at most 64 characters (OpenAI's rule).
-    pub name: String,
-    pub schema: Value,
-    /// OpenAI strict mode: only for schemas where every property is required and no object is open.
-    pub strict: bool,
-}
+use super::{
+    LlmError,
+    chat::{ChatAnswer, ChatModel, Message, OutputSchema},
+};
 
 /// A validated answer, and whether it took a repair request to get it.
 #[derive(Debug, Clone)]
@@ -41,7 +34,7 @@ pub async fn ask_json(
 ) -> Result<JsonAnswer, LlmError> {
     let validator = jsonschema::validator_for(&schema.schema)
         .map_err(|e| LlmError::Config(format!("schema '{}' is invalid: {e}", schema.name)))?;
-    let truncated = |answer: &super::ChatAnswer| LlmError::Truncated {
+    let truncated = |answer: &ChatAnswer| LlmError::Truncated {
         provider: model.provider(),
         model: model.model().to_owned(),
         limit: max_tokens,

@@ -7,17 +7,11 @@ use std::{sync::Mutex, time::Duration};
 use futures::future::BoxFuture;
 use reqwest::{Request, Response, StatusCode};
 
-use super::LlmError;
+use super::{
+    LlmError,
+    settings::{MAX_RETRIES_ENV, MAX_TOKENS_ENV, RETRY_WINDOW_ENV, TIMEOUT_ENV},
+};
 use crate::redact::redacted;
-
-/// Environment variable: seconds a single request may take before it is abandoned (default 120).
-pub const TIMEOUT_ENV: &str = "FAULT_LLM_TIMEOUT_SECS";
-/// Environment variable: the most tokens a chat answer may have (unset: the provider's default).
-pub const MAX_TOKENS_ENV: &str = "FAULT_LLM_MAX_TOKENS";
-/// Environment variable: how many times a request is retried after a 429, 5xx or connection error (default 3).
-pub const MAX_RETRIES_ENV: &str = "FAULT_LLM_MAX_RETRIES";
-/// Environment variable: seconds from a request's first try after which no retry starts (default 60).
-pub const RETRY_WINDOW_ENV: &str = "FAULT_LLM_RETRY_WINDOW_SECS";
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 const DEFAULT_MAX_RETRIES: u32 = 3;

@@ -1,0 +1,31 @@
+//! What a user gives a task, checked and named for the prompt.
+
+use super::AdviceError;
+use crate::code::{self, Language};
+
+/// A snippet given by a user: not blank, not huge.
+pub(super) fn check_snippet(snippet: &str) -> Result<(), AdviceError> {
+    if snippet.trim().is_empty() {
+        return Err(AdviceError::Input(
+            "snippet is empty; pass the code to review (e.g. the `full` field of fault_extract_code_block)"
+                .into(),
+        ));
+    }
+    if snippet.len() as u64 > code::MAX_SOURCE_BYTES {
+        return Err(AdviceError::Input(format!(
+            "snippet is {} bytes, over the {} byte limit; pass one function",
+            snippet.len(),
+            code::MAX_SOURCE_BYTES
+        )));
+    }
+    Ok(())
+}
+
+/// The language label for prompts: the canonical name when known, else what the user wrote.
+pub(super) fn lang_label(lang: &str) -> String {
+    match Language::from_name(lang) {
+        Some(language) => language.name().to_owned(),
+        None if lang.trim().is_empty() => "source".to_owned(),
+        None => lang.trim().to_owned(),
+    }
+}
