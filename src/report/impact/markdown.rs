@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::phases::{FOOTNOTE, Recovery};
+use super::phases::FOOTNOTE;
 use super::{Report, RunFigures, Status};
 use crate::report::{SecondFigures, latency_scale};
 
@@ -494,55 +494,10 @@ fn write_phases(out: &mut String, report: &Report) -> std::fmt::Result {
         report.recovery_seconds
     )?;
     for window in &report.recovery {
-        let short = if window.shorter_than_a_second {
-            format!(
-                " ({} s, shorter than a second: it acted and its phase counts the requests due in it, but each second around it also holds time without it)",
-                secs(window.until_s - window.from_s)
-            )
-        } else {
-            String::new()
-        };
-        let detect = match (window.detect_s, window.detected_at_second) {
-            (Some(detect), Some(second)) => format!(
-                "detected {} s after its start (second {second} broke {})",
-                secs(detect),
-                window.broken_slos.join(" and ")
-            ),
-            _ => "no second broke an SLO (nothing to detect)".to_owned(),
-        };
-        let recover = match &window.recovery {
-            Recovery::Recovered {
-                recover_s,
-                from_second,
-            } => format!(
-                "recovered {} s after its end (seconds {from_second}–{} held)",
-                secs(*recover_s),
-                from_second + report.recovery_seconds - 1
-            ),
-            Recovery::NotRecovered {
-                after_s,
-                next_window: false,
-            } => format!(
-                "**did not recover**: the run ended {} s after the window without {} seconds in a row within every SLO",
-                secs(*after_s),
-                report.recovery_seconds
-            ),
-            Recovery::NotRecovered {
-                after_s,
-                next_window: true,
-            } => format!(
-                "**did not recover** before the next window began, {} s after this one",
-                secs(*after_s)
-            ),
-            Recovery::HeldToTheEnd => {
-                "it held to the end of the run: no time to recover".to_owned()
-            }
-        };
         writeln!(
             out,
-            "- Window {}–{} s{short}: {detect}; {recover}.",
-            secs(window.from_s),
-            secs(window.until_s)
+            "- {}.",
+            window.describe(report.recovery_seconds).markdown()
         )?;
     }
     writeln!(out)
