@@ -25,7 +25,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Judged, slo_counts};
+use super::slo::{Judged, slo_counts};
 use crate::load::PhaseSamples;
 use crate::report::{SecondFigures, ms, percent, quantile, round2, round4, trim_float};
 
