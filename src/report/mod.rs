@@ -91,6 +91,12 @@ pub(crate) fn round2(value: f64) -> f64 {
     (value * 100.0).round() / 100.0
 }
 
+/// A number for the reports' text, to two decimals without trailing zeros: "5", "2.5", "0.25".
+pub(crate) fn trim_float(value: f64) -> String {
+    let text = format!("{value:.2}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
 pub(crate) fn percent(part: u64, total: u64) -> f64 {
     if total == 0 {
         0.0

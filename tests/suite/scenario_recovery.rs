@@ -152,7 +152,11 @@ async fn a_latency_window_is_detected_and_recovery_follows_the_services_hold_dow
         eprintln!("{}", summary(name, report));
         // The image says it too: the phases, and when the window was detected.
         assert!(alt.contains("Phase during (5–10 s): 100 requests"), "{alt}");
-        assert!(alt.contains("Window 5–10 s: detected after"), "{alt}");
+        assert!(
+            alt.contains("Window 5–10 s: detected ")
+                && alt.contains(" s after its start (second 5"),
+            "{alt}"
+        );
         let names: Vec<&str> = report["phases"]
             .as_array()
             .unwrap()

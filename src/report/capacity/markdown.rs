@@ -2,7 +2,9 @@
 
 use std::fmt::Write;
 
-use super::{CapacityReport, MAX_SHORTFALL_PERCENT, SideFigures, StepPart};
+use super::report::CapacityReport;
+use super::sides::SideFigures;
+use super::steps::{MAX_SHORTFALL_PERCENT, StepPart};
 
 fn rate(value: Option<u64>) -> String {
     value.map_or_else(|| "-".to_owned(), |rate| format!("{rate} req/s"))

@@ -18,7 +18,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::record::{CallOutcome, CallRecord, Hints, ToolHints};
-use super::{RUNAWAY_ATTEMPTS, is_runaway};
+use super::tool_figures::{RUNAWAY_ATTEMPTS, is_runaway};
 use crate::report::round2;
 
 /// A retry this much earlier than Retry-After asked still honours it (timers and the wire).

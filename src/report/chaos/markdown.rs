@@ -6,9 +6,12 @@ use std::fmt::Write;
 use super::gates::GateReport;
 use super::head_of_line::{BLOCKED_RATIO, HeadOfLine, MIN_CALLS, SLOWER_FACTOR};
 use super::judgement::{Judgement, MAX_FOLLOW_UPS, NextStep, RETRY_AFTER_SLACK_MS};
+use super::latency::LatencyFigures;
 use super::mcp_tasks::McpTaskFigures;
+use super::report::ChaosReport;
+use super::run_figures::ChaosFigures;
 use super::sessions::SessionsFigures;
-use super::{ChaosFigures, ChaosReport, LatencyFigures, RUNAWAY_ATTEMPTS, ToolFigures};
+use super::tool_figures::{RUNAWAY_ATTEMPTS, ToolFigures};
 
 fn opt_ms(value: Option<f64>) -> String {
     value.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"))

@@ -4,12 +4,14 @@
 use plotters::{coord::Shift, prelude::*};
 
 use super::{
-    ChartError, Figure, PlotFrame, chart_on, drawing,
+    figure::{ChartError, Figure, PlotFrame, drawing},
     font::FAMILY,
     header,
+    layout::{chart_on, stack, stacked_height},
+    legend::{self, Legend},
     palette::*,
-    series::{legend, series_line, time_mark},
-    stack, stacked_height, value_axis,
+    series::{series_line, time_mark},
+    value_axis::value_axis,
 };
 use crate::report::capacity::{CapacityReport, SideFigures};
 
@@ -157,8 +159,7 @@ impl<'a> CapacityFigure<'a> {
                 )?;
             }
         }
-        legend(&mut chart)?;
-        Ok(PlotFrame::of(&chart, CHART_ID, x))
+        legend::finish(&mut chart, Legend::InPlot, CHART_ID, x)
     }
 }
 

@@ -9,8 +9,12 @@ use plotters::{
 };
 
 use super::{
-    ChartError, Figure, PlotFrame, chart_on, drawing, font::FAMILY, header, legend, palette::*,
-    stack, stacked_height,
+    figure::{ChartError, Figure, PlotFrame, drawing},
+    font::FAMILY,
+    header,
+    layout::{chart_on, stack, stacked_height},
+    legend::{self, Legend},
+    palette::*,
 };
 use crate::report::chaos::{
     ChaosReport, ToolFigures,
@@ -243,12 +247,16 @@ impl<'a> ChaosFigure<'a> {
             .filter(|kind| timeline.marks.iter().any(|m| m.kind == *kind))
             .map(|kind| (kind.label(), mark_colour(kind)))
             .collect();
-        legend::draw(&below, LABEL_AREA as i32 + 10, &present)?;
-        Ok(PlotFrame::of(
-            &chart,
+        legend::finish(
+            &mut chart,
+            Legend::Below {
+                area: &below,
+                left: LABEL_AREA as i32 + 10,
+                items: &present,
+            },
             ChaosChart::Timeline.id(),
             (0.0, seconds),
-        ))
+        )
     }
 
     fn draw_availability<DB: DrawingBackend>(
@@ -315,12 +323,16 @@ impl<'a> ChaosFigure<'a> {
             .iter()
             .map(|(name, colour, _)| (*name, *colour))
             .collect();
-        legend::draw(&below, LABEL_AREA as i32 + 10, &items)?;
-        Ok(PlotFrame::of(
-            &chart,
+        legend::finish(
+            &mut chart,
+            Legend::Below {
+                area: &below,
+                left: LABEL_AREA as i32 + 10,
+                items: &items,
+            },
             ChaosChart::Availability.id(),
             (0.0, BAR_ROOM),
-        ))
+        )
     }
 }
 

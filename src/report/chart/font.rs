@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 use plotters::style::FontStyle;
 
-use super::ChartError;
+use super::figure::ChartError;
 
 /// The family name every chart text uses.
 pub(super) const FAMILY: &str = "sans-serif";

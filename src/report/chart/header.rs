@@ -3,7 +3,10 @@
 
 use plotters::{coord::Shift, prelude::*};
 
-use super::{ChartError, drawing, font::FAMILY};
+use super::{
+    figure::{ChartError, drawing},
+    font::FAMILY,
+};
 
 const LINE: u32 = 22;
 const PADDING: u32 = 12;

@@ -11,18 +11,21 @@ use plotters::{
 };
 
 use super::{
-    ChartError, Figure, PlotFrame, WIDTH, chart_on,
+    WIDTH,
     columns::per_column,
-    drawing,
+    figure::{ChartError, Figure, PlotFrame, drawing},
     font::FAMILY,
-    header,
+    impact_rate, impact_requests, impact_text,
+    layout::{chart_on, stack, stacked_height},
+    legend::{self, Legend},
     palette::*,
-    series::{fault_window, legend, series_line, time_mark},
-    stack, stacked_height, value_axis,
+    series::{fault_window, series_line, time_mark},
+    value_axis::value_axis,
 };
 use crate::report::{
     SecondFigures,
-    impact::{CurvePoint, Recovery, Report, RunFigures, SloVerdict, Status},
+    impact::{CurvePoint, Recovery, Report, RunFigures, SloVerdict},
+    trim_float,
 };
 
 /// The charts of an impact report, each drawable on its own (the HTML views) or stacked (the image block).
@@ -52,8 +55,8 @@ impl ImpactChart {
         Self::ALL
             .into_iter()
             .filter(|chart| match chart {
-                ImpactChart::Requests => super::impact_requests::has_requests(report),
-                ImpactChart::Rate => super::impact_rate::has_rate(report),
+                ImpactChart::Requests => impact_requests::has_requests(report),
+                ImpactChart::Rate => impact_rate::has_rate(report),
                 _ => true,
             })
             .collect()
@@ -94,7 +97,7 @@ impl ImpactChart {
     /// The series of this chart for `report`: [`Self::series`], or each request of the mix.
     pub fn series_of(self, report: &Report) -> Vec<(String, RGBColor)> {
         match self {
-            ImpactChart::Requests => super::impact_requests::series(report),
+            ImpactChart::Requests => impact_requests::series(report),
             _ => self
                 .series()
                 .into_iter()
@@ -144,88 +147,6 @@ impl<'a> ImpactFigure<'a> {
 
     fn chart_heights(&self) -> Vec<u32> {
         self.charts.iter().map(|c| c.height()).collect()
-    }
-
-    fn header_lines(&self) -> Vec<(String, RGBColor)> {
-        let report = self.report;
-        let status = match report.status {
-            Status::Passed => "Passed",
-            Status::Failed => "Failed",
-        };
-        let slos = &report.run.slos;
-        let missed = slos.iter().filter(|s| !s.passed).count();
-        let mut lines = vec![
-            (report.title.clone(), TEXT),
-            (
-                format!(
-                    "{status}: {missed} of {} SLOs missed · {} · {} requests, {} errors ({} timeouts)",
-                    slos.len(),
-                    target(report),
-                    report.run.requests,
-                    report.run.errors,
-                    report.run.outcomes.timeout,
-                ),
-                if missed > 0 { SLO_MISSED } else { TEXT },
-            ),
-        ];
-        for fault in &report.faults {
-            let windows: Vec<String> = fault
-                .windows
-                .iter()
-                .map(|w| format!("{}–{} s", seconds_text(w.from_s), seconds_text(w.until_s)))
-                .collect();
-            let acted = fault
-                .applications
-                .map_or(String::new(), |n| format!(", acted {n} times"));
-            lines.push((
-                format!(
-                    "Fault: {} ({}), active {}{acted}",
-                    fault.kind,
-                    fault.description,
-                    windows.join(", ")
-                ),
-                FAULT_LABEL,
-            ));
-        }
-        for phase in &report.phases {
-            let upstream = phase
-                .upstream
-                .as_ref()
-                .and_then(|u| u.requests_per_client_request)
-                .map_or(String::new(), |x| {
-                    format!(", {x:.2} upstream requests per request")
-                });
-            let missed: Vec<&str> = phase
-                .slos
-                .iter()
-                .filter(|slo| !slo.passed)
-                .map(|slo| slo.name.as_str())
-                .collect();
-            let verdict = if missed.is_empty() {
-                "SLOs met".to_owned()
-            } else {
-                format!("missed {}", missed.join(", "))
-            };
-            lines.push((
-                format!(
-                    "{} {}–{} s: {} requests, {} errors, p99 {} ms{upstream}; {verdict}",
-                    phase.name,
-                    seconds_text(phase.from_s),
-                    seconds_text(phase.until_s),
-                    phase.requests,
-                    phase.errors,
-                    phase.p99_ms
-                ),
-                if missed.is_empty() { TEXT } else { SLO_MISSED },
-            ));
-        }
-        for window in &report.recovery {
-            lines.push((recovery_text(window, report.recovery_seconds), TEXT));
-        }
-        if let Some(why) = &report.inconclusive {
-            lines.push((format!("Inconclusive: {why}"), WARNING));
-        }
-        header::wrapped(lines)
     }
 
     /// The SLOs the charts of all traffic draw: those over all traffic, and with one request its own too (its
@@ -284,8 +205,8 @@ impl<'a> ImpactFigure<'a> {
             let label = if labelled {
                 format!(
                     "{kind} active ({}–{} s)",
-                    seconds_text(from),
-                    seconds_text(until)
+                    trim_float(from),
+                    trim_float(until)
                 )
             } else {
                 format!("{kind} active")
@@ -392,12 +313,12 @@ impl<'a> ImpactFigure<'a> {
         line(&p50, P50, "p50", false)?;
         line(&p95, P95, "p95", false)?;
         line(&p99, P99, "p99", false)?;
-        legend(&mut chart)?;
-        Ok(PlotFrame::of(
-            &chart,
+        legend::finish(
+            &mut chart,
+            Legend::InPlot,
             ImpactChart::LatencyOverTime.id(),
             (0.0, seconds),
-        ))
+        )
     }
 
     fn draw_distribution<DB: DrawingBackend>(
@@ -472,12 +393,12 @@ impl<'a> ImpactFigure<'a> {
         let mapped = |points: &[(f64, f64)]| points.iter().map(|&(x, y)| (x, axis.at(y))).collect();
         series_line(&mut chart, mapped(&base), BASELINE, "baseline", true)?;
         series_line(&mut chart, mapped(&fault), P99, "with the fault", false)?;
-        legend(&mut chart)?;
-        Ok(PlotFrame::of(
-            &chart,
+        legend::finish(
+            &mut chart,
+            Legend::InPlot,
             ImpactChart::Distribution.id(),
             (0.0, MAX_NINES),
-        ))
+        )
     }
 
     fn draw_errors<DB: DrawingBackend>(
@@ -545,12 +466,12 @@ impl<'a> ImpactFigure<'a> {
         line(&base_errors, BASELINE, "baseline errors", true)?;
         line(&errors, ERRORS, "errors (timeouts included)", false)?;
         line(&timeouts, TIMEOUTS, "timeouts", false)?;
-        legend(&mut chart)?;
-        Ok(PlotFrame::of(
-            &chart,
+        legend::finish(
+            &mut chart,
+            Legend::InPlot,
             ImpactChart::ErrorsOverTime.id(),
             (0.0, seconds),
-        ))
+        )
     }
 }
 
@@ -586,19 +507,23 @@ fn nines_label(x: f64) -> String {
 
 impl Figure for ImpactFigure<'_> {
     fn height(&self) -> u32 {
-        let header = self.with_header.then(|| self.header_lines().len());
+        let header = self
+            .with_header
+            .then(|| impact_text::header_lines(self.report).len());
         stacked_height(header, &self.chart_heights())
     }
 
     fn alt_text(&self) -> String {
-        alt_text(self.report)
+        impact_text::alt_text(self.report)
     }
 
     fn draw<DB: DrawingBackend>(
         &self,
         root: &DrawingArea<DB, Shift>,
     ) -> Result<Vec<PlotFrame>, ChartError> {
-        let header = self.with_header.then(|| self.header_lines());
+        let header = self
+            .with_header
+            .then(|| impact_text::header_lines(self.report));
         stack(
             root,
             header.as_deref(),
@@ -612,141 +537,6 @@ impl Figure for ImpactFigure<'_> {
             },
         )
     }
-}
-
-/// Seconds for the charts' text: "5", "2.5".
-fn seconds_text(value: f64) -> String {
-    let text = format!("{value:.2}");
-    text.trim_end_matches('0').trim_end_matches('.').to_owned()
-}
-
-/// A window's time to detect and to recover in words.
-fn recovery_text(window: &crate::report::impact::WindowRecovery, in_a_row: u32) -> String {
-    let detect = match window.detect_s {
-        Some(s) => format!("detected after {} s", seconds_text(s)),
-        None => "no SLO broke".to_owned(),
-    };
-    let recover = match window.recovery {
-        Recovery::Recovered { recover_s, .. } => {
-            format!("recovered {} s after it ended", seconds_text(recover_s))
-        }
-        Recovery::NotRecovered {
-            after_s,
-            next_window: false,
-        } => format!(
-            "did not recover ({in_a_row} s in a row within the SLOs) by the end of the run, {} s after it",
-            seconds_text(after_s)
-        ),
-        Recovery::NotRecovered { after_s, .. } => format!(
-            "did not recover before the next window, {} s after it",
-            seconds_text(after_s)
-        ),
-        Recovery::HeldToTheEnd => "held to the end of the run".to_owned(),
-    };
-    let short = if window.shorter_than_a_second {
-        " (shorter than a second)"
-    } else {
-        ""
-    };
-    format!(
-        "Window {}–{} s{short}: {detect}; {recover}",
-        seconds_text(window.from_s),
-        seconds_text(window.until_s)
-    )
-}
-
-/// What the load went to: "GET http://…", or "3 requests (checkout, search, home)" for a mix.
-fn target(report: &Report) -> String {
-    if report.requests.len() > 1 {
-        let names: Vec<&str> = report.requests.iter().map(|r| r.name.as_str()).collect();
-        format!("{} requests ({})", names.len(), names.join(", "))
-    } else {
-        format!("{} {}", report.call.method, report.call.url)
-    }
-}
-
-/// What the charts show, in words.
-fn alt_text(report: &Report) -> String {
-    let run = &report.run;
-    let mut text = format!(
-        "Charts of the impact scenario on {}: latency over time, the latency distribution, and errors per \
-         second.",
-        target(report)
-    );
-    for fault in &report.faults {
-        let windows: Vec<String> = fault
-            .windows
-            .iter()
-            .map(|w| {
-                format!(
-                    "from {} s to {} s",
-                    seconds_text(w.from_s),
-                    seconds_text(w.until_s)
-                )
-            })
-            .collect();
-        text.push_str(&format!(
-            " The fault {} ({}) was active {}.",
-            fault.kind,
-            fault.description,
-            windows.join(" and ")
-        ));
-    }
-    for phase in &report.phases {
-        text.push_str(&format!(
-            " Phase {} ({}–{} s): {} requests, {} errors, p99 {} ms.",
-            phase.name,
-            seconds_text(phase.from_s),
-            seconds_text(phase.until_s),
-            phase.requests,
-            phase.errors,
-            phase.p99_ms
-        ));
-    }
-    for window in &report.recovery {
-        text.push_str(&format!(
-            " {}.",
-            recovery_text(window, report.recovery_seconds)
-        ));
-    }
-    match &report.comparison {
-        Some(c) => text.push_str(&format!(
-            " p50 {} ms with the fault against {} ms without, p99 {} ms against {} ms.",
-            c.fault_p50_ms, c.baseline_p50_ms, c.fault_p99_ms, c.baseline_p99_ms
-        )),
-        None => {
-            let at = |name: &str| {
-                run.percentiles
-                    .iter()
-                    .find(|p| p.name == name)
-                    .map_or(0.0, |p| p.latency_ms)
-            };
-            text.push_str(&format!(
-                " p50 {} ms, p99 {} ms, max {} ms.",
-                at("p50"),
-                at("p99"),
-                run.max_ms
-            ));
-        }
-    }
-    for slo in &run.slos {
-        text.push_str(&format!(
-            " SLO {}: {} (latency at the objective {} ms).",
-            slo.name,
-            if slo.passed { "met" } else { "missed" },
-            slo.latency_at_objective_ms
-        ));
-    }
-    text.push_str(&format!(
-        " {} requests, {} errors, {} timeouts.",
-        run.requests, run.errors, run.outcomes.timeout
-    ));
-    text.push_str(&super::impact_requests::alt_text(report));
-    text.push_str(&super::impact_rate::alt_text(report));
-    if let Some(why) = &report.inconclusive {
-        text.push_str(&format!(" Inconclusive: {why}."));
-    }
-    text
 }
 
 #[cfg(test)]

@@ -5,13 +5,14 @@
 use plotters::{coord::Shift, prelude::*};
 
 use super::{
-    ChartError, PlotFrame, chart_on,
     columns::per_column,
-    drawing,
+    figure::{ChartError, PlotFrame, drawing},
     font::FAMILY,
     impact::{ImpactChart, ImpactFigure, PLOT_COLUMNS},
+    layout::chart_on,
+    legend::{self, Legend},
     palette::{ACHIEVED, GRID, OFFERED, TEXT},
-    series::{legend, series_line},
+    series::series_line,
 };
 use crate::report::{SecondFigures, impact::Report};
 
@@ -107,11 +108,11 @@ impl ImpactFigure<'_> {
             "achieved (answers that ended)",
             false,
         )?;
-        legend(&mut chart)?;
-        Ok(PlotFrame::of(
-            &chart,
+        legend::finish(
+            &mut chart,
+            Legend::InPlot,
             ImpactChart::Rate.id(),
             (0.0, seconds),
-        ))
+        )
     }
 }

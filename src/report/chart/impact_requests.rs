@@ -10,11 +10,12 @@ use plotters::{
 };
 
 use super::{
-    ChartError, PlotFrame, chart_on, drawing,
+    figure::{ChartError, PlotFrame, drawing},
     font::FAMILY,
     impact::{ImpactChart, ImpactFigure},
+    layout::chart_on,
     palette::{GRID, SLO, SLO_MISSED, TEXT, request_colour},
-    value_axis,
+    value_axis::value_axis,
 };
 use crate::report::impact::{Report, SloVerdict};
 

@@ -1,14 +1,61 @@
-//! A legend as one row of colour swatches and names under a chart, where it covers no data.
+//! A chart's legend and its last step: the series' labels in a box in the plot's corner, or a row of colour
+//! swatches and names under the chart where it covers no data; then where the plot is ([`finish`]).
 
-use plotters::{coord::Shift, prelude::*};
+use plotters::{
+    coord::{Shift, types::RangedCoordf64},
+    prelude::*,
+};
 
-use super::{ChartError, drawing, font::FAMILY, palette::TEXT};
+use super::{
+    figure::{ChartError, PlotFrame, drawing},
+    font::FAMILY,
+    palette::{GRID, TEXT},
+};
 
-/// Height of the row.
+/// Height of the row under a chart.
 pub(super) const HEIGHT: u32 = 28;
 
-/// Draws `items` (name, colour) left to right on `area`, starting `left` pixels in.
-pub(super) fn draw<DB: DrawingBackend>(
+/// Where a chart's legend is drawn.
+pub(super) enum Legend<'b, DB: DrawingBackend> {
+    /// The series' labels, top left in the plot, on a white box.
+    InPlot,
+    /// `items` (name, colour) left to right on `area` under the chart, starting `left` pixels in.
+    Below {
+        area: &'b DrawingArea<DB, Shift>,
+        left: i32,
+        items: &'b [(&'b str, RGBColor)],
+    },
+}
+
+/// Draws `chart`'s legend where `legend` says, and gives where its plot is: the chart's id and the x values
+/// at the plot's left and right edges.
+pub(super) fn finish<'a, DB: DrawingBackend + 'a>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    legend: Legend<'_, DB>,
+    id: &'static str,
+    x: (f64, f64),
+) -> Result<PlotFrame, ChartError> {
+    match legend {
+        Legend::InPlot => series_labels(chart)?,
+        Legend::Below { area, left, items } => row(area, left, items)?,
+    }
+    Ok(PlotFrame::of(chart, id, x))
+}
+
+fn series_labels<'a, DB: DrawingBackend + 'a>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+) -> Result<(), ChartError> {
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(GRID)
+        .label_font((FAMILY, 12).into_font().color(&TEXT))
+        .draw()
+        .map_err(drawing)
+}
+
+fn row<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     left: i32,
     items: &[(&str, RGBColor)],

@@ -10,12 +10,11 @@ use serde::Serialize;
 use sha2::Digest;
 
 use super::{
-    ChartError, Figure, PlotFrame,
     capacity::{self, CapacityFigure},
     chaos::{ChaosChart, ChaosFigure},
+    figure::{ChartError, Figure, PlotFrame, svg},
     impact::{ImpactChart, ImpactFigure},
     proxy::{ProxyChart, ProxyFigure},
-    svg,
 };
 use crate::report::{
     capacity::CapacityReport, chaos::ChaosReport, impact::Report, proxy::ProxyReport,

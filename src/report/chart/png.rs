@@ -3,7 +3,11 @@
 
 use plotters::prelude::*;
 
-use super::{ChartError, Figure, WIDTH, drawing, font};
+use super::{
+    WIDTH,
+    figure::{ChartError, Figure, drawing},
+    font,
+};
 
 /// `figure` encoded as PNG.
 pub fn png(figure: &impl Figure) -> Result<Vec<u8>, ChartError> {

@@ -7,14 +7,15 @@ use plotters::{
 };
 
 use super::{
-    ChartError, Figure, PlotFrame, WIDTH, chart_on,
+    WIDTH,
     columns::per_column,
-    drawing,
+    figure::{ChartError, Figure, PlotFrame, drawing},
     font::FAMILY,
     header,
+    layout::{chart_on, stack, stacked_height},
+    legend::{self, Legend},
     palette::*,
-    series::{fault_window, legend, series_line},
-    stack, stacked_height,
+    series::{fault_window, series_line},
 };
 use crate::report::proxy::{ProxyReport, ProxySecond};
 
@@ -155,8 +156,7 @@ impl<'a> ProxyFigure<'a> {
         for (points, (name, colour)) in lines.into_iter().zip(chart_kind.series()) {
             series_line(&mut chart, points, colour, name, false)?;
         }
-        legend(&mut chart)?;
-        Ok(PlotFrame::of(&chart, chart_kind.id(), (0.0, seconds)))
+        legend::finish(&mut chart, Legend::InPlot, chart_kind.id(), (0.0, seconds))
     }
 }
 

@@ -1,13 +1,14 @@
-//! A time series as a line with its legend entry, and the legend box: what every line chart draws the same way.
+//! A time series as a line with its legend entry, a fault's window and a moment marked: what every line chart
+//! draws the same way.
 
 use plotters::{coord::types::RangedCoordf64, prelude::*};
 
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::{
-    ChartError, drawing,
+    figure::{ChartError, drawing},
     font::FAMILY,
-    palette::{FAULT_LABEL, FAULT_WINDOW, GRID, MARK, TEXT},
+    palette::{FAULT_LABEL, FAULT_WINDOW, MARK},
 };
 
 /// `points` as a line (dashed: a baseline) named `name` in the legend; nothing without points.
@@ -38,24 +39,6 @@ pub(super) fn series_line<'a, DB: DrawingBackend + 'a>(
         .label(name)
         .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], style));
     Ok(())
-}
-
-/// The series legend, top left, on a white box.
-pub(super) fn legend<'a, DB: DrawingBackend + 'a, X, Y>(
-    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
-) -> Result<(), ChartError>
-where
-    X: plotters::coord::ranged1d::Ranged<ValueType = f64>,
-    Y: plotters::coord::ranged1d::Ranged<ValueType = f64>,
-{
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(GRID)
-        .label_font((FAMILY, 12).into_font().color(&TEXT))
-        .draw()
-        .map_err(drawing)
 }
 
 /// A fault's active window from `from` to `until` (x), shaded over `low..high` (y) and labelled `label` in

@@ -17,7 +17,8 @@ use hdrhistogram::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{LatencySlo, UpstreamCounts, UpstreamTally};
+use super::phases::{UpstreamCounts, UpstreamTally};
+use super::slo::LatencySlo;
 use crate::load::{LoadReport, PhaseSamples, RequestSamples, Samples, SecondSamples};
 
 /// A histogram of latencies in µs, in HdrHistogram's V2 compressed encoding (deflate), base64 (standard

@@ -25,9 +25,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Judged, slo_counts};
+use super::slo::{Judged, slo_counts};
 use crate::load::PhaseSamples;
-use crate::report::{SecondFigures, ms, percent, quantile, round2, round4};
+use crate::report::{SecondFigures, ms, percent, quantile, round2, round4, trim_float};
 
 /// The definitions of this module in the report's words, for its footnote.
 pub const FOOTNOTE: &str = "Phases cut the run at the faults' windows (merged where they overlap): before, during, \
@@ -362,6 +362,98 @@ pub struct WindowRecovery {
     pub recovery: Recovery,
 }
 
+impl WindowRecovery {
+    /// The window's time to detect and to recover in one sentence without its full stop, `in_a_row` being N:
+    /// the report's line for the window, and the charts' header and text alternative say the same.
+    pub fn describe(&self, in_a_row: u32) -> RecoverySentence<'_> {
+        RecoverySentence {
+            window: self,
+            in_a_row,
+            markdown: false,
+        }
+    }
+}
+
+/// [`WindowRecovery::describe`], written with `{}`: plain text, or markdown that stresses a service that did
+/// not recover ([`Self::markdown`]).
+pub struct RecoverySentence<'a> {
+    window: &'a WindowRecovery,
+    in_a_row: u32,
+    markdown: bool,
+}
+
+impl RecoverySentence<'_> {
+    /// The sentence for the markdown report.
+    pub fn markdown(self) -> Self {
+        Self {
+            markdown: true,
+            ..self
+        }
+    }
+}
+
+impl std::fmt::Display for RecoverySentence<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let window = self.window;
+        let strong = if self.markdown { "**" } else { "" };
+        write!(
+            f,
+            "Window {}–{} s",
+            trim_float(window.from_s),
+            trim_float(window.until_s)
+        )?;
+        if window.shorter_than_a_second {
+            write!(
+                f,
+                " ({} s, shorter than a second: it acted and its phase counts the requests due in it, but each \
+                 second around it also holds time without it)",
+                trim_float(window.until_s - window.from_s)
+            )?;
+        }
+        match (window.detect_s, window.detected_at_second) {
+            (Some(detect), Some(second)) => write!(
+                f,
+                ": detected {} s after its start (second {second} broke {})",
+                trim_float(detect),
+                window.broken_slos.join(" and ")
+            )?,
+            _ => f.write_str(": no second broke an SLO (nothing to detect)")?,
+        }
+        match window.recovery {
+            Recovery::Recovered {
+                recover_s,
+                from_second,
+            } => write!(
+                f,
+                "; recovered {} s after its end (seconds {from_second}–{} held)",
+                trim_float(recover_s),
+                from_second + self.in_a_row - 1
+            ),
+            Recovery::NotRecovered {
+                after_s,
+                next_window: false,
+            } => write!(
+                f,
+                "; {strong}did not recover{strong}: the run ended {} s after the window without {} seconds in a \
+                 row within every SLO",
+                trim_float(after_s),
+                self.in_a_row
+            ),
+            Recovery::NotRecovered {
+                after_s,
+                next_window: true,
+            } => write!(
+                f,
+                "; {strong}did not recover{strong} before the next window began, {} s after this one",
+                trim_float(after_s)
+            ),
+            Recovery::HeldToTheEnd => {
+                f.write_str("; it held to the end of the run: no time to recover")
+            }
+        }
+    }
+}
+
 /// The SLOs second `index` breaks, each read on its own traffic's second (see the module's definitions).
 fn broken(index: usize, judged: &[Judged]) -> Vec<String> {
     judged
@@ -610,5 +702,29 @@ mod tests {
         let held = recoveries_of(&[window(20.0, 24.0)], &run(20, 24), &slos, 0.0, 3, 24.0);
         assert_eq!(held[0].recovery, Recovery::HeldToTheEnd);
         assert!(phase_cuts(&[window(0.0, 24.0)], 24.0).is_empty());
+    }
+
+    #[test]
+    fn a_window_is_described_in_one_sentence_stressed_in_markdown_where_it_did_not_recover() {
+        let slos = LatencySlo::defaults();
+        let found = recoveries_of(&[window(5.0, 10.0)], &run(5, 22), &slos, 0.0, 3, 24.0);
+        let plain = found[0].describe(3).to_string();
+        assert_eq!(
+            plain,
+            "Window 5–10 s: detected 0 s after its start (second 5 broke 99% @ 350ms and 95% @ 200ms); \
+             did not recover: the run ended 14 s after the window without 3 seconds in a row within every SLO"
+        );
+        let markdown = found[0].describe(3).markdown().to_string();
+        assert_eq!(
+            markdown,
+            plain.replace("did not recover", "**did not recover**")
+        );
+        let short = recoveries_of(&[window(1.5, 1.9)], &run(99, 99), &slos, 0.0, 3, 24.0);
+        assert!(
+            short[0]
+                .describe(3)
+                .to_string()
+                .starts_with("Window 1.5–1.9 s (0.4 s, shorter than a second: ")
+        );
     }
 }
