@@ -1,11 +1,22 @@
 //! Judging a run against its gates: PASSED or FAILED per gate, from the run's figures. The gates themselves are
-//! plan input, declared and read with the plan ([`crate::mcp_proxy::plan::Gates`]).
+//! plan input, declared and read with the plan; the report sees them as [`Budgets`].
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::ChaosFigures;
-pub use crate::mcp_proxy::plan::Gates;
+
+/// The budgets a run is judged against, each one given a gate (the plan's gates).
+pub trait Budgets {
+    /// The slowest cancel of a call left without an answer, in ms.
+    fn max_detection_ms(&self) -> Option<u64>;
+    /// The slowest recovery after a failure, in ms; a failure never recovered fails it.
+    fn max_recovery_ms(&self) -> Option<u64>;
+    /// Every call left without an answer was cancelled by the client.
+    fn require_clean_timeout(&self) -> bool;
+    fn max_runaways(&self) -> Option<u64>;
+    fn duplicate_writes(&self) -> Option<u64>;
+}
 
 /// One gate, judged.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -44,8 +55,13 @@ impl GateReport {
 }
 
 /// The gates of `gates` judged on `run`; `None` without any.
-pub fn evaluate(gates: &Gates, run: &ChaosFigures) -> Option<GateReport> {
-    if gates.is_empty() {
+pub fn evaluate(gates: &impl Budgets, run: &ChaosFigures) -> Option<GateReport> {
+    let none_set = gates.max_detection_ms().is_none()
+        && gates.max_recovery_ms().is_none()
+        && !gates.require_clean_timeout()
+        && gates.max_runaways().is_none()
+        && gates.duplicate_writes().is_none();
+    if none_set {
         return None;
     }
     let client = &run.overall.client;
@@ -60,7 +76,7 @@ pub fn evaluate(gates: &Gates, run: &ChaosFigures) -> Option<GateReport> {
         });
     };
     let worst_detection = client.detect_max_ms;
-    if let Some(budget) = gates.max_detection_ms {
+    if let Some(budget) = gates.max_detection_ms() {
         gate(
             "max_detection_ms",
             format!("{budget} ms"),
@@ -70,11 +86,11 @@ pub fn evaluate(gates: &Gates, run: &ChaosFigures) -> Option<GateReport> {
             worst_detection.is_none_or(|ms| ms <= budget as f64),
         );
     }
-    if gates.require_clean_timeout {
+    if gates.require_clean_timeout() {
         // A call still without an answer at the end that the client never cancelled hung past any budget.
         let left_open = run.overall.outcomes.timeout.saturating_sub(client.cancels);
         let late = gates
-            .max_detection_ms
+            .max_detection_ms()
             .zip(worst_detection)
             .is_some_and(|(budget, ms)| ms > budget as f64);
         gate(
@@ -91,7 +107,7 @@ pub fn evaluate(gates: &Gates, run: &ChaosFigures) -> Option<GateReport> {
             left_open == 0 && !late,
         );
     }
-    if let Some(budget) = gates.max_recovery_ms {
+    if let Some(budget) = gates.max_recovery_ms() {
         let measured = match client.recovery_max_ms {
             Some(ms) => format!(
                 "slowest recovery {ms:.0} ms, {} failure(s) never recovered",
@@ -119,7 +135,7 @@ pub fn evaluate(gates: &Gates, run: &ChaosFigures) -> Option<GateReport> {
             format!("{count} ({})", tools.join(", "))
         }
     };
-    if let Some(most) = gates.max_runaways {
+    if let Some(most) = gates.max_runaways() {
         gate(
             "max_runaways",
             most.to_string(),
@@ -127,7 +143,7 @@ pub fn evaluate(gates: &Gates, run: &ChaosFigures) -> Option<GateReport> {
             client.runaway <= most,
         );
     }
-    if let Some(most) = gates.duplicate_writes {
+    if let Some(most) = gates.duplicate_writes() {
         gate(
             "duplicate_writes",
             most.to_string(),
@@ -145,6 +161,7 @@ pub fn evaluate(gates: &Gates, run: &ChaosFigures) -> Option<GateReport> {
 mod tests {
     use super::super::record::{CallOutcome, CallRecord, Hints, Logical};
     use super::*;
+    use crate::mcp_proxy::plan::Gates;
 
     fn call(attempt: u32, start: f64, outcome: CallOutcome) -> CallRecord {
         CallRecord {
