@@ -2,14 +2,17 @@
 //! `fault mcp-test-server`, in the same run; what recording the session for its report (the judgements'
 //! bookkeeping, `--report`) adds to a call; and the proxy's memory over many calls.
 //!
-//! `cargo bench --bench mcp_proxy` (release build). `MCP_PROXY_BENCH_CALLS` sets the calls per side for the
-//! latency figures (default 20,000) and `MCP_PROXY_BENCH_MEMORY_CALLS` the calls of the memory run
-//! (default 100,000). Prints p50 and p99 of each side, the added p50/p99, and the proxy's RSS (from
-//! /proc) after 10% of the memory run and at its end. The bookkeeping is also timed in process (CPU per call,
+//! `cargo bench --bench mcp_proxy` (release build); `cargo bench --bench mcp_proxy -- memory` runs the memory
+//! runs alone. `MCP_PROXY_BENCH_CALLS` sets the calls per side for the latency figures (default 20,000) and
+//! `MCP_PROXY_BENCH_MEMORY_CALLS` the calls of each memory run (default 100,000). Prints p50 and p99 of each
+//! side, the added p50/p99, and the proxy's RSS (VmRSS from /proc): with no plan, after 10% of the memory run
+//! and at its end; with a plan that decides every call (one error and one latency fault, each firing on 1% of
+//! calls, so calls stay fast and every one passes through the relay's table of calls in flight), after 2,000
+//! calls and at the end. The bookkeeping is also timed in process (CPU per call,
 //! out of reach of the pipes' noise): the report's observer fed the test server's real `tools/list` and `echo`
 //! answers, and each call's event, as the proxy feeds it. `MCP_PROXY_BENCH_OTHER_BUILD=/path/to/fault` adds that
-//! build's proxy (bare and with `--report`) in front of the same server, interleaved in the same run: a change's
-//! cost is this build's figures against the commit before it.
+//! build's proxy (bare and with `--report`) in front of the same server, interleaved in the same run, and to the
+//! planned memory run: a change's cost is this build's figures against the commit before it.
 
 use std::{
     io::{BufRead, BufReader, Write},
@@ -148,53 +151,63 @@ impl Side {
     }
 }
 
-fn main() {
-    let calls = env_count("MCP_PROXY_BENCH_CALLS", 20_000);
-    let memory_calls = env_count("MCP_PROXY_BENCH_MEMORY_CALLS", 100_000);
-    let server = ["--log-level", "warn", "mcp-test-server"];
-    let mut proxied_args = vec!["--log-level", "warn", "mcp-proxy", "--", FAULT];
-    proxied_args.extend(server);
+/// The test server, as each side starts it.
+const SERVER: [&str; 3] = ["--log-level", "warn", "mcp-test-server"];
 
+/// `fault mcp-proxy` in front of the test server, with `proxy_flags` before the server command.
+fn proxied_args<'a>(proxy_flags: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["--log-level", "warn", "mcp-proxy"];
+    args.extend(proxy_flags);
+    args.push("--");
+    args.push(FAULT);
+    args.extend(SERVER);
+    args
+}
+
+/// A plan that decides every call and rarely acts, so the calls stay fast: a 1 ms delay and an error (as a
+/// tool result, which the session takes as an answer), each on 1% of calls.
+const MEMORY_PLAN: &str = "seed: 1
+faults:
+  - type: error
+    as: tool
+    probability: 0.01
+  - type: latency
+    ms: 1
+    probability: 0.01
+";
+
+fn main() {
+    let memory_only = std::env::args().skip(1).any(|arg| arg == "memory");
+    let other = std::env::var("MCP_PROXY_BENCH_OTHER_BUILD").ok();
+    if !memory_only {
+        latency(other.as_deref());
+    }
+    memory(other.as_deref());
+}
+
+/// The round trips of every side, interleaved, and the report's bookkeeping in process.
+fn latency(other: Option<&str>) {
+    let calls = env_count("MCP_PROXY_BENCH_CALLS", 20_000);
+    let bare_args = proxied_args(&[]);
     let report_dir =
         std::env::temp_dir().join(format!("fault-mcp-proxy-bench-{}", std::process::id()));
     std::fs::create_dir_all(&report_dir).unwrap();
     let report_file = report_dir.join("report.json");
-    let report_path = report_file.to_str().unwrap();
-    let mut recorded_args = vec![
-        "--log-level",
-        "warn",
-        "mcp-proxy",
-        "--report",
-        report_path,
-        "--",
-        FAULT,
-    ];
-    recorded_args.extend(server);
+    let recorded_args = proxied_args(&["--report", report_file.to_str().unwrap()]);
 
     let mut sides = vec![
-        Side::new("direct to fault mcp-test-server", FAULT, &server),
-        Side::new("through fault mcp-proxy (no plan)", FAULT, &proxied_args),
+        Side::new("direct to fault mcp-test-server", FAULT, &SERVER),
+        Side::new("through fault mcp-proxy (no plan)", FAULT, &bare_args),
         Side::new("through fault mcp-proxy --report", FAULT, &recorded_args),
     ];
     // Another build's proxy (e.g. the commit before a change) in front of the same server, in the same run.
-    let other = std::env::var("MCP_PROXY_BENCH_OTHER_BUILD").ok();
     let other_report = report_dir.join("other.json");
-    let other_report_path = other_report.to_str().unwrap();
-    if let Some(other) = &other {
-        let mut other_recorded = vec![
-            "--log-level",
-            "warn",
-            "mcp-proxy",
-            "--report",
-            other_report_path,
-            "--",
-            FAULT,
-        ];
-        other_recorded.extend(server);
+    if let Some(other) = other {
+        let other_recorded = proxied_args(&["--report", other_report.to_str().unwrap()]);
         sides.push(Side::new(
             "through the other build (no plan)",
             other,
-            &proxied_args,
+            &bare_args,
         ));
         sides.push(Side::new(
             "through the other build --report",
@@ -271,9 +284,13 @@ fn main() {
         per_call * 1e6,
         calls.max(10_000)
     );
+}
 
-    // Memory: the proxy's RSS early in a long run and at its end.
-    let mut proxied = Session::spawn(FAULT, &proxied_args);
+/// The proxy's RSS early in a long run and at its end: bare, and with [`MEMORY_PLAN`] (this build and, when
+/// given, the other one, in interleaved batches).
+fn memory(other: Option<&str>) {
+    let memory_calls = env_count("MCP_PROXY_BENCH_MEMORY_CALLS", 100_000);
+    let mut proxied = Session::spawn(FAULT, &proxied_args(&[]));
     let early = memory_calls / 10;
     round_trips(&mut proxied, early);
     let rss_early = proxied.rss_kib();
@@ -285,6 +302,42 @@ fn main() {
         rss_end as i64 - rss_early as i64
     );
     proxied.close();
+
+    let plan_dir =
+        std::env::temp_dir().join(format!("fault-mcp-proxy-bench-plan-{}", std::process::id()));
+    std::fs::create_dir_all(&plan_dir).unwrap();
+    let plan_file = plan_dir.join("plan.yaml");
+    std::fs::write(&plan_file, MEMORY_PLAN).unwrap();
+    let planned_args = proxied_args(&["--plan", plan_file.to_str().unwrap()]);
+    let mut sides = vec![("this build", Session::spawn(FAULT, &planned_args))];
+    if let Some(other) = other {
+        sides.push(("the other build", Session::spawn(other, &planned_args)));
+    }
+    let early = 2_000.min(memory_calls);
+    for (_, session) in &mut sides {
+        round_trips(session, early);
+    }
+    let rss_early: Vec<u64> = sides.iter().map(|(_, s)| s.rss_kib()).collect();
+    let batch = 1000;
+    let mut done = early;
+    while done < memory_calls {
+        let n = batch.min(memory_calls - done);
+        for (_, session) in &mut sides {
+            round_trips(session, n);
+        }
+        done += n;
+    }
+    println!("proxy RSS with a plan (an error and a latency fault, each on 1% of calls):"); // stdout-ok
+    for ((label, session), early_kib) in sides.into_iter().zip(rss_early) {
+        let end_kib = session.rss_kib();
+        println!(
+            // stdout-ok
+            "  {label:<16} {early_kib} KiB after {early} calls, {end_kib} KiB after {memory_calls} ({:+} KiB; goal: within 1024)",
+            end_kib as i64 - early_kib as i64
+        );
+        session.close();
+    }
+    let _ = std::fs::remove_dir_all(&plan_dir);
 }
 
 /// Seconds per call the `--report` observer spends on a call: its answer line (parsed, its result judged against

@@ -15,11 +15,11 @@ use crate::{
     mcp_chaos::{ChaosSpec, ServerUnderTest, ServerUrl},
     mcp_load::{CallLoad, CallPace, CallPolicy, PlannedCall},
     mcp_proxy::{
-        plan::{self, Plan},
+        plan::{self, Gates, Plan},
         stdio::ServerCommand,
     },
     mcp_wire::{endpoint::parse_endpoint, http_session::header_map},
-    report::{chaos::gates::Gates, chart::page_file::PageFile},
+    report::chart::page_file::PageFile,
 };
 
 /// Logical calls one run may make.

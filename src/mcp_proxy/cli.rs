@@ -9,13 +9,13 @@ use clap::Args;
 
 use super::engine::Observer;
 use super::http::{self, HttpProxyError, HttpProxyOptions};
-use super::plan::{Mode, Plan, PlanError};
+use super::plan::{Gates, Mode, Plan, PlanError};
 use super::recording::ReportObserver;
 use super::stdio::{
     self, ClientSide, RelayError, RelayOptions, ServerCommand, ServerStderr, ServerTarget,
 };
 use crate::mcp_wire::endpoint::{Endpoint, EndpointError, EndpointOptions};
-use crate::report::chaos::{ChaosReport, gates::Gates};
+use crate::report::chaos::ChaosReport;
 
 /// Arguments of `fault mcp-proxy [--plan FILE] [--seed N] [--events FILE] [--report FILE] [--strict]
 /// (-- COMMAND [ARGS…] | --upstream URL [--listen ADDR] [--upstream-fault FLAGS]… [--upstream-ca PATH])`.

@@ -9,7 +9,8 @@
 //! - [`http`]: the Streamable HTTP front (`--upstream URL --listen ADDR`); both reach an HTTP server through
 //!   [`crate::mcp_wire`];
 //! - [`engine`]: what both fronts share per call (decision, composed faults, rewrite, event);
-//! - [`plan`], [`trigger`]: the plan file (and the peer tools' formats) and when a fault applies;
+//! - [`plan`], [`trigger`]: the plan file (and the peer tools' formats) and when a fault applies; `gates`: the
+//!   plan's gates as the budgets the chaos report judges;
 //! - [`faults`]: one file per fault, registered in one list;
 //! - [`decide`], [`roll`]: deterministic decisions; [`learned`]: what the answers taught (tasks' tools,
 //!   tools' questions); [`events`]: the events file.
@@ -20,6 +21,7 @@ pub mod decide;
 pub mod engine;
 pub mod events;
 pub mod faults;
+mod gates;
 pub mod http;
 pub mod learned;
 pub mod plan;

@@ -14,12 +14,11 @@ use serde_json::Value;
 use super::{
     events::{CallEvent, CallObserver},
     faults::McpFaultSpec,
-    plan::Plan,
+    plan::{Gates, Plan},
 };
 use crate::mcp_wire::jsonrpc::{Envelope, Outcome, id_key};
 use crate::report::chaos::{
     self as report, ChaosReport, PlannedFaultInfo,
-    gates::Gates,
     mcp_tasks::{McpTaskFigures, TaskLedger},
     record::{CallOutcome, CallRecord, Schemas, retry_after_ms},
 };

@@ -264,7 +264,9 @@ fn check(label: &str, behaviour: &str, seen: &Value, report: &Value) {
         "{label}: client did {seen}\n{}",
         report["run"]["judgement"]
     );
-    for t in report["run"]["judgement"]["tools"].as_array().unwrap() {
+    let tools = report["run"]["judgement"]["tools"].as_array().unwrap();
+    assert!(!tools.is_empty(), "{label}: no tool judged");
+    for t in tools {
         if t["hints"]["read_only"] == true {
             assert_eq!(t["duplicate_writes"], 0, "{label}: {t}");
         }

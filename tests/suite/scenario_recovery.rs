@@ -215,7 +215,9 @@ async fn a_latency_window_is_detected_and_recovery_follows_the_services_hold_dow
             report["faults"][0]["applications"].as_u64().unwrap() >= 99,
             "{name}\n{markdown}"
         );
-        for phase in report["phases"].as_array().unwrap() {
+        let phases = report["phases"].as_array().unwrap();
+        assert!(!phases.is_empty(), "{name}: no phases\n{markdown}");
+        for phase in phases {
             assert_eq!(
                 phase["upstream"]["requests_per_client_request"], 1.0,
                 "{name}\n{markdown}"
@@ -391,13 +393,19 @@ async fn the_before_phase_matches_a_baseline_run() {
         "before p50 {a} ms, baseline p50 {b} ms\n{markdown}"
     );
     assert_eq!(before["upstream"]["requests_per_client_request"], 1.0);
-    for slo in before["slos"].as_array().unwrap() {
+    let slos = before["slos"].as_array().unwrap();
+    assert!(
+        !slos.is_empty(),
+        "no SLO judged before the fault\n{markdown}"
+    );
+    for slo in slos {
         assert!(slo["passed"].as_bool().unwrap(), "{markdown}");
     }
 }
 
-/// The bad windows of the issue are refused by name before anything starts, on both tools; the server
-/// still serves after them, and a window shorter than a second acts and is reported as such.
+/// Bad `sched` windows (starting or ending past the run, overlapping, of zero or negative length, in an
+/// unknown unit or none) are refused by name before anything starts, on both tools, as are a misspelt fault
+/// type or key, a missing value and an empty fault list; the server still serves after them, and a window shorter than a second acts and is reported as such.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_windows_are_refused_by_name_and_a_window_under_a_second_acts() {
     let _timing = TIMING.lock().await;

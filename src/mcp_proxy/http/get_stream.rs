@@ -11,7 +11,8 @@ use http_body_util::BodyExt;
 use hyper::body::{Frame, Incoming};
 use tokio::sync::mpsc;
 
-use super::{BoxError, Streams};
+use super::BoxError;
+use super::proxy::Streams;
 use crate::mcp_wire::sse;
 
 /// A session's GET stream, passed event by event, with the proxy's own notifications put between events.

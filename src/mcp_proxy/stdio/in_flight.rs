@@ -1,17 +1,26 @@
 //! The stdio relay's table of calls in flight: bounded in size and in age, so a server that never answers
-//! some ids holds neither memory nor stale entries beyond the bounds.
+//! some ids holds neither memory nor stale entries beyond the bounds. A call taken out of the table (answered,
+//! cancelled) leaves nothing behind: its place in the age order goes with it.
 
 use std::{
-    collections::{HashMap, VecDeque},
+    collections::{BTreeMap, HashMap},
     time::{Duration, Instant},
 };
+
+/// When an entry was last touched; `seq` orders touches at the same instant and makes each one unique.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Touch {
+    at: Instant,
+    seq: u64,
+}
 
 /// The calls in flight, by id key: at most `cap` of them (beyond it the oldest is given back), and each
 /// given back by [`InFlight::expire`] once untouched for `ttl`. Inserting an entry again touches it.
 pub(super) struct InFlight<V> {
-    entries: HashMap<String, (Instant, V)>,
-    /// Keys in the order they were touched; a record older than its entry's last touch is stale.
-    order: VecDeque<(Instant, String)>,
+    entries: HashMap<String, (Touch, V)>,
+    /// Every entry's key by its last touch, oldest first: exactly one record per entry.
+    order: BTreeMap<Touch, String>,
+    next_seq: u64,
     cap: usize,
     ttl: Duration,
 }
@@ -20,7 +29,8 @@ impl<V> InFlight<V> {
     pub(super) fn new(cap: usize, ttl: Duration) -> Self {
         Self {
             entries: HashMap::new(),
-            order: VecDeque::new(),
+            order: BTreeMap::new(),
+            next_seq: 0,
             cap,
             ttl,
         }
@@ -41,18 +51,23 @@ impl<V> InFlight<V> {
         } else {
             None
         };
-        self.order.push_back((now, key.clone()));
-        self.entries.insert(key, (now, value));
-        if self.order.len() > self.cap.saturating_mul(2) {
-            let entries = &self.entries;
-            self.order
-                .retain(|(at, k)| entries.get(k).is_some_and(|(t, _)| t == at));
+        let touch = Touch {
+            at: now,
+            seq: self.next_seq,
+        };
+        self.next_seq += 1;
+        self.order.insert(touch, key.clone());
+        if let Some((old, _)) = self.entries.insert(key, (touch, value)) {
+            self.order.remove(&old);
         }
         evicted
     }
 
+    /// Takes `key` out with its place in the age order.
     pub(super) fn remove(&mut self, key: &str) -> Option<V> {
-        self.entries.remove(key).map(|(_, v)| v)
+        let (touch, value) = self.entries.remove(key)?;
+        self.order.remove(&touch);
+        Some(value)
     }
 
     pub(super) fn drain(&mut self) -> Vec<(String, V)> {
@@ -60,44 +75,30 @@ impl<V> InFlight<V> {
         self.entries.drain().map(|(k, (_, v))| (k, v)).collect()
     }
 
-    fn is_current(&self, at: Instant, key: &str) -> bool {
-        self.entries.get(key).is_some_and(|(t, _)| *t == at)
-    }
-
     fn pop_oldest(&mut self) -> Option<(String, V)> {
-        while let Some((at, key)) = self.order.pop_front() {
-            if self.is_current(at, &key) {
-                return self.remove(&key).map(|v| (key, v));
-            }
-        }
-        None
+        let (_, key) = self.order.pop_first()?;
+        let (_, value) = self.entries.remove(&key)?;
+        Some((key, value))
     }
 
     /// Gives back the entries untouched for `ttl` at `now`, oldest first; an entry `busy` holds (a wait of
     /// its own in progress, bounded by its own timer) is touched instead.
     pub(super) fn expire(&mut self, now: Instant, busy: impl Fn(&V) -> bool) -> Vec<(String, V)> {
         let mut expired = Vec::new();
-        while let Some((at, _)) = self.order.front() {
-            if now.saturating_duration_since(*at) < self.ttl {
+        let mut touched = Vec::new();
+        while let Some(entry) = self.order.first_entry() {
+            if now.saturating_duration_since(entry.key().at) < self.ttl {
                 break;
             }
-            let Some((at, key)) = self.order.pop_front() else {
-                break;
-            };
-            if !self.is_current(at, &key) {
-                continue;
+            let key = entry.remove();
+            match self.entries.remove(&key) {
+                Some((_, value)) if busy(&value) => touched.push((key, value)),
+                Some((_, value)) => expired.push((key, value)),
+                None => {}
             }
-            match self.entries.get_mut(&key) {
-                Some(entry) if busy(&entry.1) => {
-                    entry.0 = now;
-                    self.order.push_back((now, key));
-                }
-                _ => {
-                    if let Some(value) = self.remove(&key) {
-                        expired.push((key, value));
-                    }
-                }
-            }
+        }
+        for (key, value) in touched {
+            self.insert(key, value, now);
         }
         expired
     }
@@ -158,6 +159,29 @@ mod tests {
             table.remove(&key);
             table.insert(key, i, t0 + Duration::from_secs(3));
         }
-        assert!(table.entries.len() <= 4 && table.order.len() <= 8 + 1);
+        assert!(table.entries.len() <= 4 && table.order.len() == table.entries.len());
+    }
+
+    #[test]
+    fn an_answered_call_leaves_nothing_behind() {
+        let mut table: InFlight<u32> = InFlight::new(65_536, Duration::from_secs(600));
+        let t0 = Instant::now();
+        for i in 0..10_000u32 {
+            let key = i.to_string();
+            table.insert(key.clone(), i, t0);
+            // A held request or answer touches its call again before the answer comes.
+            if i % 3 == 0 {
+                table.insert(key.clone(), i, t0 + Duration::from_millis(1));
+            }
+            assert_eq!(table.remove(&key), Some(i));
+        }
+        assert!(table.is_empty());
+        assert!(table.order.is_empty(), "no ordering record left behind");
+        // Nothing left to expire either.
+        assert!(
+            table
+                .expire(t0 + Duration::from_secs(3600), |_| false)
+                .is_empty()
+        );
     }
 }

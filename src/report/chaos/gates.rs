@@ -1,76 +1,21 @@
-//! Gates for CI: budgets a run must meet, written in a plan (`gates:`, or an mcptest suite's `recovery:`), as
-//! `fault mcp-proxy` flags, or as the scenario tool's `gates` field. The report says PASSED or FAILED per
-//! gate; `fault mcp-proxy` exits non-zero when one fails.
-//!
-//! `max_detection_ms`, `max_recovery_ms` and `require_clean_timeout` mean what they mean in mcptest's
-//! `recovery:` matcher: the per-call timeout budget, the recovery budget (a failure never recovered fails it),
-//! and that every call without an answer was given up cleanly (cancelled, within the timeout budget).
+//! Judging a run against its gates: PASSED or FAILED per gate, from the run's figures. The gates themselves are
+//! plan input, declared and read with the plan; the report sees them as [`Budgets`].
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::ChaosFigures;
 
-/// The budgets of a run; each one given is a gate.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema, clap::Args)]
-#[serde(deny_unknown_fields)]
-pub struct Gates {
-    /// Gate: the client detects every call left without an answer (it cancels it) within this many ms of
-    /// sending it (mcptest's per-call timeout budget). E.g. 3000.
-    #[arg(long, value_name = "MS")]
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_detection_ms: Option<u64>,
-    /// Gate: every failure is followed by a valid result of the same tool within this many ms; a failure
-    /// never recovered fails it (mcptest's recovery budget). E.g. 5000.
-    #[arg(long, value_name = "MS")]
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_recovery_ms: Option<u64>,
-    /// Gate: every call left without an answer was given up cleanly: cancelled by the client, within
-    /// `max_detection_ms` when it is given (mcptest's `require_clean_timeout`). Default false.
-    #[arg(long)]
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub require_clean_timeout: bool,
-    /// Gate: at most this many runaway calls (3 or more retries after a failure). E.g. 0.
-    #[arg(long, value_name = "N")]
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_runaways: Option<u64>,
-    /// Gate: at most this many duplicate writes (a write sent again after the server had received it). E.g. 0.
-    #[arg(long, value_name = "N")]
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub duplicate_writes: Option<u64>,
-}
-
-impl Gates {
-    /// Whether no gate is set.
-    pub fn is_empty(&self) -> bool {
-        *self == Gates::default()
-    }
-
-    /// These gates with `other`'s set ones over them (flags over the plan).
-    pub fn overridden_by(&self, other: &Gates) -> Gates {
-        Gates {
-            max_detection_ms: other.max_detection_ms.or(self.max_detection_ms),
-            max_recovery_ms: other.max_recovery_ms.or(self.max_recovery_ms),
-            require_clean_timeout: other.require_clean_timeout || self.require_clean_timeout,
-            max_runaways: other.max_runaways.or(self.max_runaways),
-            duplicate_writes: other.duplicate_writes.or(self.duplicate_writes),
-        }
-    }
-
-    /// The stricter of two sets of budgets (an mcptest suite's agents, each with its `recovery:`).
-    pub fn strictest(&self, other: &Gates) -> Gates {
-        let min = |a: Option<u64>, b: Option<u64>| match (a, b) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        Gates {
-            max_detection_ms: min(self.max_detection_ms, other.max_detection_ms),
-            max_recovery_ms: min(self.max_recovery_ms, other.max_recovery_ms),
-            require_clean_timeout: self.require_clean_timeout || other.require_clean_timeout,
-            max_runaways: min(self.max_runaways, other.max_runaways),
-            duplicate_writes: min(self.duplicate_writes, other.duplicate_writes),
-        }
-    }
+/// The budgets a run is judged against, each one given a gate (the plan's gates).
+pub trait Budgets {
+    /// The slowest cancel of a call left without an answer, in ms.
+    fn max_detection_ms(&self) -> Option<u64>;
+    /// The slowest recovery after a failure, in ms; a failure never recovered fails it.
+    fn max_recovery_ms(&self) -> Option<u64>;
+    /// Every call left without an answer was cancelled by the client.
+    fn require_clean_timeout(&self) -> bool;
+    fn max_runaways(&self) -> Option<u64>;
+    fn duplicate_writes(&self) -> Option<u64>;
 }
 
 /// One gate, judged.
@@ -110,8 +55,13 @@ impl GateReport {
 }
 
 /// The gates of `gates` judged on `run`; `None` without any.
-pub fn evaluate(gates: &Gates, run: &ChaosFigures) -> Option<GateReport> {
-    if gates.is_empty() {
+pub fn evaluate(gates: &impl Budgets, run: &ChaosFigures) -> Option<GateReport> {
+    let none_set = gates.max_detection_ms().is_none()
+        && gates.max_recovery_ms().is_none()
+        && !gates.require_clean_timeout()
+        && gates.max_runaways().is_none()
+        && gates.duplicate_writes().is_none();
+    if none_set {
         return None;
     }
     let client = &run.overall.client;
@@ -126,7 +76,7 @@ pub fn evaluate(gates: &Gates, run: &ChaosFigures) -> Option<GateReport> {
         });
     };
     let worst_detection = client.detect_max_ms;
-    if let Some(budget) = gates.max_detection_ms {
+    if let Some(budget) = gates.max_detection_ms() {
         gate(
             "max_detection_ms",
             format!("{budget} ms"),
@@ -136,11 +86,11 @@ pub fn evaluate(gates: &Gates, run: &ChaosFigures) -> Option<GateReport> {
             worst_detection.is_none_or(|ms| ms <= budget as f64),
         );
     }
-    if gates.require_clean_timeout {
+    if gates.require_clean_timeout() {
         // A call still without an answer at the end that the client never cancelled hung past any budget.
         let left_open = run.overall.outcomes.timeout.saturating_sub(client.cancels);
         let late = gates
-            .max_detection_ms
+            .max_detection_ms()
             .zip(worst_detection)
             .is_some_and(|(budget, ms)| ms > budget as f64);
         gate(
@@ -157,7 +107,7 @@ pub fn evaluate(gates: &Gates, run: &ChaosFigures) -> Option<GateReport> {
             left_open == 0 && !late,
         );
     }
-    if let Some(budget) = gates.max_recovery_ms {
+    if let Some(budget) = gates.max_recovery_ms() {
         let measured = match client.recovery_max_ms {
             Some(ms) => format!(
                 "slowest recovery {ms:.0} ms, {} failure(s) never recovered",
@@ -185,7 +135,7 @@ pub fn evaluate(gates: &Gates, run: &ChaosFigures) -> Option<GateReport> {
             format!("{count} ({})", tools.join(", "))
         }
     };
-    if let Some(most) = gates.max_runaways {
+    if let Some(most) = gates.max_runaways() {
         gate(
             "max_runaways",
             most.to_string(),
@@ -193,7 +143,7 @@ pub fn evaluate(gates: &Gates, run: &ChaosFigures) -> Option<GateReport> {
             client.runaway <= most,
         );
     }
-    if let Some(most) = gates.duplicate_writes {
+    if let Some(most) = gates.duplicate_writes() {
         gate(
             "duplicate_writes",
             most.to_string(),
@@ -211,6 +161,7 @@ pub fn evaluate(gates: &Gates, run: &ChaosFigures) -> Option<GateReport> {
 mod tests {
     use super::super::record::{CallOutcome, CallRecord, Hints, Logical};
     use super::*;
+    use crate::mcp_proxy::plan::Gates;
 
     fn call(attempt: u32, start: f64, outcome: CallOutcome) -> CallRecord {
         CallRecord {
