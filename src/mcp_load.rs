@@ -6,7 +6,7 @@
 //! the load generator's [`Timing`] and timeout rule: its latency runs from when it was due and it is cancelled
 //! at its deadline, the timeout after it was due, as in the impact report.
 //!
-//! With `as_tasks` the client declares the MCP Tasks extension (`io.modelcontextprotocol/tasks`) at
+//! With `as_tasks` the client declares the MCP Tasks extension ([`tasks::EXTENSION`]) at
 //! `initialize` and in each call's `_meta`; a call answered with a task is polled with `tasks/get` at the
 //! server's `pollIntervalMs` until the task ends, and the call's outcome and latency are the task's. A call
 //! answered plainly (a server without tasks) is taken as it is.
@@ -31,6 +31,7 @@ use crate::load::{
 use crate::mcp_wire::{
     PROTOCOL_VERSION,
     client::{Answer, McpClient},
+    tasks::{self, TaskHandle, TaskStatus},
 };
 use crate::report::{
     chaos::record::{CallOutcome, CallRecord, Logical, Schemas, retry_after_ms},
@@ -105,19 +106,13 @@ impl CallLoad {
             n => format!("{n} clients, each {one}"),
         };
         if self.as_tasks {
-            format!("{all}, called as tasks (io.modelcontextprotocol/tasks)")
+            format!("{all}, called as tasks ({})", tasks::EXTENSION)
         } else {
             all
         }
     }
 }
 
-/// The tasks extension's identifier, as clients declare it in their capabilities.
-const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
-/// The fastest and slowest a task is polled, whatever its `pollIntervalMs` says.
-const POLL_BOUNDS: (Duration, Duration) = (Duration::from_millis(50), Duration::from_secs(10));
-/// How often a task that gives no `pollIntervalMs` is polled.
-const DEFAULT_POLL: Duration = Duration::from_secs(1);
 /// How long the `tasks/cancel` of a call that timed out may take before the client moves on.
 const TASK_CANCEL_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -177,7 +172,7 @@ pub enum HandshakeError {
 /// What the driving client declares it can do: the tasks extension when it calls as tasks.
 fn capabilities(as_tasks: bool) -> Value {
     if as_tasks {
-        json!({"extensions": {TASKS_EXTENSION: {}}})
+        json!({"extensions": {tasks::EXTENSION: {}}})
     } else {
         json!({})
     }
@@ -417,13 +412,15 @@ async fn logical_call(
         let deadline = timing::deadline(due, policy.timeout);
         let (id, answer) = client.request_until("tools/call", params, deadline).await;
         let answer = match (tally, answer) {
-            (Some(tally), Answer::Response(response)) => match task_handle(&response) {
-                Some(task) => follow_task(client, task, deadline, tally).await,
-                None => {
-                    tally.plain.fetch_add(1, Ordering::Relaxed);
-                    Answer::Response(response)
+            (Some(tally), Answer::Response(response)) => {
+                match response.get("result").and_then(TaskHandle::of) {
+                    Some(task) => follow_task(client, task, deadline, tally).await,
+                    None => {
+                        tally.plain.fetch_add(1, Ordering::Relaxed);
+                        Answer::Response(response)
+                    }
                 }
-            },
+            }
             (_, answer) => answer,
         };
         let timing = Timing {
@@ -479,35 +476,7 @@ async fn logical_call(
 /// The `_meta` of a request that declares the tasks extension (the per-request capabilities of MCP
 /// 2026-07-28; servers of earlier revisions read the ones given at `initialize`).
 fn task_meta() -> Value {
-    json!({"io.modelcontextprotocol/clientCapabilities": capabilities(true)})
-}
-
-/// A task a call was answered with: its id and how often to poll it.
-#[derive(Debug)]
-struct TaskHandle {
-    id: String,
-    poll: Duration,
-}
-
-/// The task of a `tools/call` answered with one (`resultType: "task"`).
-fn task_handle(response: &Value) -> Option<TaskHandle> {
-    let result = response.get("result")?;
-    if result.get("resultType").and_then(Value::as_str) != Some("task") {
-        return None;
-    }
-    Some(TaskHandle {
-        id: result.get("taskId")?.as_str()?.to_owned(),
-        poll: poll_interval(result),
-    })
-}
-
-/// The task's `pollIntervalMs`, within [`POLL_BOUNDS`].
-fn poll_interval(task: &Value) -> Duration {
-    task.get("pollIntervalMs")
-        .and_then(Value::as_f64)
-        .filter(|ms| ms.is_finite() && *ms >= 0.0)
-        .map_or(DEFAULT_POLL, |ms| Duration::from_secs_f64(ms / 1000.0))
-        .clamp(POLL_BOUNDS.0, POLL_BOUNDS.1)
+    json!({tasks::CLIENT_CAPABILITIES_META: capabilities(true)})
 }
 
 /// Polls `task` until it ends or `deadline` passes, and answers for the call as the task ended: a completed
@@ -520,7 +489,7 @@ async fn follow_task(
     tally: &TaskTally,
 ) -> Answer {
     tally.created.fetch_add(1, Ordering::Relaxed);
-    let params = json!({"taskId": task.id, "_meta": task_meta()});
+    let params = json!({tasks::TASK_ID: task.id, "_meta": task_meta()});
     loop {
         let next = (Instant::now() + task.poll).min(deadline);
         tokio::time::sleep_until(next).await;
@@ -528,7 +497,7 @@ async fn follow_task(
             break;
         }
         let answer = client
-            .request_until("tasks/get", params.clone(), deadline)
+            .request_until(tasks::GET, params.clone(), deadline)
             .await
             .1;
         let response = match answer {
@@ -543,7 +512,7 @@ async fn follow_task(
             let not_found = response
                 .pointer("/error/code")
                 .and_then(Value::as_i64)
-                .is_some_and(|code| code == i64::from(rmcp::model::ErrorCode::INVALID_PARAMS.0));
+                .is_some_and(|code| code == tasks::NOT_FOUND_CODE);
             let count = if not_found {
                 &tally.lost
             } else {
@@ -560,27 +529,27 @@ async fn follow_task(
                 response.get("error"),
             );
         };
-        task.poll = poll_interval(state);
-        match state.get("status").and_then(Value::as_str) {
-            Some("completed") => {
+        task.poll = tasks::poll_interval(state);
+        match TaskStatus::of(state) {
+            Some(TaskStatus::Completed) => {
                 tally.completed.fetch_add(1, Ordering::Relaxed);
                 let result = state.get("result").cloned().unwrap_or(Value::Null);
                 return Answer::Response(json!({"result": result}));
             }
-            Some("failed") => {
+            Some(TaskStatus::Failed) => {
                 tally.failed.fetch_add(1, Ordering::Relaxed);
                 let error = state.get("error").cloned().unwrap_or_else(
                     || json!({"code": -32603, "message": format!("task {} failed", task.id)}),
                 );
                 return Answer::Response(json!({"error": error}));
             }
-            Some("cancelled") => {
+            Some(TaskStatus::Cancelled) => {
                 tally.cancelled.fetch_add(1, Ordering::Relaxed);
                 return task_error(&task.id, "cancelled by the server", None);
             }
             // Working, or waiting for input this client does not give: polled until the deadline.
-            Some("working" | "input_required") => {}
-            _ => {
+            Some(TaskStatus::Working | TaskStatus::InputRequired) => {}
+            None => {
                 tally.broken.fetch_add(1, Ordering::Relaxed);
                 return task_error(&task.id, "answered tasks/get with no known status", None);
             }
@@ -590,7 +559,7 @@ async fn follow_task(
     let client = client.clone();
     tokio::spawn(async move {
         client
-            .request("tasks/cancel", params, TASK_CANCEL_TIMEOUT)
+            .request(tasks::CANCEL, params, TASK_CANCEL_TIMEOUT)
             .await;
     });
     Answer::TimedOut
@@ -757,15 +726,16 @@ mod tests {
                     .unwrap()
                     .push((Instant::now(), method.clone(), params));
                 let answer = match method.as_str() {
-                    "tools/call" => json!({"result": {"resultType": "task", "taskId": "t-1",
-                        "status": "working", "pollIntervalMs": poll_ms}}),
+                    "tools/call" => json!({"result": {tasks::RESULT_TYPE: tasks::RESULT_TYPE_TASK,
+                        tasks::TASK_ID: "t-1", tasks::STATUS: "working", tasks::POLL_INTERVAL_MS: poll_ms}}),
                     "tasks/get" => {
                         polls += 1;
                         if lost_after == Some(polls) {
                             json!({"error": {"code": -32602, "message": "Task not found"}})
                         } else {
-                            json!({"result": {"resultType": "complete", "taskId": "t-1",
-                                "status": "working", "pollIntervalMs": poll_ms}})
+                            json!({"result": {tasks::RESULT_TYPE: tasks::RESULT_TYPE_COMPLETE,
+                                tasks::TASK_ID: "t-1", tasks::STATUS: "working",
+                                tasks::POLL_INTERVAL_MS: poll_ms}})
                         }
                     }
                     _ => json!({"result": {}}),
@@ -829,9 +799,9 @@ mod tests {
             assert!(gap >= Duration::from_millis(50), "polled {gap:?} apart");
         }
         // The call declared the extension, and each poll names its task.
-        let tasks = &received[0].2["_meta"]["io.modelcontextprotocol/clientCapabilities"];
-        assert_eq!(tasks["extensions"], json!({TASKS_EXTENSION: {}}));
-        assert_eq!(received[1].2["taskId"], "t-1");
+        let declared = &received[0].2["_meta"][tasks::CLIENT_CAPABILITIES_META];
+        assert_eq!(declared["extensions"], json!({tasks::EXTENSION: {}}));
+        assert_eq!(received[1].2[tasks::TASK_ID], "t-1");
         assert!(within(Some(record.latency_ms), 150.0, 1000.0), "{record:?}");
     }
 
@@ -846,26 +816,15 @@ mod tests {
         assert_eq!(tally.timed_out.load(Ordering::Relaxed), 1);
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
-            let cancelled =
-                received.lock().unwrap().iter().any(|(_, method, params)| {
-                    method == "tasks/cancel" && params["taskId"] == "t-1"
-                });
+            let cancelled = received.lock().unwrap().iter().any(|(_, method, params)| {
+                method == tasks::CANCEL && params[tasks::TASK_ID] == "t-1"
+            });
             if cancelled {
                 break;
             }
             assert!(Instant::now() < deadline, "no tasks/cancel");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-    }
-
-    #[test]
-    fn poll_intervals_are_kept_within_their_bounds() {
-        let poll = |ms: Value| poll_interval(&json!({"pollIntervalMs": ms}));
-        assert_eq!(poll(json!(250)), Duration::from_millis(250));
-        assert_eq!(poll(json!(0)), Duration::from_millis(50));
-        assert_eq!(poll(json!(3_600_000)), Duration::from_secs(10));
-        assert_eq!(poll(json!("soon")), Duration::from_secs(1));
-        assert_eq!(poll_interval(&json!({})), Duration::from_secs(1));
     }
 
     /// A retry is due when the backoff after the failed attempt ends, and times out a timeout after that.
