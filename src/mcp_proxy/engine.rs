@@ -11,12 +11,12 @@ use super::events::{CallEvent, CallObserver, CancelRecord, EventLog, FiredFault}
 use super::faults::{Action, CallContext, McpFaultSpec, RequestFacts, hide_listed_tools};
 use super::learned::{Ask, TaskRequest};
 use super::plan::Mode;
-use super::roll::fnv_hex;
 use crate::mcp_wire::{
     jsonrpc::{Envelope, Outcome, Reply},
     tasks,
 };
 use crate::report::millis;
+use crate::seeded::fnv_hex;
 
 /// A shared [`CallObserver`]: the proxy feeds it, its owner reads it.
 pub type Observer = std::sync::Arc<std::sync::Mutex<dyn CallObserver>>;

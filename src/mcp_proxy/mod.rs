@@ -11,7 +11,7 @@
 //! - [`engine`]: what both fronts share per call (decision, composed faults, rewrite, event);
 //! - [`plan`], [`trigger`]: the plan file (and the peer tools' formats) and when a fault applies;
 //! - [`faults`]: one file per fault, registered in one list;
-//! - [`decide`], [`roll`]: deterministic decisions; [`learned`]: what the answers taught (tasks' tools,
+//! - [`decide`]: deterministic decisions (keyed by [`crate::seeded`]); [`learned`]: what the answers taught (tasks' tools,
 //!   tools' questions); [`events`]: the events file.
 
 pub mod bridge;
@@ -24,7 +24,6 @@ pub mod http;
 pub mod learned;
 pub mod plan;
 pub mod recording;
-pub mod roll;
 pub mod stdio;
 pub mod trigger;
 

@@ -8,7 +8,7 @@
 //! tool steps its own copy of the chain (kept in its [`FaultMemory`](super::FaultMemory)) up to the tick of its
 //! call, and all copies agree, so every tool of the trigger sees the same runs.
 
-use crate::mcp_proxy::roll::call_roll;
+use crate::seeded::call_roll;
 
 /// The chain's parameters.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -3,8 +3,8 @@
 
 use super::chain::ChainState;
 use crate::mcp_proxy::learned::{Ask, TaskRequest};
-use crate::mcp_proxy::roll::call_roll;
 use crate::mcp_proxy::trigger::Matcher;
+use crate::seeded::call_roll;
 
 /// What the proxy knows about the call a fault acts on.
 #[derive(Debug, Clone, Default)]
