@@ -482,16 +482,15 @@ async fn run_once(
         .zip(&schemas)
         .enumerate()
         .map(|(i, (s, schemas))| {
-            mcp_load::drive(
-                &load,
-                s.client.clone(),
-                schemas.clone(),
+            let session = mcp_load::Session {
+                client: s.client.clone(),
+                schemas: schemas.clone(),
+                index: i as u32,
                 start,
-                i as u32,
-                progress.clone(),
-                tasks.clone(),
-                &stop,
-            )
+                progress: progress.clone(),
+                tally: tasks.clone(),
+            };
+            mcp_load::drive(&load, session, &stop)
         });
     let records: Vec<CallRecord> = futures::future::join_all(drives)
         .await

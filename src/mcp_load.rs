@@ -6,16 +6,13 @@
 //! the load generator's [`Timing`] and timeout rule: its latency runs from when it was due and it is cancelled
 //! at its deadline, the timeout after it was due, as in the impact report.
 //!
-//! With `as_tasks` the client declares the MCP Tasks extension (`io.modelcontextprotocol/tasks`) at
+//! With `as_tasks` the client declares the MCP Tasks extension ([`tasks::EXTENSION`]) at
 //! `initialize` and in each call's `_meta`; a call answered with a task is polled with `tasks/get` at the
 //! server's `pollIntervalMs` until the task ends, and the call's outcome and latency are the task's. A call
 //! answered plainly (a server without tasks) is taken as it is.
 
 use std::{
-    sync::{
-        Arc,
-        atomic::{AtomicU64, Ordering},
-    },
+    sync::{Arc, atomic::Ordering},
     time::Duration,
 };
 
@@ -29,9 +26,10 @@ use crate::load::{
     timing,
 };
 use crate::mcp_wire::{
-    PROTOCOL_VERSION,
     client::{Answer, McpClient},
+    handshake, task_client, tasks,
 };
+pub use crate::mcp_wire::{handshake::HandshakeError, task_client::TaskTally};
 use crate::report::{
     chaos::record::{CallOutcome, CallRecord, Logical, Schemas, retry_after_ms},
     millis,
@@ -105,81 +103,10 @@ impl CallLoad {
             n => format!("{n} clients, each {one}"),
         };
         if self.as_tasks {
-            format!("{all}, called as tasks (io.modelcontextprotocol/tasks)")
+            format!("{all}, called as tasks ({})", tasks::EXTENSION)
         } else {
             all
         }
-    }
-}
-
-/// The tasks extension's identifier, as clients declare it in their capabilities.
-const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
-/// The fastest and slowest a task is polled, whatever its `pollIntervalMs` says.
-const POLL_BOUNDS: (Duration, Duration) = (Duration::from_millis(50), Duration::from_secs(10));
-/// How often a task that gives no `pollIntervalMs` is polled.
-const DEFAULT_POLL: Duration = Duration::from_secs(1);
-/// How long the `tasks/cancel` of a call that timed out may take before the client moves on.
-const TASK_CANCEL_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// How the calls of one run made as tasks ended, every attempt counted (`as_tasks`).
-#[derive(Debug, Default)]
-pub struct TaskTally {
-    /// Calls the server answered with a task.
-    pub created: AtomicU64,
-    pub completed: AtomicU64,
-    /// Ended `failed` (a JSON-RPC error inside the task).
-    pub failed: AtomicU64,
-    /// Ended `cancelled` without the client asking.
-    pub cancelled: AtomicU64,
-    /// `tasks/get` answered that the task is not found: the server lost it.
-    pub lost: AtomicU64,
-    /// Still running at the call's timeout: cancelled with `tasks/cancel`.
-    pub timed_out: AtomicU64,
-    /// Ended otherwise: a poll answered with another error, an unreadable task, the session closed.
-    pub broken: AtomicU64,
-    /// Calls answered at once with a plain result or error (a server that does not offer tasks).
-    pub plain: AtomicU64,
-}
-
-impl TaskTally {
-    /// The tally in words, for the report.
-    pub fn describe(&self) -> String {
-        let n = |count: &AtomicU64| count.load(Ordering::Relaxed);
-        format!(
-            "tasks: {} created ({} completed, {} failed, {} cancelled by the server, {} lost, {} cancelled at \
-             the client's timeout, {} ended by a failed poll); {} calls answered without a task",
-            n(&self.created),
-            n(&self.completed),
-            n(&self.failed),
-            n(&self.cancelled),
-            n(&self.lost),
-            n(&self.timed_out),
-            n(&self.broken),
-            n(&self.plain)
-        )
-    }
-}
-
-/// Why a server cannot be driven.
-#[derive(Debug, thiserror::Error)]
-pub enum HandshakeError {
-    #[error("no answer to {method} within {}s", .timeout.as_secs())]
-    NoAnswer {
-        method: &'static str,
-        timeout: Duration,
-    },
-    #[error("the session closed before the answer to {method}")]
-    Closed { method: &'static str },
-    #[error("{method} failed: {error}")]
-    Refused { method: &'static str, error: Value },
-}
-
-/// What the driving client declares it can do: the tasks extension when it calls as tasks.
-fn capabilities(as_tasks: bool) -> Value {
-    if as_tasks {
-        json!({"extensions": {TASKS_EXTENSION: {}}})
-    } else {
-        json!({})
     }
 }
 
@@ -190,57 +117,32 @@ pub async fn handshake(
     timeout: Duration,
     as_tasks: bool,
 ) -> Result<Schemas, HandshakeError> {
-    let init = json!({
-        "protocolVersion": PROTOCOL_VERSION,
-        "capabilities": capabilities(as_tasks),
-        "clientInfo": {"name": "fault-mcp-chaos", "version": env!("CARGO_PKG_VERSION")}
-    });
-    let answer = |answer, method| match answer {
-        Answer::Response(r) if r.get("result").is_some() => Ok(r),
-        Answer::Response(r) => Err(HandshakeError::Refused {
-            method,
-            error: r.get("error").cloned().unwrap_or(r),
-        }),
-        Answer::TimedOut => Err(HandshakeError::NoAnswer { method, timeout }),
-        Answer::Closed => Err(HandshakeError::Closed { method }),
-    };
-    answer(
-        client.request("initialize", init, timeout).await.1,
-        "initialize",
-    )?;
-    client.notify("notifications/initialized", json!({}));
+    handshake::initialize(client, task_client::capabilities(as_tasks), timeout).await?;
     let mut schemas = Schemas::default();
-    let mut cursor: Option<Value> = None;
-    loop {
-        let params = match &cursor {
-            Some(c) => json!({"cursor": c}),
-            None => json!({}),
-        };
-        let response = answer(
-            client.request("tools/list", params, timeout).await.1,
-            "tools/list",
-        )?;
-        let result = response.get("result").cloned().unwrap_or(Value::Null);
-        schemas.add_list(&result);
-        cursor = result.get("nextCursor").filter(|c| !c.is_null()).cloned();
-        if cursor.is_none() {
-            return Ok(schemas);
-        }
-    }
+    handshake::list_tools(client, timeout, |page| schemas.add_list(page)).await?;
+    Ok(schemas)
 }
 
-/// One client session's calls on the schedule from `start`, until done or `stop`; every attempt, and a
-/// record for each call that could not start. Calls made as tasks are counted in `tally` by how their tasks
-/// ended.
-#[allow(clippy::too_many_arguments)]
+/// One client session of a run, handshaken, and what it shares with the run's other sessions.
+pub struct Session {
+    pub client: Arc<McpClient>,
+    /// The output schemas its handshake listed, that its results are judged by.
+    pub schemas: Arc<Schemas>,
+    /// Which of the run's sessions it is, from 0.
+    pub index: u32,
+    /// When the run started: every record's times are from it.
+    pub start: Instant,
+    pub progress: Arc<LoadProgress>,
+    /// How the calls made as tasks ended (`as_tasks`).
+    pub tally: Arc<TaskTally>,
+}
+
+/// The session's calls on the schedule from its run's start, until done or `stop`; every attempt, and a
+/// record for each call that could not start. Calls made as tasks are counted in the session's tally by how
+/// their tasks ended.
 pub async fn drive(
     load: &Arc<CallLoad>,
-    client: Arc<McpClient>,
-    schemas: Arc<Schemas>,
-    start: Instant,
-    session: u32,
-    progress: Arc<LoadProgress>,
-    tally: Arc<TaskTally>,
+    session: Session,
     stop: &CancellationToken,
 ) -> Vec<CallRecord> {
     let arrivals = match load.pace {
@@ -248,18 +150,17 @@ pub async fn drive(
             planned: Some(n * load.calls.len() as u64),
             until: None,
         },
-        CallPace::Rate { duration, rate } => {
-            Arrivals::open(start, rate, duration, session, load.num_clients)
-        }
+        CallPace::Rate { duration, rate } => Arrivals::open(
+            session.start,
+            rate,
+            duration,
+            session.index,
+            load.num_clients,
+        ),
     };
     let mut calls = SessionCalls {
         load: load.clone(),
-        client,
-        schemas,
-        start,
-        session,
-        progress,
-        tally,
+        session: Arc::new(session),
         records: Vec::new(),
     };
     schedule::run(arrivals, load.concurrency.max(1) as usize, &mut calls, stop).await;
@@ -269,12 +170,7 @@ pub async fn drive(
 /// One session's calls as the scheduler's work.
 struct SessionCalls {
     load: Arc<CallLoad>,
-    client: Arc<McpClient>,
-    schemas: Arc<Schemas>,
-    start: Instant,
-    session: u32,
-    progress: Arc<LoadProgress>,
-    tally: Arc<TaskTally>,
+    session: Arc<Session>,
     records: Vec<CallRecord>,
 }
 
@@ -286,10 +182,10 @@ impl SessionCalls {
         let repetition = index / per_round + 1;
         // Unique across sessions: the report groups attempts by logical index and task.
         let clients = u64::from(self.load.num_clients.max(1));
-        let logical_index = index * clients + u64::from(self.session);
+        let logical_index = index * clients + u64::from(self.session.index);
         let task = match (&call.task, self.load.num_clients) {
             (Some(task), 0 | 1) => format!("{task}#{repetition}"),
-            (Some(task), _) => format!("{task}#{repetition}@client-{}", self.session),
+            (Some(task), _) => format!("{task}#{repetition}@client-{}", self.session.index),
             (None, _) => format!("call-{logical_index}"),
         };
         let logical = Logical {
@@ -310,43 +206,29 @@ impl schedule::Work for SessionCalls {
         due: Instant,
     ) -> impl std::future::Future<Output = Vec<CallRecord>> + Send + use<> {
         let (call, logical) = self.call(index);
-        let client = self.client.clone();
-        let schemas = self.schemas.clone();
-        let tally = self.load.as_tasks.then(|| self.tally.clone());
-        let (policy, start, session) = (self.load.policy, self.start, self.session);
-        async move {
-            logical_call(
-                &client,
-                &schemas,
-                &call,
-                logical,
-                policy,
-                start,
-                due,
-                session,
-                tally.as_deref(),
-            )
-            .await
-        }
+        let (load, session) = (self.load.clone(), self.session.clone());
+        async move { logical_call(&load, &session, &call, logical, due).await }
     }
 
     fn done(&mut self, attempts: Vec<CallRecord>) {
-        self.progress.completed.fetch_add(1, Ordering::Relaxed);
+        let progress = &self.session.progress;
+        progress.completed.fetch_add(1, Ordering::Relaxed);
         if attempts
             .last()
             .is_some_and(|a| a.outcome != CallOutcome::Ok)
         {
-            self.progress.errors.fetch_add(1, Ordering::Relaxed);
+            progress.errors.fetch_add(1, Ordering::Relaxed);
         }
         self.records.extend(attempts);
     }
 
     fn not_started(&mut self, index: u64, due: Instant) {
         let (call, logical) = self.call(index);
-        self.progress.completed.fetch_add(1, Ordering::Relaxed);
-        self.progress.errors.fetch_add(1, Ordering::Relaxed);
+        let progress = &self.session.progress;
+        progress.completed.fetch_add(1, Ordering::Relaxed);
+        progress.errors.fetch_add(1, Ordering::Relaxed);
         let timing = Timing::not_started(due, self.load.policy.timeout);
-        let times = Times::of(&timing, self.start);
+        let times = Times::of(&timing, self.session.start);
         self.records.push(CallRecord {
             tool: call.tool,
             args_hash: None,
@@ -359,7 +241,7 @@ impl schedule::Work for SessionCalls {
             reached_server: false,
             cancel_after_ms: None,
             logical: Some(logical),
-            session: self.session,
+            session: self.session.index,
             request_id: None,
             retry_after_ms: None,
         });
@@ -392,39 +274,30 @@ impl Times {
 /// it ends (that attempt's end + the backoff). Each attempt is cancelled at its own deadline, its due + the
 /// timeout, however late it was sent, and its latency runs from its due, so a client too busy to send on
 /// time shows as queueing delay. The logical call as a whole runs from `due` to the end of its last
-/// attempt: every attempt and the backoffs between them. With a `tally` the calls are made as tasks: an
+/// attempt: every attempt and the backoffs between them. With `as_tasks` the calls are made as tasks: an
 /// attempt answered with a task ends when the task does (or is cancelled at the deadline).
-#[allow(clippy::too_many_arguments)]
 async fn logical_call(
-    client: &Arc<McpClient>,
-    schemas: &Schemas,
+    load: &CallLoad,
+    session: &Session,
     call: &PlannedCall,
     logical: Logical,
-    policy: CallPolicy,
-    start: Instant,
     due: Instant,
-    session: u32,
-    tally: Option<&TaskTally>,
 ) -> Vec<CallRecord> {
+    let (client, policy) = (&session.client, load.policy);
     let mut records = Vec::new();
     let mut due = due;
     for attempt in 1..=policy.retries + 1 {
         let mut params = json!({"name": call.tool, "arguments": call.arguments});
-        if tally.is_some() {
-            params["_meta"] = task_meta();
+        if load.as_tasks {
+            params["_meta"] = task_client::call_meta();
         }
         let sent = Instant::now();
         let deadline = timing::deadline(due, policy.timeout);
         let (id, answer) = client.request_until("tools/call", params, deadline).await;
-        let answer = match (tally, answer) {
-            (Some(tally), Answer::Response(response)) => match task_handle(&response) {
-                Some(task) => follow_task(client, task, deadline, tally).await,
-                None => {
-                    tally.plain.fetch_add(1, Ordering::Relaxed);
-                    Answer::Response(response)
-                }
-            },
-            (_, answer) => answer,
+        let answer = if load.as_tasks {
+            task_client::settle(client, answer, deadline, &session.tally).await
+        } else {
+            answer
         };
         let timing = Timing {
             due,
@@ -433,7 +306,7 @@ async fn logical_call(
         };
         let (outcome, cancel_after_ms, retry_after) = match answer {
             Answer::Response(r) => match (r.get("result"), r.get("error")) {
-                (Some(result), None) => (schemas.judge(&call.tool, result), None, None),
+                (Some(result), None) => (session.schemas.judge(&call.tool, result), None, None),
                 (_, error) => (
                     CallOutcome::ProtocolError,
                     None,
@@ -447,7 +320,7 @@ async fn logical_call(
             ),
             Answer::Closed => (CallOutcome::ProtocolError, None, None),
         };
-        let times = Times::of(&timing, start);
+        let times = Times::of(&timing, session.start);
         records.push(CallRecord {
             tool: call.tool.clone(),
             args_hash: None,
@@ -463,7 +336,7 @@ async fn logical_call(
                 attempt,
                 ..logical.clone()
             }),
-            session,
+            session: session.index,
             request_id: Some(json!(id).to_string()),
             retry_after_ms: retry_after,
         });
@@ -474,135 +347,6 @@ async fn logical_call(
         tokio::time::sleep_until(due).await;
     }
     records
-}
-
-/// The `_meta` of a request that declares the tasks extension (the per-request capabilities of MCP
-/// 2026-07-28; servers of earlier revisions read the ones given at `initialize`).
-fn task_meta() -> Value {
-    json!({"io.modelcontextprotocol/clientCapabilities": capabilities(true)})
-}
-
-/// A task a call was answered with: its id and how often to poll it.
-#[derive(Debug)]
-struct TaskHandle {
-    id: String,
-    poll: Duration,
-}
-
-/// The task of a `tools/call` answered with one (`resultType: "task"`).
-fn task_handle(response: &Value) -> Option<TaskHandle> {
-    let result = response.get("result")?;
-    if result.get("resultType").and_then(Value::as_str) != Some("task") {
-        return None;
-    }
-    Some(TaskHandle {
-        id: result.get("taskId")?.as_str()?.to_owned(),
-        poll: poll_interval(result),
-    })
-}
-
-/// The task's `pollIntervalMs`, within [`POLL_BOUNDS`].
-fn poll_interval(task: &Value) -> Duration {
-    task.get("pollIntervalMs")
-        .and_then(Value::as_f64)
-        .filter(|ms| ms.is_finite() && *ms >= 0.0)
-        .map_or(DEFAULT_POLL, |ms| Duration::from_secs_f64(ms / 1000.0))
-        .clamp(POLL_BOUNDS.0, POLL_BOUNDS.1)
-}
-
-/// Polls `task` until it ends or `deadline` passes, and answers for the call as the task ended: a completed
-/// task's result, a failed task's error, a JSON-RPC error for a cancelled or lost task or a poll that failed,
-/// or a timeout, after which the task is cancelled (`tasks/cancel`, not awaited by the call).
-async fn follow_task(
-    client: &Arc<McpClient>,
-    mut task: TaskHandle,
-    deadline: Instant,
-    tally: &TaskTally,
-) -> Answer {
-    tally.created.fetch_add(1, Ordering::Relaxed);
-    let params = json!({"taskId": task.id, "_meta": task_meta()});
-    loop {
-        let next = (Instant::now() + task.poll).min(deadline);
-        tokio::time::sleep_until(next).await;
-        if Instant::now() >= deadline {
-            break;
-        }
-        let answer = client
-            .request_until("tasks/get", params.clone(), deadline)
-            .await
-            .1;
-        let response = match answer {
-            Answer::Response(response) => response,
-            Answer::TimedOut => break,
-            Answer::Closed => {
-                tally.broken.fetch_add(1, Ordering::Relaxed);
-                return Answer::Closed;
-            }
-        };
-        let Some(state) = response.get("result") else {
-            let not_found = response
-                .pointer("/error/code")
-                .and_then(Value::as_i64)
-                .is_some_and(|code| code == i64::from(rmcp::model::ErrorCode::INVALID_PARAMS.0));
-            let count = if not_found {
-                &tally.lost
-            } else {
-                &tally.broken
-            };
-            count.fetch_add(1, Ordering::Relaxed);
-            return task_error(
-                &task.id,
-                if not_found {
-                    "lost by the server (tasks/get: not found)"
-                } else {
-                    "not followed to its end: tasks/get failed"
-                },
-                response.get("error"),
-            );
-        };
-        task.poll = poll_interval(state);
-        match state.get("status").and_then(Value::as_str) {
-            Some("completed") => {
-                tally.completed.fetch_add(1, Ordering::Relaxed);
-                let result = state.get("result").cloned().unwrap_or(Value::Null);
-                return Answer::Response(json!({"result": result}));
-            }
-            Some("failed") => {
-                tally.failed.fetch_add(1, Ordering::Relaxed);
-                let error = state.get("error").cloned().unwrap_or_else(
-                    || json!({"code": -32603, "message": format!("task {} failed", task.id)}),
-                );
-                return Answer::Response(json!({"error": error}));
-            }
-            Some("cancelled") => {
-                tally.cancelled.fetch_add(1, Ordering::Relaxed);
-                return task_error(&task.id, "cancelled by the server", None);
-            }
-            // Working, or waiting for input this client does not give: polled until the deadline.
-            Some("working" | "input_required") => {}
-            _ => {
-                tally.broken.fetch_add(1, Ordering::Relaxed);
-                return task_error(&task.id, "answered tasks/get with no known status", None);
-            }
-        }
-    }
-    tally.timed_out.fetch_add(1, Ordering::Relaxed);
-    let client = client.clone();
-    tokio::spawn(async move {
-        client
-            .request("tasks/cancel", params, TASK_CANCEL_TIMEOUT)
-            .await;
-    });
-    Answer::TimedOut
-}
-
-/// A task that ended without a result or an error of its own, as a JSON-RPC error answering the call.
-fn task_error(id: &str, what: &str, cause: Option<&Value>) -> Answer {
-    let mut message = format!("task {id} {what}");
-    if let Some(cause) = cause {
-        message.push_str(&format!(": {cause}"));
-    }
-    Answer::Response(json!({"error": {"code": -32603, "message": message}}))
 }
 
 #[cfg(test)]
@@ -686,18 +430,21 @@ mod tests {
         Arc::new(McpClient::over_lines(reader, writer, 1))
     }
 
-    async fn drive_for(load: CallLoad, client: Arc<McpClient>) -> Vec<CallRecord> {
-        let mut records = drive(
-            &Arc::new(load),
+    /// Session 0 of a run starting now, on `client`, counting its tasks in `tally`.
+    fn session(client: Arc<McpClient>, tally: Arc<TaskTally>) -> Session {
+        Session {
             client,
-            Arc::new(Schemas::default()),
-            Instant::now(),
-            0,
-            Arc::default(),
-            Arc::default(),
-            &CancellationToken::new(),
-        )
-        .await;
+            schemas: Arc::new(Schemas::default()),
+            index: 0,
+            start: Instant::now(),
+            progress: Arc::default(),
+            tally,
+        }
+    }
+
+    async fn drive_for(load: CallLoad, client: Arc<McpClient>) -> Vec<CallRecord> {
+        let session = session(client, Arc::default());
+        let mut records = drive(&Arc::new(load), session, &CancellationToken::new()).await;
         records.sort_by(|a, b| a.start_ms.total_cmp(&b.start_ms));
         records
     }
@@ -757,15 +504,16 @@ mod tests {
                     .unwrap()
                     .push((Instant::now(), method.clone(), params));
                 let answer = match method.as_str() {
-                    "tools/call" => json!({"result": {"resultType": "task", "taskId": "t-1",
-                        "status": "working", "pollIntervalMs": poll_ms}}),
+                    "tools/call" => json!({"result": {tasks::RESULT_TYPE: tasks::RESULT_TYPE_TASK,
+                        tasks::TASK_ID: "t-1", tasks::STATUS: "working", tasks::POLL_INTERVAL_MS: poll_ms}}),
                     "tasks/get" => {
                         polls += 1;
                         if lost_after == Some(polls) {
                             json!({"error": {"code": -32602, "message": "Task not found"}})
                         } else {
-                            json!({"result": {"resultType": "complete", "taskId": "t-1",
-                                "status": "working", "pollIntervalMs": poll_ms}})
+                            json!({"result": {tasks::RESULT_TYPE: tasks::RESULT_TYPE_COMPLETE,
+                                tasks::TASK_ID: "t-1", tasks::STATUS: "working",
+                                tasks::POLL_INTERVAL_MS: poll_ms}})
                         }
                     }
                     _ => json!({"result": {}}),
@@ -792,17 +540,8 @@ mod tests {
         let tally = Arc::new(TaskTally::default());
         let mut as_tasks = load(CallPace::Repeat(1), 1, policy(timeout_ms, 0, 0));
         as_tasks.as_tasks = true;
-        let mut records = drive(
-            &Arc::new(as_tasks),
-            client,
-            Arc::new(Schemas::default()),
-            Instant::now(),
-            0,
-            Arc::default(),
-            tally.clone(),
-            &CancellationToken::new(),
-        )
-        .await;
+        let session = session(client, tally.clone());
+        let mut records = drive(&Arc::new(as_tasks), session, &CancellationToken::new()).await;
         assert_eq!(records.len(), 1, "{records:?}");
         let tally = Arc::try_unwrap(tally).unwrap_or_default();
         (records.remove(0), tally)
@@ -829,9 +568,9 @@ mod tests {
             assert!(gap >= Duration::from_millis(50), "polled {gap:?} apart");
         }
         // The call declared the extension, and each poll names its task.
-        let tasks = &received[0].2["_meta"]["io.modelcontextprotocol/clientCapabilities"];
-        assert_eq!(tasks["extensions"], json!({TASKS_EXTENSION: {}}));
-        assert_eq!(received[1].2["taskId"], "t-1");
+        let declared = &received[0].2["_meta"][tasks::CLIENT_CAPABILITIES_META];
+        assert_eq!(declared["extensions"], json!({tasks::EXTENSION: {}}));
+        assert_eq!(received[1].2[tasks::TASK_ID], "t-1");
         assert!(within(Some(record.latency_ms), 150.0, 1000.0), "{record:?}");
     }
 
@@ -846,26 +585,15 @@ mod tests {
         assert_eq!(tally.timed_out.load(Ordering::Relaxed), 1);
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
-            let cancelled =
-                received.lock().unwrap().iter().any(|(_, method, params)| {
-                    method == "tasks/cancel" && params["taskId"] == "t-1"
-                });
+            let cancelled = received.lock().unwrap().iter().any(|(_, method, params)| {
+                method == tasks::CANCEL && params[tasks::TASK_ID] == "t-1"
+            });
             if cancelled {
                 break;
             }
             assert!(Instant::now() < deadline, "no tasks/cancel");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-    }
-
-    #[test]
-    fn poll_intervals_are_kept_within_their_bounds() {
-        let poll = |ms: Value| poll_interval(&json!({"pollIntervalMs": ms}));
-        assert_eq!(poll(json!(250)), Duration::from_millis(250));
-        assert_eq!(poll(json!(0)), Duration::from_millis(50));
-        assert_eq!(poll(json!(3_600_000)), Duration::from_secs(10));
-        assert_eq!(poll(json!("soon")), Duration::from_secs(1));
-        assert_eq!(poll_interval(&json!({})), Duration::from_secs(1));
     }
 
     /// A retry is due when the backoff after the failed attempt ends, and times out a timeout after that.

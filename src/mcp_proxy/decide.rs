@@ -1,5 +1,5 @@
 //! Decisions: which faults, if any, apply to a call. Each decision depends only on (seed, plan, tool, that
-//! tool's call ordinal) through [`super::roll`], never on arrival order across tools: a tool's calls are
+//! tool's call ordinal) through [`crate::seeded`], never on arrival order across tools: a tool's calls are
 //! decided one after another in ordinal order, and every counter a decision reads (`max_injections`, the
 //! correlated faults' chains) is kept per (fault, tool) and advanced only by that tool's own decisions. The exceptions
 //! are the wall-clock ones by nature: `window`, and `server_degradation` with `clock: ms`.
@@ -12,8 +12,8 @@ use serde_json::Value;
 use super::faults::{CallContext, FaultMemory, McpFaultSpec, RequestFacts};
 use super::learned::Learned;
 use super::plan::{Plan, PlannedFault, Policy};
-use super::roll::call_roll;
 use super::trigger::{Matcher, TriggerError};
+use crate::seeded::call_roll;
 
 /// One fault's decision about one call, as recorded in events.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -11,9 +11,12 @@ use super::events::{CallEvent, CallObserver, CancelRecord, EventLog, FiredFault}
 use super::faults::{Action, CallContext, McpFaultSpec, RequestFacts, hide_listed_tools};
 use super::learned::{Ask, TaskRequest};
 use super::plan::Mode;
-use super::roll::fnv_hex;
-use crate::mcp_wire::jsonrpc::{Envelope, Outcome, Reply};
+use crate::mcp_wire::{
+    jsonrpc::{Envelope, Outcome, Reply},
+    tasks,
+};
 use crate::report::millis;
+use crate::seeded::fnv_hex;
 
 /// A shared [`CallObserver`]: the proxy feeds it, its owner reads it.
 pub type Observer = std::sync::Arc<std::sync::Mutex<dyn CallObserver>>;
@@ -208,8 +211,8 @@ impl Call {
             .and_then(Value::as_str)
             .map(str::to_owned);
         let (task, answers) = match decider.learned() {
-            Some(learned) if method.starts_with("tasks/") => (
-                param("taskId")
+            Some(learned) if tasks::is_task_method(&method) => (
+                param(tasks::TASK_ID)
                     .and_then(Value::as_str)
                     .and_then(|id| learned.task_request(&method, id)),
                 None,

@@ -8,6 +8,8 @@ use std::collections::{HashMap, VecDeque};
 
 use serde_json::Value;
 
+use crate::mcp_wire::tasks;
+
 /// Tasks remembered at most (a task forgotten is one its faults no longer pick).
 const MAX_TASKS: usize = 4_096;
 /// Tools whose last question is remembered at most.
@@ -98,12 +100,12 @@ impl Default for Learned {
 }
 
 impl Learned {
-    /// Reads the server's `result` to `tools/call` of `tool`: a task handle (`resultType: "task"`) or a
-    /// question (`resultType: "input_required"`).
+    /// Reads the server's `result` to `tools/call` of `tool`: a task handle or a question
+    /// ([`tasks::RESULT_TYPE_INPUT_REQUIRED`]).
     pub fn tool_result(&mut self, tool: &str, result: &Value) {
-        match result.get("resultType").and_then(Value::as_str) {
-            Some("task") => {
-                if let Some(id) = result.get("taskId").and_then(Value::as_str) {
+        match tasks::result_type(result) {
+            Some(tasks::RESULT_TYPE_TASK) => {
+                if let Some(id) = tasks::task_id(result) {
                     self.tasks.insert(
                         id,
                         TaskSeen {
@@ -113,7 +115,7 @@ impl Learned {
                     );
                 }
             }
-            Some("input_required") => {
+            Some(tasks::RESULT_TYPE_INPUT_REQUIRED) => {
                 self.next_ask += 1;
                 self.asks.insert(
                     tool,
@@ -132,7 +134,7 @@ impl Learned {
     pub fn task_request(&mut self, method: &str, task_id: &str) -> Option<TaskRequest> {
         let task = self.tasks.get_mut(task_id)?;
         let polls_before = task.polls;
-        if method == "tasks/get" {
+        if method == tasks::GET {
             task.polls += 1;
         }
         Some(TaskRequest {
@@ -159,7 +161,8 @@ mod tests {
         for n in 0..=MAX_TASKS {
             learned.tool_result(
                 "slow_job",
-                &json!({"resultType": "task", "taskId": format!("t{n}"), "status": "working"}),
+                &json!({tasks::RESULT_TYPE: tasks::RESULT_TYPE_TASK, tasks::TASK_ID: format!("t{n}"),
+                    tasks::STATUS: "working"}),
             );
         }
         assert_eq!(learned.task_request("tasks/get", "t0"), None, "forgotten");
@@ -181,10 +184,12 @@ mod tests {
     #[test]
     fn a_new_question_gets_a_new_serial() {
         let mut learned = Learned::default();
-        let ask = json!({"resultType": "input_required", "requestState": "s"});
+        let ask =
+            json!({tasks::RESULT_TYPE: tasks::RESULT_TYPE_INPUT_REQUIRED, "requestState": "s"});
         learned.tool_result("book", &ask);
         let first = learned.ask("book").unwrap().serial;
-        learned.tool_result("book", &json!({"resultType": "complete", "content": []}));
+        let answer = json!({tasks::RESULT_TYPE: tasks::RESULT_TYPE_COMPLETE, "content": []});
+        learned.tool_result("book", &answer);
         assert_eq!(learned.ask("book").unwrap().serial, first);
         learned.tool_result("book", &ask);
         assert!(learned.ask("book").unwrap().serial > first);

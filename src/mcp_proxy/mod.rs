@@ -12,7 +12,7 @@
 //! - [`plan`], [`trigger`]: the plan file (and the peer tools' formats) and when a fault applies; `gates`: the
 //!   plan's gates as the budgets the chaos report judges;
 //! - [`faults`]: one file per fault, registered in one list;
-//! - [`decide`], [`roll`]: deterministic decisions; [`learned`]: what the answers taught (tasks' tools,
+//! - [`decide`]: deterministic decisions (keyed by [`crate::seeded`]); [`learned`]: what the answers taught (tasks' tools,
 //!   tools' questions); [`events`]: the events file.
 
 pub mod bridge;
@@ -26,7 +26,6 @@ pub mod http;
 pub mod learned;
 pub mod plan;
 pub mod recording;
-pub mod roll;
 pub mod stdio;
 pub mod trigger;
 

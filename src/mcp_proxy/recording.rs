@@ -16,7 +16,10 @@ use super::{
     faults::McpFaultSpec,
     plan::{Gates, Plan},
 };
-use crate::mcp_wire::jsonrpc::{Envelope, Outcome, id_key};
+use crate::mcp_wire::{
+    jsonrpc::{Envelope, Outcome, id_key},
+    tasks,
+};
 use crate::report::chaos::{
     self as report, ChaosReport, PlannedFaultInfo,
     mcp_tasks::{McpTaskFigures, TaskLedger},
@@ -158,14 +161,14 @@ impl CallObserver for ReportObserver {
         };
         if result.get("tools").is_some() {
             self.schemas.add_list(&result);
-        } else if result.get("resultType").and_then(Value::as_str) == Some("task") {
-            if let Some(task_id) = result.get("taskId").and_then(Value::as_str) {
+        } else if tasks::is_task_handle(&result) {
+            if let Some(task_id) = tasks::task_id(&result) {
                 if self.task_handles.len() >= MAX_HELD_RESULTS {
                     self.task_handles.clear();
                 }
                 self.task_handles.insert(id_key(&id), task_id.to_owned());
             }
-        } else if result.get("taskId").is_some() {
+        } else if result.get(tasks::TASK_ID).is_some() {
             self.tasks.status(&result);
         } else if result.get("content").is_some() {
             let key = id_key(&id);
@@ -187,7 +190,7 @@ impl CallObserver for ReportObserver {
     }
 
     fn call(&mut self, event: &CallEvent) {
-        if event.method.starts_with("tasks/") {
+        if tasks::is_task_method(&event.method) {
             if let (Some(task_id), Outcome::Error { code, .. }) = (&event.task_id, &event.client) {
                 self.tasks.error(task_id, *code);
             }

@@ -1,4 +1,4 @@
-//! Task-capable tools (the MCP Tasks extension, `io.modelcontextprotocol/tasks`): `slow_job` (runs for some
+//! Task-capable tools (the MCP Tasks extension, [`crate::mcp_wire::tasks`]): `slow_job` (runs for some
 //! seconds, saying how far it is, and can be cancelled), `fails_late` (runs, then fails with a JSON-RPC error)
 //! and `needs_input` (asks the client for a value). Called by a request that declares the extension, each is
 //! answered at once with a task, kept on the store `fault agent tool` keeps its long runs on

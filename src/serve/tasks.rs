@@ -1,4 +1,4 @@
-//! Tools as tasks (the MCP Tasks extension, `io.modelcontextprotocol/tasks`), for both our servers: a
+//! Tools as tasks (the MCP Tasks extension, [`crate::mcp_wire::tasks`]), for both our servers: a
 //! `tools/call` of a long tool (the agent's scenarios and indexing, the test server's task tools), from a request
 //! that declares the extension, is answered at once with a task; the run goes on without the request,
 //! `tasks/get` tells how far it is and then gives the very result the plain call would have given,
@@ -26,6 +26,8 @@ use rmcp::{
     task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions},
 };
 use tokio_util::sync::CancellationToken;
+
+use crate::mcp_wire::tasks::TaskStatus as WireStatus;
 
 /// How long a task and its result are kept, from its creation (`ttlMs`).
 pub(crate) const TASK_TTL: Duration = Duration::from_secs(15 * 60);
@@ -246,13 +248,11 @@ impl Tasks {
     }
 }
 
+/// A status in words, for messages: as the wire writes it, but for the wait for input.
 fn status_name(status: TaskStatus) -> &'static str {
-    match status {
-        TaskStatus::Working => "working",
-        TaskStatus::InputRequired => "waiting for input",
-        TaskStatus::Completed => "completed",
-        TaskStatus::Failed => "failed",
-        TaskStatus::Cancelled => "cancelled",
-        _ => "finished",
+    match WireStatus::from_rmcp(status) {
+        Some(WireStatus::InputRequired) => "waiting for input",
+        Some(status) => status.as_str(),
+        None => "finished",
     }
 }

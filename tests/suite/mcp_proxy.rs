@@ -314,7 +314,7 @@ async fn error_as_protocol_and_as_tool() {
 async fn flaky_fails_exactly_the_calls_whose_seeded_roll_is_below_the_rate() {
     let p = proxy("seed: 42\nfaults:\n  - type: flaky\n    fail_rate: 0.5\n").await;
     for ordinal in 1..=12u64 {
-        let roll = fault::mcp_proxy::roll::call_roll(42, 0, "echo", ordinal, "");
+        let roll = fault::seeded::call_roll(42, 0, "echo", ordinal, "");
         let outcome = call(&p.client, "echo", json!({"text": "a"})).await;
         if roll < 0.5 {
             let (code, message, _) = protocol_error(outcome);

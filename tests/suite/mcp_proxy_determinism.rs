@@ -140,4 +140,11 @@ async fn the_same_decision_per_tool_and_ordinal_across_runs() {
             "{tool}: {fifty}"
         );
     }
+    // ...and the rate limit did fire: at least one tool's 50th call carries it.
+    assert!(
+        TOOLS
+            .into_iter()
+            .any(|tool| first[&(tool.to_owned(), 50)]["fault"] == 6),
+        "no tool's 50th call was rate limited"
+    );
 }

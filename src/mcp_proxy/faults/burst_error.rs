@@ -81,7 +81,7 @@ impl McpFaultSpec for BurstError {
             rate: self.rate,
             mean_len: self.burst_len,
         };
-        chain.on_at(call.seed, call.fault_index, call.ordinal, memory)
+        chain.on_at(call.seed, call.fault_index, call.ordinal, &mut memory.chain)
     }
 
     fn describe(&self) -> String {

@@ -5,11 +5,10 @@
 //! probability rate / (len · (1 - rate)) (always when `rate` is 1), where len = max(1, `mean_len`).
 //!
 //! Every step's roll is keyed by (seed, fault index, tick) alone, never by the tool or the arrival order: each
-//! tool steps its own copy of the chain (its [`FaultMemory`]) up to the tick of its call, and all copies agree,
-//! so every tool of the trigger sees the same runs.
+//! tool steps its own copy of the chain (kept in its [`FaultMemory`](super::FaultMemory)) up to the tick of its
+//! call, and all copies agree, so every tool of the trigger sees the same runs.
 
-use super::FaultMemory;
-use crate::mcp_proxy::roll::call_roll;
+use crate::seeded::call_roll;
 
 /// The chain's parameters.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -53,17 +52,17 @@ impl Chain {
         }
     }
 
-    /// Whether the chain of fault `fault_index` is on at `tick`, stepped on from where `memory` left it (or
+    /// Whether the chain of fault `fault_index` is on at `tick`, stepped on from where `state` left it (or
     /// from tick 0, in the long-run state).
     pub fn on_at(
         &self,
         seed: u64,
         fault_index: usize,
         tick: u64,
-        memory: &mut FaultMemory,
+        state: &mut Option<ChainState>,
     ) -> bool {
         let roll = |tick| call_roll(seed, fault_index, "", tick, "chain");
-        let (mut at, mut on) = match memory.chain {
+        let (mut at, mut on) = match *state {
             Some(state) if state.tick <= tick => (state.tick, state.on),
             _ => (0, roll(0) < self.rate),
         };
@@ -71,7 +70,7 @@ impl Chain {
             at += 1;
             on = self.step(on, roll(at));
         }
-        memory.chain = Some(ChainState { tick: at, on });
+        *state = Some(ChainState { tick: at, on });
         on
     }
 }
@@ -82,7 +81,7 @@ mod tests {
 
     /// The share of on ticks and the mean run of on ticks over `ticks` ticks.
     fn measure(chain: Chain, seed: u64, ticks: u64) -> (f64, f64) {
-        let mut memory = FaultMemory::default();
+        let mut memory = None;
         let states: Vec<bool> = (1..=ticks)
             .map(|t| chain.on_at(seed, 0, t, &mut memory))
             .collect();
@@ -125,12 +124,12 @@ mod tests {
             rate: 0.3,
             mean_len: 4.0,
         };
-        let mut every_tick = FaultMemory::default();
+        let mut every_tick = None;
         let all: Vec<bool> = (0..300)
             .map(|t| chain.on_at(9, 2, t, &mut every_tick))
             .collect();
         // Another tool's copy, asked only now and then, and once going back.
-        let mut sparse = FaultMemory::default();
+        let mut sparse = None;
         for t in [5, 17, 18, 140, 60, 299] {
             assert_eq!(
                 chain.on_at(9, 2, t, &mut sparse),
@@ -142,7 +141,7 @@ mod tests {
 
     #[test]
     fn a_rate_of_one_or_zero() {
-        let mut memory = FaultMemory::default();
+        let mut memory = None;
         let never = Chain {
             rate: 0.0,
             mean_len: 3.0,

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Action, CallContext, FaultError, FaultMemory, McpFaultSpec, result_mut};
+use crate::mcp_wire::tasks;
 
 fn one() -> u64 {
     1
@@ -80,7 +81,9 @@ impl McpFaultSpec for InputLoop {
             return;
         };
         // The server asking anew is its own question.
-        if result.get("resultType").and_then(Value::as_str) == Some("input_required") {
+        if result.get(tasks::RESULT_TYPE).and_then(Value::as_str)
+            == Some(tasks::RESULT_TYPE_INPUT_REQUIRED)
+        {
             return;
         }
         *result = question.clone();

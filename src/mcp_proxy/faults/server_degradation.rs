@@ -134,7 +134,7 @@ impl McpFaultSpec for ServerDegradation {
     fn fires(&self, call: &CallContext<'_>, memory: &mut FaultMemory) -> bool {
         let tick = self.tick(call.ordinal, call.elapsed_ms);
         self.chain()
-            .on_at(call.seed, call.fault_index, tick, memory)
+            .on_at(call.seed, call.fault_index, tick, &mut memory.chain)
     }
 
     fn describe(&self) -> String {

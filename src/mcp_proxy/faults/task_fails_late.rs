@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{Action, CallContext, FaultError, McpFaultSpec, result_mut};
+use crate::mcp_wire::tasks::{self, TaskStatus};
 
 pub const DEFAULT_CODE: i64 = -32603;
 pub const DEFAULT_MESSAGE: &str = "Internal error: the task failed";
@@ -30,7 +31,7 @@ impl McpFaultSpec for TaskFailsLate {
     }
 
     fn default_methods(&self) -> &'static [&'static str] {
-        &["tasks/get"]
+        &[tasks::GET]
     }
 
     fn reads_learned(&self) -> bool {
@@ -72,12 +73,13 @@ impl McpFaultSpec for TaskFailsLate {
         let Some(result) = result_mut(response) else {
             return;
         };
-        if result.get("status").and_then(Value::as_str) != Some("completed") {
+        let status = result.get(tasks::STATUS).and_then(Value::as_str);
+        if status.and_then(TaskStatus::parse) != Some(TaskStatus::Completed) {
             return;
         }
         let message = self.message.as_deref().unwrap_or(DEFAULT_MESSAGE);
         result.remove("result");
-        result.insert("status".into(), "failed".into());
+        result.insert(tasks::STATUS.into(), TaskStatus::Failed.as_str().into());
         result.insert("statusMessage".into(), message.into());
         result.insert(
             "error".into(),

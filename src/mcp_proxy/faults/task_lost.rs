@@ -6,10 +6,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{Action, CallContext, McpFaultSpec, ms};
-use crate::mcp_wire::jsonrpc::Reply;
+use crate::mcp_wire::{jsonrpc::Reply, tasks};
 
-/// The code and message the tasks extension gives for an unknown task.
-const NOT_FOUND_CODE: i64 = -32602;
+/// The message the tasks extension gives for an unknown task (with [`tasks::NOT_FOUND_CODE`]).
 const NOT_FOUND_MESSAGE: &str = "Failed to retrieve task: Task not found";
 
 fn one() -> u64 {
@@ -39,7 +38,7 @@ impl McpFaultSpec for TaskLost {
     }
 
     fn default_methods(&self) -> &'static [&'static str] {
-        &["tasks/get", "tasks/cancel"]
+        &[tasks::GET, tasks::CANCEL]
     }
 
     fn reads_learned(&self) -> bool {
@@ -67,7 +66,7 @@ impl McpFaultSpec for TaskLost {
         Action::Reply {
             after: ms(0),
             reply: Reply::Error {
-                code: NOT_FOUND_CODE,
+                code: tasks::NOT_FOUND_CODE,
                 message: NOT_FOUND_MESSAGE.to_owned(),
                 data: None,
             },

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Action, CallContext, FaultError, McpFaultSpec, result_mut};
+use crate::mcp_wire::tasks::{self, TaskStatus};
 
 /// Tasks whose real status is hidden, kept at most; beyond it the oldest is forgotten (and shows again).
 const MAX_HIDDEN: usize = 4_096;
@@ -54,7 +55,7 @@ impl McpFaultSpec for TaskStuck {
     }
 
     fn default_methods(&self) -> &'static [&'static str] {
-        &["tasks/get"]
+        &[tasks::GET]
     }
 
     fn reads_learned(&self) -> bool {
@@ -103,7 +104,8 @@ impl McpFaultSpec for TaskStuck {
             hidden.clear();
         }
         let seen = hidden.entry(task.task_id.clone()).or_default();
-        if result.get("status").and_then(Value::as_str) == Some("working") {
+        let status = result.get(tasks::STATUS).and_then(Value::as_str);
+        if status.and_then(TaskStatus::parse) == Some(TaskStatus::Working) {
             seen.working_message = result.get("statusMessage").cloned();
             return;
         }
@@ -111,7 +113,7 @@ impl McpFaultSpec for TaskStuck {
             return;
         }
         seen.hidden_polls += 1;
-        result.insert("status".into(), "working".into());
+        result.insert(tasks::STATUS.into(), TaskStatus::Working.as_str().into());
         for key in ["result", "error", "inputRequests", "statusMessage"] {
             result.remove(key);
         }
@@ -130,7 +132,8 @@ mod tests {
 
     fn poll(fault: &TaskStuck, task: &TaskRequest, status: &str) -> Value {
         let mut answer = json!({"jsonrpc": "2.0", "id": 1, "result": {
-            "resultType": "complete", "taskId": task.task_id, "status": status,
+            tasks::RESULT_TYPE: tasks::RESULT_TYPE_COMPLETE, tasks::TASK_ID: task.task_id,
+            tasks::STATUS: status,
             "statusMessage": format!("{status} now"), "result": {"content": []}}});
         let call = CallContext {
             request: RequestFacts {
@@ -159,13 +162,13 @@ mod tests {
             "working now"
         );
         for _ in 0..2 {
-            let hidden = poll(&fault, &task, "completed");
-            assert_eq!(hidden["status"], "working");
+            let hidden = poll(&fault, &task, TaskStatus::Completed.as_str());
+            assert_eq!(hidden[tasks::STATUS], TaskStatus::Working.as_str());
             assert_eq!(hidden["statusMessage"], "working now");
             assert!(hidden.get("result").is_none());
         }
-        let shown = poll(&fault, &task, "completed");
-        assert_eq!(shown["status"], "completed");
+        let shown = poll(&fault, &task, TaskStatus::Completed.as_str());
+        assert_eq!(shown[tasks::STATUS], TaskStatus::Completed.as_str());
         assert_eq!(shown["result"], json!({"content": []}));
     }
 }

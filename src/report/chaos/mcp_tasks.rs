@@ -8,10 +8,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::mcp_wire::tasks::{self, TaskStatus};
+
 /// Tasks followed at most; beyond it the oldest is forgotten (its later polls are not counted).
 const MAX_TASKS: usize = 4_096;
-/// The code a server answers a task id it does not know with (the Tasks extension's "invalid params").
-pub const TASK_NOT_FOUND: i64 = -32602;
 
 /// One tool's tasks.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -73,31 +73,28 @@ impl TaskLedger {
 
     /// A `tasks/get` answer (`result`) the client was told: a terminal status ends the task.
     pub fn status(&mut self, result: &Value) {
-        let (Some(id), Some(status)) = (
-            result.get("taskId").and_then(Value::as_str),
-            result.get("status").and_then(Value::as_str),
-        ) else {
+        let (Some(id), Some(status)) = (tasks::task_id(result), TaskStatus::of(result)) else {
             return;
         };
         let Some(task) = self.tasks.get_mut(id).filter(|t| !t.ended) else {
             return;
         };
-        if !["completed", "failed", "cancelled"].contains(&status) {
+        if !status.is_terminal() {
             return;
         }
         task.ended = true;
         let tool = task.tool.clone();
         let figures = self.tool(&tool);
         match status {
-            "completed" => figures.completed += 1,
-            "failed" => figures.failed += 1,
+            TaskStatus::Completed => figures.completed += 1,
+            TaskStatus::Failed => figures.failed += 1,
             _ => figures.cancelled += 1,
         }
     }
 
     /// A request of task `task_id` was answered with the error `code`.
     pub fn error(&mut self, task_id: &str, code: i64) {
-        if code != TASK_NOT_FOUND {
+        if code != tasks::NOT_FOUND_CODE {
             return;
         }
         let Some(task) = self.tasks.get_mut(task_id).filter(|t| !t.ended) else {
@@ -119,21 +116,26 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A `tasks/get` answer of task `id` saying `status`.
+    fn task(id: &str, status: TaskStatus) -> Value {
+        json!({tasks::TASK_ID: id, tasks::STATUS: status.as_str()})
+    }
+
     #[test]
     fn each_task_ends_once_by_what_the_client_was_told_first() {
         let mut ledger = TaskLedger::default();
         for id in ["a", "b", "c", "d"] {
             ledger.created("slow_job", id);
         }
-        ledger.status(&json!({"taskId": "a", "status": "working"}));
-        ledger.status(&json!({"taskId": "a", "status": "completed"}));
-        ledger.status(&json!({"taskId": "a", "status": "completed"}));
-        ledger.status(&json!({"taskId": "b", "status": "failed"}));
-        ledger.error("b", TASK_NOT_FOUND);
-        ledger.error("c", TASK_NOT_FOUND);
-        ledger.status(&json!({"taskId": "c", "status": "completed"}));
-        ledger.status(&json!({"taskId": "d", "status": "cancelled"}));
-        ledger.error("unknown", TASK_NOT_FOUND);
+        ledger.status(&task("a", TaskStatus::Working));
+        ledger.status(&task("a", TaskStatus::Completed));
+        ledger.status(&task("a", TaskStatus::Completed));
+        ledger.status(&task("b", TaskStatus::Failed));
+        ledger.error("b", tasks::NOT_FOUND_CODE);
+        ledger.error("c", tasks::NOT_FOUND_CODE);
+        ledger.status(&task("c", TaskStatus::Completed));
+        ledger.status(&task("d", TaskStatus::Cancelled));
+        ledger.error("unknown", tasks::NOT_FOUND_CODE);
         assert_eq!(
             ledger.figures(),
             [McpTaskFigures {
