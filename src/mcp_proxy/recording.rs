@@ -18,11 +18,11 @@ use super::{
 };
 use crate::mcp_wire::{
     jsonrpc::{Envelope, Outcome, id_key},
-    tasks,
+    tasks::{self, TaskStatus},
 };
 use crate::report::chaos::{
     self as report, ChaosReport, PlannedFaultInfo,
-    mcp_tasks::{McpTaskFigures, TaskLedger},
+    mcp_tasks::{McpTaskFigures, TaskEnd, TaskLedger},
     record::{CallOutcome, CallRecord, Schemas, retry_after_ms},
 };
 
@@ -139,6 +139,16 @@ impl ReportObserver {
     }
 }
 
+/// How the task of a `tasks/get` answer ended, when its status says it did.
+fn task_end(answer: &Value) -> Option<TaskEnd> {
+    match TaskStatus::of(answer)? {
+        TaskStatus::Completed => Some(TaskEnd::Completed),
+        TaskStatus::Failed => Some(TaskEnd::Failed),
+        TaskStatus::Cancelled => Some(TaskEnd::Cancelled),
+        TaskStatus::Working | TaskStatus::InputRequired => None,
+    }
+}
+
 fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
@@ -169,7 +179,10 @@ impl CallObserver for ReportObserver {
                 self.task_handles.insert(id_key(&id), task_id.to_owned());
             }
         } else if result.get(tasks::TASK_ID).is_some() {
-            self.tasks.status(&result);
+            // A `tasks/get` answer: a terminal status ends the task.
+            if let (Some(task_id), Some(end)) = (tasks::task_id(&result), task_end(&result)) {
+                self.tasks.ended(task_id, end);
+            }
         } else if result.get("content").is_some() {
             let key = id_key(&id);
             if self.results.len() >= MAX_HELD_RESULTS
@@ -191,8 +204,10 @@ impl CallObserver for ReportObserver {
 
     fn call(&mut self, event: &CallEvent) {
         if tasks::is_task_method(&event.method) {
-            if let (Some(task_id), Outcome::Error { code, .. }) = (&event.task_id, &event.client) {
-                self.tasks.error(task_id, *code);
+            if let (Some(task_id), Outcome::Error { code, .. }) = (&event.task_id, &event.client)
+                && *code == tasks::NOT_FOUND_CODE
+            {
+                self.tasks.ended(task_id, TaskEnd::Lost);
             }
             return;
         }

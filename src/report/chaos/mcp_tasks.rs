@@ -6,9 +6,6 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-
-use crate::mcp_wire::tasks::{self, TaskStatus};
 
 /// Tasks followed at most; beyond it the oldest is forgotten (its later polls are not counted).
 const MAX_TASKS: usize = 4_096;
@@ -23,6 +20,16 @@ pub struct McpTaskFigures {
     pub cancelled: u64,
     /// Told "not found" before any terminal status.
     pub lost: u64,
+}
+
+/// How a task ended, by the first thing the client was told that ends it: a terminal status, or "not found".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskEnd {
+    Completed,
+    Failed,
+    Cancelled,
+    /// Told "not found" before any terminal status.
+    Lost,
 }
 
 /// A task as the client was told of it.
@@ -71,38 +78,20 @@ impl TaskLedger {
         self.tool(tool).created += 1;
     }
 
-    /// A `tasks/get` answer (`result`) the client was told: a terminal status ends the task.
-    pub fn status(&mut self, result: &Value) {
-        let (Some(id), Some(status)) = (tasks::task_id(result), TaskStatus::of(result)) else {
-            return;
-        };
-        let Some(task) = self.tasks.get_mut(id).filter(|t| !t.ended) else {
-            return;
-        };
-        if !status.is_terminal() {
-            return;
-        }
-        task.ended = true;
-        let tool = task.tool.clone();
-        let figures = self.tool(&tool);
-        match status {
-            TaskStatus::Completed => figures.completed += 1,
-            TaskStatus::Failed => figures.failed += 1,
-            _ => figures.cancelled += 1,
-        }
-    }
-
-    /// A request of task `task_id` was answered with the error `code`.
-    pub fn error(&mut self, task_id: &str, code: i64) {
-        if code != tasks::NOT_FOUND_CODE {
-            return;
-        }
+    /// The client was told that task `task_id` ended as `end`; only the first end of a known task counts.
+    pub fn ended(&mut self, task_id: &str, end: TaskEnd) {
         let Some(task) = self.tasks.get_mut(task_id).filter(|t| !t.ended) else {
             return;
         };
         task.ended = true;
         let tool = task.tool.clone();
-        self.tool(&tool).lost += 1;
+        let figures = self.tool(&tool);
+        match end {
+            TaskEnd::Completed => figures.completed += 1,
+            TaskEnd::Failed => figures.failed += 1,
+            TaskEnd::Cancelled => figures.cancelled += 1,
+            TaskEnd::Lost => figures.lost += 1,
+        }
     }
 
     /// The figures, by tool name.
@@ -114,12 +103,6 @@ impl TaskLedger {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    /// A `tasks/get` answer of task `id` saying `status`.
-    fn task(id: &str, status: TaskStatus) -> Value {
-        json!({tasks::TASK_ID: id, tasks::STATUS: status.as_str()})
-    }
 
     #[test]
     fn each_task_ends_once_by_what_the_client_was_told_first() {
@@ -127,15 +110,14 @@ mod tests {
         for id in ["a", "b", "c", "d"] {
             ledger.created("slow_job", id);
         }
-        ledger.status(&task("a", TaskStatus::Working));
-        ledger.status(&task("a", TaskStatus::Completed));
-        ledger.status(&task("a", TaskStatus::Completed));
-        ledger.status(&task("b", TaskStatus::Failed));
-        ledger.error("b", tasks::NOT_FOUND_CODE);
-        ledger.error("c", tasks::NOT_FOUND_CODE);
-        ledger.status(&task("c", TaskStatus::Completed));
-        ledger.status(&task("d", TaskStatus::Cancelled));
-        ledger.error("unknown", tasks::NOT_FOUND_CODE);
+        ledger.ended("a", TaskEnd::Completed);
+        ledger.ended("a", TaskEnd::Completed);
+        ledger.ended("b", TaskEnd::Failed);
+        ledger.ended("b", TaskEnd::Lost);
+        ledger.ended("c", TaskEnd::Lost);
+        ledger.ended("c", TaskEnd::Completed);
+        ledger.ended("d", TaskEnd::Cancelled);
+        ledger.ended("unknown", TaskEnd::Lost);
         assert_eq!(
             ledger.figures(),
             [McpTaskFigures {
