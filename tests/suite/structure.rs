@@ -427,7 +427,10 @@ fn no_folder_has_an_import_circle_between_its_rooms() {
     let new: Vec<&&str> = found.difference(&left).collect();
     let gone: Vec<&&str> = left.difference(&found).collect();
     assert!(new.is_empty(), "import circles:\n{new:?}");
-    assert!(gone.is_empty(), "circles untangled, to take off the list: {gone:?}");
+    assert!(
+        gone.is_empty(),
+        "circles untangled, to take off the list: {gone:?}"
+    );
 }
 
 /// The reader itself: a circle planted in a scratch tree is found, and a re-export does not make one.
