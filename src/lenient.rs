@@ -278,6 +278,19 @@ impl Scalar for String {
     const EXPECTED: &'static str = "a string";
 }
 
+/// What a JSON value is, for a message: "a string", "an array", "null".
+pub fn json_kind(value: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,6 +5,8 @@
 use rmcp::model::JsonObject;
 use serde_json::Value;
 
+use crate::lenient::json_kind;
+
 /// `schema` with every object schema that declares its properties closed to others (`additionalProperties:
 /// false`), so that clients and models see that a field it does not name is refused. Maps (such as `headers`)
 /// say what their values are instead and stay open.
@@ -236,17 +238,5 @@ pub(super) fn malformed_call(params: Option<&Value>) -> String {
             json_kind(other)
         ),
         (None, _) => "name: is required (the tool to call)".into(),
-    }
-}
-
-/// The JSON type of `value`, for errors.
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }

@@ -206,44 +206,46 @@ pub(super) fn with_chart(mut result: CallToolResult, figure: &impl Figure) -> Ca
 /// `result`, once the run's HTML page is in `page` (the tool's `report_path`) when one was asked for. A page
 /// that cannot be made or written adds a text block saying so: the report itself is still the result.
 pub(super) fn with_page(
-    mut result: CallToolResult,
+    result: CallToolResult,
     page: Option<PageFile>,
     render: impl FnOnce() -> Result<String, ChartError>,
 ) -> CallToolResult {
-    let Some(page) = page else {
-        return result;
-    };
-    let path = page.path().display().to_string();
-    let written = render()
-        .map_err(|e| e.to_string())
-        .and_then(|html| page.write(&html).map_err(|e| e.to_string()));
-    if let Err(e) = written {
-        tracing::warn!(%path, error = %e, "the HTML report was not written");
-        result.content.push(ContentBlock::text(format!(
-            "report_path: the HTML report was not written to {path}: {e}"
-        )));
-    }
-    result
+    with_file(result, page, ("report_path", "the HTML report"), || {
+        render().map_err(|e| e.to_string())
+    })
 }
 
 /// `result`, once `report` is in `file` as JSON (the tool's `result_path`, what `fault report merge` reads) when
 /// one was asked for. A file that cannot be written adds a text block saying so.
 pub(super) fn with_result_file(
-    mut result: CallToolResult,
+    result: CallToolResult,
     file: Option<PageFile>,
     report: &impl serde::Serialize,
+) -> CallToolResult {
+    with_file(result, file, ("result_path", "the result"), || {
+        serde_json::to_string_pretty(report)
+            .map(|json| json + "\n")
+            .map_err(|e| e.to_string())
+    })
+}
+
+/// `result`, once `file` (asked for by the field `field`, holding `what`) holds what `text` makes; a text that
+/// cannot be made or written adds a block saying so.
+fn with_file(
+    mut result: CallToolResult,
+    file: Option<PageFile>,
+    (field, what): (&str, &str),
+    text: impl FnOnce() -> Result<String, String>,
 ) -> CallToolResult {
     let Some(file) = file else {
         return result;
     };
     let path = file.path().display().to_string();
-    let written = serde_json::to_string_pretty(report)
-        .map_err(|e| e.to_string())
-        .and_then(|json| file.write(&(json + "\n")).map_err(|e| e.to_string()));
+    let written = text().and_then(|text| file.write(&text).map_err(|e| e.to_string()));
     if let Err(e) = written {
-        tracing::warn!(%path, error = %e, "the result was not written");
+        tracing::warn!(%path, error = %e, "{what} was not written");
         result.content.push(ContentBlock::text(format!(
-            "result_path: the result was not written to {path}: {e}"
+            "{field}: {what} was not written to {path}: {e}"
         )));
     }
     result

@@ -76,8 +76,8 @@ pub async fn run(args: ScanArgs) -> ExitCode {
     let progress = Arc::new(crate::load::LoadProgress::default());
     match super::run(&args.spec, &cancel, progress).await {
         Ok(report) => {
-            // stdout-ok: the command's report is its output (it serves no MCP on stdout).
-            println!("{}", report.markdown());
+            // The command's report is its output: it serves no MCP on stdout.
+            println!("{}", report.markdown()); // stdout-ok
             match report.verdict.outcome {
                 Outcome::Pass => ExitCode::SUCCESS,
                 Outcome::Fail | Outcome::NoVerdict => ExitCode::FAILURE,

@@ -12,6 +12,7 @@ use super::{
     rows::{Feed, Span},
 };
 use crate::files::{self, FileError};
+use crate::lenient::json_kind;
 
 impl Feed {
     /// Reads the feed file at `path` (`feed.file`) whole, to serve its rows in `order` (`random` draws from
@@ -260,19 +261,6 @@ impl<'a> LineCounter<'a> {
         self.line += bytes[self.byte..at].iter().filter(|&&b| b == b'\n').count() as u64;
         self.byte = at;
         self.line
-    }
-}
-
-/// What a JSON value is, for a message.
-fn json_kind(value: &serde_json::Value) -> &'static str {
-    use serde_json::Value;
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
