@@ -1,5 +1,6 @@
 //! `fault mcp-proxy` overhead: the `tools/call` round trip through the proxy with an empty plan vs. direct to
-//! `fault mcp-test-server`, in the same run; what recording the session for its report (the judgements'
+//! `fault mcp-test-server` and vs. `socat STDIO EXEC:…` (a relay that only copies bytes, when installed), in the
+//! same run, with the CPU time each relay process spends per call (from /proc); what recording the session for its report (the judgements'
 //! bookkeeping, `--report`) adds to a call; and the proxy's memory over many calls.
 //!
 //! `cargo bench --bench mcp_proxy` (release build); `cargo bench --bench mcp_proxy -- memory` runs the memory
@@ -91,6 +92,25 @@ impl Session {
         );
     }
 
+    /// CPU time (user and system) the session's process has used so far, in clock ticks.
+    fn cpu_ticks(&self) -> u64 {
+        let stat =
+            std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
+        // The fields after the command's name (which may hold spaces): utime and stime are the 12th and 13th.
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map_or("", |(_, rest)| rest)
+            .split_whitespace()
+            .collect();
+        let field = |i: usize| {
+            fields
+                .get(i)
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        field(11) + field(12)
+    }
+
     /// Resident memory of the session's process, in KiB.
     fn rss_kib(&self) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
@@ -139,6 +159,8 @@ struct Side {
     label: &'static str,
     session: Session,
     histogram: Histogram<u64>,
+    /// CPU ticks the side's first process (the relay, or the server when direct) used in the measured batches.
+    cpu_ticks: u64,
 }
 
 impl Side {
@@ -147,8 +169,46 @@ impl Side {
             label,
             session: Session::spawn(program, args),
             histogram: Histogram::new_with_bounds(1, 60_000_000, 3).unwrap(),
+            cpu_ticks: 0,
         }
     }
+
+    /// CPU µs of the side's first process per measured call.
+    fn cpu_us_per_call(&self, ticks_per_second: u64) -> f64 {
+        self.cpu_ticks as f64 * 1e6 / ticks_per_second as f64 / self.histogram.len().max(1) as f64
+    }
+}
+
+/// The kernel's clock ticks per second, the unit of /proc's CPU times.
+fn ticks_per_second() -> u64 {
+    Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|out| String::from_utf8(out.stdout).ok()?.trim().parse().ok())
+        .unwrap_or(100)
+}
+
+/// `socat STDIO EXEC:…` in front of the test server, when socat is installed: a relay that only copies bytes.
+fn socat_side() -> Option<Side> {
+    let found = Command::new("socat")
+        .arg("-V")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if !found {
+        println!(
+            "socat is not installed: no byte-copying relay to compare with (apt-get install socat)"
+        ); // stdout-ok
+        return None;
+    }
+    let exec = format!("EXEC:{FAULT} {}", SERVER.join(" "));
+    Some(Side::new(
+        "through socat STDIO EXEC",
+        "socat",
+        &["STDIO", &exec],
+    ))
 }
 
 /// The test server, as each side starts it.
@@ -200,6 +260,10 @@ fn latency(other: Option<&str>) {
         Side::new("through fault mcp-proxy (no plan)", FAULT, &bare_args),
         Side::new("through fault mcp-proxy --report", FAULT, &recorded_args),
     ];
+    // The byte-copying relay, when there is one, last among this build's sides.
+    let socat = socat_side()
+        .map(|side| sides.push(side))
+        .map(|()| sides.len() - 1);
     // Another build's proxy (e.g. the commit before a change) in front of the same server, in the same run.
     let other_report = report_dir.join("other.json");
     if let Some(other) = other {
@@ -222,9 +286,11 @@ fn latency(other: Option<&str>) {
     let batch = 1000.min(calls).max(1);
     for _ in 0..calls.div_ceil(batch) {
         for side in &mut sides {
+            let cpu_before = side.session.cpu_ticks();
             side.histogram
                 .add(round_trips(&mut side.session, batch))
                 .unwrap();
+            side.cpu_ticks += side.session.cpu_ticks() - cpu_before;
         }
     }
     // The server's real answers, for the in-process timing below.
@@ -258,16 +324,34 @@ fn latency(other: Option<&str>) {
     }
     println!(
         // stdout-ok
-        "  added by the proxy: p50 {:+.1} µs (goal: p50 < 100 µs); by the report's bookkeeping: p50 {:+.1} µs (goal: at most 5 µs)",
+        "  added by the proxy: p50 {:+.1} µs (goal: p50 < 100 µs); by --report (the relay's core, which parses and tracks every call, and the report's bookkeeping): p50 {:+.1} µs",
         delta(p50(1), p50(0)),
         delta(p50(2), p50(1))
     );
-    if other.is_some() {
+    let ticks = ticks_per_second();
+    println!("CPU per call of each side's first process (the relay; direct: the server):"); // stdout-ok
+    for side in &sides {
+        println!(
+            "  {:<36} {:8.1} µs",
+            side.label,
+            side.cpu_us_per_call(ticks)
+        ); // stdout-ok
+    }
+    if let Some(socat) = socat {
+        let added = |i: usize| delta(p50(i), p50(0));
+        println!(
+            // stdout-ok
+            "  against socat: added p50 {:.2}× socat's (goal: at most 1.3×), CPU per call {:.2}× socat's (goal: at most 1.5×)",
+            added(1) / added(socat),
+            sides[1].cpu_us_per_call(ticks) / sides[socat].cpu_us_per_call(ticks)
+        );
+    }
+    if let Some(first_other) = other.map(|_| sides.len() - 2) {
         println!(
             // stdout-ok
             "  this build against the other: proxy-added p50 {:+.1} µs, with --report {:+.1} µs",
-            delta(p50(1), p50(3)),
-            delta(p50(2), p50(4))
+            delta(p50(1), p50(first_other)),
+            delta(p50(2), p50(first_other + 1))
         );
     }
     for side in sides {

@@ -180,6 +180,52 @@ async fn untouched_messages_pass_byte_for_byte_both_ways() {
     assert_eq!(logged[0]["client"]["kind"], "result");
 }
 
+/// A client message over the bound ends the session with an error naming the bound, whether the proxy has
+/// nothing to do (a thread per direction) or a plan (the core), and a fault-free call before it is answered.
+#[tokio::test]
+async fn a_client_message_over_the_bound_ends_the_session_with_its_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.yaml");
+    std::fs::write(&plan, "faults:\n  - type: error\n    tools: [other]\n").unwrap();
+    let plan = plan.to_str().unwrap();
+    for proxy_args in [&[][..], &["--plan", plan][..]] {
+        let mut raw = Raw::test_server(proxy_args).await;
+        let answer = raw.call(1, "echo", json!({"text": "hi"})).await;
+        assert!(
+            String::from_utf8_lossy(&answer).contains("hi"),
+            "{proxy_args:?}: {}",
+            String::from_utf8_lossy(&answer)
+        );
+        let Raw {
+            mut child,
+            mut stdin,
+            _command: command,
+            ..
+        } = raw;
+        // More than the bound without a line end; the write fails once the proxy has stopped reading.
+        let flood = tokio::spawn(async move {
+            let chunk = vec![b'x'; 1024 * 1024];
+            for _ in 0..65 {
+                if stdin.write_all(&chunk).await.is_err() {
+                    return;
+                }
+            }
+            let _ = stdin.write_all(b"x").await;
+        });
+        let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
+            .await
+            .unwrap_or_else(|_| panic!("{proxy_args:?}: the proxy still runs 20 s after the flood"))
+            .unwrap();
+        flood.abort();
+        let stderr = std::fs::read_to_string(command.sandbox().stderr_path()).unwrap_or_default();
+        assert!(!status.success(), "{proxy_args:?}: {stderr}");
+        assert!(
+            stderr.contains("the client sent a message of more than 67108864 bytes"),
+            "{proxy_args:?}: {stderr}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn malformed_keeps_the_framing() {
     let dir = tempfile::tempdir().unwrap();

@@ -5,10 +5,13 @@
 //! - [`pump`]: the client's side; [`server`]: the server's side (child process in its own process group, or
 //!   the bridge), generations across restarts;
 //! - [`core`]: the actor that routes lines and carries out each call's faults; [`in_flight`]: its bounded
-//!   table of pending calls.
+//!   table of pending calls;
+//! - [`pass_through`]: with nothing to do between this process's stdio and a child server, a thread per
+//!   direction and no core.
 
 mod core;
 mod in_flight;
+mod pass_through;
 mod pump;
 mod server;
 
@@ -72,9 +75,16 @@ pub async fn run(options: RelayOptions) -> Result<(), RelayError> {
         Some(path) => Some(EventLog::create(path)?),
         None => None,
     };
+    let recorder = Recorder::new(events, options.observer.clone());
+    if let (true, ClientSide::ProcessStdio, ServerTarget::Command(command)) = (
+        nothing_to_do(&decider, &recorder),
+        &options.client,
+        &options.server,
+    ) {
+        return pass_through::run(command, &options.server_stderr).await;
+    }
     let (core_tx, mut core_rx) = mpsc::channel::<CoreMsg>(1024);
     let (to_client, client_rx) = mpsc::unbounded_channel::<Vec<u8>>();
-    let recorder = Recorder::new(events, options.observer.clone());
     let mut core = Core::new(&options, decider, recorder, to_client, core_tx.clone());
     core.start_server()?;
     let client_writer = pump::start(options.client, core_tx, client_rx);
@@ -102,6 +112,11 @@ pub async fn run(options: RelayOptions) -> Result<(), RelayError> {
     // The writer flushes what is queued; then the client's side is closed.
     client_writer.finish().await;
     failure.map_or(Ok(()), Err)
+}
+
+/// No fault planned and nothing recorded: every line is forwarded as it came, unparsed.
+fn nothing_to_do(decider: &Decider, recorder: &Recorder) -> bool {
+    decider.is_empty() && !recorder.is_active()
 }
 
 /// Refuses the faults that act on HTTP exchanges only.

@@ -120,7 +120,7 @@ pub(super) enum ServerSide {
 /// A child server in its own process group; the group is killed when this is dropped, whatever ends the
 /// relay (a closed client, a cancelled scenario, an error).
 pub(super) struct ServerProcess {
-    child: Child,
+    pub(super) child: Child,
     group: Option<rustix::process::Pid>,
 }
 
@@ -152,12 +152,11 @@ pub(super) fn start<T: From<ServerEvent> + Send + 'static>(
     }
 }
 
-fn start_child<T: From<ServerEvent> + Send + 'static>(
+/// Starts `server` in a process group of its own, its stdin and stdout piped, its stderr where `stderr` says.
+pub(super) fn spawn_child(
     server: &ServerCommand,
-    generation: u64,
-    core_tx: &mpsc::Sender<T>,
     stderr: &ServerStderr,
-) -> Result<Server, RelayError> {
+) -> Result<ServerProcess, RelayError> {
     let mut command = Command::new(&server.program);
     command
         .args(&server.args)
@@ -180,6 +179,27 @@ fn start_child<T: From<ServerEvent> + Send + 'static>(
     let group = child
         .id()
         .and_then(|pid| rustix::process::Pid::from_raw(pid as i32));
+    if let (Some(err), ServerStderr::Keep(tail)) = (child.stderr.take(), stderr) {
+        let tail = tail.clone();
+        tokio::spawn(async move {
+            let mut reader = BufReader::new(err).lines();
+            while let Ok(Some(line)) = reader.next_line().await {
+                tracing::debug!(target: "mcp_proxy::server", "{line}");
+                tail.push(line);
+            }
+        });
+    }
+    Ok(ServerProcess { child, group })
+}
+
+fn start_child<T: From<ServerEvent> + Send + 'static>(
+    server: &ServerCommand,
+    generation: u64,
+    core_tx: &mpsc::Sender<T>,
+    stderr: &ServerStderr,
+) -> Result<Server, RelayError> {
+    let mut process = spawn_child(server, stderr)?;
+    let child = &mut process.child;
     if let Some(stdout) = child.stdout.take() {
         let core_tx = core_tx.clone();
         tokio::spawn(async move {
@@ -205,16 +225,6 @@ fn start_child<T: From<ServerEvent> + Send + 'static>(
                 .await;
         });
     }
-    if let (Some(err), ServerStderr::Keep(tail)) = (child.stderr.take(), stderr) {
-        let tail = tail.clone();
-        tokio::spawn(async move {
-            let mut reader = BufReader::new(err).lines();
-            while let Ok(Some(line)) = reader.next_line().await {
-                tracing::debug!(target: "mcp_proxy::server", "{line}");
-                tail.push(line);
-            }
-        });
-    }
     let (to_server, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
     if let Some(mut stdin) = child.stdin.take() {
         tokio::spawn(async move {
@@ -226,7 +236,7 @@ fn start_child<T: From<ServerEvent> + Send + 'static>(
         });
     }
     Ok(Server {
-        side: ServerSide::Child(ServerProcess { child, group }),
+        side: ServerSide::Child(process),
         to_server,
     })
 }

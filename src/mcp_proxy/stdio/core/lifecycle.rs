@@ -11,7 +11,7 @@ use crate::mcp_proxy::decide::Decider;
 use crate::mcp_proxy::engine::{Recorder, connection_closed, reply_outcome};
 use crate::mcp_proxy::stdio::in_flight::InFlight;
 use crate::mcp_proxy::stdio::server;
-use crate::mcp_proxy::stdio::{RelayError, RelayOptions};
+use crate::mcp_proxy::stdio::{RelayError, RelayOptions, nothing_to_do};
 use crate::mcp_wire::jsonrpc::Outcome;
 
 impl Core {
@@ -22,7 +22,7 @@ impl Core {
         to_client: mpsc::UnboundedSender<Vec<u8>>,
         core_tx: mpsc::Sender<CoreMsg>,
     ) -> Self {
-        let transparent = decider.is_empty() && !recorder.is_active();
+        let transparent = nothing_to_do(&decider, &recorder);
         recorder.prepare(&mut decider);
         Core {
             target: options.server.clone(),
