@@ -341,13 +341,13 @@ fn latency(other: Option<&str>) {
         let added = |i: usize| delta(p50(i), p50(0));
         // Below the direct side's p50 the machine's noise outweighs what a relay adds: no ratio then.
         let latency_ratio = if added(socat) > 0.0 {
-            format!("{:.2}×", added(1) / added(socat))
+            format!("{:.2}× socat's", added(1) / added(socat))
         } else {
             "not measurable (socat's added p50 is at or below 0: too noisy a machine)".to_owned()
         };
         println!(
             // stdout-ok
-            "  against socat: added p50 {latency_ratio} socat's (goal: at most 1.3×), CPU per call {:.2}× socat's (goal: at most 1.5×)",
+            "  against socat: added p50 {latency_ratio} (goal: at most 1.3×), CPU per call {:.2}× socat's (goal: at most 1.5×)",
             sides[1].cpu_us_per_call(ticks) / sides[socat].cpu_us_per_call(ticks)
         );
     }
