@@ -53,6 +53,37 @@ impl CallContext<'_> {
     }
 }
 
+/// A call for a test: the `ordinal`th call to `tool`, with seed 0, roll 0 and nothing else known.
+#[cfg(test)]
+impl<'a> CallContext<'a> {
+    pub fn for_tool(tool: &'a str, ordinal: u64) -> Self {
+        Self {
+            tool,
+            ordinal,
+            ..Default::default()
+        }
+    }
+
+    pub fn seed(self, seed: u64) -> Self {
+        Self { seed, ..self }
+    }
+
+    pub fn roll(self, roll: f64) -> Self {
+        Self { roll, ..self }
+    }
+
+    /// The call as a request of `task`.
+    pub fn task(self, task: &'a TaskRequest) -> Self {
+        Self {
+            request: RequestFacts {
+                task: Some(task),
+                ..self.request
+            },
+            ..self
+        }
+    }
+}
+
 /// What the decider keeps for one fault and one tool between that tool's calls, for the fault's own firing
 /// rule: the tool's copy of a correlated fault's [`Chain`](super::Chain), where it last stood. It starts empty.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

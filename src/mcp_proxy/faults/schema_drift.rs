@@ -385,16 +385,7 @@ mod tests {
     use super::*;
 
     fn call() -> CallContext<'static> {
-        CallContext {
-            seed: 42,
-            fault_index: 0,
-            tool: "get_item",
-            ordinal: 1,
-            elapsed_ms: 0,
-            roll: 0.1,
-            tools: None,
-            ..Default::default()
-        }
+        CallContext::for_tool("get_item", 1).seed(42).roll(0.1)
     }
 
     #[test]

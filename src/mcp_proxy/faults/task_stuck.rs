@@ -115,7 +115,6 @@ impl McpFaultSpec for TaskStuck {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mcp_proxy::faults::RequestFacts;
     use crate::mcp_proxy::learned::TaskRequest;
     use serde_json::json;
 
@@ -124,13 +123,7 @@ mod tests {
             tasks::RESULT_TYPE: tasks::RESULT_TYPE_COMPLETE, tasks::TASK_ID: task.task_id,
             tasks::STATUS: status,
             "statusMessage": format!("{status} now"), "result": {"content": []}}});
-        let call = CallContext {
-            request: RequestFacts {
-                task: Some(task),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
+        let call = CallContext::for_tool(&task.tool, 1).task(task);
         fault.rewrite(&mut answer, &call);
         answer["result"].take()
     }
