@@ -9,7 +9,7 @@ use std::{collections::HashMap, time::Instant};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::faults::{CallContext, FaultMemory, McpFaultSpec, RequestFacts};
+use super::faults::{CallContext, FaultMemory, RequestFacts};
 use super::learned::Learned;
 use super::plan::{Plan, PlannedFault, Policy};
 use super::trigger::{Matcher, TriggerError};
@@ -31,7 +31,8 @@ pub struct Decision {
     pub ordinal: u64,
     /// Milliseconds from the proxy's start to the decision.
     pub elapsed_ms: u64,
-    /// The key the rolls were keyed by: the tool, or a key the call gave (see [`McpFaultSpec::roll_key`]).
+    /// The key the rolls were keyed by: the tool, or a key the call gave (see
+    /// [`McpFaultSpec::roll_key`](super::faults::McpFaultSpec::roll_key)).
     pub roll_key: String,
     pub records: Vec<DecisionRecord>,
     /// The first fault applied.
@@ -88,14 +89,14 @@ impl Decider {
         let hiding = faults
             .iter()
             .map(|(f, _)| {
-                f.spec.hides_tools().is_some()
+                f.spec.inner().hides_tools().is_some()
                     && f.trigger.starts_at_once()
                     && f.trigger.probability > 0.0
             })
             .collect();
         let learned = faults
             .iter()
-            .any(|(f, _)| f.spec.reads_learned())
+            .any(|(f, _)| f.spec.inner().scope().reads_learned())
             .then(Learned::default);
         Ok(Self {
             seed: plan.seed,
@@ -135,7 +136,7 @@ impl Decider {
     pub fn hides_tools(&self) -> bool {
         self.faults
             .iter()
-            .any(|(f, _)| f.spec.hides_tools().is_some())
+            .any(|(f, _)| f.spec.inner().hides_tools().is_some())
     }
 
     /// Whether `tool` is currently hidden from `tools/list` results.
@@ -189,8 +190,10 @@ impl Decider {
             ..Default::default()
         };
         for (index, (fault, matcher)) in self.faults.iter().enumerate() {
+            let spec = fault.spec.inner();
+            let scope = spec.scope();
             // A fault on the listing picks its tools inside the listing, not by the call's target.
-            let tool_matches = fault.spec.acts_on_listing() || matcher.matches_tool(target);
+            let tool_matches = scope.acts_on_listing() || matcher.matches_tool(target);
             if !matcher.matches_method(method)
                 || !tool_matches
                 || !fault
@@ -199,10 +202,10 @@ impl Decider {
             {
                 continue;
             }
-            let caller_key = fault.spec.roll_key(arguments).or_else(|| {
+            let caller_key = spec.roll_key(arguments).or_else(|| {
                 request
                     .task
-                    .filter(|_| fault.spec.rolls_per_task())
+                    .filter(|_| scope.rolls_per_task())
                     .map(|task| task.task_id.clone())
             });
             let (key, key_ordinal) = match &caller_key {
@@ -221,7 +224,8 @@ impl Decider {
                 request,
             };
             let fired = roll < fault.trigger.probability
-                && fault.spec.fires(&call, &mut state.memory[index]);
+                && (!scope.needs_known_task() || call.request.task.is_some())
+                && spec.fires(&call, &mut state.memory[index]);
             decision.records.push(DecisionRecord {
                 fault: index,
                 fault_type: fault.spec.type_name(),
@@ -242,13 +246,13 @@ impl Decider {
             }
             decision.applied.push(index);
             state.injected[index] += 1;
-            if let Some(hiding) = fault.spec.hides_tools() {
+            if let Some(hiding) = spec.hides_tools() {
                 if hiding.notify && !self.hiding[index] {
                     decision.notify_list_changed = true;
                 }
                 self.hiding[index] = true;
             }
-            if self.policy != Policy::All || fault.spec.action(&call).ends_chain() {
+            if self.policy != Policy::All || spec.action(&call).ends_chain() {
                 break;
             }
         }

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::decide::{Decider, Decision};
 use super::events::{CallEvent, CallObserver, CancelRecord, EventLog, FiredFault};
-use super::faults::{Action, CallContext, McpFaultSpec, RequestFacts, hide_listed_tools};
+use super::faults::{Action, CallContext, RequestFacts, hide_listed_tools};
 use super::learned::{Ask, TaskRequest};
 use super::plan::Mode;
 use crate::mcp_wire::{
@@ -304,7 +304,7 @@ impl Call {
             let Some(fault) = decider.fault(index) else {
                 continue;
             };
-            match fault.spec.action(&self.context(decider, index)) {
+            match fault.spec.inner().action(&self.context(decider, index)) {
                 Action::DelayRequest(d) => composed.request_delay += d,
                 Action::DelayResponse(d) => composed.response_delay += d,
                 Action::Rewrite => composed.rewrites.push(index),
@@ -348,7 +348,11 @@ impl Call {
             let Some(fault) = decider.fault(index) else {
                 continue;
             };
-            match fault.spec.rewrite_line(&out, &self.context(decider, index)) {
+            match fault
+                .spec
+                .inner()
+                .rewrite_line(&out, &self.context(decider, index))
+            {
                 Ok(next) => out = next,
                 Err(e) => return self.internal_error(mode, &out, &e.to_string()),
             }
@@ -390,7 +394,7 @@ impl Call {
                 name: planned.name.clone(),
                 roll,
                 roll_key: self.decision.roll_key.clone(),
-                action: planned.spec.describe(),
+                action: planned.spec.inner().describe(),
             })
         };
         CallEvent {

@@ -13,7 +13,6 @@ use serde_json::Value;
 
 use super::{
     events::{CallEvent, CallObserver},
-    faults::McpFaultSpec,
     plan::{Gates, Plan},
 };
 use crate::mcp_wire::{
@@ -35,7 +34,7 @@ pub fn planned_faults(plan: &Plan) -> Vec<PlannedFaultInfo> {
         .iter()
         .enumerate()
         .map(|(index, f)| {
-            let mut description = f.spec.describe();
+            let mut description = f.spec.inner().describe();
             if f.trigger.probability < 1.0 {
                 description.push_str(&format!(", probability {}", f.trigger.probability));
             }

@@ -20,16 +20,15 @@ pub struct CallContext<'a> {
     /// The decision's roll (see [`call_roll`]).
     pub roll: f64,
     /// The fault's trigger, for a fault that picks the tools of a listing
-    /// ([`McpFaultSpec::acts_on_listing`](super::McpFaultSpec::acts_on_listing));
-    /// `None` picks them all.
+    /// ([`Scope::Listing`](super::Scope::Listing)); `None` picks them all.
     pub tools: Option<&'a Matcher>,
     /// What the request says beyond its tool.
     pub request: RequestFacts<'a>,
 }
 
 /// What a request says that the faults on tasks, questions and protocol versions act on. Read only when a
-/// fault of the plan needs it ([`McpFaultSpec::reads_learned`](super::McpFaultSpec::reads_learned)), except the protocol version, which is one
-/// lookup in the parameters the envelope already holds.
+/// fault of the plan needs it ([`Scope::reads_learned`](super::Scope::reads_learned)), except the protocol
+/// version, which is one lookup in the parameters the envelope already holds.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RequestFacts<'a> {
     /// The task a `tasks/*` request names, when the proxy saw the `tools/call` that made it (the call's
@@ -51,6 +50,37 @@ impl CallContext<'_> {
     /// Whether the fault's trigger picks the listed tool `name`.
     pub fn selects_tool(&self, name: &str) -> bool {
         self.tools.is_none_or(|m| m.matches_tool(name))
+    }
+}
+
+/// A call for a test: the `ordinal`th call to `tool`, with seed 0, roll 0 and nothing else known.
+#[cfg(test)]
+impl<'a> CallContext<'a> {
+    pub fn for_tool(tool: &'a str, ordinal: u64) -> Self {
+        Self {
+            tool,
+            ordinal,
+            ..Default::default()
+        }
+    }
+
+    pub fn seed(self, seed: u64) -> Self {
+        Self { seed, ..self }
+    }
+
+    pub fn roll(self, roll: f64) -> Self {
+        Self { roll, ..self }
+    }
+
+    /// The call as a request of `task`.
+    pub fn task(self, task: &'a TaskRequest) -> Self {
+        Self {
+            request: RequestFacts {
+                task: Some(task),
+                ..self.request
+            },
+            ..self
+        }
     }
 }
 

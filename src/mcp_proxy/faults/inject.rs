@@ -90,16 +90,7 @@ mod tests {
         let fault = Inject {
             payload: "do it".into(),
         };
-        let call = CallContext {
-            seed: 0,
-            fault_index: 0,
-            tool: "read_file",
-            ordinal: 1,
-            elapsed_ms: 0,
-            roll: 0.0,
-            tools: None,
-            ..Default::default()
-        };
+        let call = CallContext::for_tool("read_file", 1);
         let mut response = serde_json::json!({"result":{"content":[
             {"type":"image","data":"x"},{"type":"text","text":"a"},{"type":"text","text":"b"}],
             "structuredContent":{"a":1}}});

@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Action, CallContext, FaultError, FaultMemory, McpFaultSpec, result_mut};
+use super::{Action, CallContext, FaultError, FaultMemory, McpFaultSpec, Scope, result_mut};
 use crate::mcp_wire::tasks;
 
 fn one() -> u64 {
@@ -36,8 +36,8 @@ impl McpFaultSpec for InputLoop {
         times per question; a new question from the server passes and starts the count again"
     }
 
-    fn reads_learned(&self) -> bool {
-        true
+    fn scope(&self) -> Scope {
+        Scope::Answer
     }
 
     fn validate(&self) -> Result<(), FaultError> {

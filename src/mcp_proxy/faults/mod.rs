@@ -5,7 +5,7 @@
 //! [`REGISTRY`] is the one list of fault types, one line per fault (below).
 //!
 //! Beside the faults: what a fired fault does to the call ([`action`]), what the proxy knows about the call
-//! ([`context`]), the trait and the checks specs share ([`spec`]), the registry's reading of each type
+//! ([`context`]), the trait and the checks specs share ([`spec`]), what a fault acts on ([`scope`]), the registry's reading of each type
 //! ([`registry`]), a fault nested in another ([`nested`]), the response edits rewriting faults share
 //! ([`edit`]), the correlated faults' chain ([`chain`]) and the peers' formats ([`peer`]).
 
@@ -16,6 +16,7 @@ mod edit;
 mod nested;
 mod peer;
 mod registry;
+mod scope;
 mod spec;
 
 pub(crate) use action::ms;
@@ -26,6 +27,7 @@ pub(crate) use edit::{edit_payloads, hide_listed_tools, result_mut};
 pub use nested::NestedFault;
 pub use peer::{Format, PeerEntry, PeerType, PeerValueError};
 pub use registry::{Registered, registered};
+pub use scope::Scope;
 pub use spec::{FaultError, Hiding, McpFaultSpec, RewriteError};
 pub(crate) use spec::{check_probability, no_tools_no_fault, require_tools};
 

@@ -109,16 +109,7 @@ mod tests {
             max_drift: 0.5,
             min_drift: 0.5,
         };
-        let call = CallContext {
-            seed: 1,
-            fault_index: 0,
-            tool: "get_item",
-            ordinal: 1,
-            elapsed_ms: 0,
-            roll: 0.0,
-            tools: None,
-            ..Default::default()
-        };
+        let call = CallContext::for_tool("get_item", 1).seed(1);
         let factor = fault.factor(&call);
         assert!(factor == 0.5 || factor == 1.5, "{factor}");
         let mut response = json!({"result": {"structuredContent": {"id": 10, "price": 2.0, "delta": -4, "name": "x"}}});

@@ -106,16 +106,7 @@ mod tests {
     use super::*;
 
     fn call() -> CallContext<'static> {
-        CallContext {
-            seed: 1,
-            fault_index: 0,
-            tool: "get_item",
-            ordinal: 1,
-            elapsed_ms: 0,
-            roll: 0.0,
-            tools: None,
-            ..Default::default()
-        }
+        CallContext::for_tool("get_item", 1).seed(1)
     }
 
     #[test]

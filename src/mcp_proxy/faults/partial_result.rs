@@ -168,16 +168,7 @@ mod tests {
         let mut response = serde_json::json!({"result":{"content":[
             {"type":"text","text":"abcdefg"},{"type":"image","data":"x"},{"type":"text","text":"é"}],
             "structuredContent":{"items":[1,2,3,4]}}});
-        let call = CallContext {
-            seed: 0,
-            fault_index: 0,
-            tool: "t",
-            ordinal: 1,
-            elapsed_ms: 0,
-            roll: 0.0,
-            tools: None,
-            ..Default::default()
-        };
+        let call = CallContext::for_tool("t", 1);
         fault.rewrite(&mut response, &call);
         assert_eq!(response["result"]["content"][0]["text"], "abc");
         assert_eq!(response["result"]["content"][1]["data"], "x");

@@ -86,6 +86,7 @@ impl McpFaultSpec for RecoverAfter {
             });
         }
         self.then()
+            .inner()
             .validate()
             .map_err(|e| FaultError::Then(Box::new(e)))
     }
@@ -99,19 +100,19 @@ impl McpFaultSpec for RecoverAfter {
         format!(
             "the first {} calls of each tool: {}; then pass",
             self.failures,
-            self.then().describe()
+            self.then().inner().describe()
         )
     }
 
     fn action(&self, call: &CallContext<'_>) -> Action {
-        self.then().action(call)
+        self.then().inner().action(call)
     }
 
     fn rewrite(&self, response: &mut serde_json::Value, call: &CallContext<'_>) {
-        self.then().rewrite(response, call)
+        self.then().inner().rewrite(response, call)
     }
 
     fn rewrite_line(&self, line: &[u8], call: &CallContext<'_>) -> Result<Vec<u8>, RewriteError> {
-        self.then().rewrite_line(line, call)
+        self.then().inner().rewrite_line(line, call)
     }
 }

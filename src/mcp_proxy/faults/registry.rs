@@ -5,13 +5,8 @@ use std::{collections::HashMap, sync::LazyLock};
 
 use serde_json::{Map, Value};
 
-use super::action::Action;
-use super::context::{CallContext, FaultMemory};
-use super::nested::NestedFault;
 use super::peer::{PeerEntry, PeerType, PeerValueError};
-use super::spec::{FaultError, Hiding, McpFaultSpec, RewriteError};
 use super::{McpFault, REGISTRY};
-use crate::mcp_proxy::trigger::Trigger;
 
 /// A fault type of the registry.
 pub struct Registered {
@@ -105,70 +100,19 @@ macro_rules! registry {
                 match self { $( McpFault::$fault(_) => stringify!($module), )+ }
             }
 
-            fn inner(&self) -> &dyn $crate::mcp_proxy::faults::McpFaultSpec {
+            /// The fault itself, through which the decider, the engine and the plan loader reach it.
+            pub fn inner(&self) -> &dyn $crate::mcp_proxy::faults::McpFaultSpec {
                 match self { $( McpFault::$fault(f) => f, )+ }
             }
 
-            fn inner_mut(&mut self) -> &mut dyn $crate::mcp_proxy::faults::McpFaultSpec {
+            /// The fault itself, for the plan loader to build what it holds.
+            pub fn inner_mut(&mut self) -> &mut dyn $crate::mcp_proxy::faults::McpFaultSpec {
                 match self { $( McpFault::$fault(f) => f, )+ }
             }
         }
     };
 }
 pub(super) use registry;
-
-impl McpFaultSpec for McpFault {
-    /// A fault of any type: each type says what it does.
-    fn wire() -> &'static str {
-        "what its type does (see the registered types)"
-    }
-
-    fn nested_mut(&mut self) -> Option<&mut NestedFault> {
-        self.inner_mut().nested_mut()
-    }
-    fn validate(&self) -> Result<(), FaultError> {
-        self.inner().validate()
-    }
-    fn check_trigger(&self, trigger: &Trigger) -> Result<(), FaultError> {
-        self.inner().check_trigger(trigger)
-    }
-    fn http_only(&self) -> bool {
-        self.inner().http_only()
-    }
-    fn roll_key(&self, arguments: Option<&Value>) -> Option<String> {
-        self.inner().roll_key(arguments)
-    }
-    fn fires(&self, call: &CallContext<'_>, memory: &mut FaultMemory) -> bool {
-        self.inner().fires(call, memory)
-    }
-    fn acts_on_listing(&self) -> bool {
-        self.inner().acts_on_listing()
-    }
-    fn default_methods(&self) -> &'static [&'static str] {
-        self.inner().default_methods()
-    }
-    fn reads_learned(&self) -> bool {
-        self.inner().reads_learned()
-    }
-    fn rolls_per_task(&self) -> bool {
-        self.inner().rolls_per_task()
-    }
-    fn hides_tools(&self) -> Option<Hiding> {
-        self.inner().hides_tools()
-    }
-    fn describe(&self) -> String {
-        self.inner().describe()
-    }
-    fn action(&self, call: &CallContext<'_>) -> Action {
-        self.inner().action(call)
-    }
-    fn rewrite(&self, response: &mut Value, call: &CallContext<'_>) {
-        self.inner().rewrite(response, call)
-    }
-    fn rewrite_line(&self, line: &[u8], call: &CallContext<'_>) -> Result<Vec<u8>, RewriteError> {
-        self.inner().rewrite_line(line, call)
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 
 use super::{
     Action, CallContext, FaultError, Format, McpFaultSpec, PeerEntry, PeerType, PeerValueError,
-    edit_payloads,
+    Scope, edit_payloads,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -314,8 +314,11 @@ impl McpFaultSpec for SchemaDrift {
     }
 
     /// With `target: list`, the trigger's `tools` pick the tools of the listing whose schemas drift.
-    fn acts_on_listing(&self) -> bool {
-        self.target == DriftTarget::List
+    fn scope(&self) -> Scope {
+        match self.target {
+            DriftTarget::List => Scope::Listing,
+            DriftTarget::Result => Scope::Call,
+        }
     }
 
     fn describe(&self) -> String {
@@ -382,16 +385,7 @@ mod tests {
     use super::*;
 
     fn call() -> CallContext<'static> {
-        CallContext {
-            seed: 42,
-            fault_index: 0,
-            tool: "get_item",
-            ordinal: 1,
-            elapsed_ms: 0,
-            roll: 0.1,
-            tools: None,
-            ..Default::default()
-        }
+        CallContext::for_tool("get_item", 1).seed(42).roll(0.1)
     }
 
     #[test]

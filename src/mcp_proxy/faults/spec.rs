@@ -6,6 +6,7 @@ use super::action::Action;
 use super::context::{CallContext, FaultMemory};
 use super::nested::NestedFault;
 use super::peer::{PeerEntry, PeerType, PeerValueError};
+use super::scope::Scope;
 use crate::mcp_proxy::trigger::Trigger;
 
 /// A fault's spec refused; the message names the field.
@@ -45,7 +46,7 @@ pub struct Hiding {
 }
 
 /// Behaviour every fault file implements. The defaults are those of a fault that acts on the call it fires
-/// on, keyed by the tool and its ordinal, and fires whenever its trigger and roll say so.
+/// on ([`Scope::Call`]), keyed by the tool and its ordinal, and fires whenever its trigger and roll say so.
 pub trait McpFaultSpec {
     /// What the fault does on the wire, for the reference (one paragraph, markdown).
     fn wire() -> &'static str
@@ -100,33 +101,16 @@ pub trait McpFaultSpec {
         None
     }
 
-    /// Whether the fault fires on a call its trigger selected and its roll passed; `memory` is what the
-    /// decider kept for this fault and this tool.
+    /// Whether the fault fires on a call its trigger selected and its roll passed (and, for a fault on tasks,
+    /// whose task the proxy saw made); `memory` is what the decider kept for this fault and this tool.
     fn fires(&self, _call: &CallContext<'_>, _memory: &mut FaultMemory) -> bool {
         true
     }
 
-    /// Whether the fault acts on `tools/list` results, its trigger's `tools` picking tools inside the listing
-    /// rather than the call (its `methods` then default to `[tools/list]`).
-    fn acts_on_listing(&self) -> bool {
-        false
-    }
-
-    /// The methods the fault acts on when the plan names none (`[tools/call]` when empty).
-    fn default_methods(&self) -> &'static [&'static str] {
-        &[]
-    }
-
-    /// Whether the fault reads what the proxy learns from answers ([`crate::mcp_proxy::learned`]): the tasks' tools and
-    /// polls, the tools' last questions.
-    fn reads_learned(&self) -> bool {
-        false
-    }
-
-    /// Whether the roll of a `tasks/*` request is the task's (keyed by its id), so every request of one task
-    /// gets the same decision and `probability` is the share of tasks picked.
-    fn rolls_per_task(&self) -> bool {
-        false
+    /// What the fault acts on: the methods it is planned on by default, what its trigger's `tools` pick, how
+    /// its roll is keyed and what the proxy learns for it.
+    fn scope(&self) -> Scope {
+        Scope::Call
     }
 
     /// Whether the trigger's tools leave `tools/list` results once the fault has fired (from the start when

@@ -131,16 +131,7 @@ mod tests {
     use serde_json::json;
 
     fn call(ordinal: u64) -> CallContext<'static> {
-        CallContext {
-            seed: 7,
-            fault_index: 0,
-            tool: "get_item",
-            ordinal,
-            elapsed_ms: 0,
-            roll: 0.0,
-            tools: None,
-            ..Default::default()
-        }
+        CallContext::for_tool("get_item", ordinal).seed(7)
     }
 
     #[test]

@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{Action, CallContext, FaultError, McpFaultSpec, result_mut};
+use super::{Action, CallContext, FaultError, McpFaultSpec, Scope, result_mut};
 use crate::mcp_wire::tasks::{self, TaskStatus};
 
 pub const DEFAULT_CODE: i64 = -32603;
@@ -30,16 +30,10 @@ impl McpFaultSpec for TaskFailsLate {
         `statusMessage` by the message (code, message configurable); other statuses pass"
     }
 
-    fn default_methods(&self) -> &'static [&'static str] {
-        &[tasks::GET]
-    }
-
-    fn reads_learned(&self) -> bool {
-        true
-    }
-
-    fn rolls_per_task(&self) -> bool {
-        true
+    fn scope(&self) -> Scope {
+        Scope::Task {
+            methods: &[tasks::GET],
+        }
     }
 
     fn validate(&self) -> Result<(), FaultError> {
@@ -50,11 +44,6 @@ impl McpFaultSpec for TaskFailsLate {
             });
         }
         Ok(())
-    }
-
-    /// Only on the tasks the proxy saw made (their tool known).
-    fn fires(&self, call: &CallContext<'_>, _memory: &mut super::FaultMemory) -> bool {
-        call.request.task.is_some()
     }
 
     fn describe(&self) -> String {

@@ -5,7 +5,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Action, CallContext, McpFaultSpec, ms};
+use super::{Action, CallContext, McpFaultSpec, Scope, ms};
 use crate::mcp_wire::{jsonrpc::Reply, tasks};
 
 /// The message the tasks extension gives for an unknown task (with [`tasks::NOT_FOUND_CODE`]).
@@ -37,16 +37,10 @@ impl McpFaultSpec for TaskLost {
         the server never sees them"
     }
 
-    fn default_methods(&self) -> &'static [&'static str] {
-        &[tasks::GET, tasks::CANCEL]
-    }
-
-    fn reads_learned(&self) -> bool {
-        true
-    }
-
-    fn rolls_per_task(&self) -> bool {
-        true
+    fn scope(&self) -> Scope {
+        Scope::Task {
+            methods: &[tasks::GET, tasks::CANCEL],
+        }
     }
 
     fn fires(&self, call: &CallContext<'_>, _memory: &mut super::FaultMemory) -> bool {

@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Action, CallContext, FaultError, McpFaultSpec, result_mut};
+use super::{Action, CallContext, FaultError, McpFaultSpec, Scope, result_mut};
 use crate::mcp_wire::tasks::{self, TaskStatus};
 
 /// Tasks whose real status is hidden, kept at most; beyond it the oldest is forgotten (and shows again).
@@ -54,16 +54,10 @@ impl McpFaultSpec for TaskStuck {
         `error` or `inputRequests`, for `polls` polls (every poll when not given); then the real answer"
     }
 
-    fn default_methods(&self) -> &'static [&'static str] {
-        &[tasks::GET]
-    }
-
-    fn reads_learned(&self) -> bool {
-        true
-    }
-
-    fn rolls_per_task(&self) -> bool {
-        true
+    fn scope(&self) -> Scope {
+        Scope::Task {
+            methods: &[tasks::GET],
+        }
     }
 
     fn validate(&self) -> Result<(), FaultError> {
@@ -74,11 +68,6 @@ impl McpFaultSpec for TaskStuck {
             });
         }
         Ok(())
-    }
-
-    /// Only on the tasks the proxy saw made (their tool known).
-    fn fires(&self, call: &CallContext<'_>, _memory: &mut super::FaultMemory) -> bool {
-        call.request.task.is_some()
     }
 
     fn describe(&self) -> String {
@@ -126,7 +115,6 @@ impl McpFaultSpec for TaskStuck {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mcp_proxy::faults::RequestFacts;
     use crate::mcp_proxy::learned::TaskRequest;
     use serde_json::json;
 
@@ -135,13 +123,7 @@ mod tests {
             tasks::RESULT_TYPE: tasks::RESULT_TYPE_COMPLETE, tasks::TASK_ID: task.task_id,
             tasks::STATUS: status,
             "statusMessage": format!("{status} now"), "result": {"content": []}}});
-        let call = CallContext {
-            request: RequestFacts {
-                task: Some(task),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
+        let call = CallContext::for_tool(&task.tool, 1).task(task);
         fault.rewrite(&mut answer, &call);
         answer["result"].take()
     }

@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::{Action, CallContext, FaultError, FaultMemory, McpFaultSpec, ms};
+use super::{Action, CallContext, FaultError, FaultMemory, McpFaultSpec, Scope, ms};
 use crate::mcp_wire::jsonrpc::Reply;
 
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
@@ -59,8 +59,8 @@ impl McpFaultSpec for VersionRefused {
         they speak"
     }
 
-    fn default_methods(&self) -> &'static [&'static str] {
-        &["*"]
+    fn scope(&self) -> Scope {
+        Scope::Requests { methods: &["*"] }
     }
 
     fn validate(&self) -> Result<(), FaultError> {

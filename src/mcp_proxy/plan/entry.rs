@@ -8,7 +8,7 @@ use super::PlannedFault;
 use super::error::{FaultEntryError, NestedFaultError};
 use super::format;
 use super::text::{key_line, key_line_where};
-use crate::mcp_proxy::faults::{self, Format, McpFault, McpFaultSpec, PeerEntry, Registered};
+use crate::mcp_proxy::faults::{self, Format, McpFault, PeerEntry, Registered};
 use crate::mcp_proxy::trigger::{TRIGGER_KEYS, Trigger};
 
 /// camelCase to snake_case (`retryAfterSeconds` → `retry_after_seconds`); other keys unchanged.
@@ -179,17 +179,11 @@ pub(super) fn planned_fault(
         fault: name_of,
         error,
     };
-    spec.validate().map_err(spec_error)?;
-    spec.check_trigger(&trigger).map_err(spec_error)?;
-    if spec.acts_on_listing() && trigger.has_default_methods() {
-        // A fault on the listing picks its tools inside it; its calls are `tools/list`.
-        trigger.methods = vec!["tools/list".into()];
-    } else if !spec.default_methods().is_empty() && trigger.has_default_methods() {
-        trigger.methods = spec
-            .default_methods()
-            .iter()
-            .map(|m| (*m).to_owned())
-            .collect();
+    spec.inner().validate().map_err(spec_error)?;
+    spec.inner().check_trigger(&trigger).map_err(spec_error)?;
+    let default_methods = spec.inner().scope().default_methods();
+    if !default_methods.is_empty() && trigger.has_default_methods() {
+        trigger.methods = default_methods.iter().map(|m| (*m).to_owned()).collect();
     }
     Ok(Some(PlannedFault {
         name,
@@ -238,7 +232,7 @@ fn build_with_nested(
     map: Map<String, Value>,
 ) -> Result<McpFault, serde_json::Error> {
     let mut spec = fault.build(map)?;
-    if let Some(nested) = spec.nested_mut() {
+    if let Some(nested) = spec.inner_mut().nested_mut() {
         nested.build(|map| nested_fault(map).map_err(serde::de::Error::custom))?;
     }
     Ok(spec)
@@ -263,6 +257,6 @@ pub fn nested_fault(map: Map<String, Value>) -> Result<McpFault, NestedFaultErro
         spec.insert(key, value);
     }
     let spec = build_with_nested(fault, spec).map_err(NestedFaultError::Value)?;
-    spec.validate().map_err(NestedFaultError::Spec)?;
+    spec.inner().validate().map_err(NestedFaultError::Spec)?;
     Ok(spec)
 }

@@ -26,7 +26,6 @@ use self::core::{Core, CoreMsg, Exit};
 use super::decide::{Decider, DeciderError};
 use super::engine::{Observer, Recorder};
 use super::events::EventLog;
-use super::faults::McpFaultSpec;
 use super::plan::Plan;
 use crate::mcp_wire::lines::LineError;
 
@@ -121,7 +120,7 @@ fn nothing_to_do(decider: &Decider, recorder: &Recorder) -> bool {
 
 /// Refuses the faults that act on HTTP exchanges only.
 pub fn check_stdio_plan(plan: &Plan) -> Result<(), RelayError> {
-    match plan.faults.iter().position(|f| f.spec.http_only()) {
+    match plan.faults.iter().position(|f| f.spec.inner().http_only()) {
         Some(i) => Err(RelayError::Plan(format!(
             "faults[{i}]: `{}` acts on Streamable HTTP only: run `fault mcp-proxy --upstream URL --listen ADDR`",
             plan.faults[i].spec.type_name()
