@@ -2,9 +2,9 @@
 //! by side, and a search for the rate a service takes would find the rate the other tests leave it. Cargo runs
 //! test binaries one after the other, so these run with nothing else.
 
-#[path = "../suite/common/mod.rs"]
+#[path = "../suite/support/common.rs"]
 mod common;
-#[path = "../suite/scenario_support/mod.rs"]
+#[path = "../suite/support/scenario.rs"]
 mod scenario_support;
 
 mod capacity;

@@ -159,31 +159,15 @@ pub fn evaluate(gates: &impl Budgets, run: &ChaosFigures) -> Option<GateReport> 
 
 #[cfg(test)]
 mod tests {
-    use super::super::record::{CallOutcome, CallRecord, Hints, Logical};
+    use super::super::record::{CallOutcome, CallRecord, Hints};
     use super::*;
     use crate::mcp_proxy::plan::Gates;
 
     fn call(attempt: u32, start: f64, outcome: CallOutcome) -> CallRecord {
-        CallRecord {
-            tool: "echo".into(),
-            args_hash: None,
-            start_ms: start,
-            latency_ms: 100.0,
-            queueing_ms: None,
-            service_ms: None,
-            fault: None,
-            outcome,
-            reached_server: true,
-            cancel_after_ms: (outcome == CallOutcome::Timeout).then_some(100.0),
-            logical: Some(Logical {
-                index: 0,
-                attempt,
-                task: "t".into(),
-            }),
-            session: 0,
-            request_id: None,
-            retry_after_ms: None,
-        }
+        CallRecord::of("echo", start, outcome)
+            .latency_ms(100.0)
+            .cancel_after_ms((outcome == CallOutcome::Timeout).then_some(100.0))
+            .logical(0, attempt, "t")
     }
 
     #[test]

@@ -214,22 +214,9 @@ mod tests {
     use super::*;
 
     fn call(tool: &str, session: u32, start_ms: f64, latency_ms: f64) -> CallRecord {
-        CallRecord {
-            tool: tool.into(),
-            args_hash: None,
-            start_ms,
-            latency_ms,
-            queueing_ms: None,
-            service_ms: None,
-            fault: None,
-            outcome: CallOutcome::Ok,
-            reached_server: true,
-            cancel_after_ms: None,
-            logical: None,
-            session,
-            request_id: None,
-            retry_after_ms: None,
-        }
+        CallRecord::of(tool, start_ms, CallOutcome::Ok)
+            .latency_ms(latency_ms)
+            .session(session)
     }
 
     fn p50s(records: &[CallRecord]) -> HashMap<&str, f64> {

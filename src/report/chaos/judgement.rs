@@ -512,26 +512,9 @@ mod tests {
     use super::*;
 
     fn call(tool: &str, index: u64, attempt: u32, start: f64, outcome: CallOutcome) -> CallRecord {
-        CallRecord {
-            tool: tool.into(),
-            args_hash: None,
-            start_ms: start,
-            latency_ms: 10.0,
-            queueing_ms: None,
-            service_ms: None,
-            fault: (outcome != CallOutcome::Ok).then(|| "hang".to_owned()),
-            outcome,
-            reached_server: true,
-            cancel_after_ms: None,
-            logical: Some(Logical {
-                index,
-                attempt,
-                task: format!("call-{index}"),
-            }),
-            session: 0,
-            request_id: None,
-            retry_after_ms: None,
-        }
+        CallRecord::of(tool, start, outcome)
+            .fault((outcome != CallOutcome::Ok).then_some("hang"))
+            .logical(index, attempt, &format!("call-{index}"))
     }
 
     fn hints() -> Hints {

@@ -92,6 +92,72 @@ pub struct CallRecord {
     pub retry_after_ms: Option<f64>,
 }
 
+/// Records for tests: a call answered in 10 ms that reached the server, on session 0, with nothing else
+/// known; the setters change one part each.
+#[cfg(test)]
+impl CallRecord {
+    pub(crate) fn of(tool: &str, start_ms: f64, outcome: CallOutcome) -> Self {
+        Self {
+            tool: tool.into(),
+            args_hash: None,
+            start_ms,
+            latency_ms: 10.0,
+            queueing_ms: None,
+            service_ms: None,
+            fault: None,
+            outcome,
+            reached_server: true,
+            cancel_after_ms: None,
+            logical: None,
+            session: 0,
+            request_id: None,
+            retry_after_ms: None,
+        }
+    }
+
+    pub(crate) fn args_hash(mut self, hash: &str) -> Self {
+        self.args_hash = Some(hash.into());
+        self
+    }
+
+    pub(crate) fn latency_ms(mut self, ms: f64) -> Self {
+        self.latency_ms = ms;
+        self
+    }
+
+    /// The latency's two parts: waiting to be sent, then served.
+    pub(crate) fn queueing_and_service_ms(mut self, queueing: f64, service: f64) -> Self {
+        self.queueing_ms = Some(queueing);
+        self.service_ms = Some(service);
+        self
+    }
+
+    pub(crate) fn fault(mut self, fault: Option<&str>) -> Self {
+        self.fault = fault.map(str::to_owned);
+        self
+    }
+
+    pub(crate) fn cancel_after_ms(mut self, ms: Option<f64>) -> Self {
+        self.cancel_after_ms = ms;
+        self
+    }
+
+    /// Attempt `attempt` (1 the first) of logical call `index`, in `task`.
+    pub(crate) fn logical(mut self, index: u64, attempt: u32, task: &str) -> Self {
+        self.logical = Some(Logical {
+            index,
+            attempt,
+            task: task.into(),
+        });
+        self
+    }
+
+    pub(crate) fn session(mut self, session: u32) -> Self {
+        self.session = session;
+        self
+    }
+}
+
 /// The `retryAfterSeconds` of a JSON-RPC error's `data`, in ms.
 pub fn retry_after_ms(error: &Value) -> Option<f64> {
     let seconds = error.get("data")?.get("retryAfterSeconds")?.as_f64()?;
@@ -331,22 +397,7 @@ mod tests {
     }
 
     fn call(start: f64, args: &str, outcome: CallOutcome) -> CallRecord {
-        CallRecord {
-            tool: "t".into(),
-            args_hash: Some(args.into()),
-            start_ms: start,
-            latency_ms: 10.0,
-            queueing_ms: None,
-            service_ms: None,
-            fault: None,
-            outcome,
-            reached_server: true,
-            cancel_after_ms: None,
-            logical: None,
-            session: 0,
-            request_id: None,
-            retry_after_ms: None,
-        }
+        CallRecord::of("t", start, outcome).args_hash(args)
     }
 
     #[test]

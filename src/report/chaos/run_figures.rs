@@ -121,29 +121,14 @@ pub fn figures(mut records: Vec<CallRecord>, duration_ms: f64, hints: &Hints) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::chaos::record::Logical;
 
     fn call(index: u64, attempt: u32, start: f64, outcome: CallOutcome, fault: bool) -> CallRecord {
-        CallRecord {
-            tool: "search".into(),
-            args_hash: None,
-            start_ms: start,
-            latency_ms: 100.0,
-            queueing_ms: Some(0.0),
-            service_ms: Some(100.0),
-            fault: fault.then(|| "hang".to_owned()),
-            outcome,
-            reached_server: true,
-            cancel_after_ms: (outcome == CallOutcome::Timeout).then_some(100.0),
-            logical: Some(Logical {
-                index,
-                attempt,
-                task: "t".into(),
-            }),
-            session: 0,
-            request_id: None,
-            retry_after_ms: None,
-        }
+        CallRecord::of("search", start, outcome)
+            .latency_ms(100.0)
+            .queueing_and_service_ms(0.0, 100.0)
+            .fault(fault.then_some("hang"))
+            .cancel_after_ms((outcome == CallOutcome::Timeout).then_some(100.0))
+            .logical(index, attempt, "t")
     }
 
     #[test]

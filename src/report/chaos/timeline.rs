@@ -163,22 +163,7 @@ mod tests {
     use super::*;
 
     fn call(tool: &str, start_ms: f64, outcome: CallOutcome) -> CallRecord {
-        CallRecord {
-            tool: tool.into(),
-            args_hash: None,
-            start_ms,
-            latency_ms: 10.0,
-            queueing_ms: None,
-            service_ms: None,
-            fault: None,
-            outcome,
-            reached_server: true,
-            cancel_after_ms: None,
-            logical: None,
-            session: 0,
-            request_id: None,
-            retry_after_ms: None,
-        }
+        CallRecord::of(tool, start_ms, outcome)
     }
 
     #[test]

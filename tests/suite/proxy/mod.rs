@@ -1,0 +1,7 @@
+//! `fault run`, the TCP fault proxy: its CLI, each fault's effect and fields, measuring, and faults on dependencies.
+
+mod cli;
+mod dependency_faults;
+mod fault_fields;
+mod faults;
+mod measure;
