@@ -6,8 +6,7 @@ use std::{sync::OnceLock, time::Instant};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::proxy::Proxy;
-use crate::mcp_wire::jsonrpc::{Envelope, id_key};
+use crate::mcp_wire::jsonrpc::id_key;
 
 /// A tracked call's cancellation by its client: a `notifications/cancelled` naming it, POSTed in its session.
 #[derive(Default)]
@@ -27,19 +26,4 @@ impl CancelSignal {
 /// The key of a call a client may cancel: its session (none for a server without sessions) and request id.
 pub(super) fn cancel_key(session: Option<&str>, id: &Value) -> String {
     format!("{}\u{0}{}", session.unwrap_or_default(), id_key(id))
-}
-
-impl Proxy {
-    pub(super) fn cancel_call(&self, session: Option<&str>, notification: &Envelope) {
-        let Some(request_id) = notification
-            .params
-            .as_ref()
-            .and_then(|p| p.get("requestId"))
-        else {
-            return;
-        };
-        if let Some(signal) = self.cancels().get(&cancel_key(session, request_id)) {
-            signal.cancel();
-        }
-    }
 }

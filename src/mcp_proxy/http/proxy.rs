@@ -12,10 +12,11 @@ use http_body_util::Full;
 use hyper::body::Incoming;
 use tokio::sync::mpsc;
 
-use super::cancel::CancelSignal;
+use super::cancel::{CancelSignal, cancel_key};
 use crate::mcp_proxy::decide::Decider;
 use crate::mcp_proxy::engine::{Call, CallEnd, Recorder};
 use crate::mcp_proxy::plan::Mode;
+use crate::mcp_wire::jsonrpc::Envelope;
 use crate::mcp_wire::{endpoint::Endpoint, http_session::error_chain};
 
 /// The faults' decisions and the records, shared by every connection.
@@ -53,6 +54,20 @@ impl Proxy {
 
     pub(super) fn cancels(&self) -> MutexGuard<'_, HashMap<String, Arc<CancelSignal>>> {
         self.cancels.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Ends the waits of the tracked call a client's `notifications/cancelled` names, in its session.
+    pub(super) fn cancel_call(&self, session: Option<&str>, notification: &Envelope) {
+        let Some(request_id) = notification
+            .params
+            .as_ref()
+            .and_then(|p| p.get("requestId"))
+        else {
+            return;
+        };
+        if let Some(signal) = self.cancels().get(&cancel_key(session, request_id)) {
+            signal.cancel();
+        }
     }
 
     pub(super) fn streams(&self) -> MutexGuard<'_, HashMap<String, mpsc::UnboundedSender<Bytes>>> {

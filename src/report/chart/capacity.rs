@@ -4,7 +4,8 @@
 use plotters::{coord::Shift, prelude::*};
 
 use super::{
-    figure::{ChartError, Figure, PlotFrame, drawing},
+    error::{ChartError, drawing},
+    figure::{Figure, PlotFrame},
     font::FAMILY,
     header,
     layout::{chart_on, stack, stacked_height},

@@ -4,24 +4,11 @@
 use plotters::{coord::types::RangedCoordf64, prelude::*};
 use serde::Serialize;
 
-use super::{WIDTH, font};
-
-#[derive(Debug, thiserror::Error)]
-pub enum ChartError {
-    #[error("the chart font cannot be loaded")]
-    Font,
-    #[error("cannot draw the chart: {0}")]
-    Draw(String),
-    #[error("cannot encode the chart as PNG: {0}")]
-    Encode(String),
-}
-
-/// A drawing error of any backend, as a [`ChartError`].
-pub(crate) fn drawing<E: std::error::Error + Send + Sync>(
-    error: plotters::drawing::DrawingAreaErrorKind<E>,
-) -> ChartError {
-    ChartError::Draw(error.to_string())
-}
+use super::{
+    WIDTH,
+    error::{ChartError, drawing},
+    font,
+};
 
 /// One figure of a report: what it shows in words (the image's text alternative) and how to draw it.
 pub trait Figure {

@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 use plotters::style::FontStyle;
 
-use super::figure::ChartError;
+use super::error::ChartError;
 
 /// The family name every chart text uses.
 pub(super) const FAMILY: &str = "sans-serif";

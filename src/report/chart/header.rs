@@ -4,7 +4,7 @@
 use plotters::{coord::Shift, prelude::*};
 
 use super::{
-    figure::{ChartError, drawing},
+    error::{ChartError, drawing},
     font::FAMILY,
 };
 

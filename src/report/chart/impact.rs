@@ -1,240 +1,36 @@
-//! The impact scenario's charts, from its [`Report`]: latency over time (p50, p95 and p99 per second, the
+//! The impact scenario's charts, from its [`Report`](crate::report::impact::Report): latency over time (p50, p95 and p99 per second, the
 //! baseline's beside them, each fault's active windows shaded and labelled, detection and recovery marked, the
 //! SLO thresholds), the latency distribution (latency at each percentile, on a scale of "nines" so the tail gets
 //! room; log latency when the tail is far above the median), and errors and timeouts per second (the windows,
-//! detection and recovery again). The header names each phase with its figures.
+//! detection and recovery again); and the figure drawn whole, the charts stacked under the header that names
+//! each phase with its figures ([`super::impact_text`]).
 
 use plotters::{
-    coord::{Shift, types::RangedCoordf64},
+    coord::Shift,
     prelude::*,
     style::text_anchor::{HPos, Pos, VPos},
 };
 
+pub use super::impact_figure::{ImpactChart, ImpactFigure};
 use super::{
-    WIDTH,
     columns::per_column,
-    figure::{ChartError, Figure, PlotFrame, drawing},
+    error::{ChartError, drawing},
+    figure::{Figure, PlotFrame},
     font::FAMILY,
-    impact_rate, impact_requests, impact_text,
+    impact_figure::PLOT_COLUMNS,
+    impact_text,
     layout::{chart_on, stack, stacked_height},
     legend::{self, Legend},
     palette::*,
-    series::{fault_window, series_line, time_mark},
+    series::series_line,
     value_axis::value_axis,
 };
 use crate::report::{
     SecondFigures,
-    impact::{CurvePoint, Recovery, Report, RunFigures, SloVerdict},
-    trim_float,
+    impact::{CurvePoint, RunFigures},
 };
 
-/// The charts of an impact report, each drawable on its own (the HTML views) or stacked (the image block).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ImpactChart {
-    LatencyOverTime,
-    /// Per request of a traffic mix ([`super::impact_requests`]).
-    Requests,
-    Distribution,
-    ErrorsOverTime,
-    /// Offered and achieved rate per second ([`super::impact_rate`]).
-    Rate,
-}
-
-impl ImpactChart {
-    pub const ALL: [ImpactChart; 5] = [
-        ImpactChart::LatencyOverTime,
-        ImpactChart::Requests,
-        ImpactChart::Distribution,
-        ImpactChart::ErrorsOverTime,
-        ImpactChart::Rate,
-    ];
-
-    /// The charts `report` has figures for, in [`Self::ALL`]'s order: the one per request with a mix of
-    /// several, the rate where its seconds count it.
-    pub fn of(report: &Report) -> Vec<ImpactChart> {
-        Self::ALL
-            .into_iter()
-            .filter(|chart| match chart {
-                ImpactChart::Requests => impact_requests::has_requests(report),
-                ImpactChart::Rate => impact_rate::has_rate(report),
-                _ => true,
-            })
-            .collect()
-    }
-
-    fn height(self) -> u32 {
-        match self {
-            ImpactChart::LatencyOverTime => 330,
-            ImpactChart::Requests => 300,
-            ImpactChart::Distribution => 300,
-            ImpactChart::ErrorsOverTime => 220,
-            ImpactChart::Rate => 220,
-        }
-    }
-
-    /// The series the HTML views can hide and show: name and colour.
-    pub fn series(self) -> Vec<(&'static str, RGBColor)> {
-        match self {
-            ImpactChart::LatencyOverTime => vec![
-                ("p50", P50),
-                ("p95", P95),
-                ("p99", P99),
-                ("baseline p50", BASELINE),
-                ("baseline p99", BASELINE_TAIL),
-            ],
-            ImpactChart::Distribution => vec![("with the fault", P99), ("baseline", BASELINE)],
-            ImpactChart::ErrorsOverTime => vec![
-                ("errors", ERRORS),
-                ("timeouts", TIMEOUTS),
-                ("baseline errors", BASELINE),
-            ],
-            ImpactChart::Rate => vec![("offered", OFFERED), ("achieved", ACHIEVED)],
-            // One per request of the mix: see [`Self::series_of`].
-            ImpactChart::Requests => Vec::new(),
-        }
-    }
-
-    /// The series of this chart for `report`: [`Self::series`], or each request of the mix.
-    pub fn series_of(self, report: &Report) -> Vec<(String, RGBColor)> {
-        match self {
-            ImpactChart::Requests => impact_requests::series(report),
-            _ => self
-                .series()
-                .into_iter()
-                .map(|(name, colour)| (name.to_owned(), colour))
-                .collect(),
-        }
-    }
-
-    /// The chart's id in the HTML views.
-    pub fn id(self) -> &'static str {
-        match self {
-            ImpactChart::LatencyOverTime => "latency",
-            ImpactChart::Distribution => "distribution",
-            ImpactChart::ErrorsOverTime => "errors",
-            ImpactChart::Rate => "rate",
-            ImpactChart::Requests => "requests",
-        }
-    }
-}
-
-/// Charts of `report`, under a header that names the run, its status and the fault.
-pub struct ImpactFigure<'a> {
-    pub report: &'a Report,
-    pub charts: Vec<ImpactChart>,
-    /// Whether the header (title, status, fault, inconclusive) is drawn above the charts.
-    pub with_header: bool,
-}
-
-impl<'a> ImpactFigure<'a> {
-    /// Every chart of the report under the header: the tool result's image.
-    pub fn all(report: &'a Report) -> Self {
-        Self {
-            report,
-            charts: ImpactChart::of(report),
-            with_header: true,
-        }
-    }
-
-    /// One chart alone: a panel of the HTML views.
-    pub fn one(report: &'a Report, chart: &ImpactChart) -> Self {
-        Self {
-            report,
-            charts: vec![*chart],
-            with_header: false,
-        }
-    }
-
-    fn chart_heights(&self) -> Vec<u32> {
-        self.charts.iter().map(|c| c.height()).collect()
-    }
-
-    /// The SLOs the charts of all traffic draw: those over all traffic, and with one request its own too (its
-    /// figures are the run's); a mix's request SLOs are on its chart per request.
-    fn run_slos(&self) -> impl Iterator<Item = &SloVerdict> {
-        let one_request = self.report.requests.len() <= 1;
-        self.report
-            .run
-            .slos
-            .iter()
-            .filter(move |slo| one_request || slo.request.is_none())
-    }
-
-    /// Each fault's active windows, in seconds of the run, with the fault's kind.
-    fn fault_windows(&self) -> Vec<(f64, f64, &str)> {
-        self.report
-            .faults
-            .iter()
-            .flat_map(|f| {
-                f.windows
-                    .iter()
-                    .map(move |w| (w.from_s, w.until_s, f.kind.as_str()))
-            })
-            .collect()
-    }
-
-    /// Where detection and recovery are marked on the time charts: (x in seconds, label).
-    fn marks(&self) -> Vec<(f64, String)> {
-        let report = self.report;
-        let mut marks = Vec::new();
-        for window in &report.recovery {
-            if let Some(detect) = window.detect_s {
-                marks.push((window.from_s + detect, "detected".to_owned()));
-            }
-            match window.recovery {
-                Recovery::Recovered { recover_s, .. } => {
-                    marks.push((window.until_s + recover_s, "recovered".to_owned()));
-                }
-                Recovery::NotRecovered { after_s, .. } => {
-                    marks.push((window.until_s + after_s, "not recovered".to_owned()));
-                }
-                Recovery::HeldToTheEnd => {}
-            }
-        }
-        marks
-    }
-
-    /// Shades every fault's windows and marks detection and recovery on a time chart over `low..high`.
-    pub(super) fn draw_windows<'c, DB: DrawingBackend + 'c>(
-        &self,
-        chart: &mut ChartContext<'c, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
-        (low, high): (f64, f64),
-        labelled: bool,
-    ) -> Result<(), ChartError> {
-        for (from, until, kind) in self.fault_windows() {
-            let label = if labelled {
-                format!(
-                    "{kind} active ({}–{} s)",
-                    trim_float(from),
-                    trim_float(until)
-                )
-            } else {
-                format!("{kind} active")
-            };
-            fault_window(chart, (from, until), (low, high), &label)?;
-        }
-        // Labelled on the latency chart; the errors chart below, whose legend sits where they would, repeats
-        // the lines alone.
-        let seconds = self.seconds();
-        for (x, label) in self.marks() {
-            let label = labelled.then_some(label.as_str());
-            time_mark(chart, x, (low, high), label, x > seconds * 0.85)?;
-        }
-        Ok(())
-    }
-
-    /// The x range of the time charts: the run's length, or the seconds recorded if longer.
-    pub(super) fn seconds(&self) -> f64 {
-        let recorded = |r: &RunFigures| r.per_second.len() as f64;
-        let baseline = self.report.baseline.as_ref().map_or(0.0, recorded);
-        self.report
-            .strategy
-            .duration_s
-            .max(recorded(&self.report.run))
-            .max(baseline)
-            .max(1.0)
-    }
-
+impl ImpactFigure<'_> {
     fn draw_latency<DB: DrawingBackend>(
         &self,
         area: &DrawingArea<DB, Shift>,
@@ -474,9 +270,6 @@ impl<'a> ImpactFigure<'a> {
         )
     }
 }
-
-/// Points per series at most: about one per pixel column of the plot.
-pub(super) const PLOT_COLUMNS: usize = (WIDTH - 100) as usize;
 
 /// The x of the distribution's last point (the maximum), past p99.99.
 const MAX_NINES: f64 = 4.6;

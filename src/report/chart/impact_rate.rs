@@ -6,24 +6,16 @@ use plotters::{coord::Shift, prelude::*};
 
 use super::{
     columns::per_column,
-    figure::{ChartError, PlotFrame, drawing},
+    error::{ChartError, drawing},
+    figure::PlotFrame,
     font::FAMILY,
-    impact::{ImpactChart, ImpactFigure, PLOT_COLUMNS},
+    impact_figure::{ImpactChart, ImpactFigure, PLOT_COLUMNS},
     layout::chart_on,
     legend::{self, Legend},
     palette::{ACHIEVED, GRID, OFFERED, TEXT},
     series::series_line,
 };
 use crate::report::{SecondFigures, impact::Report};
-
-/// Whether `report` has a rate to draw: a run whose seconds count what was offered or achieved.
-pub(super) fn has_rate(report: &Report) -> bool {
-    report
-        .run
-        .per_second
-        .iter()
-        .any(|s| s.offered.is_some() || s.achieved.is_some())
-}
 
 /// The rate chart in words, for the text alternative.
 pub(super) fn alt_text(report: &Report) -> String {

@@ -10,29 +10,15 @@ use plotters::{
 };
 
 use super::{
-    figure::{ChartError, PlotFrame, drawing},
+    error::{ChartError, drawing},
+    figure::PlotFrame,
     font::FAMILY,
-    impact::{ImpactChart, ImpactFigure},
+    impact_figure::{ImpactChart, ImpactFigure, has_requests},
     layout::chart_on,
     palette::{GRID, SLO, SLO_MISSED, TEXT, request_colour},
     value_axis::value_axis,
 };
 use crate::report::impact::{Report, SloVerdict};
-
-/// Whether `report` has a chart per request: a mix of several.
-pub(super) fn has_requests(report: &Report) -> bool {
-    report.requests.len() > 1
-}
-
-/// Each request's name and colour, in the mix's order: the chart's series.
-pub(super) fn series(report: &Report) -> Vec<(String, RGBColor)> {
-    report
-        .requests
-        .iter()
-        .enumerate()
-        .map(|(index, request)| (request.name.clone(), request_colour(index)))
-        .collect()
-}
 
 /// The chart in words, for the text alternative.
 pub(super) fn alt_text(report: &Report) -> String {

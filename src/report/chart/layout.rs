@@ -4,7 +4,8 @@
 use plotters::{coord::types::RangedCoordf64, prelude::*};
 
 use super::{
-    figure::{ChartError, PlotFrame, drawing},
+    error::{ChartError, drawing},
+    figure::PlotFrame,
     font, header, palette,
 };
 

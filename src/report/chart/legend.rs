@@ -7,7 +7,8 @@ use plotters::{
 };
 
 use super::{
-    figure::{ChartError, PlotFrame, drawing},
+    error::{ChartError, drawing},
+    figure::PlotFrame,
     font::FAMILY,
     palette::{GRID, TEXT},
 };

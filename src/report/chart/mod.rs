@@ -9,10 +9,12 @@ pub mod app;
 pub mod capacity;
 pub mod chaos;
 mod columns;
+mod error;
 mod figure;
 mod font;
 mod header;
 pub mod impact;
+mod impact_figure;
 mod impact_rate;
 mod impact_requests;
 mod impact_text;
@@ -26,7 +28,8 @@ pub mod proxy;
 mod series;
 mod value_axis;
 
-pub use figure::{ChartError, Figure, PlotFrame, svg};
+pub use error::ChartError;
+pub use figure::{Figure, PlotFrame, svg};
 
 /// Width of every chart, in pixels: readable as is in a chat window.
 pub const WIDTH: u32 = 800;

@@ -12,7 +12,8 @@ use sha2::Digest;
 use super::{
     capacity::{self, CapacityFigure},
     chaos::{ChaosChart, ChaosFigure},
-    figure::{ChartError, Figure, PlotFrame, svg},
+    error::ChartError,
+    figure::{Figure, PlotFrame, svg},
     impact::{ImpactChart, ImpactFigure},
     proxy::{ProxyChart, ProxyFigure},
 };

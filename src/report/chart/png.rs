@@ -5,7 +5,8 @@ use plotters::prelude::*;
 
 use super::{
     WIDTH,
-    figure::{ChartError, Figure, drawing},
+    error::{ChartError, drawing},
+    figure::Figure,
     font,
 };
 

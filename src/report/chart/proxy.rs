@@ -9,7 +9,8 @@ use plotters::{
 use super::{
     WIDTH,
     columns::per_column,
-    figure::{ChartError, Figure, PlotFrame, drawing},
+    error::{ChartError, drawing},
+    figure::{Figure, PlotFrame},
     font::FAMILY,
     header,
     layout::{chart_on, stack, stacked_height},

@@ -6,7 +6,7 @@ use plotters::{coord::types::RangedCoordf64, prelude::*};
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::{
-    figure::{ChartError, drawing},
+    error::{ChartError, drawing},
     font::FAMILY,
     palette::{FAULT_LABEL, FAULT_WINDOW, MARK},
 };

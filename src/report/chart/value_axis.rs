@@ -7,7 +7,7 @@ use plotters::{
 };
 
 use super::{
-    figure::{ChartError, drawing},
+    error::{ChartError, drawing},
     font, palette,
 };
 

@@ -4,10 +4,9 @@
 use super::comparison::comparison;
 use super::data::ReportData;
 use super::figures::{figures, per_second_figures, request_figures};
+use super::mix::RequestInfo;
 use super::phases::{self, Amplification, PhaseKind, UpstreamCounts};
-use super::report::{
-    CallInfo, FaultInfo, Report, RequestInfo, SCHEMA_VERSION, Status, StrategyInfo,
-};
+use super::report::{CallInfo, FaultInfo, Report, SCHEMA_VERSION, Status, StrategyInfo};
 use super::slo::{Judged, LatencySlo, samples_of};
 use crate::load::{LoadReport, Samples};
 use crate::report::{SecondFigures, ratio};

@@ -3,7 +3,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::figures::{RequestFigures, RunFigures, latency_at};
+use super::figures::{RequestFigures, RunFigures};
+use super::latency::latency_at;
 use crate::load::{LoadReport, Samples};
 
 /// One request of the mix with and without the fault.

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::report::RequestInfo;
+use super::latency::{latency_at, max_latency, mean_latency};
+use super::mix::RequestInfo;
 use super::slo::{LatencySlo, SloVerdict, verdicts};
 use crate::load::{LoadReport, Samples};
 use crate::report::{SecondFigures, ms, percent, quantile, round2, round4, sparklines, trim_float};
@@ -268,32 +269,6 @@ pub(super) fn per_second_figures(samples: &Samples, offered: &[u64]) -> Vec<Seco
             }
         })
         .collect()
-}
-
-/// The latency at `q` of every request of `samples` (0 without requests).
-pub(super) fn latency_at(samples: &Samples, q: f64) -> f64 {
-    if samples.requests() == 0 {
-        0.0
-    } else {
-        ms(quantile(&samples.all_us, q))
-    }
-}
-
-fn max_latency(samples: &Samples) -> f64 {
-    if samples.requests() == 0 {
-        0.0
-    } else {
-        ms(samples.all_us.median_equivalent(samples.all_us.max()))
-    }
-}
-
-fn mean_latency(samples: &Samples) -> f64 {
-    let total = samples.requests();
-    if total == 0 {
-        0.0
-    } else {
-        round2(samples.sum_us as f64 / total as f64 / 1000.0)
-    }
 }
 
 /// Figures of one load run against `slos`.

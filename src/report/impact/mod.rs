@@ -14,7 +14,9 @@ mod build;
 mod comparison;
 pub mod data;
 mod figures;
+mod latency;
 mod markdown;
+mod mix;
 pub mod phases;
 mod report;
 mod slo;
@@ -27,12 +29,13 @@ pub use figures::{
     RunFigures, StreamFigures, figures,
 };
 pub use markdown::render;
+pub use mix::RequestInfo;
 pub use phases::{
     ActiveWindow, Amplification, PhaseFigures, PhaseKind, PhaseSlo, PhaseUpstream, Recovery,
     RecoverySentence, UpstreamCounts, UpstreamSecond, UpstreamTally, WindowRecovery,
 };
 pub use report::{
-    CallInfo, EngineInfo, FaultInfo, PASSTHROUGH_METHOD, Report, RequestInfo, SCHEMA_VERSION,
-    StageInfo, Status, StrategyInfo, WorkerInfo,
+    CallInfo, EngineInfo, FaultInfo, PASSTHROUGH_METHOD, Report, SCHEMA_VERSION, StageInfo, Status,
+    StrategyInfo, WorkerInfo,
 };
 pub use slo::{Judged, LatencySlo, SloVerdict};

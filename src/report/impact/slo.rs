@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::figures::latency_at;
+use super::latency::latency_at;
 use crate::load::{LoadReport, Samples};
 use crate::report::{SecondFigures, percent, round2, trim_float};
 
