@@ -8,18 +8,21 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use rand::RngExt;
-use rand::rngs::StdRng;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::time::Instant;
 
 use super::exchanges::{ConnectionExchanges, ExchangeRecorder};
-use super::faults::{self, Chunk, ConnectionEnd, Injector, MessageKey, Stage, TcpFault, Verdict};
+use super::faults::{Chunk, ConnectionEnd, Verdict};
 use super::mapping::Upstream;
-use super::placement::{Flow, Window};
+use super::placement::Flow;
 use super::splice;
+
+mod fault_stages;
+
+pub(crate) use fault_stages::ProxyFault;
+use fault_stages::{ActiveStage, applies, connection_stages, drawn};
 
 /// Read buffer per flow: large, allocated once per connection.
 const BUFFER: usize = 64 * 1024;
@@ -70,34 +73,11 @@ impl<'a> UpstreamRequests<'a> {
     }
 }
 
-/// A configured fault on a running proxy, ready to build the stages of new connections.
-pub(crate) struct ProxyFault {
-    pub spec: TcpFault,
-    pub injector: Arc<dyn Injector>,
-    /// The flows its side and direction select, indexed by `Flow::index`.
-    pub flows: [bool; 2],
-    /// Active windows from the proxy's start, in time order; `None` = always.
-    pub windows: Option<Vec<Window>>,
-    /// Whether its stages follow the whole stream, outside its windows too ([`faults::Chunk::active`]).
-    pub reads_http: bool,
-    pub applied: AtomicU64,
-}
-
-impl ProxyFault {
-    pub(crate) fn active_at(&self, since_start: Duration) -> bool {
-        match &self.windows {
-            None => true,
-            Some(windows) => windows
-                .iter()
-                .any(|(start, end)| since_start >= *start && end.is_none_or(|e| since_start < e)),
-        }
-    }
-}
-
 /// What every connection of a proxy shares.
 pub(crate) struct Runtime {
     pub faults: Vec<ProxyFault>,
-    /// The configured seed, or a random one: every decision is keyed from it (see [`faults::message_rng`]).
+    /// The configured seed, or a random one: every decision is keyed from it (see
+    /// [`message_rng`](super::faults::message_rng)).
     pub seed: u64,
     pub started: Instant,
     /// Times every HTTP/1 exchange, when the proxy measures what passes (no zero-copy path then).
@@ -282,60 +262,6 @@ fn reset(read: OwnedReadHalf, write: OwnedWriteHalf) {
     if let Ok(stream) = read.reunite(write) {
         let _ = stream.set_zero_linger();
     }
-}
-
-/// A stage with the fault it comes from and its per-message decision.
-struct ActiveStage {
-    stage: Box<dyn Stage>,
-    /// Index of its fault in `Runtime::faults`.
-    fault: usize,
-    /// Drawn from for the current message; re-keyed at each new message.
-    rng: StdRng,
-    /// The current message's key.
-    key: MessageKey,
-    /// Whether the fault applies to the current message (probability is rolled per message).
-    applies: Option<bool>,
-    /// Whether a message has started on the flow (the first one is message 0).
-    started: bool,
-}
-
-impl ActiveStage {
-    /// Starts the stage's next message on its flow.
-    fn next_message(&mut self, seed: u64) {
-        if self.started {
-            self.key.message += 1;
-        }
-        self.started = true;
-        self.rng = faults::message_rng(seed, self.key);
-        self.applies = None;
-    }
-}
-
-/// The stages of every fault for a new connection: request flow, response flow.
-fn connection_stages(rt: &Runtime, connection: u64) -> [Vec<ActiveStage>; 2] {
-    let mut stages = [Vec::new(), Vec::new()];
-    for (i, fault) in rt.faults.iter().enumerate() {
-        let built = fault.injector.connection(fault.flows);
-        for (flow, stage) in [Flow::Request, Flow::Response].into_iter().zip(built) {
-            if let Some(stage) = stage {
-                let key = MessageKey {
-                    fault: i,
-                    connection,
-                    flow,
-                    message: 0,
-                };
-                stages[flow.index()].push(ActiveStage {
-                    stage,
-                    fault: i,
-                    rng: faults::message_rng(rt.seed, key),
-                    key,
-                    applies: None,
-                    started: false,
-                });
-            }
-        }
-    }
-    stages
 }
 
 /// A flow between two plain TCP sockets. Without faults, it is copied while its reads are small
@@ -591,21 +517,6 @@ where
             }
         }
     }
-}
-
-/// Whether `active`'s fault applies now: inside its schedule, and drawn by its probability.
-fn applies(active: &mut ActiveStage, fault: &ProxyFault, since_start: Duration) -> bool {
-    fault.active_at(since_start) && drawn(active, fault)
-}
-
-/// Whether `active`'s fault is drawn by its probability for the current message (drawn once per message, on
-/// the first chunk the stage sees).
-fn drawn(active: &mut ActiveStage, fault: &ProxyFault) -> bool {
-    if active.applies.is_none() {
-        let p = fault.spec.common().probability;
-        active.applies = Some(p >= 1.0 || active.rng.random::<f64>() < p);
-    }
-    active.applies == Some(true)
 }
 
 /// Sleeps until `timer`; forever without one.
