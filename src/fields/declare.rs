@@ -88,6 +88,14 @@ pub enum Kind {
         check: fn(&str) -> Result<(), String>,
         takes: &'static str,
     },
+    /// A JSON value a type declared elsewhere reads (a plan's gates, which a plan and flags read too):
+    /// `schema` is that type's JSON Schema, `check` reads the value whole, `takes` says what in words. A
+    /// tool's face only, read with [`FieldInput::json`].
+    Typed {
+        schema: fn() -> Value,
+        check: fn(&Value) -> Result<(), String>,
+        takes: &'static str,
+    },
 }
 
 /// Whether a field must be given and what its absence means.
@@ -121,6 +129,11 @@ where
     T::Err: Display,
 {
     text.parse::<T>().map(drop).map_err(|e| e.to_string())
+}
+
+/// Any text: the check of a text field that takes numbers too.
+fn any_text(_: &str) -> Result<(), String> {
+    Ok(())
 }
 
 impl Field {
@@ -220,6 +233,24 @@ impl Field {
         Self::new(name, help, Kind::Texts { check, takes })
     }
 
+    /// A JSON value of a type declared elsewhere, whose JSON Schema `schema` gives; `check` reads it whole.
+    pub const fn of_type(
+        name: &'static str,
+        help: &'static str,
+        (takes, schema): (&'static str, fn() -> Value),
+        check: fn(&Value) -> Result<(), String>,
+    ) -> Self {
+        Self::new(
+            name,
+            help,
+            Kind::Typed {
+                schema,
+                check,
+                takes,
+            },
+        )
+    }
+
     /// Whether the command line has a flag for it (an ignored field and a list of objects have none; a list
     /// of texts and a name → text map have a flag given once per item; a JSON value and an object take JSON
     /// text).
@@ -287,9 +318,18 @@ impl Field {
         }
     }
 
-    /// A parsed field also takes a JSON number for its text (a share written 0.05 or "5%").
+    /// A parsed field also takes a JSON number for its text (a share written 0.05 or "5%"); so does a text
+    /// field, which then reads its text trimmed, as a parsed one does.
     pub const fn numbers_too(self) -> Self {
         match self.kind {
+            Kind::Text => Self {
+                kind: Kind::Parsed {
+                    check: any_text,
+                    takes: "text",
+                    numbers: true,
+                },
+                ..self
+            },
             Kind::Parsed { check, takes, .. } => Self {
                 kind: Kind::Parsed {
                     check,

@@ -46,6 +46,7 @@ impl Field {
             Kind::TextMap => "an object of names to texts".into(),
             Kind::Json { takes, .. } => takes.into(),
             Kind::Texts { takes, .. } => format!("a list of {takes}"),
+            Kind::Typed { takes, .. } => takes.into(),
         }
     }
 
@@ -112,6 +113,13 @@ impl Field {
                     "description": description,
                     "additionalProperties": {"type": "string"},
                 });
+            }
+            Kind::Typed { schema, .. } => {
+                let mut schema = schema();
+                if let Value::Object(members) = &mut schema {
+                    members.insert("description".into(), description.into());
+                }
+                return schema;
             }
             Kind::Texts { .. } => {
                 return json!({

@@ -61,7 +61,9 @@ impl Field {
                 }
                 _ => Err(format!("expected {}, got {given}", self.accepts())),
             },
-            Kind::Json { check, .. } => check(given).map(|()| Read::Value(given.clone())),
+            Kind::Json { check, .. } | Kind::Typed { check, .. } => {
+                check(given).map(|()| Read::Value(given.clone()))
+            }
             Kind::Object { .. } | Kind::TextMap => match given {
                 Value::Object(_) => Ok(Read::Value(given.clone())),
                 _ => Err(format!("expected {}, got {given}", self.accepts())),

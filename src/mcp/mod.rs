@@ -5,6 +5,7 @@
 mod advice;
 mod arguments;
 mod capacity;
+pub mod chaos_fields;
 mod code;
 mod family;
 mod handler;

@@ -31,7 +31,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     }
 }
 
-fn check_duration(text: &str) -> Result<(), String> {
+pub(crate) fn check_duration(text: &str) -> Result<(), String> {
     parse_duration(text).map(drop)
 }
 
@@ -48,7 +48,7 @@ fn check_status(text: &str) -> Result<(), String> {
     }
 }
 
-fn check_seed(value: &serde_json::Value) -> Result<(), String> {
+pub(crate) fn check_seed(value: &serde_json::Value) -> Result<(), String> {
     crate::seeded::seed_from_json(value)
         .map(drop)
         .map_err(|e| e.to_string())

@@ -13,7 +13,7 @@ mod traffic;
 
 use crate::fields::FieldError;
 
-pub(super) use checks::{duration, read, whole, within};
+pub(super) use checks::duration;
 pub(super) use faults::{compound_spec, impact_spec};
 pub(crate) use files::RunFiles;
 pub(super) use files::report_page;

@@ -1,6 +1,6 @@
 //! The reference tables of the docs are rendered from the registries (the tools, the TCP faults and their
-//! declared fields, the import graph of `src/`), between `<!-- generated: NAME -->` and
-//! `<!-- end generated: NAME -->` in README.md and docs/. This test fails when a table there differs from
+//! declared fields, the declared fields of the scenario tools, the import graph of `src/`), between
+//! `<!-- generated: NAME -->` and `<!-- end generated: NAME -->` in README.md and docs/. This test fails when a table there differs from
 //! what the code declares; with `FAULT_UPDATE_DOCS=1` it writes them instead.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -17,6 +17,7 @@ const BLOCKS: &[(&str, Render)] = &[
     ("tools", tools),
     ("impact-tools", impact_tools),
     ("impact-common-fields", impact_common_fields),
+    ("chaos-fields", chaos_fields),
     ("scan-fields", scan_fields),
     ("scan-policy", scan_policy),
     ("tcp-faults", tcp_faults),
@@ -151,6 +152,15 @@ fn impact_tools() -> String {
 fn impact_common_fields() -> String {
     let mut out = String::from("| field | what it takes |\n|---|---|\n");
     for field in fault::mcp::scenario_fields::COMMON_FIELDS {
+        field_rows(&mut out, field, "");
+    }
+    out
+}
+
+/// `fault_run_mcp_chaos_scenario`'s fields.
+fn chaos_fields() -> String {
+    let mut out = String::from("| field | what it takes |\n|---|---|\n");
+    for field in fault::mcp::chaos_fields::FIELDS {
         field_rows(&mut out, field, "");
     }
     out

@@ -40,6 +40,7 @@ fn probes(field: &Field) -> Vec<String> {
         | Kind::Object { .. }
         | Kind::TextMap
         | Kind::Json { .. }
+        | Kind::Typed { .. }
         | Kind::Texts { .. } => {}
     }
     values
