@@ -202,6 +202,34 @@ fn cannot_reach(error: &QdrantError) -> bool {
         // How the client reports a refused connection, and a connection lost mid-request.
         tonic::Code::Internal => status.message().starts_with("Failed to connect"),
         tonic::Code::Unknown => status.message().contains("transport error"),
+        // A connection reset under a request in flight: its stream is cancelled (a timeout, which is
+        // cancelled too, is told apart by its message before this is asked).
+        tonic::Code::Cancelled => !status.message().to_ascii_lowercase().contains("timeout"),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(code: tonic::Code, message: &str) -> QdrantError {
+        QdrantError::ResponseError {
+            status: tonic::Status::new(code, message),
+        }
+    }
+
+    #[test]
+    fn a_stream_cancelled_by_a_reset_is_a_lost_connection_and_a_timeout_stays_a_timeout() {
+        let timeout = Duration::from_secs(3);
+        let reset = explained(
+            &status(tonic::Code::Cancelled, "operation was canceled"),
+            timeout,
+        );
+        assert!(reset.starts_with("lost the connection"), "{reset}");
+        let late = explained(&status(tonic::Code::Cancelled, "Timeout expired"), timeout);
+        assert!(late.starts_with("did not answer within 3s"), "{late}");
+        let refused = explained(&status(tonic::Code::InvalidArgument, "bad vector"), timeout);
+        assert!(!refused.contains("lost the connection"), "{refused}");
     }
 }
