@@ -405,11 +405,12 @@ async fn default_rto_is_200ms() {
     for _ in 0..6 {
         xs.push(ms(c.timed_get("/").await));
     }
-    // Each exchange is either on time or late by a sum of doubling RTOs (200, 600, 1400 ...).
+    // Each exchange is either on time or late by a sum of doubling RTOs (200, 600, 1400 ...); each wait may
+    // end a little late on a loaded machine, so the margin grows with the sum (1 % of it, over 30 ms).
     for t in &xs {
         let late = [0.0, 200.0, 600.0, 1400.0, 3000.0, 6200.0, 12600.0]
             .iter()
-            .any(|rto| (t - rto).abs() < 30.0 || *t < 10.0);
+            .any(|rto| (t - rto).abs() < 30.0 + rto * 0.01 || *t < 10.0);
         assert!(late, "{xs:?}");
     }
     handle.stop().await;
