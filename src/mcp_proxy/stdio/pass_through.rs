@@ -10,6 +10,7 @@ use std::{
 
 use tokio::sync::mpsc;
 
+use super::pump::reading_failed;
 use super::server::{ServerCommand, ServerSide, ServerStderr, spawn_child};
 use super::{RelayError, core::EXIT_GRACE};
 use crate::mcp_wire::lines::{self, LineError};
@@ -88,11 +89,7 @@ fn copy_lines(reader: &mut impl BufRead, writer: &mut impl Write) -> Option<Line
                     return None;
                 }
             }
-            Err(LineError::Io(e)) => {
-                tracing::debug!("mcp-proxy: reading a side's messages: {e}");
-                return None;
-            }
-            Err(error) => return Some(error),
+            Err(error) => return reading_failed(error),
         }
     }
 }

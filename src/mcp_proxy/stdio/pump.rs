@@ -96,8 +96,8 @@ async fn read_stream(reader: Box<dyn AsyncRead + Unpin + Send>, core_tx: mpsc::S
     let _ = core_tx.send(CoreMsg::ClientEof { error }).await;
 }
 
-/// A read error ends the client's side like its end of file; a line over the bound is worth reporting.
-fn reading_failed(error: LineError) -> Option<LineError> {
+/// A read error ends a side like its end of file; a line over the bound is worth reporting.
+pub(super) fn reading_failed(error: LineError) -> Option<LineError> {
     match error {
         LineError::TooLong => Some(error),
         LineError::Io(e) => {
