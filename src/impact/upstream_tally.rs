@@ -63,6 +63,8 @@ impl Tally {
         let Ok(start) = start.await else {
             return std::future::pending().await;
         };
+        // The faults' windows, like the load's seconds and phases, count from the load's start.
+        handle.schedule_from(start);
         for (at, reading) in self.boundaries.iter().zip(self.readings.iter_mut()) {
             tokio::time::sleep_until(start + at.saturating_sub(self.read_ahead)).await;
             *reading = Some(tally_of(&handle.stats()));

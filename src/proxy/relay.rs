@@ -80,6 +80,9 @@ pub(crate) struct Runtime {
     /// [`message_rng`](super::faults::message_rng)).
     pub seed: u64,
     pub started: Instant,
+    /// Where the faults' windows count from, when it is not `started`: the start of the load the proxy
+    /// stands in, set once it is known ([`super::ProxyHandle::schedule_from`]).
+    pub schedule_origin: std::sync::OnceLock<Instant>,
     /// Times every HTTP/1 exchange, when the proxy measures what passes (no zero-copy path then).
     pub exchanges: Option<ExchangeRecorder>,
     pub counters: Counters,
@@ -88,6 +91,14 @@ pub(crate) struct Runtime {
     pub next_connection: AtomicU64,
     /// Whether request flows are followed to count the requests sent upstream (no zero-copy path then).
     pub count_requests: bool,
+}
+
+impl Runtime {
+    /// How far into the faults' schedule `now` is.
+    pub fn since_schedule_start(&self, now: Instant) -> Duration {
+        let origin = self.schedule_origin.get().unwrap_or(&self.started);
+        now.saturating_duration_since(*origin)
+    }
 }
 
 impl Runtime {
@@ -435,7 +446,7 @@ where
         for (i, piece) in buf[..n].chunks(piece_size).enumerate() {
             let new_message = starts_message && i == 0;
             let now = Instant::now();
-            let since_start = now.saturating_duration_since(rt.started);
+            let since_start = rt.since_schedule_start(now);
             let mut delay = Duration::ZERO;
             let mut replaced: Option<Bytes> = None;
             let mut dropped = false;
@@ -533,7 +544,7 @@ where
     W: AsyncWrite + Unpin,
 {
     let now = Instant::now();
-    let since_start = now.saturating_duration_since(rt.started);
+    let since_start = rt.since_schedule_start(now);
     for active in stages.iter_mut() {
         if active.stage.timer().is_none_or(|at| at > now) {
             continue;

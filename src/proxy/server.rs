@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio::net::TcpListener;
 use tokio::task::{JoinHandle, JoinSet};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{
@@ -87,6 +88,13 @@ impl ProxyHandle {
     }
 
     /// A view of the running proxy's counters that outlives a borrow (for a metrics page).
+    /// Counts the faults' windows (`sched`) from `origin` rather than from the proxy's start: the instant the
+    /// load it stands in started, which reaches the proxy only once that load has begun (Locust's test
+    /// starts after the proxy is up). Only the first call counts.
+    pub fn schedule_from(&self, origin: Instant) {
+        let _ = self.runtime.schedule_origin.set(origin);
+    }
+
     pub fn view(&self) -> ProxyView {
         ProxyView {
             runtime: self.runtime.clone(),
@@ -112,7 +120,7 @@ impl ProxyView {
 
     /// Each configured fault, in configuration order, and whether it is inside one of its windows now.
     pub fn faults_active(&self) -> Vec<(&TcpFault, bool)> {
-        let since_start = self.runtime.started.elapsed();
+        let since_start = self.runtime.since_schedule_start(Instant::now());
         self.runtime
             .faults
             .iter()
@@ -222,11 +230,12 @@ pub async fn start_with(
         None
     };
 
-    let started = tokio::time::Instant::now();
+    let started = Instant::now();
     let runtime = Arc::new(Runtime {
         faults,
         seed: config.seed.unwrap_or_else(rand::random),
         started,
+        schedule_origin: std::sync::OnceLock::new(),
         exchanges: measure
             .map(|setup| exchanges::ExchangeRecorder::new(started, setup.groups, setup.cuts)),
         counters: Counters::default(),
@@ -292,4 +301,58 @@ async fn accept_loop(
     }
     drop(listener);
     connections.shutdown().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::proxy::faults::FaultFlags;
+    use crate::proxy::mapping::Upstream;
+
+    #[derive(Parser)]
+    struct Run {
+        #[command(flatten)]
+        faults: FaultFlags,
+    }
+
+    /// A window 10–15 s into the schedule is shut at the proxy's start, and open once the load that started
+    /// 11 s ago gives that instant as the origin; a second origin changes nothing.
+    #[tokio::test]
+    async fn the_faults_windows_count_from_the_origin_the_load_gives() {
+        let run = Run::try_parse_from([
+            "run",
+            "--with-latency",
+            "--latency-mean",
+            "1",
+            "--latency-sched",
+            "start:10s,duration:5s",
+        ])
+        .expect("flags");
+        let handle = start(ProxyConfig {
+            mappings: vec![Mapping {
+                listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+                upstream: Upstream {
+                    host: "127.0.0.1".into(),
+                    port: 9,
+                    tls: false,
+                },
+            }],
+            faults: run.faults.specs(),
+            ..ProxyConfig::default()
+        })
+        .await
+        .expect("proxy");
+        let active = || handle.view().faults_active()[0].1;
+        assert!(!active());
+        let origin = Instant::now()
+            .checked_sub(Duration::from_secs(11))
+            .expect("an instant 11 s ago");
+        handle.schedule_from(origin);
+        assert!(active());
+        handle.schedule_from(Instant::now());
+        assert!(active());
+        handle.stop().await;
+    }
 }

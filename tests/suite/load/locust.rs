@@ -124,6 +124,8 @@ async fn locust_master_and_two_workers_count_in_the_report_as_in_locusts_own_tot
         return;
     };
     let _timing = TIMING.lock().await;
+    // Locust's processes load both cores: no other heavy test beside them.
+    let _heavy = common::CPU_HEAVY.lock().await;
     let upstream = scenario::upstream().await;
     let dir = tempfile::tempdir().unwrap();
     let locustfile = dir.path().join("shop.py");
@@ -135,7 +137,9 @@ async fn locust_master_and_two_workers_count_in_the_report_as_in_locusts_own_tot
         "duration": "20s",
         "latency": 150,
         "sched": "start:5s,duration:5s",
-        "slos": [{"objective": 99, "threshold_ms": 100}],
+        // 95 %: a request due in the last milliseconds before the window whose answer comes back through
+        // it is slow, yet counts in the phase before.
+        "slos": [{"objective": 95, "threshold_ms": 100}],
         "recovery_seconds": 2,
         "load": {
             "engine": "locust",
@@ -211,6 +215,8 @@ async fn without_a_locustfile_locusts_tasks_follow_the_mixs_weights() {
         return;
     };
     let _timing = TIMING.lock().await;
+    // Locust's processes load both cores: no other heavy test beside them.
+    let _heavy = common::CPU_HEAVY.lock().await;
     let upstream = scenario::upstream().await;
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("mix");

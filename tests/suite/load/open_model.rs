@@ -154,9 +154,10 @@ async fn queueing_delay_shows_a_target_slower_than_the_schedule() {
     let fast_plan = one_at_a_time("/todos/1");
     let (fast, markdown) = impact_report(&fast_plan, &run_load(&fast_plan).await);
     assert_eq!(fast.outcomes.success, 20, "{markdown}");
-    // The runtime's timer fires on whole milliseconds: a start is up to 1 ms late.
-    assert!(fast.queueing.p50_ms <= 2.0, "{markdown}");
-    assert!(fast.queueing.max_ms < 50.0, "{markdown}");
+    // Sent on time, but for the time the system takes to wake the generator: a few milliseconds at most on a
+    // busy machine, against the slow target's second (the benchmarks measure how close to its due time).
+    assert!(fast.queueing.p50_ms <= 10.0, "{markdown}");
+    assert!(fast.queueing.max_ms < 200.0, "{markdown}");
     eprintln!(
         "queueing delay p50/p99/max: slow target {:.2}/{:.2}/{:.2} ms, fast target {:.2}/{:.2}/{:.2} ms",
         slow.queueing.p50_ms,
