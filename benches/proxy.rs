@@ -6,7 +6,9 @@
 //!
 //! The proxy's CPU per delayed message and its delay accuracy are measured on `fault run` processes of this
 //! build and of the last commit before the shared precise timer (`src/timer.rs`), whose delays waited on a
-//! timer thread (built on first use under `<target>/timer-baseline/`, then reused).
+//! timer thread (built on first use under `<target>/timer-baseline/`, then reused), and on `delay_floor.c`: the
+//! cheapest delaying relay a process can be (a blocking thread per direction, `clock_nanosleep`), what a delay
+//! costs on this machine whatever the proxy.
 //!
 //! `cargo bench --bench proxy` (root needed for the namespace part; `benches/proxy/run.sh`
 //! installs socat and haproxy first). About three minutes, plus the baseline's first build.
@@ -688,12 +690,12 @@ struct Spent {
 /// The proxy process's CPU over `n` keep-alive exchanges (one delayed message each: latency acts on the
 /// server-side ingress flow), after 20 to warm up.
 async fn proxy_cpu(
-    bin: &Path,
+    relay: &Relay,
     http: SocketAddr,
     latency_ms: Option<u64>,
     n: usize,
 ) -> Result<Spent, String> {
-    let proxy = fault_run(bin, http, latency_ms).await?;
+    let proxy = relay.start(http, latency_ms).await?;
     let pid = proxy.child.id();
     let mut client = Client::connect(proxy.addr)
         .await
@@ -717,6 +719,67 @@ async fn proxy_cpu(
     })
 }
 
+/// A relay whose CPU per delayed message is measured: a build of `fault run`, or `delay_floor.c`.
+enum Relay {
+    Fault(PathBuf),
+    Floor(PathBuf),
+}
+
+impl Relay {
+    /// `delay_floor.c`, built here with the system's C compiler: the cheapest delaying relay a process can
+    /// be, so its row shows what a delay costs on this machine whatever the proxy.
+    fn floor() -> Result<Self, String> {
+        let source = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/proxy/delay_floor.c");
+        let exe =
+            std::env::temp_dir().join(format!("fault-bench-delay-floor-{}", std::process::id()));
+        let built = Command::new("cc")
+            .args(["-O2", "-pthread", "-o"])
+            .arg(&exe)
+            .arg(source)
+            .status()
+            .map_err(|e| format!("cc: {e}"))?;
+        if built.success() {
+            Ok(Self::Floor(exe))
+        } else {
+            Err(format!("cc could not build {source}"))
+        }
+    }
+
+    /// The relay in front of `upstream`, delaying each response message by `latency_ms`, listening.
+    async fn start(
+        &self,
+        upstream: SocketAddr,
+        latency_ms: Option<u64>,
+    ) -> Result<FaultRun, String> {
+        let exe = match self {
+            Self::Fault(bin) => return fault_run(bin, upstream, latency_ms).await,
+            Self::Floor(exe) => exe,
+        };
+        let port = free_port();
+        let delay_us = latency_ms.unwrap_or(0) * 1000;
+        let child = Command::new(exe)
+            .args([
+                port.to_string(),
+                upstream.port().to_string(),
+                delay_us.to_string(),
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("{}: {e}", exe.display()))?;
+        let run = FaultRun {
+            child,
+            addr: SocketAddr::from(([127, 0, 0, 1], port)),
+        };
+        if wait_listening(run.addr).await {
+            Ok(run)
+        } else {
+            Err("delay_floor did not listen".into())
+        }
+    }
+}
+
 /// The goal for the proxy's CPU per delayed message: what the delay itself costs, beyond relaying.
 const DELAY_CPU_GOAL_US: f64 = 20.0;
 
@@ -728,14 +791,18 @@ async fn cpu_per_delayed_message(http: SocketAddr) {
     println!(
         "\n## Proxy CPU per delayed message, before (timer thread) and after (kernel timer), same run\n"
     );
-    let after = PathBuf::from(env!("CARGO_BIN_EXE_fault"));
+    let after = Relay::Fault(PathBuf::from(env!("CARGO_BIN_EXE_fault")));
     let before = match baseline_build() {
-        Ok(path) => path,
+        Ok(path) => Relay::Fault(path),
         Err(e) => {
             println!("BEFORE NOT MEASURED: {e}");
             return;
         }
     };
+    let floor = Relay::floor();
+    if let Err(e) = &floor {
+        println!("FLOOR NOT MEASURED: {e}");
+    }
     println!(
         "`fault run` processes, keep-alive exchanges back to back, CPU of the proxy process only: utime+stime \
          (/proc/PID/stat, 10 ms ticks) and thread run time (/proc/PID/task/*/schedstat, ns); \
@@ -750,14 +817,17 @@ async fn cpu_per_delayed_message(http: SocketAddr) {
     let mut rows: Vec<(u64, &str, f64, f64)> = Vec::new();
     for round in 1..=2 {
         for (ms, n) in [(1u64, 2000usize), (10, 500)] {
-            let mut builds = [("before", &before), ("after", &after)];
+            let mut builds = vec![("before", &before), ("after", &after)];
+            if let Ok(floor) = &floor {
+                builds.push(("floor", floor));
+            }
             if round % 2 == 0 {
                 builds.reverse();
             }
-            for (label, bin) in builds {
+            for (label, relay) in builds {
                 let measured = async {
-                    let pass = proxy_cpu(bin, http, None, n).await?;
-                    let delayed = proxy_cpu(bin, http, Some(ms), n).await?;
+                    let pass = proxy_cpu(relay, http, None, n).await?;
+                    let delayed = proxy_cpu(relay, http, Some(ms), n).await?;
                     Ok::<_, String>((pass, delayed))
                 }
                 .await;
@@ -795,7 +865,7 @@ async fn cpu_per_delayed_message(http: SocketAddr) {
             let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             format!("{lo:.1}–{hi:.1}")
         };
-        let (before, after) = (of("before"), of("after"));
+        let (before, after, floor) = (of("before"), of("after"), of("floor"));
         if before.is_empty() || after.is_empty() {
             println!("- {ms} ms: not measured");
             continue;
@@ -803,9 +873,14 @@ async fn cpu_per_delayed_message(http: SocketAddr) {
         let cpu = |xs: &[(f64, f64)]| xs.iter().map(|x| x.0).collect::<Vec<_>>();
         let err = |xs: &[(f64, f64)]| xs.iter().map(|x| x.1 * 1e3).collect::<Vec<_>>();
         let worst = cpu(&after).into_iter().fold(f64::NEG_INFINITY, f64::max);
+        let floor_cpu = if floor.is_empty() {
+            "not measured".to_owned()
+        } else {
+            format!("{} µs", span(&cpu(&floor)))
+        };
         println!(
-            "- {ms} ms: the delay's CPU per message {} µs after, {} µs before; goal ≤ {DELAY_CPU_GOAL_US} µs: {}. \
-             Error at p50 {} µs after, {} µs before",
+            "- {ms} ms: the delay's CPU per message {} µs after, {} µs before, the machine's floor (delay_floor.c) \
+             {floor_cpu}; goal ≤ {DELAY_CPU_GOAL_US} µs: {}. Error at p50 {} µs after, {} µs before",
             span(&cpu(&after)),
             span(&cpu(&before)),
             if worst <= DELAY_CPU_GOAL_US {

@@ -374,13 +374,22 @@ impl Harness {
     async fn diagnose(&mut self, index: usize, error: &HandshakeError) -> String {
         let session = &mut self.sessions[index];
         let mut said = Vec::new();
-        // A relay that ended on its own says why (it could not start the server, say); taken, as a finished
-        // task's handle gives its result once.
-        if session.relay.as_ref().is_some_and(|r| r.is_finished())
-            && let Some(relay) = session.relay.take()
-            && let Ok(Err(e)) = relay.await
-        {
-            said.push(e.to_string());
+        // A relay that ended on its own says why (it could not start the server, the server's output broke a
+        // bound); taken, as a finished task's handle gives its result once. A session that closed was closed
+        // by its relay, which may still be finishing: it gets the exit grace to say why.
+        let ended = match session.relay.as_mut() {
+            Some(relay)
+                if relay.is_finished() || matches!(error, HandshakeError::Closed { .. }) =>
+            {
+                tokio::time::timeout(EXIT_GRACE, relay).await.ok()
+            }
+            _ => None,
+        };
+        if let Some(ended) = ended {
+            session.relay = None;
+            if let Ok(Err(e)) = ended {
+                said.push(e.to_string());
+            }
         }
         let problems = session.client.problems();
         if !problems.is_empty() {

@@ -239,6 +239,9 @@ mod kernel {
             let mut count = [0u8; 8];
             match ready.try_io(|fd| Ok(rustix::io::read(fd.get_ref(), &mut count)?)) {
                 Ok(Ok(_)) => {
+                    // The read took every expiry: the next deadline's wait goes straight to the reactor
+                    // instead of first reading "would block" off a readiness already spent.
+                    ready.clear_ready();
                     *state = Armed::Fired;
                     return Poll::Ready(Ok(()));
                 }

@@ -20,6 +20,7 @@ const BLOCKS: &[(&str, Render)] = &[
     ("chaos-fields", chaos_fields),
     ("scan-fields", scan_fields),
     ("scan-policy", scan_policy),
+    ("gates", gates),
     ("tcp-faults", tcp_faults),
     ("tcp-fault-fields", tcp_fault_fields),
     ("placement-fields", placement_fields),
@@ -189,6 +190,25 @@ fn scan_policy() -> String {
     let mut out = String::from("| key | what it takes |\n|---|---|\n");
     for field in fault::scan::policy::FIELDS {
         field_rows(&mut out, field, "");
+    }
+    out
+}
+
+/// The gates of an MCP chaos run: each one's plan key, `fault mcp-proxy` flag and meaning, from `Gates`, whose
+/// one declaration also gives the plan's reader and the scenario tool's schema.
+fn gates() -> String {
+    use clap::Args;
+    let mut out = String::from("| gate (plan key) | flag | passes when |\n|---|---|---|\n");
+    let command = fault::mcp_proxy::plan::Gates::augment_args(clap::Command::new("gates"));
+    for arg in command.get_arguments() {
+        let long = arg.get_long().unwrap_or_default();
+        let flag = match arg.get_value_names() {
+            Some([value, ..]) if arg.get_action().takes_values() => format!("`--{long} {value}`"),
+            _ => format!("`--{long}`"),
+        };
+        let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+        let meaning = help.strip_prefix("Gate: ").unwrap_or(&help);
+        out += &format!("| `{}` | {flag} | {} |\n", arg.get_id(), cell(meaning));
     }
     out
 }

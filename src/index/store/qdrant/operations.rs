@@ -59,8 +59,9 @@ impl QdrantStore {
 }
 
 /// How long a query that saw a file in two versions keeps asking again: a batch of files applied by a busy
-/// Qdrant can take hundreds of milliseconds, and each retry may land inside another file of it.
-const MIXED_VERSION_PATIENCE: Duration = Duration::from_secs(3);
+/// Qdrant can take hundreds of milliseconds, and on a starved machine one file of it has stayed half-applied
+/// for over 3 s; each retry may also land inside another file of the batch.
+const MIXED_VERSION_PATIENCE: Duration = Duration::from_secs(10);
 /// The first pause before asking again; each pause doubles, up to [`MIXED_VERSION_LONGEST_PAUSE`].
 const MIXED_VERSION_FIRST_PAUSE: Duration = Duration::from_millis(5);
 const MIXED_VERSION_LONGEST_PAUSE: Duration = Duration::from_millis(100);
