@@ -315,17 +315,7 @@ async fn haproxy(http: SocketAddr, bulk: SocketAddr) -> Result<Reference, String
 /// `splice_floor.c`, built here with the system's C compiler: the cheapest relay a process can be,
 /// so its row shows what relaying costs on this machine whatever the proxy.
 async fn splice_floor(http: SocketAddr, bulk: SocketAddr) -> Result<Reference, String> {
-    let source = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/proxy/splice_floor.c");
-    let exe = std::env::temp_dir().join(format!("fault-bench-splice-floor-{}", std::process::id()));
-    let built = Command::new("cc")
-        .args(["-O2", "-pthread", "-o"])
-        .arg(&exe)
-        .arg(source)
-        .status()
-        .map_err(|e| format!("cc: {e}"))?;
-    if !built.success() {
-        return Err(format!("cc could not build {source}"));
-    }
+    let exe = build_c("splice_floor")?;
     relay_per_upstream("splice_floor", http, bulk, |port, up| {
         let mut c = Command::new(&exe);
         c.arg(port.to_string()).arg(up.port().to_string());
@@ -662,12 +652,18 @@ async fn fault_run_with(
         command.args(["--with-latency", "--latency-mean", &ms.to_string()]);
     }
     command.args(extra);
+    spawn_listening(command, port).await
+}
+
+/// `command`, quiet, once it listens on 127.0.0.1:`port`.
+async fn spawn_listening(mut command: Command, port: u16) -> Result<FaultRun, String> {
+    let program = command.get_program().to_string_lossy().into_owned();
     let child = command
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .map_err(|e| format!("{}: {e}", bin.display()))?;
+        .map_err(|e| format!("{program}: {e}"))?;
     let run = FaultRun {
         child,
         addr: SocketAddr::from(([127, 0, 0, 1], port)),
@@ -675,7 +671,24 @@ async fn fault_run_with(
     if wait_listening(run.addr).await {
         Ok(run)
     } else {
-        Err(format!("{} did not listen", bin.display()))
+        Err(format!("{program} did not listen"))
+    }
+}
+
+/// `benches/proxy/NAME.c`, built with the system's C compiler into the temporary directory.
+fn build_c(name: &str) -> Result<PathBuf, String> {
+    let source = format!("{}/benches/proxy/{name}.c", env!("CARGO_MANIFEST_DIR"));
+    let exe = std::env::temp_dir().join(format!("fault-bench-{name}-{}", std::process::id()));
+    let built = Command::new("cc")
+        .args(["-O2", "-pthread", "-o"])
+        .arg(&exe)
+        .arg(&source)
+        .status()
+        .map_err(|e| format!("cc: {e}"))?;
+    if built.success() {
+        Ok(exe)
+    } else {
+        Err(format!("cc could not build {source}"))
     }
 }
 
@@ -729,20 +742,7 @@ impl Relay {
     /// `delay_floor.c`, built here with the system's C compiler: the cheapest delaying relay a process can
     /// be, so its row shows what a delay costs on this machine whatever the proxy.
     fn floor() -> Result<Self, String> {
-        let source = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/proxy/delay_floor.c");
-        let exe =
-            std::env::temp_dir().join(format!("fault-bench-delay-floor-{}", std::process::id()));
-        let built = Command::new("cc")
-            .args(["-O2", "-pthread", "-o"])
-            .arg(&exe)
-            .arg(source)
-            .status()
-            .map_err(|e| format!("cc: {e}"))?;
-        if built.success() {
-            Ok(Self::Floor(exe))
-        } else {
-            Err(format!("cc could not build {source}"))
-        }
+        build_c("delay_floor").map(Self::Floor)
     }
 
     /// The relay in front of `upstream`, delaying each response message by `latency_ms`, listening.
@@ -757,26 +757,13 @@ impl Relay {
         };
         let port = free_port();
         let delay_us = latency_ms.unwrap_or(0) * 1000;
-        let child = Command::new(exe)
-            .args([
-                port.to_string(),
-                upstream.port().to_string(),
-                delay_us.to_string(),
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("{}: {e}", exe.display()))?;
-        let run = FaultRun {
-            child,
-            addr: SocketAddr::from(([127, 0, 0, 1], port)),
-        };
-        if wait_listening(run.addr).await {
-            Ok(run)
-        } else {
-            Err("delay_floor did not listen".into())
-        }
+        let mut command = Command::new(exe);
+        command.args([
+            port.to_string(),
+            upstream.port().to_string(),
+            delay_us.to_string(),
+        ]);
+        spawn_listening(command, port).await
     }
 }
 

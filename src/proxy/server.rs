@@ -305,31 +305,23 @@ async fn accept_loop(
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
-
     use super::*;
-    use crate::proxy::faults::FaultFlags;
+    use crate::proxy::faults::latency::LatencySpec;
     use crate::proxy::mapping::Upstream;
-
-    #[derive(Parser)]
-    struct Run {
-        #[command(flatten)]
-        faults: FaultFlags,
-    }
+    use crate::proxy::placement::FaultCommon;
 
     /// A window 10–15 s into the schedule is shut at the proxy's start, and open once the load that started
     /// 11 s ago gives that instant as the origin; a second origin changes nothing.
     #[tokio::test]
     async fn the_faults_windows_count_from_the_origin_the_load_gives() {
-        let run = Run::try_parse_from([
-            "run",
-            "--with-latency",
-            "--latency-mean",
-            "1",
-            "--latency-sched",
-            "start:10s,duration:5s",
-        ])
-        .expect("flags");
+        let latency = TcpFault::Latency(LatencySpec {
+            common: FaultCommon {
+                schedule: "start:10s,duration:5s".parse().ok(),
+                ..FaultCommon::default()
+            },
+            mean: Duration::from_millis(1),
+            ..LatencySpec::default()
+        });
         let handle = start(ProxyConfig {
             mappings: vec![Mapping {
                 listen: SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -339,7 +331,7 @@ mod tests {
                     tls: false,
                 },
             }],
-            faults: run.faults.specs(),
+            faults: vec![latency],
             ..ProxyConfig::default()
         })
         .await
