@@ -888,8 +888,9 @@ async fn the_fastmcp_tasks_client_meets_the_faults_as_its_user_would() {
     );
 
     // A task kept `working` for good: the client's wait runs out; a task lost after 2 polls: the client raises
-    // the server's not-found error; a refused protocol version: the session does not open.
-    let waited = |faults: &'static str| {
+    // the server's not-found error (its job outlasts the client's third poll however slow the machine); a refused
+    // protocol version: the session does not open. A wait that must end in time is bounded far above the job.
+    let waited = |wait: &'static str, job: &'static str, faults: &'static str| {
         let path = dir.path().join("waited.yaml");
         let python = python.clone();
         async move {
@@ -898,7 +899,9 @@ async fn the_fastmcp_tasks_client_meets_the_faults_as_its_user_would() {
                 &python,
                 &[
                     "--wait",
-                    "3",
+                    wait,
+                    "--job",
+                    job,
                     common::fault_bin(),
                     "mcp-proxy",
                     "--plan",
@@ -911,24 +914,33 @@ async fn the_fastmcp_tasks_client_meets_the_faults_as_its_user_would() {
             .await
         }
     };
-    let direct_wait = waited("faults: []\n").await;
+    let direct_wait = waited("30", "0.2", "faults: []\n").await;
     assert_eq!(direct_wait["task"], json!({"status": "completed"}));
-    let stuck = waited("faults:\n  - type: task_stuck\n    tools: [slow_job]\n").await;
+    let stuck = waited(
+        "3",
+        "0.2",
+        "faults:\n  - type: task_stuck\n    tools: [slow_job]\n",
+    )
+    .await;
     assert!(
         stuck["task"]["error"].as_str().is_some_and(
             |e| e.starts_with("TimeoutError") && e.contains("did not reach a terminal state")
         ),
         "{stuck}"
     );
-    let lost =
-        waited("faults:\n  - type: task_lost\n    tools: [slow_job]\n    after_polls: 2\n").await;
+    let lost = waited(
+        "30",
+        "30",
+        "faults:\n  - type: task_lost\n    tools: [slow_job]\n    after_polls: 2\n",
+    )
+    .await;
     assert!(
         lost["task"]["error"]
             .as_str()
             .is_some_and(|e| e.contains("Task not found")),
         "{lost}"
     );
-    let refused = waited("faults:\n  - type: version_refused\n    versions: [\"2025-11-25\", \"2025-06-18\", \"2026-07-28\"]\n").await;
+    let refused = waited("3", "0.2", "faults:\n  - type: version_refused\n    versions: [\"2025-11-25\", \"2025-06-18\", \"2026-07-28\"]\n").await;
     assert!(
         refused["session"]["error"]
             .as_str()

@@ -4,8 +4,9 @@ stdio (a proxy in front, or the server itself), calls `slow_job` as a task and d
 `confirm`, whose question the client answers (an `input_required` round: FastMCP's client answers it through its
 elicitation handler and retries). Prints one JSON object: what the client got, and how many questions it was
 asked. With `--wait SECONDS` first, the task is only waited for (`ToolTask.wait`, which polls `tasks/get` to a
-terminal status within that time) and its status or the error the client raised is what is printed. A session the
-client could not open prints the error it raised."""
+terminal status within that time) and its status or the error the client raised is what is printed; `--job SECONDS`
+after it sets how long `slow_job` works (0.2 s unless given). A session the client could not open prints the error
+it raised."""
 
 import asyncio
 import json
@@ -27,14 +28,18 @@ async def main() -> None:
 
     args = sys.argv[1:]
     wait = None
+    job = 0.2
     if args[0] == "--wait":
         wait = float(args[1])
+        args = args[2:]
+    if args[0] == "--job":
+        job = float(args[1])
         args = args[2:]
     transport = StdioTransport(command=args[0], args=args[1:])
     out = {}
     try:
         async with Client(transport, elicitation_handler=answer) as client:
-            task = await fastmcp_tasks.call_tool_task(client, "slow_job", {"seconds": 0.2})
+            task = await fastmcp_tasks.call_tool_task(client, "slow_job", {"seconds": job})
             try:
                 if wait is None:
                     result = await task.result()
