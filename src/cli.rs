@@ -8,7 +8,7 @@ use url::Url;
 
 use crate::{
     impact,
-    index::{StoreChoice, StoreSettings, store::qdrant::ClusterLayout},
+    index::{self, IndexSettings, StoreChoice, StoreSettings, store::qdrant::ClusterLayout},
     llm::{self, LlmSettings, Provider},
     mcp::AgentSettings,
     serve::TransportArgs,
@@ -241,6 +241,13 @@ pub struct AgentOptions {
           value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub llm_embed_model_dim: u32,
 
+    /// Chunks sent in one embeddings request and stored in one batch: lower it for a provider that limits the
+    /// inputs of a request, or so that an interrupted index has less to embed again.
+    #[arg(long, env = "FAULT_AGENT_EMBED_BATCH_SIZE", global = true, value_name = "N",
+          default_value_t = index::DEFAULT_EMBED_BATCH_SIZE,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(index::MAX_EMBED_BATCH_SIZE)))]
+    pub llm_embed_batch_size: u32,
+
     /// Base URL of the chat API (an OpenAI-compatible server, or the Ollama host).
     #[arg(long, env = "FAULT_AGENT_LLM_BASE_URL", global = true, value_parser = parse_http_url)]
     pub llm_base_url: Option<Url>,
@@ -410,6 +417,10 @@ impl AgentOptions {
                 },
                 qdrant_timeout: self.qdrant_timeout,
                 vector_cache_bytes: self.vector_cache_mib * 1024 * 1024,
+            },
+            index: IndexSettings {
+                batch_size: self.llm_embed_batch_size as usize,
+                ..IndexSettings::default()
             },
             scenario: impact::Limits {
                 max_total_rps: self.max_scenario_rps,

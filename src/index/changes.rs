@@ -21,6 +21,11 @@ use crate::{
     files::{self, FileError},
 };
 
+/// Chunks per embedding request by default (`--llm-embed-batch-size`).
+pub const DEFAULT_EMBED_BATCH_SIZE: u32 = 64;
+/// The most chunks one embedding request may carry: OpenAI's limit on the inputs of a request.
+pub const MAX_EMBED_BATCH_SIZE: u32 = 2048;
+
 /// Tunables of a run.
 #[derive(Debug, Clone)]
 pub struct IndexSettings {
@@ -37,7 +42,7 @@ pub struct IndexSettings {
 impl Default for IndexSettings {
     fn default() -> Self {
         Self {
-            batch_size: 64,
+            batch_size: DEFAULT_EMBED_BATCH_SIZE as usize,
             max_lines: 80,
             max_embed_chars: 6000,
             max_file_bytes: 2 * 1024 * 1024,

@@ -12,7 +12,7 @@ mod retrieve;
 mod source;
 pub mod store;
 
-pub use changes::IndexSettings;
+pub use changes::{DEFAULT_EMBED_BATCH_SIZE, IndexSettings, MAX_EMBED_BATCH_SIZE};
 pub use error::IndexError;
 pub use languages::parse_languages;
 pub use open::{DEFAULT_QDRANT_URL, StoreChoice, StoreSettings, embedder, open_store};

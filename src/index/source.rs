@@ -12,10 +12,12 @@ use super::{
 };
 use crate::{code::Language, llm::LlmSettings};
 
-/// Indexes `source_dir` for `languages` with the configured embedder and store, and records the project.
+/// Indexes `source_dir` for `languages` with the configured embedder, store and run settings, and records the
+/// project.
 pub async fn index_source(
     llm: &LlmSettings,
     store: &StoreSettings,
+    settings: &IndexSettings,
     source_dir: &Path,
     languages: &[Language],
     progress: Option<&dyn ProgressSink>,
@@ -49,7 +51,7 @@ pub async fn index_source(
         languages,
         embedder.clone(),
         store.clone(),
-        &IndexSettings::default(),
+        settings,
         progress,
         ct,
     )

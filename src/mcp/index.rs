@@ -117,6 +117,7 @@ impl FaultServer {
         let outcome = index::index_source(
             &settings.llm,
             &settings.store,
+            &settings.index,
             &source_dir,
             &languages,
             progress.as_deref(),

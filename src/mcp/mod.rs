@@ -25,7 +25,7 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use serde_json::Value;
 
 use crate::{
-    index::StoreSettings,
+    index::{IndexSettings, StoreSettings},
     llm::LlmSettings,
     serve::{ServeError, Transport, TransportArgs, serve_on, tasks::Tasks},
 };
@@ -48,6 +48,8 @@ pub(crate) const MAX_PATH_CHARS: u32 = 4_096;
 pub struct AgentSettings {
     pub llm: LlmSettings,
     pub store: StoreSettings,
+    /// How the source index batches its work.
+    pub index: IndexSettings,
     /// The operator's bounds on impact scenarios: load caps and where proxies may listen.
     pub scenario: crate::impact::Limits,
 }

@@ -21,6 +21,7 @@ const BLOCKS: &[(&str, Render)] = &[
     ("scan-fields", scan_fields),
     ("scan-policy", scan_policy),
     ("gates", gates),
+    ("agent-options", agent_options),
     ("tcp-faults", tcp_faults),
     ("tcp-fault-fields", tcp_fault_fields),
     ("placement-fields", placement_fields),
@@ -211,6 +212,91 @@ fn gates() -> String {
         out += &format!("| `{}` | {flag} | {} |\n", arg.get_id(), cell(meaning));
     }
     out
+}
+
+/// The options of `fault agent` and the global logging flags: each one's flag, environment variable, default,
+/// accepted values and meaning, from their clap declarations (`Cli`, `AgentOptions`).
+fn agent_options() -> String {
+    use clap::{Args, CommandFactory};
+    let mut out = String::from("| flag | env | default | accepts | |\n|---|---|---|---|---|\n");
+    let globals = fault::cli::Cli::command();
+    let agent = fault::cli::AgentOptions::augment_args(clap::Command::new("agent"));
+    let logging = globals
+        .get_arguments()
+        .filter(|arg| arg.get_env().is_some())
+        .map(|arg| (&globals, arg));
+    for (command, arg) in logging.chain(agent.get_arguments().map(|arg| (&agent, arg))) {
+        let long = arg.get_long().unwrap_or_default();
+        let switch = matches!(arg.get_action(), clap::ArgAction::SetTrue);
+        // A value name of its own; clap's derive otherwise names the value after the field, which says nothing.
+        let flag = match arg.get_value_names() {
+            Some([value, ..]) if *value != arg.get_id().as_str().to_ascii_uppercase() => {
+                format!("`--{long} {value}`")
+            }
+            _ => format!("`--{long}`"),
+        };
+        let env = arg
+            .get_env()
+            .map(|env| format!("`{}`", env.to_string_lossy()))
+            .unwrap_or_else(|| "–".to_owned());
+        let defaults: Vec<String> = arg
+            .get_default_values()
+            .iter()
+            .map(|value| format!("`{}`", value.to_string_lossy()))
+            .collect();
+        let default = match (switch, defaults.is_empty()) {
+            (true, _) => "off".to_owned(),
+            (false, true) => "–".to_owned(),
+            (false, false) => defaults.join(", "),
+        };
+        let choices: Vec<String> = arg
+            .get_possible_values()
+            .iter()
+            .filter(|value| !value.is_hide_set())
+            .map(|value| format!("`{}`", value.get_name()))
+            .collect();
+        let accepts = if !choices.is_empty() && !switch {
+            choices.join(", ")
+        } else {
+            integer_range(command, arg).unwrap_or_else(|| "–".to_owned())
+        };
+        let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+        out += &format!(
+            "| {flag} | {env} | {default} | {accepts} | {} |\n",
+            cell(&help)
+        );
+    }
+    out
+}
+
+/// The integers an option accepts, asked of its command's own parser: `1–256`, `0 or more`; `None` for an
+/// option whose value is not an integer.
+fn integer_range(command: &clap::Command, arg: &clap::Arg) -> Option<String> {
+    let long = format!("--{}", arg.get_long()?);
+    let parses = |raw: &str| {
+        command
+            .clone()
+            .try_get_matches_from([command.get_name(), long.as_str(), raw])
+            .is_ok()
+    };
+    let accepts = |n: u64| parses(&n.to_string());
+    if !arg.get_action().takes_values() || !accepts(1) || parses("1.5") {
+        return None;
+    }
+    let low = if accepts(0) { 0 } else { 1 };
+    let (mut high, mut refused) = (1u64, 1u64 << 53);
+    if accepts(refused) {
+        return Some(format!("{low} or more"));
+    }
+    while refused - high > 1 {
+        let mid = high + (refused - high) / 2;
+        if accepts(mid) {
+            high = mid;
+        } else {
+            refused = mid;
+        }
+    }
+    Some(format!("{low}–{high}"))
 }
 
 /// The row of `field` (named with `prefix`, e.g. `requests[].`), then those of its members.

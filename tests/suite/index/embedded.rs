@@ -285,6 +285,51 @@ async fn embedding_provider_failures_say_what_was_committed() {
     assert_eq!(count(&done, "chunks_unchanged"), 64, "{done}");
     assert_eq!(count(&done, "chunks_embedded"), 160 - 64, "{done}");
     client.cancel().await.unwrap();
+
+    // Batches of `--llm-embed-batch-size`: a provider failing after two requests has embedded two batches of 10,
+    // 20 chunks; the 16 of the two files they complete (8 functions each) are committed.
+    let small = tempfile::tempdir().unwrap();
+    let failing = EmbedServer::start(EmbedConfig {
+        local_only: true,
+        fail_after: Some(2),
+        ..Default::default()
+    })
+    .await;
+    let client = spawn(
+        small.path(),
+        &failing.base_url,
+        &["--llm-embed-batch-size", "10"],
+    )
+    .await;
+    let result = index(&client, &repo, json!("python")).await;
+    assert!(common::is_error(&result));
+    let message = common::text(&result);
+    assert!(
+        message.contains("after 16 chunks were committed"),
+        "{message}"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[test]
+fn an_embedding_batch_size_out_of_its_range_is_refused_naming_the_flag() {
+    for value in ["0", "2049", "many"] {
+        let output = std::process::Command::new(common::fault_bin())
+            .args(["agent", "--llm-embed-batch-size", value, "tool"])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{value}: {stderr}");
+        assert!(
+            stderr.contains("--llm-embed-batch-size") && stderr.contains(&format!("'{value}'")),
+            "{value}: {stderr}"
+        );
+        assert!(
+            output.stdout.is_empty(),
+            "{value}: stdout is for JSON-RPC only"
+        );
+    }
 }
 
 /// A tree of `files` Python files with `functions` functions each.

@@ -17,7 +17,7 @@ use std::{
 use fault::{index, index::store::qdrant::QdrantStore};
 use indexing::{
     EmbedConfig, EmbedServer, agent_args, fixture_repo, generated_files, index_call, index_with,
-    llm_settings,
+    llm_settings, small_batch_args,
 };
 use qdrant_client::{Qdrant, qdrant::CountPointsBuilder};
 use serde_json::{Value, json};
@@ -239,8 +239,8 @@ async fn an_index_goes_on_through_the_next_node_when_its_node_is_killed_mid_way(
     let data = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
     let repo = fixture_repo(&work.path().join("failover-demo"));
-    generated_files(&repo.join("stages"), 10, 20); // 200 more chunks: four batches of 64 at least
-    let mut args = agent_args(&embed.base_url, "qdrant");
+    generated_files(&repo.join("stages"), 10, 5); // 50 more chunks: four batches of SMALL_BATCH at least
+    let mut args = small_batch_args(&embed.base_url, "qdrant");
     let nodes = cluster.grpc.join(",");
     args.extend(
         [
@@ -282,7 +282,7 @@ async fn an_index_goes_on_through_the_next_node_when_its_node_is_killed_mid_way(
     assert_eq!(summary["store_location"], nodes, "{summary}");
     let collection = summary["collection"].as_str().unwrap().to_owned();
     let total = summary["chunks_total"].as_u64().unwrap();
-    assert!(total > 200, "{summary}");
+    assert!(total > 4 * indexing::SMALL_BATCH as u64, "{summary}");
     // Every chunk there, once: the point count is the tree's chunk count, read through a live node.
     assert_eq!(count(&cluster.grpc[1], &collection).await, total);
     let again = index_with(data.path(), &args, &[], &repo).await;

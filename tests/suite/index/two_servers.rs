@@ -16,12 +16,12 @@ use std::{
     time::Duration,
 };
 
-use indexing::{agent_args, fixture_repo, generated_files, server_env};
+use indexing::{fixture_repo, generated_files, server_env, small_batch_args};
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 
 /// Files of the tree the re-index changes, and the functions of each.
-const CHANGED_FILES: usize = 30;
+const CHANGED_FILES: usize = 10;
 const FUNCTIONS: usize = 5;
 
 /// Version `version` of the generated files `stage_000.py`… under `dir`: every function's name and body
@@ -59,12 +59,12 @@ async fn two_servers_index_one_store_and_queries_never_see_half_a_file() {
     };
     let work = tempfile::tempdir().unwrap();
     let repo = fixture_repo(&work.path().join("two-servers"));
-    generated_files(&repo.join("more"), 20, 4);
+    generated_files(&repo.join("more"), 5, 4);
     stages(&repo.join("stages"), 1);
 
     // One data directory, one Qdrant: the same user's two clients.
     let data = tempfile::tempdir().unwrap();
-    let mut args = agent_args(&embed_base, "qdrant");
+    let mut args = small_batch_args(&embed_base, "qdrant");
     args.extend(["--qdrant-url".into(), qdrant_url.clone()]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let env = server_env(data.path());
@@ -117,7 +117,7 @@ async fn two_servers_index_one_store_and_queries_never_see_half_a_file() {
     let alone = tempfile::tempdir().unwrap();
     let single = indexing::index_with(
         alone.path(),
-        &agent_args(&embed_base, "embedded"),
+        &small_batch_args(&embed_base, "embedded"),
         &[],
         &repo,
     )

@@ -19,7 +19,7 @@ use std::{
 };
 
 use fault::proxy::{self, ProxyConfig, ProxyHandle, cli::parse_fault_flags};
-use indexing::{agent_args, fixture_repo, server_env};
+use indexing::{agent_args, fixture_repo, server_env, small_batch_args};
 use serde_json::{Value, json};
 
 /// The bound within which a faulted call must end: the request timeout (10 s) times the tries (1 + 1 retry),
@@ -351,11 +351,11 @@ async fn each_fault_in_front_of_qdrant_ends_the_index_clearly_and_the_rerun_equa
     };
     let qdrant = url::Url::parse(&qdrant_url).unwrap();
     let llm = indexing::llm_settings_at(&embed_base);
-    // Several batches (64 chunks each), so that a cut can come after some were stored.
+    // Several batches (SMALL_BATCH chunks each), so that a cut can come after some were stored.
     let work = tempfile::tempdir().unwrap();
     let tree = |name: &str| {
         let repo = fixture_repo(&work.path().join(name));
-        indexing::generated_files(&repo.join("stages"), 30, 5);
+        indexing::generated_files(&repo.join("stages"), 6, 5);
         repo
     };
 
@@ -365,7 +365,7 @@ async fn each_fault_in_front_of_qdrant_ends_the_index_clearly_and_the_rerun_equa
     let reference_started = Instant::now();
     let reference = indexing::index_with(
         reference_data.path(),
-        &agent_args(&embed_base, "embedded"),
+        &small_batch_args(&embed_base, "embedded"),
         &[],
         &reference_repo,
     )
@@ -376,7 +376,11 @@ async fn each_fault_in_front_of_qdrant_ends_the_index_clearly_and_the_rerun_equa
     let reference_store = indexing::embedded_store(&reference);
     let (reference_chunks, _) = indexing::stored_chunks(&reference_store).await;
     let reference_top = top_5(reference_data.path(), &llm).await;
-    assert!(reference_chunks.len() > 128, "{}", reference_chunks.len());
+    assert!(
+        reference_chunks.len() > 2 * indexing::SMALL_BATCH,
+        "{}",
+        reference_chunks.len()
+    );
 
     // The fault (on the gRPC connection to Qdrant), and what the error must say about it.
     let cases: [(&str, &[&str]); 4] = [
@@ -392,9 +396,9 @@ async fn each_fault_in_front_of_qdrant_ends_the_index_clearly_and_the_rerun_equa
             "--with-reset --reset-after-bytes 0",
             &["lost the connection"],
         ),
-        // The request flow cut after the first batch or two were stored.
+        // The request flow cut within a batch (a batch of SMALL_BATCH points is about 30,000 bytes).
         (
-            "--with-limit-data --limit-data-bytes 60000 --limit-data-direction egress",
+            "--with-limit-data --limit-data-bytes 20000 --limit-data-direction egress",
             &[
                 "lost the connection",
                 "running the index again continues from there",
@@ -405,7 +409,7 @@ async fn each_fault_in_front_of_qdrant_ends_the_index_clearly_and_the_rerun_equa
         let repo = tree(&format!("qdrant-case-{case}"));
         let (proxy, faulted) = behind_the_proxy(&qdrant, flags).await;
         let data = tempfile::tempdir().unwrap();
-        let mut args = agent_args(&embed_base, "qdrant");
+        let mut args = small_batch_args(&embed_base, "qdrant");
         args.extend([
             "--qdrant-url".into(),
             faulted.clone(),
@@ -433,7 +437,7 @@ async fn each_fault_in_front_of_qdrant_ends_the_index_clearly_and_the_rerun_equa
 
         // The re-run straight to Qdrant continues and ends with the fault-free index: the same chunks, each once,
         // and the same answers to queries.
-        let mut args = agent_args(&embed_base, "qdrant");
+        let mut args = small_batch_args(&embed_base, "qdrant");
         args.extend(["--qdrant-url".into(), qdrant_url.clone()]);
         let healed = indexing::index_with(data.path(), &args, &[], &repo).await;
         println!(
@@ -653,7 +657,7 @@ async fn faults_edits_and_reruns_in_sequence_end_as_a_fault_free_index_of_the_fi
     let llm = indexing::llm_settings_at(&embed_base);
     let work = tempfile::tempdir().unwrap();
     let repo = fixture_repo(&work.path().join("sequence"));
-    indexing::generated_files(&repo.join("stages"), 30, 5);
+    indexing::generated_files(&repo.join("stages"), 6, 5);
     let data = tempfile::tempdir().unwrap();
     // One run: the embeddings and Qdrant each behind our proxy with `embed_flags` / `qdrant_flags` ("" for none).
     let run = |embed_flags: &'static str, qdrant_flags: &'static str| {
@@ -667,7 +671,7 @@ async fn faults_edits_and_reruns_in_sequence_end_as_a_fault_free_index_of_the_fi
             // A side without faults goes straight to its server: the project then records Qdrant's own address.
             let (embed_proxy, embed) = proxied(&embed_base, embed_flags).await;
             let (qdrant_proxy, qdrant) = proxied(&qdrant_url, qdrant_flags).await;
-            let mut args = agent_args(&embed, "qdrant");
+            let mut args = small_batch_args(&embed, "qdrant");
             args.extend([
                 "--qdrant-url".into(),
                 qdrant,
@@ -683,10 +687,11 @@ async fn faults_edits_and_reruns_in_sequence_end_as_a_fault_free_index_of_the_fi
     };
     let edit = |path: &str, text: &str| std::fs::write(repo.join(path), text).unwrap();
 
-    // 1. Qdrant's requests cut after 60,000 bytes: the first write fails.
+    // 1. Qdrant's requests cut after 20,000 bytes (a batch of SMALL_BATCH points is about 30,000): a write
+    // fails.
     let first = run(
         "",
-        "--with-limit-data --limit-data-bytes 60000 --limit-data-direction egress",
+        "--with-limit-data --limit-data-bytes 20000 --limit-data-direction egress",
     )
     .await;
     println!("1: {}", common::text(&first));
@@ -701,9 +706,9 @@ async fn faults_edits_and_reruns_in_sequence_end_as_a_fault_free_index_of_the_fi
         "stages/extra.py",
         "def extra_step(request):\n    return request.headers\n",
     );
-    // 2. The embeddings' answers cut after 800,000 bytes (an answer of 64 vectors is about 520,000): the
-    // second answer is lost.
-    let second = run("--with-limit-data --limit-data-bytes 800000", "").await;
+    // 2. The embeddings' answers cut after 200,000 bytes (an answer of SMALL_BATCH vectors is about
+    // 130,000): the second answer is lost.
+    let second = run("--with-limit-data --limit-data-bytes 200000", "").await;
     println!("2: {}", common::text(&second));
     assert!(common::is_error(&second));
     // An edit between faulted runs: a function renamed.
@@ -728,7 +733,7 @@ async fn faults_edits_and_reruns_in_sequence_end_as_a_fault_free_index_of_the_fi
     let reference_data = tempfile::tempdir().unwrap();
     let reference = indexing::index_with(
         reference_data.path(),
-        &agent_args(&embed_base, "embedded"),
+        &small_batch_args(&embed_base, "embedded"),
         &[],
         &repo,
     )

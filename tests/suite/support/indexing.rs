@@ -348,6 +348,17 @@ pub fn agent_args(embed_url: &str, store: &str) -> Vec<String> {
     ]
 }
 
+/// Chunks per embedding request in the tests that index with the real embedding model: a tree of tens of
+/// chunks, which that model embeds in seconds, then still makes several batches.
+pub const SMALL_BATCH: usize = 16;
+
+/// [`agent_args`] with embedding requests of [`SMALL_BATCH`] chunks (`--llm-embed-batch-size`).
+pub fn small_batch_args(embed_url: &str, store: &str) -> Vec<String> {
+    let mut args = agent_args(embed_url, store);
+    args.extend(["--llm-embed-batch-size".into(), SMALL_BATCH.to_string()]);
+    args
+}
+
 /// Settings for the library's retrieval with the embeddings at `embed` (its model and dimension).
 pub fn llm_settings(embed: &EmbedServer) -> fault::llm::LlmSettings {
     llm_settings_at(&embed.base_url)
