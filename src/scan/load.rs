@@ -118,7 +118,8 @@ pub struct Step {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Saturation {
     pub steps: Vec<Step>,
-    /// The first step with at least 85 % of the best goodput.
+    /// The last step whose goodput rose at least a quarter over every step before it: past it, doubling the
+    /// calls in flight bought less (the first step when none did).
     pub peak_in_flight: u64,
     pub peak_goodput: f64,
     /// The first step whose p95 is at least twice the first step's.
@@ -130,8 +131,6 @@ pub struct Saturation {
 /// Goodput a step must add over the best so far to count as still rising: a doubling of the calls in flight
 /// that buys less than a quarter more is the server's limit (noise on a busy machine reaches 10 %).
 const RISING: f64 = 1.25;
-/// The peak is the fewest calls in flight whose goodput is at least this share of the best.
-const NEAR_BEST: f64 = 0.85;
 /// Steps in a row without rising that end the phase.
 const FLAT_STEPS: usize = 2;
 
@@ -146,6 +145,10 @@ pub async fn saturation(
     deadline: Instant,
 ) -> Saturation {
     let mut steps: Vec<Step> = Vec::new();
+    // The peak is where rising stopped, not the fewest calls near the best goodput: at the server's limit each
+    // call still pays the client's turnaround, which twice the calls in flight hide by queueing, so a step past
+    // the limit can do a few per cent better without the server doing more at once.
+    let mut peak = 0;
     let mut flat = 0;
     let mut in_flight = 1;
     loop {
@@ -156,6 +159,7 @@ pub async fn saturation(
         let best = steps.iter().map(|s| s.goodput).fold(0.0, f64::max);
         if steps.is_empty() || step.goodput > best * RISING {
             flat = 0;
+            peak = steps.len();
         } else {
             flat += 1;
         }
@@ -170,12 +174,7 @@ pub async fn saturation(
         }
         in_flight = (in_flight * 2).min(max_in_flight);
     }
-    // The fewest calls in flight that come near the best goodput.
-    let best = steps.iter().map(|s| s.goodput).fold(0.0, f64::max);
-    let peak = steps
-        .iter()
-        .find(|s| s.goodput >= NEAR_BEST * best)
-        .cloned();
+    let peak = steps.get(peak).cloned();
     let first_p95 = steps.first().and_then(|s| s.p95_ms);
     let knee = first_p95.and_then(|first| {
         steps

@@ -266,8 +266,10 @@ async fn queueing_delay_shows_a_server_slower_than_the_schedule() {
         "{text}"
     );
     assert_eq!(slow["service"]["calls"], slow["outcomes"]["ok"], "{text}");
+    // The tool's own 250 ms and the round trip, which a busy machine stretches by tens of milliseconds: far
+    // below the queueing's second either way.
     let service_p50 = slow["service"]["p50_ms"].as_f64().unwrap();
-    assert!((250.0..300.0).contains(&service_p50), "{text}");
+    assert!((250.0..400.0).contains(&service_p50), "{text}");
 
     let (text, report) = run(
         &agent,

@@ -91,8 +91,8 @@ async fn index_on(client: &common::Client, repo: &Path) -> rmcp::model::CallTool
     .expect("tool call")
 }
 
-/// A server indexing with the embeddings at `embed_base`: with a 10 s request timeout and one retry when
-/// `faulted` (with its request timeout), else the suite's generous defaults (the real model on a loaded machine).
+/// A server indexing with the embeddings at `embed_base`: with one retry and a request timeout of `faulted`
+/// seconds when given, else the suite's generous defaults (the real model on a loaded machine).
 async fn server(data: &Path, embed_base: &str, faulted: Option<u64>) -> common::Client {
     let args = agent_args(embed_base, "embedded");
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -145,14 +145,14 @@ async fn each_fault_in_front_of_the_embeddings_ends_the_index_clearly_and_loses_
         ),
         (
             "--with-latency --latency-mean 15000",
-            &["did not answer within 10s", "FAULT_LLM_TIMEOUT_SECS"],
+            &["did not answer within 3s", "FAULT_LLM_TIMEOUT_SECS"],
         ),
         // The dependency takes the request and its answer never comes back (the responses swallowed; the
         // blackhole's default direction, egress, swallows the requests instead, and an idle server then closes
         // the connection).
         (
             "--with-blackhole --blackhole-direction ingress",
-            &["did not answer within 10s", "FAULT_LLM_TIMEOUT_SECS"],
+            &["did not answer within 3s", "FAULT_LLM_TIMEOUT_SECS"],
         ),
         (
             "--with-reset --reset-after-bytes 0",
@@ -167,9 +167,11 @@ async fn each_fault_in_front_of_the_embeddings_ends_the_index_clearly_and_loses_
         let (proxy, faulted) = behind_the_proxy(&upstream, flags).await;
 
         let data = tempfile::tempdir().unwrap();
-        // An HTTP error replaces the embeddings' answer when it comes, and the real model on a loaded machine
-        // may take longer than the 10 s that keep the stalls short.
-        let timeout_secs: u64 = if flags.contains("http-error") { 60 } else { 10 };
+        // Every fault but the two stalls acts once the embeddings' answer comes (the reset and the cut too: they
+        // act on the answer's first bytes), and the real model on a loaded machine may take longer than the 3 s
+        // that keep the stalls short (a stall never answers, however long the wait).
+        let stall = flags.contains("latency") || flags.contains("blackhole");
+        let timeout_secs: u64 = if stall { 3 } else { 60 };
         let client = server(data.path(), &faulted, Some(timeout_secs)).await;
         let started = Instant::now();
         let result = index_on(&client, &repo).await;
@@ -177,7 +179,7 @@ async fn each_fault_in_front_of_the_embeddings_ends_the_index_clearly_and_loses_
         let message = common::text(&result).to_owned();
         println!("{flags}: {:.1} s: {message}", took.as_secs_f64());
         assert!(common::is_error(&result), "{flags}: {message}");
-        // Two tries, the wait between them, and room for the walk (the stalls' 10 s make BOUND).
+        // Two tries, the wait between them, and room for the walk.
         let bound = Duration::from_secs(2 * timeout_secs + 25);
         assert!(took < bound, "{flags}: {took:?}");
         // The dependency named by its address, the fault seen, what to do; and that a re-run continues.
@@ -244,7 +246,7 @@ async fn each_fault_in_front_of_the_chat_model_ends_the_llm_tool_clearly() {
         ),
         (
             "--with-blackhole --blackhole-direction ingress",
-            &["did not answer within 10s", "FAULT_LLM_TIMEOUT_SECS"],
+            &["did not answer within 3s", "FAULT_LLM_TIMEOUT_SECS"],
         ),
         (
             "--with-reset --reset-after-bytes 0",
@@ -264,9 +266,9 @@ async fn each_fault_in_front_of_the_chat_model_ends_the_llm_tool_clearly() {
     .unwrap();
     for (flags, says) in cases {
         // Every fault but the blackhole acts once the model's answer comes (the reset too: it cuts the answer's
-        // first bytes), and the real model on a loaded machine may take longer than the 10 s that keep the
+        // first bytes), and the real model on a loaded machine may take longer than the 3 s that keep the
         // blackhole's stall short.
-        let timeout_secs: u64 = if flags.contains("blackhole") { 10 } else { 60 };
+        let timeout_secs: u64 = if flags.contains("blackhole") { 3 } else { 60 };
         let (proxy, faulted) = behind_the_proxy(&upstream, flags).await;
         let data = tempfile::tempdir().unwrap();
         let client = chat_server(
