@@ -164,10 +164,12 @@ async fn a_python_clients_traffic_is_counted_and_timed_as_the_client_saw_it() {
     assert!(groups.contains(&("GET /delay/{ms}", 190)), "{groups:?}");
     let mut sorted = seen.clone();
     sorted.sort_by(f64::total_cmp);
+    // The proxy never sees more than the client did; it misses the client's own time before sending and after
+    // receiving, which a busy machine stretches to a few milliseconds.
     for (name, q) in [("p50", 0.50), ("p75", 0.75), ("p95", 0.95)] {
         let (ours, theirs) = (percentile(&result, name), quantile(&sorted, q));
         assert!(
-            (ours - theirs).abs() <= (theirs * 0.10).max(1.0),
+            ours <= theirs + (theirs * 0.10).max(1.0) && ours >= theirs - (theirs * 0.15).max(3.0),
             "{name}: the report's {ours} ms, the client's {theirs} ms"
         );
     }

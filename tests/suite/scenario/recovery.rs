@@ -392,7 +392,10 @@ async fn the_before_phase_matches_a_baseline_run() {
         (a - b).abs() <= 2.0_f64.max(a.max(b) / 3.0),
         "before p50 {a} ms, baseline p50 {b} ms\n{markdown}"
     );
-    assert_eq!(before["upstream"]["requests_per_client_request"], 1.0);
+    // One upstream request per client request; on a busy machine one due in the phase's last milliseconds may
+    // reach the upstream after the window opened, and count there.
+    let per_request = f(&before["upstream"]["requests_per_client_request"]);
+    assert!((0.98..=1.0).contains(&per_request), "{markdown}");
     let slos = before["slos"].as_array().unwrap();
     assert!(
         !slos.is_empty(),
