@@ -49,7 +49,9 @@ pub(super) fn match_final_newline(old: &str, new: &str) -> String {
 
 /// A score as given by the model, kept within 0..1. Only numbers reach here (the schema says so).
 pub(super) fn clamp_score(value: &Value) -> Option<f64> {
-    value.as_f64().map(|s| s.clamp(0.0, 1.0))
+    value
+        .as_f64()
+        .map(|s| s.clamp(super::SCORE_MIN, super::SCORE_MAX))
 }
 
 /// A string field of a validated answer.

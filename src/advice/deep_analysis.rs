@@ -40,6 +40,15 @@ impl Concern {
         }
     }
 
+    /// Every concern's name, for a message or a description: "performance, reliability or threat".
+    pub fn names() -> String {
+        let names: Vec<&str> = Concern::ALL.iter().map(|c| c.name()).collect();
+        match names.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            _ => names.join(""),
+        }
+    }
+
     /// A concern from its name, case-insensitive; the error lists the accepted names.
     pub fn parse(raw: &str) -> Result<Concern, AdviceError> {
         let wanted = raw.trim().to_ascii_lowercase();
@@ -48,7 +57,8 @@ impl Concern {
             .find(|c| c.name() == wanted || (wanted == "security" && *c == Concern::Threat))
             .ok_or_else(|| {
                 AdviceError::Input(format!(
-                    "unknown concern '{raw}'; expected performance, reliability or threat"
+                    "unknown concern '{raw}'; expected {}",
+                    Concern::names()
                 ))
             })
     }

@@ -20,6 +20,7 @@ mod suggest;
 pub use deep_analysis::{Concern, ConcernReport, DeepAnalysis, Finding, deep_analysis};
 pub use error::AdviceError;
 pub use file_changes::{FileChanges, file_changes, read_exact};
+pub use input::{SCORE_MAX, SCORE_MIN};
 pub use progress::ProgressReporter;
 pub use score::{Score, score};
 pub use slo::{Sli, SloKind, SuggestedSlo, slos};

@@ -15,7 +15,8 @@ use crate::llm::ChatModel;
 /// A score and the reasons for it.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Score {
-    /// From 0.0 (poor) to 1.0 (excellent).
+    /// The highest is excellent.
+    #[schemars(range(min = super::SCORE_MIN, max = super::SCORE_MAX))]
     pub score: f64,
     /// The main reasons for the score.
     pub explanation: String,

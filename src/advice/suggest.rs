@@ -10,7 +10,7 @@ use super::{
     answer::{match_final_newline, string_field, strip_code_fence, syntax_problems},
     ask::ask,
     diff,
-    input::{check_snippet, lang_label},
+    input::{check_score, check_snippet, lang_label},
     prompts::Task,
 };
 use crate::{code::Language, llm::ChatModel};
@@ -46,16 +46,8 @@ pub async fn suggest(
     progress: &ProgressReporter,
 ) -> Result<Suggestion, AdviceError> {
     check_snippet(request.snippet)?;
-    for (name, value) in [
-        ("score", request.score),
-        ("target_score", request.target_score),
-    ] {
-        if !(0.0..=1.0).contains(&value) {
-            return Err(AdviceError::Input(format!(
-                "{name} must be a number from 0.0 to 1.0; got {value}"
-            )));
-        }
-    }
+    check_score("score", request.score)?;
+    check_score("target_score", request.target_score)?;
     let task = match aspect {
         Aspect::Performance => Task::SuggestPerformance,
         Aspect::Reliability => Task::SuggestReliability,

@@ -12,6 +12,15 @@ use super::{
 use crate::lenient::is_blank;
 
 impl Field {
+    /// Whether `value`, held by a value built in code rather than read from a face, is one this field accepts:
+    /// its range, checked by the same declaration; the message names the field.
+    pub fn check_number(&self, value: f64) -> Result<(), String> {
+        let given = serde_json::Number::from_f64(value).map_or(Value::Null, Value::Number);
+        self.read(&given)
+            .map(|_| ())
+            .map_err(|message| format!("{}: {message}", self.name))
+    }
+
     /// The value `given` holds for this field, checked; the message says what is wrong, without the name.
     pub(super) fn read(&self, given: &Value) -> Result<Read, String> {
         match self.kind {

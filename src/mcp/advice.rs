@@ -37,6 +37,11 @@ fn snippet_language_description() -> String {
 }
 
 /// Which suggestions are checked to parse: those in a language of the registry.
+/// The scale of every score, given or answered: "0 to 1".
+fn score_scale() -> String {
+    format!("{} to {}", advice::SCORE_MIN, advice::SCORE_MAX)
+}
+
 fn parse_check_sentence() -> String {
     format!(
         "When `lang` is one of {}, the new code is checked to parse.",
@@ -62,9 +67,11 @@ pub struct SuggestInput {
     #[schemars(description = snippet_language_description())]
     #[serde(default)]
     pub lang: String,
-    /// The snippet's current score, 0.0 to 1.0 (from fault_score_* or chosen).
+    /// The snippet's current score (from fault_score_* or chosen).
+    #[schemars(range(min = advice::SCORE_MIN, max = advice::SCORE_MAX))]
     pub score: f64,
-    /// The score the improved code should reach, 0.0 to 1.0.
+    /// The score the improved code should reach.
+    #[schemars(range(min = advice::SCORE_MIN, max = advice::SCORE_MAX))]
     pub target_score: f64,
     /// Absolute path (or file:// URI) of the file the snippet comes from, optional: related code is then
     /// taken from the indexed project containing that file. Without it, from the projects under the
@@ -90,7 +97,7 @@ pub struct DeepAnalysisInput {
     /// The file's language; optional, it is taken from the extension.
     #[serde(default)]
     pub lang: Option<String>,
-    /// Which concerns to analyse: any of performance, reliability, threat (default: all three).
+    #[schemars(description = format!("Which concerns to analyse: any of {} (default: all).", Concern::names()))]
     #[serde(default)]
     pub concerns: Option<Vec<String>>,
 }
@@ -105,8 +112,11 @@ pub struct SloList {
 impl FaultServer {
     #[tool(
         name = "fault_score_performance",
-        description = "Score the performance of a function or snippet with the configured LLM. The text result \
-            is the JSON object {\"score\": 0.0..1.0, \"explanation\": \"...\"} (1.0 is excellent).",
+        description = format!(
+            "Score the performance of a function or snippet with the configured LLM. The text result is the \
+            JSON object {{\"score\": ..., \"explanation\": \"...\"}}, the score from {} (the highest is excellent).",
+            score_scale()
+        ),
         output_schema = output_schema::<Score>(),
         annotations(read_only_hint = true, open_world_hint = true)
     )]
@@ -120,8 +130,11 @@ impl FaultServer {
 
     #[tool(
         name = "fault_score_reliability",
-        description = "Score the reliability of a function or snippet with the configured LLM. The text result \
-            is the JSON object {\"score\": 0.0..1.0, \"explanation\": \"...\"} (1.0 is very robust).",
+        description = format!(
+            "Score the reliability of a function or snippet with the configured LLM. The text result is the \
+            JSON object {{\"score\": ..., \"explanation\": \"...\"}}, the score from {} (the highest is very robust).",
+            score_scale()
+        ),
         output_schema = output_schema::<Score>(),
         annotations(read_only_hint = true, open_world_hint = true)
     )]
@@ -140,8 +153,9 @@ impl FaultServer {
             diff against your snippet and returns it as a ```diff markdown block (text). The structured result \
             has `diff`, `new_code`, `explanation` and `index_context` (which indexed code went with the \
             prompt: only from the project containing `file`, or under the client's MCP roots; a second text \
-            block says the same). {} `score` is the current score and `target_score` the aim, both 0.0..1.0.",
-            parse_check_sentence()
+            block says the same). {} `score` is the current score and `target_score` the aim, both {}.",
+            parse_check_sentence(),
+            score_scale()
         ),
         output_schema = output_schema::<Suggestion>(),
         annotations(read_only_hint = true, open_world_hint = true)
@@ -238,10 +252,13 @@ impl FaultServer {
 
     #[tool(
         name = "fault_function_reliability_deep_analysis",
-        description = "Analyse one function of a file in depth for the chosen concerns (performance, \
-            reliability, threat; default all). The text result is a markdown report with findings per concern \
-            (severity, detail, recommendation); the structured result has the same findings and the \
-            function's location. `file` must be an absolute path.",
+        description = format!(
+            "Analyse one function of a file in depth for the chosen concerns ({}; default all). The text \
+            result is a markdown report with findings per concern (severity, detail, recommendation); the \
+            structured result has the same findings and the function's location. `file` must be an \
+            absolute path.",
+            Concern::names()
+        ),
         output_schema = output_schema::<DeepAnalysis>(),
         annotations(read_only_hint = true, open_world_hint = true)
     )]

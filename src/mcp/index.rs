@@ -31,6 +31,7 @@ pub enum LangSpec {
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct IndexSourceCodeInput {
     /// Absolute path of the top-level directory of the source tree to index.
+    #[schemars(length(max = super::MAX_PATH_CHARS))]
     pub source_dir: String,
     #[schemars(description = format!(
         "Which files to index: a language ({}), a list of them, or `auto` for every supported language. \

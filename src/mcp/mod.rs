@@ -117,6 +117,21 @@ impl FaultServer {
             .collect()
     }
 
+    /// The tools that run no scenario (code, index, advice), as [`Self::tools`] gives them: their input is
+    /// their schema alone, from which the book's table of their fields is rendered.
+    pub fn tools_without_scenario() -> Vec<rmcp::model::Tool> {
+        let quick: Vec<String> = Self::families()
+            .into_iter()
+            .filter(|family| !family.facts.slot)
+            .flat_map(|family| family.router.list_all())
+            .map(|tool| tool.name.into_owned())
+            .collect();
+        Self::tools()
+            .into_iter()
+            .filter(|tool| quick.iter().any(|name| *name == tool.name))
+            .collect()
+    }
+
     /// The names of every tool, family by family.
     pub fn tool_names() -> Vec<String> {
         Self::families()

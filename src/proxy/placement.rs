@@ -444,12 +444,13 @@ pub struct FaultCommon {
 }
 
 impl Default for FaultCommon {
+    /// At the placement fields' declared defaults, acting on the responses (server ingress).
     fn default() -> Self {
-        Self {
-            side: Side::Server,
-            direction: Direction::Ingress,
-            probability: 1.0,
-            schedule: None,
+        let placeable = Placeable::messages(Direction::Ingress);
+        let none = FieldInput::from_arguments(&fields(&placeable), &serde_json::Map::new());
+        match read(&none, &placeable) {
+            Ok(common) => common,
+            Err(e) => panic!("a placement field without a default: {e}"),
         }
     }
 }
@@ -511,6 +512,12 @@ pub fn fields(placeable: &Placeable) -> [Field; 4] {
     )
     .default("1");
     [SIDE, direction, probability, SCHED]
+}
+
+/// A placement built in code holds what its fields accept (the probability's range).
+pub fn check(common: &FaultCommon) -> Result<(), ParseError> {
+    let [_, _, probability, _] = fields(&Placeable::messages(common.direction));
+    Ok(probability.check_number(common.probability)?)
 }
 
 /// Where, how often and when a placeable fault acts, from a face's values.

@@ -12,6 +12,13 @@ impl ParseError {
     }
 }
 
+/// A field's own message (which names it), as from [`crate::fields::Field::check_number`].
+impl From<String> for ParseError {
+    fn from(message: String) -> Self {
+        Self(message)
+    }
+}
+
 /// The longest delay a fault's millisecond field takes: an hour, the longest a scenario may run.
 pub const MAX_DELAY_MS: f64 = 3_600_000.0;
 

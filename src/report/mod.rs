@@ -83,8 +83,10 @@ pub(crate) fn quantile(histogram: &hdrhistogram::Histogram<u64>, q: f64) -> u64 
     histogram.median_equivalent(histogram.value_at_quantile(q))
 }
 
+/// Milliseconds of `us` to two decimals, a half rounded up: divided by 10 first, so that the half is exact
+/// (1,015 µs is 1.02 ms; 1.015 as an `f64` is a hair under, and would round down).
 pub(crate) fn ms(us: u64) -> f64 {
-    round2(us as f64 / 1000.0)
+    (us as f64 / 10.0).round() / 100.0
 }
 
 pub(crate) fn round2(value: f64) -> f64 {
@@ -152,4 +154,15 @@ pub(crate) fn latency_scale(
             None => Some((v, v)),
             Some((low, high)) => Some((f64::min(low, v), f64::max(high, v))),
         })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_half_hundredth_of_a_millisecond_rounds_up() {
+        assert_eq!(super::ms(1_015), 1.02);
+        assert_eq!(super::ms(1_014), 1.01);
+        assert_eq!(super::ms(2_005), 2.01);
+        assert_eq!(super::ms(0), 0.0);
+    }
 }

@@ -51,13 +51,7 @@ at a random offset is flipped; the length and the order of bytes stay; a seed re
     }
 
     fn validate(&self) -> Result<(), ParseError> {
-        if !(0.0..=1.0).contains(&self.rate) {
-            return Err(ParseError::new(format!(
-                "corrupt rate must be between 0.0 and 1.0; got {}",
-                self.rate
-            )));
-        }
-        Ok(())
+        Ok(RATE.check_number(self.rate)?)
     }
 
     fn describe(&self) -> String {

@@ -14,7 +14,7 @@ use bytes::Bytes;
 use rand::RngExt;
 use rand::rngs::StdRng;
 
-use super::{Chunk, ConnectionEnd, Injector, Stage, TcpFaultSpec, Verdict};
+use super::{Chunk, ConnectionEnd, Injector, Stage, TcpFaultSpec, Verdict, declared_defaults};
 use crate::fields::{Field, FieldError, FieldInput, Unit};
 use crate::http1::{self, BodyDecoder, FramingError, RequestFlow};
 use crate::lenient::Number;
@@ -63,13 +63,7 @@ const RETRY_AFTER: Field = Field::number(
 
 impl Default for HttpErrorSpec {
     fn default() -> Self {
-        Self {
-            common: FaultCommon::default(),
-            status_code: 503,
-            body: String::new(),
-            probability: 1.0,
-            retry_after: None,
-        }
+        declared_defaults()
     }
 }
 
@@ -101,24 +95,12 @@ stays in sync, outside its `sched` windows too (acts on responses; no side/direc
         })
     }
 
-    /// Checks what a parser could not: a final error status and a probability.
+    /// A spec built in code holds what the fields accept.
     fn validate(&self) -> Result<(), ParseError> {
-        if !(400..=599).contains(&self.status_code) {
-            return Err(ParseError::new(format!(
-                "http_error status code must be between 400 and 599; got {}",
-                self.status_code
-            )));
-        }
-        if !(0.0..=1.0).contains(&self.probability) {
-            return Err(ParseError::new(format!(
-                "http_error probability must be between 0.0 and 1.0; got {}",
-                self.probability
-            )));
-        }
-        if let Some(secs) = self.retry_after.filter(|s| *s > MAX_RETRY_AFTER) {
-            return Err(ParseError::new(format!(
-                "http_error retry_after must be between 0 and {MAX_RETRY_AFTER} seconds; got {secs}"
-            )));
+        STATUS_CODE.check_number(f64::from(self.status_code))?;
+        PROBABILITY.check_number(self.probability)?;
+        if let Some(secs) = self.retry_after {
+            RETRY_AFTER.check_number(f64::from(secs))?;
         }
         Ok(())
     }

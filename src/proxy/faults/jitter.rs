@@ -77,13 +77,8 @@ the latency scenario.";
     }
 
     fn validate(&self) -> Result<(), ParseError> {
-        if !(self.frequency.is_finite() && self.frequency > 0.0) {
-            return Err(ParseError::new(format!(
-                "jitter frequency must be a positive number of Hz; got {}",
-                self.frequency
-            )));
-        }
-        Ok(())
+        AMPLITUDE.check_number(self.amplitude.as_secs_f64() * 1000.0)?;
+        Ok(FREQUENCY.check_number(self.frequency)?)
     }
 
     fn describe(&self) -> String {

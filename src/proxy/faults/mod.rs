@@ -22,7 +22,8 @@ mod spec;
 mod stage;
 
 pub use spec::{
-    EachFault, Injector, TcpFaultSpec, defaults_text, fields, on_selected_flows, read_fault,
+    EachFault, Injector, TcpFaultSpec, declared_defaults, defaults_text, fields, on_selected_flows,
+    read_fault,
 };
 pub(crate) use stage::in_ms;
 pub use stage::{Chunk, ConnectionEnd, MSS, MessageKey, Stage, Verdict, message_rng};
@@ -135,13 +136,7 @@ registry! {
 impl TcpFault {
     /// Checks the values a parser could not (ranges, the fault's own rules).
     pub fn validate(&self) -> Result<(), ParseError> {
-        let probability = self.common().probability;
-        if !(0.0..=1.0).contains(&probability) {
-            return Err(ParseError::new(format!(
-                "{} probability must be between 0.0 and 1.0; got {probability}",
-                self.kind()
-            )));
-        }
+        crate::proxy::placement::check(self.common())?;
         self.validate_own()
     }
 

@@ -8,7 +8,9 @@ use std::time::Duration;
 use rand::RngExt;
 use rand::rngs::StdRng;
 
-use super::{Chunk, Injector, MSS, Stage, TcpFaultSpec, Verdict, in_ms, on_selected_flows};
+use super::{
+    Chunk, Injector, MSS, Stage, TcpFaultSpec, Verdict, declared_defaults, in_ms, on_selected_flows,
+};
 use crate::fields::{Field, FieldError, FieldInput, Unit, parses_as};
 use crate::lenient::Number;
 use crate::proxy::placement::{Direction, FaultCommon, Placeable};
@@ -53,14 +55,12 @@ const BURST_LENGTH: Field = Field::number(
 )
 .optional("independent losses");
 
+/// The first retransmission's wait, as Linux's minimum RTO (not an input: a model constant).
+const RTO: Duration = Duration::from_millis(200);
+
 impl Default for PacketLossSpec {
     fn default() -> Self {
-        Self {
-            common: FaultCommon::default(),
-            rate: 0.05,
-            burst_length: None,
-            rto: Duration::from_millis(200),
-        }
+        declared_defaults()
     }
 }
 
@@ -85,23 +85,15 @@ load and report as the latency scenario.";
         Ok(Self {
             rate: input.parsed::<LossRate>(&RATE)?.0,
             burst_length: input.optional_number(&BURST_LENGTH)?,
-            ..Self::default()
+            common: FaultCommon::default(),
+            rto: RTO,
         })
     }
 
     fn validate(&self) -> Result<(), ParseError> {
-        if !(0.0..1.0).contains(&self.rate) {
-            return Err(ParseError::new(format!(
-                "packet loss rate must be in [0, 1) (e.g. 0.05 or 5%); got {}",
-                self.rate
-            )));
-        }
-        if let Some(b) = self.burst_length
-            && !(b.is_finite() && b >= 1.0)
-        {
-            return Err(ParseError::new(format!(
-                "packet loss burst length must be at least 1 segment; got {b}"
-            )));
+        RATE.check_number(self.rate)?;
+        if let Some(burst_length) = self.burst_length {
+            BURST_LENGTH.check_number(burst_length)?;
         }
         if self.rto.is_zero() {
             return Err(ParseError::new("packet loss rto must be above 0"));

@@ -72,6 +72,19 @@ pub fn read_fault<S: TcpFaultSpec>(input: &FieldInput) -> Result<TcpFault, Field
     Ok(fault)
 }
 
+/// Fault `S` at its fields' declared defaults (placed at its placement's), as a spec built in code starts
+/// from (`..Default::default()`): the defaults are the declarations', never written a second time.
+///
+/// # Panics
+/// When a field of `S` has no default: a declaration error, which the registry's tests catch.
+pub fn declared_defaults<S: TcpFaultSpec>() -> S {
+    let none = FieldInput::from_arguments(S::FIELDS, &serde_json::Map::new());
+    match S::read(&none) {
+        Ok(spec) => spec,
+        Err(e) => panic!("{} has a field without a default: {e}", S::KIND),
+    }
+}
+
 /// The defaults of fault `S`'s fields in words, for its tool's description: "side server, direction
 /// egress, loss_rate 0.05".
 pub fn defaults_text<S: TcpFaultSpec>() -> String {
@@ -106,4 +119,82 @@ pub fn on_selected_flows(
     mut build: impl FnMut() -> Box<dyn Stage>,
 ) -> [Option<Box<dyn Stage>>; 2] {
     acts_on.map(|on| on.then(&mut build))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{
+        TcpFault, corrupt::CorruptSpec, http_error::HttpErrorSpec, packet_loss::PacketLossSpec,
+    };
+    use crate::proxy::placement::{Direction, FaultCommon, Side};
+
+    #[test]
+    fn a_spec_built_in_code_starts_at_the_declared_defaults() {
+        let http_error = HttpErrorSpec::default();
+        assert_eq!(
+            (
+                http_error.status_code,
+                http_error.body.as_str(),
+                http_error.probability,
+                http_error.retry_after
+            ),
+            (503, "", 1.0, None)
+        );
+        assert_eq!(PacketLossSpec::default().rate, 0.05);
+        let common = FaultCommon::default();
+        assert_eq!(
+            (common.side, common.direction, common.probability),
+            (Side::Server, Direction::Ingress, 1.0)
+        );
+        assert!(common.schedule.is_none());
+    }
+
+    #[test]
+    fn a_spec_built_in_code_is_checked_by_its_fields_declarations() {
+        let refusal = |fault: TcpFault| match fault.validate() {
+            Ok(()) => panic!("{fault:?} was accepted"),
+            Err(e) => e.to_string(),
+        };
+        let status = HttpErrorSpec {
+            status_code: 200,
+            ..HttpErrorSpec::default()
+        };
+        assert_eq!(
+            refusal(status.into()),
+            "status_code: 200 is out of range; accepted: 400 to 599"
+        );
+        let retry_after = HttpErrorSpec {
+            retry_after: Some(86_401),
+            ..HttpErrorSpec::default()
+        };
+        assert_eq!(
+            refusal(retry_after.into()),
+            "retry_after: 86401 is out of range; accepted: 0 to 86400"
+        );
+        let corrupt = CorruptSpec {
+            rate: 1.5,
+            ..CorruptSpec::default()
+        };
+        assert_eq!(
+            refusal(corrupt.into()),
+            "rate: 1.5 is out of range; accepted: 0 to 1"
+        );
+        let loss = PacketLossSpec {
+            rate: 1.0,
+            ..PacketLossSpec::default()
+        };
+        assert!(refusal(loss.into()).starts_with("loss_rate: "));
+        let mut placed: TcpFault = PacketLossSpec::default().into();
+        placed.common_mut().probability = -0.5;
+        assert_eq!(
+            refusal(placed),
+            "probability: -0.5 is out of range; accepted: 0 to 1"
+        );
+        for fault in [
+            TcpFault::from(HttpErrorSpec::default()),
+            PacketLossSpec::default().into(),
+        ] {
+            assert_eq!(fault.validate(), Ok(()), "{fault:?}");
+        }
+    }
 }

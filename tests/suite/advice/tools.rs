@@ -209,8 +209,23 @@ async fn scores_outside_zero_to_one_are_refused() {
     .await
     .unwrap();
     assert!(common::is_error(&result));
-    assert!(common::text(&result).contains("target_score must be a number from 0.0 to 1.0; got 8"));
+    assert!(
+        common::text(&result).contains("target_score: 8 is out of range; accepted: 0 to 1"),
+        "{}",
+        common::text(&result)
+    );
     assert!(server.requests().is_empty());
+    // The schema states the range the check holds to.
+    let tools = client.list_all_tools().await.unwrap();
+    let suggest = tools
+        .iter()
+        .find(|tool| tool.name == "fault_suggest_better_function_performance")
+        .expect("the suggestion tool is listed");
+    for field in ["score", "target_score"] {
+        let schema = &suggest.input_schema["properties"][field];
+        assert_eq!(schema["minimum"], json!(0.0), "{field}: {schema}");
+        assert_eq!(schema["maximum"], json!(1.0), "{field}: {schema}");
+    }
     client.cancel().await.unwrap();
 }
 

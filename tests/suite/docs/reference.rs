@@ -15,6 +15,7 @@ type Render = fn() -> String;
 /// The generated blocks: each one's name and how it is rendered.
 const BLOCKS: &[(&str, Render)] = &[
     ("tools", tools),
+    ("tool-inputs", tool_inputs),
     ("impact-tools", impact_tools),
     ("impact-common-fields", impact_common_fields),
     ("chaos-fields", chaos_fields),
@@ -53,6 +54,91 @@ fn tools() -> String {
         );
     }
     out
+}
+
+/// The fields of the tools that run no scenario, from their input schemas: name (in bold when required), JSON
+/// type, bounds and description.
+fn tool_inputs() -> String {
+    use serde_json::Value;
+    let mut out = String::from("| tool | field | takes | what it is |\n|---|---|---|---|\n");
+    for tool in fault::mcp::FaultServer::tools_without_scenario() {
+        let schema = &tool.input_schema;
+        let required: Vec<&str> = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let properties = schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .unwrap_or_else(|| panic!("{}: an input schema without properties", tool.name));
+        for (name, property) in properties {
+            let shown = if required.contains(&name.as_str()) {
+                format!("**`{name}`**")
+            } else {
+                format!("`{name}`")
+            };
+            out += &format!(
+                "| `{}` | {shown} | {} | {} |\n",
+                tool.name,
+                cell(&schema_takes(schema, property)),
+                cell(property["description"].as_str().unwrap_or_default())
+            );
+        }
+    }
+    out
+}
+
+/// What a property's schema takes, in words: its types (`null` left out: absent means the default) and bounds.
+fn schema_takes(root: &rmcp::model::JsonObject, property: &serde_json::Value) -> String {
+    let mut words = vec![schema_types(root, property).join(" or ")];
+    if let Some(max) = property["maxLength"].as_u64() {
+        words.push(format!("at most {max} characters"));
+    }
+    match (property["minimum"].as_f64(), property["maximum"].as_f64()) {
+        (Some(min), Some(max)) => words.push(format!("{min} to {max}")),
+        (Some(min), None) => words.push(format!("at least {min}")),
+        (None, Some(max)) => words.push(format!("at most {max}")),
+        (None, None) => {}
+    }
+    words.join(", ")
+}
+
+/// The JSON types a schema takes, through its alternatives and references (`#/$defs/…`), `null` left out.
+fn schema_types(root: &rmcp::model::JsonObject, schema: &serde_json::Value) -> Vec<String> {
+    use serde_json::Value;
+    if let Some(reference) = schema["$ref"].as_str() {
+        let name = reference.rsplit('/').next().unwrap_or_default();
+        let definition = root
+            .get("$defs")
+            .and_then(|definitions| definitions.get(name))
+            .unwrap_or_else(|| panic!("{reference} is not among the schema's $defs"));
+        return schema_types(root, definition);
+    }
+    let named = |name: &str| match name {
+        "array" => format!(
+            "array of {}",
+            schema_types(root, &schema["items"]).join(" or ")
+        ),
+        other => other.to_owned(),
+    };
+    match &schema["type"] {
+        Value::String(one) if one != "null" => vec![named(one)],
+        Value::Array(many) => many
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|name| *name != "null")
+            .map(named)
+            .collect(),
+        _ => ["anyOf", "oneOf"]
+            .iter()
+            .filter_map(|key| schema[*key].as_array())
+            .flatten()
+            .flat_map(|alternative| schema_types(root, alternative))
+            .collect(),
+    }
 }
 
 /// A field in a sentence: its name (in bold when required), what it takes and its default.
