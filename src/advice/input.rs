@@ -2,22 +2,20 @@
 
 use super::AdviceError;
 use crate::code::{self, Language};
+use crate::lenient::Number;
 
 /// The lowest score, given or answered (poor).
 pub const SCORE_MIN: f64 = 0.0;
 /// The highest score, given or answered (excellent).
 pub const SCORE_MAX: f64 = 1.0;
 
-/// A score given by a user (`name` is its field): on the scale the scores tools answer on.
+/// A score given by a user (`name` is its field): on the scale the scores tools answer on, checked as every
+/// declared number is.
 pub(super) fn check_score(name: &str, value: f64) -> Result<(), AdviceError> {
-    // Written so that NaN is refused too.
-    if (SCORE_MIN..=SCORE_MAX).contains(&value) {
-        Ok(())
-    } else {
-        Err(AdviceError::Input(format!(
-            "{name}: {value} is out of range; accepted: {SCORE_MIN} to {SCORE_MAX}"
-        )))
-    }
+    Number::from_to(SCORE_MIN, SCORE_MAX)
+        .check(value)
+        .map(|_| ())
+        .map_err(|message| AdviceError::Input(format!("{name}: {message}")))
 }
 
 /// A snippet given by a user: not blank, not huge.

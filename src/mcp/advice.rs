@@ -36,12 +36,12 @@ fn snippet_language_description() -> String {
     )
 }
 
-/// Which suggestions are checked to parse: those in a language of the registry.
 /// The scale of every score, given or answered: "0 to 1".
 fn score_scale() -> String {
     format!("{} to {}", advice::SCORE_MIN, advice::SCORE_MAX)
 }
 
+/// Which suggestions are checked to parse: those in a language of the registry.
 fn parse_check_sentence() -> String {
     format!(
         "When `lang` is one of {}, the new code is checked to parse.",

@@ -120,15 +120,10 @@ impl FaultServer {
     /// The tools that run no scenario (code, index, advice), as [`Self::tools`] gives them: their input is
     /// their schema alone, from which the book's table of their fields is rendered.
     pub fn tools_without_scenario() -> Vec<rmcp::model::Tool> {
-        let quick: Vec<String> = Self::families()
-            .into_iter()
-            .filter(|family| !family.facts.slot)
-            .flat_map(|family| family.router.list_all())
-            .map(|tool| tool.name.into_owned())
-            .collect();
+        let facts = family::facts_by_tool(&Self::families());
         Self::tools()
             .into_iter()
-            .filter(|tool| quick.iter().any(|name| *name == tool.name))
+            .filter(|tool| facts.get(tool.name.as_ref()).is_some_and(|f| !f.slot))
             .collect()
     }
 
