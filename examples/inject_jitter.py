@@ -5,7 +5,7 @@
     python examples/inject_jitter.py http://127.0.0.1:9090 http://127.0.0.1:7070 50 3
 
 The scenario starts a fault proxy on 127.0.0.1:34000 forwarding to the upstream, sends load to the app for
-10 seconds and prints the markdown report. Add --baseline to compare with a run without the fault.
+10 seconds (--duration) and prints the markdown report. Add --baseline to compare with a run without the fault.
 Needs `fault` on PATH and `pip install fastmcp`.
 """
 
@@ -45,7 +45,7 @@ async def main(args: argparse.Namespace) -> None:
                 "url": args.url,
                 "method": "GET",
                 "body": "",
-                "duration": "10s",
+                "duration": args.duration,
                 "amplitude": args.amplitude,
                 "frequency": args.frequency,
                 "direction": "ingress",
@@ -66,6 +66,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--verbose", action="store_true")
     parser.add_argument("--baseline", action="store_true", help="run without the fault first and compare")
+    parser.add_argument("--duration", default="10s", help="how long the load runs, e.g. 10s or 1m")
     parser.add_argument("url", help="the app's endpoint, e.g. http://127.0.0.1:9090")
     parser.add_argument("upstream", help="the app's upstream, e.g. http://127.0.0.1:7070 or https://host")
     parser.add_argument("amplitude", type=float, nargs="?", default=50, help="largest extra delay in ms")

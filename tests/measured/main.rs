@@ -4,6 +4,8 @@
 
 #[path = "../suite/support/common.rs"]
 mod common;
+#[path = "../suite/support/locks.rs"]
+mod locks;
 #[path = "../suite/support/scenario.rs"]
 mod scenario_support;
 

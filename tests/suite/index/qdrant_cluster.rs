@@ -132,7 +132,8 @@ async fn collection_params(rest: &str, collection: &str) -> Value {
 }
 
 /// The tests kill and restart nodes of the one cluster: one at a time.
-static CLUSTER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+static CLUSTER: crate::support::locks::TestLock =
+    crate::support::locks::TestLock::new("qdrant_cluster");
 
 #[tokio::test]
 async fn a_collection_laid_out_over_the_cluster_answers_with_a_node_killed() {

@@ -276,7 +276,8 @@ fn the_guides_impact_scripts_print_their_reports_beside_the_image_block() {
         let run = common::Sandbox::new(script);
         let output = common::python_command(&python, &run)
             .arg(root().join("examples").join(script))
-            .args([app.as_str(), upstream.as_str()])
+            // Two seconds of load rather than the scripts' ten: the report is the same document.
+            .args(["--duration", "2s", app.as_str(), upstream.as_str()])
             .env("PATH", &path)
             .output()
             .expect("run the script");

@@ -33,8 +33,8 @@ const HUGE_STRING_BYTES: usize = 1 << 20;
 const VALID_INPUT: &str = "valid input";
 const BIG_FILE_BYTES: usize = 20 << 20;
 /// Time given to each tool's field cases (the whole-call and missing-field cases always run), so the
-/// sweep stays near a minute; cases left over are counted as skipped.
-const TOOL_BUDGET: Duration = Duration::from_secs(3);
+/// sweep stays under a minute; cases left over are counted as skipped.
+const TOOL_BUDGET: Duration = Duration::from_secs(4);
 
 /// `fault agent tool` spoken to in raw JSON-RPC lines.
 struct RawServer {
@@ -485,8 +485,101 @@ fn closed_url() -> String {
     format!("http://127.0.0.1:{port}/")
 }
 
+/// What one tool's sweep found.
+#[derive(Default)]
+struct Sweep {
+    tally: Tally,
+    /// Stdout lines that are not JSON-RPC, from each server the sweep used.
+    stdout_violations: Vec<String>,
+    bad_files: usize,
+    bad_file_failures: Vec<String>,
+}
+
+/// Every case of `tool`, on a server of its own (a fresh one after a hang or a crash), so one tool's leftovers
+/// (a scenario still stopping) cannot slow another's.
+async fn sweep(tool: &Value, paths: &Paths, closed: &str, started: Instant) -> Sweep {
+    let name = tool["name"].as_str().unwrap().to_owned();
+    eprintln!("{name} at {:.1} s", started.elapsed().as_secs_f64());
+    let mut server = RawServer::start(closed).await;
+    let mut found = Sweep::default();
+    let tally = &mut found.tally;
+    let tool_started = Instant::now();
+    let mut valid_answer = None;
+    for case in cases(tool, paths, closed) {
+        if case.field_value && !case.bad_file && tool_started.elapsed() > TOOL_BUDGET {
+            tally.skipped += 1;
+            continue;
+        }
+        let what = format!("{name} / {}", case.label);
+        let before = server.violations().len();
+        let call_started = Instant::now();
+        let answer = server.call(&name, case.arguments.as_ref()).await;
+        let took = call_started.elapsed();
+        tally.slowest = tally.slowest.max(took);
+        if took > Duration::from_secs(1) {
+            eprintln!("slow: {what} took {} ms", took.as_millis());
+        }
+        tally.tried += 1;
+        if case.bad_file {
+            found.bad_files += 1;
+            let refused = matches!(answer, Answer::Refused(_));
+            if !refused || took > Duration::from_secs(1) {
+                found.bad_file_failures.push(format!(
+                    "{what}: {} in {} ms",
+                    if refused { "refused" } else { "not refused" },
+                    took.as_millis()
+                ));
+            }
+        }
+        match answer {
+            Answer::Silent => {
+                eprintln!("hang: {what}");
+                tally.hangs.push(what.clone());
+                // Counted; the rest of the tool's cases get a server that is not busy with it.
+                found.stdout_violations.extend(server.violations());
+                server = RawServer::start(closed).await;
+                continue;
+            }
+            Answer::Accepted => tally.accepted += 1,
+            Answer::Refused(text) if case.label == VALID_INPUT => valid_answer = Some(text),
+            // Passed validation, then failed on the closed port as the valid input does.
+            Answer::Refused(text) if valid_answer.as_ref() == Some(&text) => tally.accepted += 1,
+            Answer::Refused(text) => {
+                let lower = text.to_lowercase();
+                let named = case
+                    .names
+                    .iter()
+                    .all(|field| lower.contains(&field.to_lowercase()));
+                if !named {
+                    tally
+                        .not_naming
+                        .push(format!("{what}: {}", shorten(&text, 160)));
+                }
+            }
+        }
+        if !server.serving().await {
+            tally.crashes.push(what.clone());
+            eprintln!(
+                "server stopped serving after {what}; stderr:\n{}",
+                server.command.sandbox().stderr()
+            );
+            found.stdout_violations.extend(server.violations());
+            server = RawServer::start(closed).await;
+            continue;
+        }
+        tally.stdout_violations += server.violations().len() - before;
+    }
+    found.stdout_violations.extend(server.violations());
+    found
+}
+
+/// Tools swept at once, each on its own server: most cases wait on a closed port or a 200 ms scenario.
+const TOOLS_AT_ONCE: usize = 3;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_tool_survives_bad_input_derived_from_its_schema() {
+    use futures::StreamExt;
+
     let paths = paths();
     let closed = closed_url();
     let mut server = RawServer::start(&closed).await;
@@ -496,86 +589,25 @@ async fn every_tool_survives_bad_input_derived_from_its_schema() {
         .expect("tools/list answered");
     let tools = listed["result"]["tools"].as_array().unwrap().clone();
     assert!(!tools.is_empty(), "no tools listed");
+    let mut stdout_violations = server.violations();
+    drop(server);
 
     let started = Instant::now();
-    let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
-    let mut stdout_violations = Vec::new();
+    let sweeps: Vec<(String, Sweep)> = futures::stream::iter(&tools)
+        .map(|tool| async {
+            let name = tool["name"].as_str().unwrap().to_owned();
+            (name, sweep(tool, &paths, &closed, started).await)
+        })
+        .buffer_unordered(TOOLS_AT_ONCE)
+        .collect()
+        .await;
     let (mut bad_files, mut bad_file_failures) = (0usize, Vec::new());
-    for tool in &tools {
-        let name = tool["name"].as_str().unwrap().to_owned();
-        eprintln!("{name} at {:.1} s", started.elapsed().as_secs_f64());
-        // A fresh server per tool, so one tool's leftovers (a scenario still stopping) cannot slow the next.
-        stdout_violations.extend(server.violations());
-        server = RawServer::start(&closed).await;
-        let tally = tallies.entry(name.clone()).or_default();
-        let tool_started = Instant::now();
-        let mut valid_answer = None;
-        for case in cases(tool, &paths, &closed) {
-            if case.field_value && !case.bad_file && tool_started.elapsed() > TOOL_BUDGET {
-                tally.skipped += 1;
-                continue;
-            }
-            let what = format!("{name} / {}", case.label);
-            let before = server.violations().len();
-            let call_started = Instant::now();
-            let answer = server.call(&name, case.arguments.as_ref()).await;
-            let took = call_started.elapsed();
-            tally.slowest = tally.slowest.max(took);
-            if took > Duration::from_secs(1) {
-                eprintln!("slow: {what} took {} ms", took.as_millis());
-            }
-            tally.tried += 1;
-            if case.bad_file {
-                bad_files += 1;
-                let refused = matches!(answer, Answer::Refused(_));
-                if !refused || took > Duration::from_secs(1) {
-                    bad_file_failures.push(format!(
-                        "{what}: {} in {} ms",
-                        if refused { "refused" } else { "not refused" },
-                        took.as_millis()
-                    ));
-                }
-            }
-            match answer {
-                Answer::Silent => {
-                    eprintln!("hang: {what}");
-                    tally.hangs.push(what.clone());
-                    // Counted; the rest of the tool's cases get a server that is not busy with it.
-                    stdout_violations.extend(server.violations());
-                    server = RawServer::start(&closed).await;
-                    continue;
-                }
-                Answer::Accepted => tally.accepted += 1,
-                Answer::Refused(text) if case.label == VALID_INPUT => valid_answer = Some(text),
-                // Passed validation, then failed on the closed port as the valid input does.
-                Answer::Refused(text) if valid_answer.as_ref() == Some(&text) => {
-                    tally.accepted += 1
-                }
-                Answer::Refused(text) => {
-                    let lower = text.to_lowercase();
-                    let named = case
-                        .names
-                        .iter()
-                        .all(|field| lower.contains(&field.to_lowercase()));
-                    if !named {
-                        tally
-                            .not_naming
-                            .push(format!("{what}: {}", shorten(&text, 160)));
-                    }
-                }
-            }
-            if !server.serving().await {
-                tally.crashes.push(what.clone());
-                eprintln!(
-                    "server stopped serving after {what}; stderr:\n{}",
-                    server.command.sandbox().stderr()
-                );
-                stdout_violations.extend(server.violations());
-                server = RawServer::start(&closed).await;
-                continue;
-            }
-            tally.stdout_violations += server.violations().len() - before;
-        }
+    let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
+    for (name, found) in sweeps {
+        stdout_violations.extend(found.stdout_violations);
+        bad_files += found.bad_files;
+        bad_file_failures.extend(found.bad_file_failures);
+        tallies.insert(name, found.tally);
     }
 
     println!(
@@ -638,7 +670,6 @@ async fn every_tool_survives_bad_input_derived_from_its_schema() {
 
     let crashes: Vec<_> = tallies.values().flat_map(|t| &t.crashes).collect();
     let hangs: Vec<_> = tallies.values().flat_map(|t| &t.hangs).collect();
-    stdout_violations.extend(server.violations());
     let violations = stdout_violations;
     println!(
         "\nunusable paths (/dev/zero, a FIFO, a 20 MB file, …): {bad_files} tried, {} not refused within 1 s",

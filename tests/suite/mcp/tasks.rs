@@ -5,6 +5,9 @@
 //! id, a cancel of a finished task, polls far too fast, a client without the extension, the task cap) are clear
 //! JSON-RPC errors and the server goes on. Real parts: the built binary under rmcp's client, on stdio and
 //! Streamable HTTP, and an HTTP service on 127.0.0.1.
+//!
+//! They do not take `TIMING`: their bounds are seconds wide and their scenarios send a few requests a second,
+//! so they run beside each other.
 
 use std::time::{Duration, Instant};
 
@@ -20,7 +23,7 @@ use serde_json::{Value, json};
 
 use crate::mcp::http::HttpServer;
 use crate::support::common;
-use crate::support::scenario::{self, TIMING};
+use crate::support::scenario;
 
 /// A `tools/call` of `tool` whose `_meta` declares the tasks extension, as a 2026-07-28 request does.
 pub(crate) fn task_call(tool: &str, arguments: Value) -> CallToolRequestParams {
@@ -164,17 +167,16 @@ fn keys(value: &Value) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scenario_with_the_tasks_extension_is_a_task_polled_to_the_plain_calls_report() {
-    let _timing = TIMING.lock().await;
     let upstream = scenario::upstream().await;
     let args = json!({
         "url": upstream.url("/todos/1"),
-        "duration": "20s",
-        "rps": 5,
+        "duration": "8s",
+        "rps": 10,
         "latency": 20,
     });
     let client = common::spawn().await;
     let (id, took) = start(&client, "fault_run_latency_impact_scenario", args.clone()).await;
-    eprintln!("a 20 s scenario answered with task {id} after {took:?}");
+    eprintln!("an 8 s scenario answered with task {id} after {took:?}");
     assert!(took < Duration::from_secs(5), "answered after {took:?}");
     let (messages, payload) = poll_to_end(&client, &id, Duration::from_secs(60)).await;
     eprintln!("status messages: {messages:?}");
@@ -183,7 +185,7 @@ async fn a_scenario_with_the_tasks_extension_is_a_task_polled_to_the_plain_calls
         "the status message changes as the run goes: {messages:?}"
     );
     assert!(
-        messages.iter().any(|m| m.contains("of 100 requests done")),
+        messages.iter().any(|m| m.contains("of 80 requests done")),
         "{messages:?}"
     );
     let result = completed(payload, "");
@@ -198,7 +200,7 @@ async fn a_scenario_with_the_tasks_extension_is_a_task_polled_to_the_plain_calls
         .structured_content
         .clone()
         .expect("structuredContent");
-    assert_eq!(task_report["run"]["requests"], 100, "{task_report}");
+    assert_eq!(task_report["run"]["requests"], 80, "{task_report}");
     assert!(common::text(&task_result).starts_with("# Scenarios Report"));
 
     // The plain call on the same arguments: the same report, in the same parts.
@@ -231,7 +233,6 @@ async fn a_scenario_with_the_tasks_extension_is_a_task_polled_to_the_plain_calls
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_task_ends_cancelled_with_its_proxy_port_free() {
-    let _timing = TIMING.lock().await;
     let upstream = scenario::upstream().await;
     // The demo app calls its upstream through the scenario's proxy on `port`.
     let port = common::free_port();
@@ -303,7 +304,6 @@ async fn a_cancelled_task_ends_cancelled_with_its_proxy_port_free() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_the_extension_the_plain_result_comes_and_task_methods_are_refused() {
-    let _timing = TIMING.lock().await;
     let upstream = scenario::upstream().await;
     let client = common::spawn().await;
     let response = client
@@ -350,7 +350,6 @@ async fn without_the_extension_the_plain_result_comes_and_task_methods_are_refus
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn polls_far_too_fast_and_too_many_tasks_are_refused_and_nothing_is_lost() {
-    let _timing = TIMING.lock().await;
     let upstream = scenario::upstream().await;
     let client = common::spawn().await;
     let args = json!({"url": upstream.url("/todos/1"), "duration": "3s", "rps": 2, "latency": 10});
@@ -400,7 +399,6 @@ async fn polls_far_too_fast_and_too_many_tasks_are_refused_and_nothing_is_lost()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_http_a_task_outlives_its_session_and_is_polled_from_another() {
-    let _timing = TIMING.lock().await;
     let upstream = scenario::upstream().await;
     let server = HttpServer::start(&["agent", "tool"], &[], &[]).await;
     let first = server.client(()).await;
@@ -429,7 +427,6 @@ async fn a_stateless_server_speaks_tasks_to_a_2026_07_28_client() {
         service::{ClientLifecycleMode, ClientServiceExt},
         transport::StreamableHttpClientTransport,
     };
-    let _timing = TIMING.lock().await;
     let upstream = scenario::upstream().await;
     let server = HttpServer::start(&["agent", "tool"], &["--stateless"], &[]).await;
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -486,7 +483,6 @@ fn processes_with(marker: &str) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_chaos_scenario_task_leaves_no_server_behind() {
-    let _timing = TIMING.lock().await;
     let logs = tempfile::tempdir().unwrap();
     // The scenario's server, found by its log file's path on its command line.
     let marker = logs.path().join("chaos-task-server.log");

@@ -207,7 +207,8 @@ async fn python_sdk_sees_each_http_fault(
     )
     .await;
     let echo = |text: &str| json!({"tool": "echo", "arguments": {"text": text}});
-    let count = json!({"tool": progress_tool, "arguments": progress_arguments, "timeout_s": 20});
+    // The cut call ends at its timeout: 5 s is ample for the whole call, whose 5 steps take 250 ms.
+    let count = json!({"tool": progress_tool, "arguments": progress_arguments, "timeout_s": 5});
     let run = run_python_client(
         python,
         json!({

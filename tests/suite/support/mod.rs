@@ -3,6 +3,7 @@
 pub mod common;
 pub mod indexing;
 pub mod llm_fakes;
+pub mod locks;
 pub mod optional;
 pub mod python_client;
 pub mod qdrant_fake;

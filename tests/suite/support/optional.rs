@@ -16,7 +16,8 @@ pub const LOCAL_LLM: &str = "`bash ../shared/llm/local-llm.sh start`";
 /// Held by the tests that ask the local chat model for answers. Its two slots serve one test's calls in seconds,
 /// but behind another test's long answers a short call waits minutes, and a test that bounds its time would fail
 /// for a reason that is not its own.
-pub static LOCAL_CHAT_MODEL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+pub static LOCAL_CHAT_MODEL: super::locks::TestLock =
+    super::locks::TestLock::new("local_chat_model");
 /// How to get a Qdrant's `FAULT_TEST_QDRANT_*` variables.
 pub const QDRANT: &str = "`bash ../shared/qdrant/qdrant.sh start`";
 

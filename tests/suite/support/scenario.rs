@@ -23,7 +23,7 @@ use hyper_util::{
 use tokio::net::TcpListener;
 
 /// Taken by the tests that measure time through a scenario, so that they do not measure each other.
-pub static TIMING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+pub static TIMING: super::locks::TestLock = super::locks::TestLock::new("timing");
 
 pub const TODO: &str = r#"{"userId":1,"id":1,"title":"delectus aut autem","completed":false}"#;
 

@@ -1,0 +1,70 @@
+//! The locks between tests that must not run beside each other. Each test runs on a thread of its own, so a test
+//! waiting here holds one of the harness's threads: with `FAULT_TEST_LOCK_LOG=<file>`, every hold is appended to
+//! that file (test, lock, when asked, seconds waited, seconds held), to see where the suite's threads wait.
+#![allow(dead_code)] // the measured binary includes this file and uses none of it
+
+use std::{
+    io::Write,
+    time::{Instant, SystemTime, UNIX_EPOCH},
+};
+
+pub struct TestLock {
+    name: &'static str,
+    inner: tokio::sync::Mutex<()>,
+}
+
+impl TestLock {
+    pub const fn new(name: &'static str) -> Self {
+        Self {
+            name,
+            inner: tokio::sync::Mutex::const_new(()),
+        }
+    }
+
+    pub async fn lock(&'static self) -> Hold {
+        let asked = Instant::now();
+        let asked_at = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0.0, |since| since.as_secs_f64());
+        let guard = self.inner.lock().await;
+        Hold {
+            _guard: guard,
+            lock: self.name,
+            asked,
+            asked_at,
+            got: Instant::now(),
+        }
+    }
+}
+
+/// A lock held; released (and logged) when dropped.
+pub struct Hold {
+    _guard: tokio::sync::MutexGuard<'static, ()>,
+    lock: &'static str,
+    asked: Instant,
+    asked_at: f64,
+    got: Instant,
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        let Some(path) = std::env::var_os("FAULT_TEST_LOCK_LOG") else {
+            return;
+        };
+        let line = format!(
+            "{} {} {:.3} {:.3} {:.3}\n",
+            std::thread::current().name().unwrap_or("?"),
+            self.lock,
+            self.asked_at,
+            (self.got - self.asked).as_secs_f64(),
+            self.got.elapsed().as_secs_f64(),
+        );
+        if let Ok(mut file) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = file.write_all(line.as_bytes());
+        }
+    }
+}
