@@ -41,8 +41,6 @@ use crate::report::chaos::{
     record::{CallOutcome, CallRecord, Schemas},
 };
 
-/// How long the server gets to answer `initialize` and each page of `tools/list`.
-const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a session's relay gets to end its server once the client closed, before it is aborted.
 const EXIT_GRACE: Duration = Duration::from_secs(5);
 /// How long a URL server gets to take a session's DELETE.
@@ -96,6 +94,8 @@ pub struct ChaosSpec {
     pub baseline: bool,
     /// Sessions of the plan to run (1: one), for pass^k.
     pub sessions: u32,
+    /// How long the server gets to answer `initialize` and each page of `tools/list`.
+    pub start_timeout: Duration,
 }
 
 impl ChaosSpec {
@@ -302,12 +302,13 @@ impl Harness {
         &mut self,
         server: &ServerUnderTest,
         as_tasks: bool,
+        start_timeout: Duration,
         cancel: &CancellationToken,
     ) -> Result<Vec<Arc<Schemas>>, ChaosError> {
         let handshakes = futures::future::join_all(
             self.sessions
                 .iter()
-                .map(|s| mcp_load::handshake(&s.client, START_TIMEOUT, as_tasks)),
+                .map(|s| mcp_load::handshake(&s.client, start_timeout, as_tasks)),
         );
         let handshakes = tokio::select! {
             handshakes = handshakes => handshakes,
@@ -455,7 +456,7 @@ async fn run_once(
 ) -> Result<report::ChaosFigures, ChaosError> {
     let mut run = Harness::start(spec, with_faults).await?;
     let schemas = run
-        .handshake(&spec.server, spec.load.as_tasks, cancel)
+        .handshake(&spec.server, spec.load.as_tasks, spec.start_timeout, cancel)
         .await?;
     // A call to a tool the server does not list is a mistake, unless the plan alters the listing (a tool
     // dropped, a registry drifting), which is the scenario itself.

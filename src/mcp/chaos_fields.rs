@@ -121,6 +121,14 @@ pub const SERVER_CWD: Field = Field::parsed(
 )
 .numbers_too()
 .optional("the directory fault runs in");
+pub const SERVER_START_TIMEOUT: Field = Field::number(
+    "start_timeout",
+    "Seconds the server gets to answer `initialize`, and then each page of `tools/list`, before the run ends \
+     saying what it wrote",
+    Number::from_to(1.0, 600.0).whole(),
+    Unit::Seconds,
+)
+.default("30");
 const SERVER_FIELDS: &[Field] = &[
     SERVER_COMMAND,
     SERVER_URL,
@@ -128,6 +136,7 @@ const SERVER_FIELDS: &[Field] = &[
     SERVER_ARGS,
     SERVER_ENV,
     SERVER_CWD,
+    SERVER_START_TIMEOUT,
 ];
 pub const SERVER: Field = Field::object(
     "server",

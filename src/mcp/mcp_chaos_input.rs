@@ -1,7 +1,7 @@
 //! Input of `fault_run_mcp_chaos_scenario`: its fields, declared in [`super::chaos_fields`], read by their
 //! declarations into a [`ChaosSpec`], or an error naming the field and what it accepts.
 
-use std::{collections::BTreeMap, path::PathBuf, sync::Arc};
+use std::{collections::BTreeMap, path::PathBuf, sync::Arc, time::Duration};
 
 use rmcp::model::JsonObject;
 use serde_json::Value;
@@ -23,10 +23,11 @@ use crate::{
 
 /// The scenario the fields of `input` describe (all but `report_path`).
 fn read_spec(input: &FieldInput, limits: &Limits) -> Result<ChaosSpec, InputError> {
-    let server = match input.object(&fields::SERVER)? {
-        Some(server) => read_server(&server)?,
-        None => return Err(input.refuse(&fields::SERVER, "is required").into()),
+    let Some(server_input) = input.object(&fields::SERVER)? else {
+        return Err(input.refuse(&fields::SERVER, "is required").into());
     };
+    let server = read_server(&server_input)?;
+    let start_timeout = Duration::from_secs(server_input.whole(&fields::SERVER_START_TIMEOUT)?);
     let mut plan = read_plan(input.json(&fields::PLAN)?)?;
     if let Some(seed) = input.json(&fields::SEED)? {
         plan.seed = crate::seeded::seed_from_json(&seed).map_err(|e| bad("seed", e.to_string()))?;
@@ -128,6 +129,7 @@ fn read_spec(input: &FieldInput, limits: &Limits) -> Result<ChaosSpec, InputErro
         },
         baseline: input.switch(&fields::BASELINE)?,
         sessions: input.whole(&fields::SESSIONS)? as u32,
+        start_timeout,
     };
     let all_calls = spec.planned_calls() * u64::from(spec.sessions);
     if all_calls > MAX_CALLS {
@@ -305,11 +307,17 @@ mod tests {
         assert_eq!(repeated.load.policy.timeout, Duration::from_secs(10));
         assert_eq!(repeated.load.policy.retries, 2);
         assert_eq!(repeated.sessions, 1);
+        assert_eq!(repeated.start_timeout, Duration::from_secs(30));
         let open = spec(json!({
             "server": {"url": "http://127.0.0.1:9/mcp"}, "calls": [{"tool": "echo"}], "duration": 2,
         }))
         .unwrap();
         assert!(matches!(open.load.pace, CallPace::Rate { rate: 10.0, .. }));
+        let patient = spec(json!({
+            "server": {"command": SERVER, "start_timeout": "90"}, "calls": [{"tool": "echo"}],
+        }))
+        .unwrap();
+        assert_eq!(patient.start_timeout, Duration::from_secs(90));
         assert_eq!(open.load.concurrency, 256);
     }
 
@@ -352,6 +360,10 @@ mod tests {
             (
                 json!({"server": {"command": SERVER}, "calls": calls, "repeat": 60000, "sessions": 2}),
                 "repeat: 120000 calls in all (every session's); accepted: at most 100000",
+            ),
+            (
+                json!({"server": {"command": SERVER, "start_timeout": 0}, "calls": calls}),
+                "server.start_timeout: 0 is out of range; accepted: 1 to 600",
             ),
             (
                 json!({"server": {"command": SERVER, "cwd": "rel"}, "calls": calls}),

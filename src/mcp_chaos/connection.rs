@@ -5,7 +5,7 @@ use std::{sync::Arc, time::Duration};
 
 use tokio_util::sync::CancellationToken;
 
-use super::{ChaosError, ChaosSpec, Harness, START_TIMEOUT, ServerUnderTest};
+use super::{ChaosError, ChaosSpec, Harness, ServerUnderTest};
 use crate::{
     mcp_load::{self, CallLoad},
     mcp_proxy::plan::Plan,
@@ -26,6 +26,7 @@ impl Connection {
     pub async fn open(
         server: &ServerUnderTest,
         plan: Plan,
+        start_timeout: Duration,
         cancel: &CancellationToken,
     ) -> Result<Self, ChaosError> {
         let spec = ChaosSpec {
@@ -37,7 +38,7 @@ impl Connection {
                 num_clients: 1,
                 concurrency: 1,
                 policy: mcp_load::CallPolicy {
-                    timeout: START_TIMEOUT,
+                    timeout: start_timeout,
                     retries: 0,
                     backoff: Duration::ZERO,
                 },
@@ -45,9 +46,12 @@ impl Connection {
             },
             baseline: false,
             sessions: 1,
+            start_timeout,
         };
         let mut harness = Harness::start(&spec, true).await?;
-        let schemas = harness.handshake(server, false, cancel).await?;
+        let schemas = harness
+            .handshake(server, false, start_timeout, cancel)
+            .await?;
         let (Some(session), Some(schemas)) = (harness.sessions.first(), schemas.into_iter().next())
         else {
             return Err(ChaosError::ServerStart {

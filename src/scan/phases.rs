@@ -14,6 +14,7 @@ use super::{
     finding::{Finding, Kind, Severity},
     load,
     run::{Chosen, Scan},
+    session::START_TIMEOUT,
     verdict,
 };
 use crate::mcp_chaos::Connection;
@@ -299,7 +300,7 @@ impl Scan<'_> {
             .map(|&i| self.chosen[i].name.clone())
             .collect();
         let plan = faults::plan(&names).map_err(ScanError::Verify)?;
-        let connection = Connection::open(&spec.server, plan, self.cancel).await?;
+        let connection = Connection::open(&spec.server, plan, START_TIMEOUT, self.cancel).await?;
         let mut notes = Vec::new();
         for index in faulted {
             if self.out_of_time(Phase::Faults) {

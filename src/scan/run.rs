@@ -109,7 +109,7 @@ pub async fn run(
 
     let opened = tokio::time::timeout(
         spec.scan_timeout.min(START_TIMEOUT * 2),
-        Connection::open(&spec.server, Plan::default(), cancel),
+        Connection::open(&spec.server, Plan::default(), START_TIMEOUT, cancel),
     )
     .await
     .map_err(|_| ScanError::StartTimeout(spec.scan_timeout.min(START_TIMEOUT * 2)))??;

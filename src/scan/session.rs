@@ -31,8 +31,9 @@ impl Target<'_> {
     pub async fn client(&mut self) -> Result<&Connection, ScanError> {
         if self.connection.is_none() {
             self.reconnects += 1;
-            self.connection =
-                Some(Connection::open(self.server, Plan::default(), self.cancel).await?);
+            self.connection = Some(
+                Connection::open(self.server, Plan::default(), START_TIMEOUT, self.cancel).await?,
+            );
         }
         self.connection.as_ref().ok_or(ScanError::Cancelled)
     }

@@ -57,24 +57,27 @@ async fn refused(args: Value) -> (String, Duration) {
 }
 
 /// A server that never answers `initialize` (here a shell that sleeps, and a child of its own that sleeps):
-/// after the 30 s handshake bound the call fails, and the server's whole process group is gone.
+/// after its handshake bound (`server.start_timeout`, 3 s here) the call fails, and the server's whole process
+/// group is gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_never_answers_is_ended_with_its_children() {
     let marker = "4242.101";
+    let mut server = shell_server(&format!("sleep {marker} & sleep {marker}"));
+    server["start_timeout"] = json!(3);
     let (message, took) = refused(json!({
-        "server": shell_server(&format!("sleep {marker} & sleep {marker}")),
+        "server": server,
         "calls": [{"tool": "echo"}],
     }))
     .await;
     assert!(
-        message.contains("no answer to initialize within 30s"),
+        message.contains("no answer to initialize within 3s"),
         "{message}"
     );
     assert!(
         message.contains("It wrote nothing on stdout or stderr"),
         "{message}"
     );
-    assert!(took < Duration::from_secs(40), "{took:?}");
+    assert!(took < Duration::from_secs(13), "{took:?}");
     let left = gone(marker).await;
     assert!(left.is_empty(), "processes left behind: {left:?}");
 }
