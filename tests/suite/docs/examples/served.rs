@@ -129,6 +129,15 @@ impl Served {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        // Ctrl-C stops it as in a user's terminal, even when the tests were started with SIGINT ignored
+        // (`nohup cargo test &`), which it would otherwise inherit and keep.
+        // SAFETY: only `signal`, which is async-signal-safe, runs between fork and exec.
+        unsafe {
+            command.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                Ok(())
+            });
+        }
         let mut child = command.spawn()?;
         Ok(Served {
             line,
