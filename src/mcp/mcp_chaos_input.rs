@@ -313,12 +313,12 @@ mod tests {
         }))
         .unwrap();
         assert!(matches!(open.load.pace, CallPace::Rate { rate: 10.0, .. }));
+        assert_eq!(open.load.concurrency, 256);
         let patient = spec(json!({
             "server": {"command": SERVER, "start_timeout": "90"}, "calls": [{"tool": "echo"}],
         }))
         .unwrap();
         assert_eq!(patient.start_timeout, Duration::from_secs(90));
-        assert_eq!(open.load.concurrency, 256);
     }
 
     #[test]

@@ -486,8 +486,8 @@ fn closed_url() -> String {
 }
 
 /// What one tool's sweep found.
-#[derive(Default)]
 struct Sweep {
+    tool: String,
     tally: Tally,
     /// Stdout lines that are not JSON-RPC, from each server the sweep used.
     stdout_violations: Vec<String>,
@@ -501,7 +501,13 @@ async fn sweep(tool: &Value, paths: &Paths, closed: &str, started: Instant) -> S
     let name = tool["name"].as_str().unwrap().to_owned();
     eprintln!("{name} at {:.1} s", started.elapsed().as_secs_f64());
     let mut server = RawServer::start(closed).await;
-    let mut found = Sweep::default();
+    let mut found = Sweep {
+        tool: name.clone(),
+        tally: Tally::default(),
+        stdout_violations: Vec::new(),
+        bad_files: 0,
+        bad_file_failures: Vec::new(),
+    };
     let tally = &mut found.tally;
     let tool_started = Instant::now();
     let mut valid_answer = None;
@@ -593,21 +599,18 @@ async fn every_tool_survives_bad_input_derived_from_its_schema() {
     drop(server);
 
     let started = Instant::now();
-    let sweeps: Vec<(String, Sweep)> = futures::stream::iter(&tools)
-        .map(|tool| async {
-            let name = tool["name"].as_str().unwrap().to_owned();
-            (name, sweep(tool, &paths, &closed, started).await)
-        })
+    let sweeps: Vec<Sweep> = futures::stream::iter(&tools)
+        .map(|tool| sweep(tool, &paths, &closed, started))
         .buffer_unordered(TOOLS_AT_ONCE)
         .collect()
         .await;
     let (mut bad_files, mut bad_file_failures) = (0usize, Vec::new());
     let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
-    for (name, found) in sweeps {
+    for found in sweeps {
         stdout_violations.extend(found.stdout_violations);
         bad_files += found.bad_files;
         bad_file_failures.extend(found.bad_file_failures);
-        tallies.insert(name, found.tally);
+        tallies.insert(found.tool, found.tally);
     }
 
     println!(

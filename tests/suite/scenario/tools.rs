@@ -227,7 +227,7 @@ async fn bandwidth_run(calls: Calls, scope: &str, duration_s: u64) -> (String, V
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bandwidth_per_connection_makes_every_4kb_response_take_about_4s() {
-    // Not under TIMING: the bandwidth sets calls of seconds, and its bounds are hundreds of milliseconds wide.
+    // Not under TIMING: at this bandwidth each call takes seconds, and the bounds are hundreds of milliseconds wide.
     for calls in [Calls::NewConnectionEach, Calls::KeepAlive] {
         let (markdown, report) = bandwidth_run(calls, "connection", 5).await;
         let run = &report["run"];
@@ -252,7 +252,7 @@ async fn bandwidth_per_connection_makes_every_4kb_response_take_about_4s() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bandwidth_with_proxy_scope_queues_the_calls_on_one_link() {
-    // Not under TIMING: the bandwidth sets calls of seconds, and its bounds are hundreds of milliseconds wide.
+    // Not under TIMING: at this bandwidth each call takes seconds, and the bounds are hundreds of milliseconds wide.
     let (markdown, report) = bandwidth_run(Calls::KeepAlive, "proxy", 3).await;
     let run = &report["run"];
     assert_eq!(run["outcomes"]["success"], 3, "{markdown}");
