@@ -318,6 +318,7 @@ fn every_page_of_the_book_opens_in_chromium() {
         .collect();
     let script = repo().join("tests/suite/docs/browser/check_book.py");
     let sandbox = common::Sandbox::new("docs-book-browser");
+    let _heavy = common::CPU_HEAVY.lock_blocking();
     let output = common::python_command(&python, &sandbox)
         .arg(script)
         .arg(&chromium)

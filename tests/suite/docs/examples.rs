@@ -167,6 +167,21 @@ fn blocks_say_what_they_are() {
         errors[0].contains("must come right before a fenced block"),
         "{errors:?}"
     );
+    let errors = extract::examples(
+        "p.md",
+        "<!-- example: data; measures -->\n```json\n{}\n```\n",
+    )
+    .unwrap_err();
+    assert!(
+        errors[0].contains("`measures` goes with a `call`"),
+        "{errors:?}"
+    );
+    let examples = extract::examples(
+        "p.md",
+        "<!-- example: call fault_x; measures -->\n```json\n{}\n```\n",
+    )
+    .unwrap();
+    assert!(examples[0].measures);
 }
 
 #[test]

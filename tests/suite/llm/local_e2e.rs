@@ -429,6 +429,7 @@ async fn a_model_still_writing_at_the_limit_is_stopped_and_refused_through_both_
     ) else {
         return;
     };
+    let _model = optional::LOCAL_CHAT_MODEL.lock().await;
     for (api, base) in [
         ("openai", &stack.openai_base),
         ("ollama", &stack.ollama_url),

@@ -103,6 +103,7 @@ async fn the_impact_page_draws_its_charts_and_shows_values_on_hover_in_chromium(
     )
     .await;
     client.cancel().await.unwrap();
+    let _heavy = common::CPU_HEAVY.lock().await;
     let seen = open_in_browser(&chromium, &python, &page, "impact");
     assert_self_contained(&seen, &page);
     let charts = &seen["charts"];
@@ -179,6 +180,7 @@ async fn the_chaos_page_draws_its_timeline_and_shows_calls_on_hover_in_chromium(
     )
     .await;
     client.cancel().await.unwrap();
+    let _heavy = common::CPU_HEAVY.lock().await;
     let seen = open_in_browser(&chromium, &python, &page, "chaos");
     assert_self_contained(&seen, &page);
     let charts = &seen["charts"];
@@ -217,6 +219,7 @@ async fn the_mcp_app_view_shows_the_chaos_report_in_a_minimal_host() {
     let script =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/suite/report/browser/app_host.py");
     let sandbox = common::Sandbox::new("report-app");
+    let _heavy = common::CPU_HEAVY.lock().await;
     let output = common::python_command(&python, &sandbox)
         .arg(script)
         .args([
@@ -304,6 +307,7 @@ async fn the_page_and_the_app_view_show_each_request_of_a_mix_in_chromium() {
         fault::report::chart::page::impact_page(&report).unwrap(),
     )
     .unwrap();
+    let _heavy = common::CPU_HEAVY.lock().await;
     let seen = open_in_browser(&chromium, &python, &page, "impact-mix");
     assert_self_contained(&seen, &page);
     let charts = &seen["charts"];

@@ -304,8 +304,9 @@ pub async fn handshake<H: ClientHandler>(
 }
 
 /// Held by tests that load the machine's two cores for many seconds (the MCP scan's saturation phases,
-/// Locust's master and workers) and by those that measure milliseconds of scheduling delay, so that neither
-/// runs beside the other. Taken after [`super::scenario::TIMING`] by a test that holds both.
+/// Locust's master and workers, Chromium) and by those that measure milliseconds of scheduling delay or a rate
+/// (a book example marked `measures`), so that neither runs beside the other. Taken after
+/// [`super::scenario::TIMING`] by a test that holds both.
 pub static CPU_HEAVY: super::locks::TestLock = super::locks::TestLock::new("cpu_heavy");
 
 /// The `fault` CLI (any subcommand) as a hermetic tokio command that owns its sandbox: set stdio and spawn

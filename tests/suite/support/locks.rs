@@ -22,11 +22,24 @@ impl TestLock {
     }
 
     pub async fn lock(&'static self) -> Hold {
-        let asked = Instant::now();
-        let asked_at = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0.0, |since| since.as_secs_f64());
+        let (asked, asked_at) = now();
         let guard = self.inner.lock().await;
+        self.held(guard, asked, asked_at)
+    }
+
+    /// [`Self::lock`] for a test that is not async (it must not be called inside a runtime).
+    pub fn lock_blocking(&'static self) -> Hold {
+        let (asked, asked_at) = now();
+        let guard = self.inner.blocking_lock();
+        self.held(guard, asked, asked_at)
+    }
+
+    fn held(
+        &'static self,
+        guard: tokio::sync::MutexGuard<'static, ()>,
+        asked: Instant,
+        asked_at: f64,
+    ) -> Hold {
         Hold {
             _guard: guard,
             lock: self.name,
@@ -35,6 +48,14 @@ impl TestLock {
             got: Instant::now(),
         }
     }
+}
+
+/// Now, as an instant and as seconds since the epoch (for the log).
+fn now() -> (Instant, f64) {
+    let asked_at = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |since| since.as_secs_f64());
+    (Instant::now(), asked_at)
 }
 
 /// A lock held; released (and logged) when dropped.

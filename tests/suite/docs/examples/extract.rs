@@ -21,6 +21,8 @@ pub struct Example {
     pub status: i32,
     /// Its commands serve on this port of 127.0.0.1 (a service other than `fault` the page uses).
     pub serves: Option<u16>,
+    /// Its call's answer is a measurement (a rate, a capacity): made while no CPU-heavy test runs.
+    pub measures: bool,
 }
 
 /// What a block is.
@@ -161,6 +163,7 @@ fn example(block: Open) -> Result<Example, String> {
         needs: None,
         status: 0,
         serves: None,
+        measures: false,
     };
     let mut what = None;
     for clause in clauses(directive.as_deref().unwrap_or_default()) {
@@ -209,6 +212,7 @@ fn example(block: Open) -> Result<Example, String> {
             "plan" if rest.is_empty() => what = Some(What::Plan),
             "data" if rest.is_empty() => what = Some(What::Data),
             "run" if rest.is_empty() => what = Some(What::Python { run: true }),
+            "measures" if rest.is_empty() => example.measures = true,
             "file" if words.len() == 1 => example.file = Some(rest.to_owned()),
             "given" => match words[..] {
                 [path, "from", repo_path] => {
@@ -236,7 +240,7 @@ fn example(block: Open) -> Result<Example, String> {
             _ => {
                 return Err(format!(
                     "`{clause}` is not an example clause (call, answer, config, plan, data, run, file, given, \
-                     status, serves, needs, skip)"
+                     status, serves, measures, needs, skip)"
                 ));
             }
         }
@@ -259,6 +263,9 @@ fn example(block: Open) -> Result<Example, String> {
     );
     if example.file.is_some() && !writable {
         return Err("`file` goes with a plan, data, a Python script or a shown file".to_owned());
+    }
+    if example.measures && !matches!(example.what, What::Call { .. }) {
+        return Err("`measures` goes with a `call`".to_owned());
     }
     Ok(example)
 }

@@ -48,6 +48,11 @@ impl Runner {
             return self.fail(example.line, "a tool's arguments are an object".to_owned());
         }
         let agent = self.agent().await;
+        // A measurement is made with no CPU-heavy test beside it (a stall of the machine would be measured).
+        let _quiet = match example.measures {
+            true => Some(common::CPU_HEAVY.lock().await),
+            false => None,
+        };
         let result =
             match tokio::time::timeout(RUN_LIMIT, common::call(agent, tool, arguments)).await {
                 Ok(Ok(result)) => result,
