@@ -148,34 +148,31 @@ async fn a_broken_server_command_call_or_answer_fails() {
     );
 }
 
-/// A `json` block that does not say what it is, and a misspelled clause, are refused.
+/// A `json` block that does not say what it is, a misspelled clause, a comment before no block and `measures`
+/// without a call are refused; `measures` with a call is read.
 #[test]
 fn blocks_say_what_they_are() {
-    let errors = extract::examples("p.md", "```json\n{}\n```\n").unwrap_err();
-    assert!(
-        errors[0].starts_with("p.md:1: a `json` block must say what it is"),
-        "{errors:?}"
-    );
-    let errors =
-        extract::examples("p.md", "<!-- example: cal fault_x -->\n```json\n{}\n```\n").unwrap_err();
-    assert!(
-        errors[0].contains("`cal fault_x` is not an example clause"),
-        "{errors:?}"
-    );
-    let errors = extract::examples("p.md", "<!-- example: skip: why -->\n\ntext\n").unwrap_err();
-    assert!(
-        errors[0].contains("must come right before a fenced block"),
-        "{errors:?}"
-    );
-    let errors = extract::examples(
-        "p.md",
-        "<!-- example: data; measures -->\n```json\n{}\n```\n",
-    )
-    .unwrap_err();
-    assert!(
-        errors[0].contains("`measures` goes with a `call`"),
-        "{errors:?}"
-    );
+    for (page, refusal) in [
+        (
+            "```json\n{}\n```\n",
+            "p.md:1: a `json` block must say what it is",
+        ),
+        (
+            "<!-- example: cal fault_x -->\n```json\n{}\n```\n",
+            "`cal fault_x` is not an example clause",
+        ),
+        (
+            "<!-- example: skip: why -->\n\ntext\n",
+            "must come right before a fenced block",
+        ),
+        (
+            "<!-- example: data; measures -->\n```json\n{}\n```\n",
+            "`measures` goes with a `call`",
+        ),
+    ] {
+        let errors = extract::examples("p.md", page).unwrap_err();
+        assert!(errors[0].contains(refusal), "{page}: {errors:?}");
+    }
     let examples = extract::examples(
         "p.md",
         "<!-- example: call fault_x; measures -->\n```json\n{}\n```\n",

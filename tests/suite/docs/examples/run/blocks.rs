@@ -49,9 +49,10 @@ impl Runner {
         }
         let agent = self.agent().await;
         // A measurement is made with no CPU-heavy test beside it (a stall of the machine would be measured).
-        let _quiet = match example.measures {
-            true => Some(common::CPU_HEAVY.lock().await),
-            false => None,
+        let _quiet = if example.measures {
+            Some(common::CPU_HEAVY.lock().await)
+        } else {
+            None
         };
         let result =
             match tokio::time::timeout(RUN_LIMIT, common::call(agent, tool, arguments)).await {
