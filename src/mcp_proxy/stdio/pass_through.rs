@@ -44,9 +44,12 @@ pub(super) async fn run(command: &ServerCommand, stderr: &ServerStderr) -> Resul
     let client_done = ended_tx.clone();
     std::thread::spawn(move || {
         let stdin = std::io::stdin();
-        let error = copy_lines(&mut stdin.lock(), &mut File::from(to_server));
-        // The server's input is closed here, when its file is dropped.
+        let mut to_server = File::from(to_server);
+        let error = copy_lines(&mut stdin.lock(), &mut to_server);
+        // Told before the server's input closes: a server that exits at once must not be the first end seen,
+        // or a message over the bound would end the session as if the client had closed it.
         let _ = client_done.send(Ended::Client(error));
+        drop(to_server);
     });
     std::thread::spawn(move || {
         let mut reader = BufReader::with_capacity(64 * 1024, File::from(from_server));
