@@ -22,40 +22,26 @@ impl TestLock {
     }
 
     pub async fn lock(&'static self) -> Hold {
-        let (asked, asked_at) = now();
+        let asked = Instant::now();
         let guard = self.inner.lock().await;
-        self.held(guard, asked, asked_at)
+        self.held(guard, asked)
     }
 
     /// [`Self::lock`] for a test that is not async (it must not be called inside a runtime).
     pub fn lock_blocking(&'static self) -> Hold {
-        let (asked, asked_at) = now();
+        let asked = Instant::now();
         let guard = self.inner.blocking_lock();
-        self.held(guard, asked, asked_at)
+        self.held(guard, asked)
     }
 
-    fn held(
-        &'static self,
-        guard: tokio::sync::MutexGuard<'static, ()>,
-        asked: Instant,
-        asked_at: f64,
-    ) -> Hold {
+    fn held(&'static self, guard: tokio::sync::MutexGuard<'static, ()>, asked: Instant) -> Hold {
         Hold {
             _guard: guard,
             lock: self.name,
             asked,
-            asked_at,
             got: Instant::now(),
         }
     }
-}
-
-/// Now, as an instant and as seconds since the epoch (for the log).
-fn now() -> (Instant, f64) {
-    let asked_at = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |since| since.as_secs_f64());
-    (Instant::now(), asked_at)
 }
 
 /// A lock held; released (and logged) when dropped.
@@ -63,7 +49,6 @@ pub struct Hold {
     _guard: tokio::sync::MutexGuard<'static, ()>,
     lock: &'static str,
     asked: Instant,
-    asked_at: f64,
     got: Instant,
 }
 
@@ -72,11 +57,16 @@ impl Drop for Hold {
         let Some(path) = std::env::var_os("FAULT_TEST_LOCK_LOG") else {
             return;
         };
+        // When it was asked, as seconds since the epoch: now, less the time since.
+        let asked_at = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0.0, |since| since.as_secs_f64())
+            - self.asked.elapsed().as_secs_f64();
         let line = format!(
             "{} {} {:.3} {:.3} {:.3}\n",
             std::thread::current().name().unwrap_or("?"),
             self.lock,
-            self.asked_at,
+            asked_at,
             (self.got - self.asked).as_secs_f64(),
             self.got.elapsed().as_secs_f64(),
         );
