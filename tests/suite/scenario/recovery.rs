@@ -3,6 +3,9 @@
 //! 127.0.0.1 that call their upstream through the scenario's proxy with a 300 ms timeout, one with a 5 s
 //! hold-down after its last upstream failure, one without, one that never recovers; the built binary drives
 //! them through a real MCP client.
+//!
+//! Their bounds are seconds wide, so they share `TIMING` and run beside each other; the one that compares a
+//! before phase's median with a baseline's, within 2 ms, holds it alone.
 
 use crate::support::common;
 use crate::support::scenario::{self, AfterFailure, TIMING};
@@ -122,7 +125,7 @@ fn summary(name: &str, report: &Value) -> String {
 /// never recovers is said not to have, with no recovery time. Each is detected within 2 s.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_latency_window_is_detected_and_recovery_follows_the_services_hold_down() {
-    let _timing = TIMING.lock().await;
+    let _timing = TIMING.share().await;
     let services = [
         (
             "5 s hold-down",
@@ -230,7 +233,7 @@ async fn a_latency_window_is_detected_and_recovery_follows_the_services_hold_dow
 /// service without a hold-down, at 20 requests per second: detected within 2 s, recovered within 1.5 s.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn blackhole_http_error_and_packet_loss_windows_are_detected_and_recovered_from() {
-    let _timing = TIMING.lock().await;
+    let _timing = TIMING.share().await;
     let faults = [
         ("fault_run_blackhole_impact_scenario", json!({})),
         (
@@ -284,7 +287,7 @@ async fn blackhole_http_error_and_packet_loss_windows_are_detected_and_recovered
 /// counts each fault's actions, the report names both and cuts the run at their merged window.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_compound_scenario_acts_every_fault_and_names_them_all() {
-    let _timing = TIMING.lock().await;
+    let _timing = TIMING.share().await;
     let upstream = scenario::upstream().await;
     let proxy_port = common::free_port();
     let app = scenario::demo_app(format!("http://127.0.0.1:{proxy_port}")).await;
@@ -411,7 +414,7 @@ async fn the_before_phase_matches_a_baseline_run() {
 /// type or key, a missing value and an empty fault list; the server still serves after them, and a window shorter than a second acts and is reported as such.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_windows_are_refused_by_name_and_a_window_under_a_second_acts() {
-    let _timing = TIMING.lock().await;
+    let _timing = TIMING.share().await;
     let dir = tempfile::tempdir().unwrap();
     let page = dir.path().join("report.html");
     let service = Guarded::new(AfterFailure::Recover).await;

@@ -10,44 +10,59 @@ use std::{
 
 pub struct TestLock {
     name: &'static str,
-    inner: tokio::sync::Mutex<()>,
+    inner: tokio::sync::RwLock<()>,
 }
 
 impl TestLock {
     pub const fn new(name: &'static str) -> Self {
         Self {
             name,
-            inner: tokio::sync::Mutex::const_new(()),
+            inner: tokio::sync::RwLock::const_new(()),
         }
     }
 
+    /// Alone: no other holder, shared or not.
     pub async fn lock(&'static self) -> Hold {
         let asked = Instant::now();
-        let guard = self.inner.lock().await;
+        let guard = Guard::Alone(self.inner.write().await);
         self.held(guard, asked)
     }
 
     /// [`Self::lock`] for a test that is not async (it must not be called inside a runtime).
     pub fn lock_blocking(&'static self) -> Hold {
         let asked = Instant::now();
-        let guard = self.inner.blocking_lock();
+        let guard = Guard::Alone(self.inner.blocking_write());
         self.held(guard, asked)
     }
 
-    fn held(&'static self, guard: tokio::sync::MutexGuard<'static, ()>, asked: Instant) -> Hold {
+    /// Beside other shared holders, never beside one that holds it alone. Holders are served in the order
+    /// they asked, so one waiting to hold it alone is not passed by shared holders that ask after it.
+    pub async fn share(&'static self) -> Hold {
+        let asked = Instant::now();
+        let guard = Guard::Shared(self.inner.read().await);
+        self.held(guard, asked)
+    }
+
+    fn held(&'static self, guard: Guard, asked: Instant) -> Hold {
         Hold {
-            _guard: guard,
             lock: self.name,
+            guard,
             asked,
             got: Instant::now(),
         }
     }
 }
 
+/// What a holder keeps until it drops it.
+enum Guard {
+    Alone(tokio::sync::RwLockWriteGuard<'static, ()>),
+    Shared(tokio::sync::RwLockReadGuard<'static, ()>),
+}
+
 /// A lock held; released (and logged) when dropped.
 pub struct Hold {
-    _guard: tokio::sync::MutexGuard<'static, ()>,
     lock: &'static str,
+    guard: Guard,
     asked: Instant,
     got: Instant,
 }
@@ -62,8 +77,12 @@ impl Drop for Hold {
             .duration_since(UNIX_EPOCH)
             .map_or(0.0, |since| since.as_secs_f64())
             - self.asked.elapsed().as_secs_f64();
+        let shared = match self.guard {
+            Guard::Alone(_) => "",
+            Guard::Shared(_) => "/shared",
+        };
         let line = format!(
-            "{} {} {:.3} {:.3} {:.3}\n",
+            "{} {}{shared} {:.3} {:.3} {:.3}\n",
             std::thread::current().name().unwrap_or("?"),
             self.lock,
             asked_at,

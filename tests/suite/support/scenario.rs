@@ -22,7 +22,11 @@ use hyper_util::{
 };
 use tokio::net::TcpListener;
 
-/// Taken by the tests that measure time through a scenario, so that they do not measure each other.
+/// Taken by the tests that measure time through a scenario, so that they do not measure each other: alone
+/// ([`super::locks::TestLock::lock`]) by those whose bounds are milliseconds, shared
+/// ([`super::locks::TestLock::share`]) by those whose bounds are seconds wide and whose load is light (a few
+/// scenarios of 20 requests a second), which run beside each other but never beside a measurement in
+/// milliseconds.
 pub static TIMING: super::locks::TestLock = super::locks::TestLock::new("timing");
 
 pub const TODO: &str = r#"{"userId":1,"id":1,"title":"delectus aut autem","completed":false}"#;
