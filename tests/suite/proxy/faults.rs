@@ -433,8 +433,10 @@ async fn jitter_raises_spread_and_keeps_order() {
     }
     let (mean, sd) = mean_sd(&xs);
     assert!(sd > 4.0, "spread {sd} (mean {mean})");
-    // No delay beyond one amplitude (plus scheduling slack on a loaded machine).
-    assert!(xs.iter().all(|x| *x < 65.0), "{xs:?}");
+    // No delay beyond one amplitude (plus scheduling slack). A stall of a loaded machine can delay one exchange
+    // past that (74 ms once, beside the whole suite on 2 cores), so one is allowed.
+    let over = xs.iter().filter(|x| **x >= 65.0).count();
+    assert!(over <= 1, "{over} of 20 past 65 ms: {xs:?}");
     let body = c.get("/bytes/200000").await.unwrap();
     assert_eq!(body, pattern(200000));
     handle.stop().await;
