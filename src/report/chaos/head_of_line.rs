@@ -2,6 +2,9 @@
 //! is *behind* a slower call when, at its start, a call of another tool whose p50 is more than
 //! [`SLOWER_FACTOR`] × T's p50 was still in flight: on the same client session, or only on another one.
 //! Each group's latency is compared with T's calls that started with no such call in flight ("clear").
+//! Blocking is called when a group's p50 is [`BLOCKED_RATIO`] × the clear p50 and longer by
+//! [`BLOCKED_SHARE`] of the slower tool's p50 at least: a call that waited behind a slower one waits for part of
+//! it, and on a loaded machine a fast tool's p50 of a few milliseconds moves by half from noise alone.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -16,6 +19,8 @@ use crate::report::round4;
 pub const SLOWER_FACTOR: f64 = 2.0;
 /// Blocking is reported when calls behind a slower call have a p50 at least this many times the clear p50.
 pub const BLOCKED_RATIO: f64 = 1.5;
+/// ... and when they took at least this share of the slower tool's p50 longer than the clear calls.
+pub const BLOCKED_SHARE: f64 = 0.1;
 /// Calls each group needs before a ratio is judged.
 pub const MIN_CALLS: u64 = 5;
 
@@ -107,6 +112,7 @@ pub fn head_of_line(records: &[CallRecord], p50_by_tool: &HashMap<&str, f64>) ->
     let mut tools: Vec<&str> = p50_by_tool.keys().copied().collect();
     tools.sort_unstable();
     let mut figures = Vec::new();
+    let mut slower_p50s = Vec::new();
     for tool in tools {
         let own_p50 = p50_by_tool[tool];
         let slower: Vec<&((&str, u32), Intervals)> = intervals
@@ -115,9 +121,13 @@ pub fn head_of_line(records: &[CallRecord], p50_by_tool: &HashMap<&str, f64>) ->
                 *other != tool && p50_by_tool[other] > SLOWER_FACTOR * own_p50
             })
             .collect();
-        if slower.is_empty() {
+        let Some(slower_p50) = slower
+            .iter()
+            .map(|((other, _), _)| p50_by_tool[other])
+            .min_by(f64::total_cmp)
+        else {
             continue;
-        }
+        };
         let (mut same, mut other, mut clear) = (Vec::new(), Vec::new(), Vec::new());
         for r in sent.iter().copied().filter(|r| r.tool == tool) {
             let mut on_same = false;
@@ -148,8 +158,9 @@ pub fn head_of_line(records: &[CallRecord], p50_by_tool: &HashMap<&str, f64>) ->
             behind_other_session,
             clear,
         });
+        slower_p50s.push(slower_p50);
     }
-    verdict(figures)
+    verdict(figures, &slower_p50s)
 }
 
 fn p50_ratio(behind: &LatencyFigures, clear: &LatencyFigures) -> Option<f64> {
@@ -162,43 +173,95 @@ fn p50_ratio(behind: &LatencyFigures, clear: &LatencyFigures) -> Option<f64> {
     }
 }
 
-fn verdict(tools: Vec<ToolHeadOfLine>) -> HeadOfLine {
-    let worst = tools
+/// One group of a tool's calls behind a slower call, against its clear calls.
+struct Behind<'a> {
+    tool: &'a str,
+    place: &'static str,
+    ratio: f64,
+    /// p50 behind − p50 clear.
+    longer_ms: f64,
+    /// What `longer_ms` must reach to be blocking: [`BLOCKED_SHARE`] of the fastest slower tool's p50.
+    floor_ms: f64,
+}
+
+impl Behind<'_> {
+    fn blocked(&self) -> bool {
+        self.ratio >= BLOCKED_RATIO && self.longer_ms >= self.floor_ms
+    }
+}
+
+/// `slower_p50s[i]`: the p50 of the fastest tool slower than `tools[i]`.
+fn verdict(tools: Vec<ToolHeadOfLine>, slower_p50s: &[f64]) -> HeadOfLine {
+    let groups: Vec<Behind> = tools
         .iter()
-        .flat_map(|t| {
+        .zip(slower_p50s)
+        .flat_map(|(t, slower_p50)| {
             [
-                t.same_session_ratio
-                    .map(|r| (r, t.tool.as_str(), "the same session")),
-                t.other_session_ratio
-                    .map(|r| (r, t.tool.as_str(), "another session")),
+                (
+                    t.same_session_ratio,
+                    &t.behind_same_session,
+                    "the same session",
+                ),
+                (
+                    t.other_session_ratio,
+                    &t.behind_other_session,
+                    "another session",
+                ),
             ]
+            .into_iter()
+            .filter_map(move |(ratio, behind, place)| {
+                Some(Behind {
+                    tool: t.tool.as_str(),
+                    place,
+                    ratio: ratio?,
+                    longer_ms: behind.p50_ms? - t.clear.p50_ms?,
+                    floor_ms: BLOCKED_SHARE * slower_p50,
+                })
+            })
         })
-        .flatten()
-        .max_by(|a, b| a.0.total_cmp(&b.0));
-    let (blocked, verdict) = match worst {
-        None if tools.is_empty() => (
+        .collect();
+    let by_ratio = |a: &&Behind, b: &&Behind| a.ratio.total_cmp(&b.ratio);
+    let worst_blocked = groups.iter().filter(|g| g.blocked()).max_by(by_ratio);
+    let worst = groups.iter().max_by(by_ratio);
+    let (blocked, verdict) = match (worst_blocked, worst) {
+        (Some(g), _) => (
+            Some(true),
+            format!(
+                "yes: `{}` calls started while a slower call was in flight on {} took {}× the p50 of its calls \
+                 that started clear of one ({:.2} ms longer)",
+                g.tool, g.place, g.ratio, g.longer_ms
+            ),
+        ),
+        (None, Some(g)) if g.ratio >= BLOCKED_RATIO => (
+            Some(false),
+            format!(
+                "no: at worst `{}` calls behind a slower call on {} took {}× the p50 of its clear calls, but \
+                 only {:.2} ms longer, under {BLOCKED_SHARE} of the slower tool's p50 ({:.2} ms): too little to \
+                 have waited for it",
+                g.tool,
+                g.place,
+                g.ratio,
+                g.longer_ms,
+                g.floor_ms / BLOCKED_SHARE
+            ),
+        ),
+        (None, Some(g)) => (
+            Some(false),
+            format!(
+                "no: at worst `{}` calls behind a slower call on {} took {}× the p50 of its clear calls \
+                 (blocking is called from {BLOCKED_RATIO}×)",
+                g.tool, g.place, g.ratio
+            ),
+        ),
+        (None, None) if tools.is_empty() => (
             None,
             "not measured: every tool's p50 is within 2× of the others'".to_owned(),
         ),
-        None => (
+        (None, None) => (
             None,
             format!(
                 "not measured: fewer than {MIN_CALLS} calls of a faster tool started both behind a slower \
                  call and clear of one"
-            ),
-        ),
-        Some((ratio, tool, place)) if ratio >= BLOCKED_RATIO => (
-            Some(true),
-            format!(
-                "yes: `{tool}` calls started while a slower call was in flight on {place} took {ratio}× the \
-                 p50 of its calls that started clear of one"
-            ),
-        ),
-        Some((ratio, tool, place)) => (
-            Some(false),
-            format!(
-                "no: at worst `{tool}` calls behind a slower call on {place} took {ratio}× the p50 of its \
-                 clear calls (blocking is called from {BLOCKED_RATIO}×)"
             ),
         ),
     };
@@ -253,6 +316,11 @@ mod tests {
         assert_eq!(fast.clear.calls, 30);
         assert!(hol.verdict.starts_with("yes: `fast`"), "{}", hol.verdict);
         assert!(hol.verdict.contains("the same session"), "{}", hol.verdict);
+        assert!(
+            hol.verdict.ends_with("(200.05 ms longer)"),
+            "{}",
+            hol.verdict
+        );
     }
 
     /// Slow calls on another session only, fast calls unaffected: no blocking, and the other-session group.
@@ -271,6 +339,30 @@ mod tests {
         assert_eq!(hol.blocked, Some(false), "{}", hol.verdict);
         assert_eq!(hol.tools[0].behind_other_session.calls, 10);
         assert_eq!(hol.tools[0].behind_same_session.calls, 0);
+    }
+
+    /// A concurrent server on a loaded machine: fast calls started during a slow call take 1.55× the clear
+    /// ones' p50, but under 2 ms more, where waiting for any part of a 106 ms call would add more than 10 ms.
+    #[test]
+    fn a_few_milliseconds_more_behind_a_much_slower_call_are_not_blocking() {
+        let mut records = Vec::new();
+        for cycle in 0..10 {
+            let t = f64::from(cycle) * 400.0;
+            records.push(call("slow", 0, t, 106.0));
+            records.push(call("fast", 0, t + 50.0, 5.22));
+            for k in 0..3 {
+                records.push(call("fast", 0, t + 150.0 + f64::from(k) * 50.0, 3.37));
+            }
+        }
+        let hol = head_of_line(&records, &p50s(&records));
+        assert_eq!(hol.blocked, Some(false), "{}", hol.verdict);
+        assert_eq!(hol.tools[0].same_session_ratio, Some(1.549));
+        assert_eq!(
+            hol.verdict,
+            "no: at worst `fast` calls behind a slower call on the same session took 1.549× the p50 of its \
+             clear calls, but only 1.85 ms longer, under 0.1 of the slower tool's p50 (106.00 ms): too little \
+             to have waited for it"
+        );
     }
 
     #[test]

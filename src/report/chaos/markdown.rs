@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::gates::GateReport;
-use super::head_of_line::{BLOCKED_RATIO, HeadOfLine, MIN_CALLS, SLOWER_FACTOR};
+use super::head_of_line::{BLOCKED_RATIO, BLOCKED_SHARE, HeadOfLine, MIN_CALLS, SLOWER_FACTOR};
 use super::judgement::{Judgement, MAX_FOLLOW_UPS, NextStep, RETRY_AFTER_SLACK_MS};
 use super::latency::LatencyFigures;
 use super::mcp_tasks::McpTaskFigures;
@@ -381,7 +381,7 @@ fn write_head_of_line(out: &mut String, hol: &HeadOfLine) -> std::fmt::Result {
     writeln!(
         out,
         "\n_A call is behind a slower call when, at its start, a call of another tool whose p50 is more than {SLOWER_FACTOR}× its own tool's was in flight; \
-ratios are p50 behind / p50 clear, judged with at least {MIN_CALLS} calls in each group; blocking is called from {BLOCKED_RATIO}×._\n"
+ratios are p50 behind / p50 clear, judged with at least {MIN_CALLS} calls in each group; blocking is called from {BLOCKED_RATIO}× and {BLOCKED_SHARE} of the slower tool's p50 longer._\n"
     )
 }
 

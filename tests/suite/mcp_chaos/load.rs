@@ -90,8 +90,9 @@ async fn fifty_clients_at_a_fixed_rate_agree_with_the_servers_own_timings() {
 }
 
 /// One client mixing a 100 ms `slow` with `echo` (one slow call every 400 ms) on a server that answers calls
-/// concurrently: the echo calls started while a slow call was in flight on the same session are as fast as
-/// the others, and the report says there is no head-of-line blocking, with the figures behind it.
+/// concurrently: the echo calls started while a slow call was in flight on the same session take at most a few
+/// milliseconds more than the others (a tenth of the slow call is what it takes to be called blocking), and the
+/// report says there is no head-of-line blocking, with the figures behind it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_concurrent_server_shows_no_head_of_line_blocking() {
     let server = HttpServer::start(&["mcp-test-server"], &[], &[]).await;
@@ -128,7 +129,9 @@ async fn a_concurrent_server_shows_no_head_of_line_blocking() {
         "{hol}"
     );
     assert!(echo["clear"]["calls"].as_u64().unwrap() >= 20, "{hol}");
-    assert!(echo["same_session_ratio"].as_f64().unwrap() < 1.5, "{hol}");
+    // Behind a 100 ms call, yet not waiting for any tenth of it.
+    let p50 = |group: &str| echo[group]["p50_ms"].as_f64().unwrap();
+    assert!(p50("behind_same_session") - p50("clear") < 10.0, "{hol}");
     assert!(text.contains("**Head-of-line blocking**: no:"), "{text}");
     assert!(text.contains("| echo |"), "{text}");
     agent.cancel().await.unwrap();
