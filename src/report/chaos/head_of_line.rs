@@ -111,8 +111,8 @@ pub fn head_of_line(records: &[CallRecord], p50_by_tool: &HashMap<&str, f64>) ->
         .collect();
     let mut tools: Vec<&str> = p50_by_tool.keys().copied().collect();
     tools.sort_unstable();
+    // Each tool's figures, with the p50 of the fastest tool slower than it.
     let mut figures = Vec::new();
-    let mut slower_p50s = Vec::new();
     for tool in tools {
         let own_p50 = p50_by_tool[tool];
         let slower: Vec<&((&str, u32), Intervals)> = intervals
@@ -150,17 +150,19 @@ pub fn head_of_line(records: &[CallRecord], p50_by_tool: &HashMap<&str, f64>) ->
         let behind_same_session = latency(same.into_iter());
         let behind_other_session = latency(other.into_iter());
         let clear = latency(clear.into_iter());
-        figures.push(ToolHeadOfLine {
-            tool: tool.to_owned(),
-            same_session_ratio: p50_ratio(&behind_same_session, &clear),
-            other_session_ratio: p50_ratio(&behind_other_session, &clear),
-            behind_same_session,
-            behind_other_session,
-            clear,
-        });
-        slower_p50s.push(slower_p50);
+        figures.push((
+            ToolHeadOfLine {
+                tool: tool.to_owned(),
+                same_session_ratio: p50_ratio(&behind_same_session, &clear),
+                other_session_ratio: p50_ratio(&behind_other_session, &clear),
+                behind_same_session,
+                behind_other_session,
+                clear,
+            },
+            slower_p50,
+        ));
     }
-    verdict(figures, &slower_p50s)
+    verdict(figures)
 }
 
 fn p50_ratio(behind: &LatencyFigures, clear: &LatencyFigures) -> Option<f64> {
@@ -180,21 +182,20 @@ struct Behind<'a> {
     ratio: f64,
     /// p50 behind − p50 clear.
     longer_ms: f64,
-    /// What `longer_ms` must reach to be blocking: [`BLOCKED_SHARE`] of the fastest slower tool's p50.
-    floor_ms: f64,
+    /// The p50 of the fastest tool slower than this one.
+    slower_p50_ms: f64,
 }
 
 impl Behind<'_> {
     fn blocked(&self) -> bool {
-        self.ratio >= BLOCKED_RATIO && self.longer_ms >= self.floor_ms
+        self.ratio >= BLOCKED_RATIO && self.longer_ms >= BLOCKED_SHARE * self.slower_p50_ms
     }
 }
 
-/// `slower_p50s[i]`: the p50 of the fastest tool slower than `tools[i]`.
-fn verdict(tools: Vec<ToolHeadOfLine>, slower_p50s: &[f64]) -> HeadOfLine {
-    let groups: Vec<Behind> = tools
+/// Each tool's figures with the p50 of the fastest tool slower than it.
+fn verdict(figures: Vec<(ToolHeadOfLine, f64)>) -> HeadOfLine {
+    let groups: Vec<Behind> = figures
         .iter()
-        .zip(slower_p50s)
         .flat_map(|(t, slower_p50)| {
             [
                 (
@@ -215,7 +216,7 @@ fn verdict(tools: Vec<ToolHeadOfLine>, slower_p50s: &[f64]) -> HeadOfLine {
                     place,
                     ratio: ratio?,
                     longer_ms: behind.p50_ms? - t.clear.p50_ms?,
-                    floor_ms: BLOCKED_SHARE * slower_p50,
+                    slower_p50_ms: *slower_p50,
                 })
             })
         })
@@ -238,11 +239,7 @@ fn verdict(tools: Vec<ToolHeadOfLine>, slower_p50s: &[f64]) -> HeadOfLine {
                 "no: at worst `{}` calls behind a slower call on {} took {}× the p50 of its clear calls, but \
                  only {:.2} ms longer, under {BLOCKED_SHARE} of the slower tool's p50 ({:.2} ms): too little to \
                  have waited for it",
-                g.tool,
-                g.place,
-                g.ratio,
-                g.longer_ms,
-                g.floor_ms / BLOCKED_SHARE
+                g.tool, g.place, g.ratio, g.longer_ms, g.slower_p50_ms
             ),
         ),
         (None, Some(g)) => (
@@ -253,7 +250,7 @@ fn verdict(tools: Vec<ToolHeadOfLine>, slower_p50s: &[f64]) -> HeadOfLine {
                 g.tool, g.place, g.ratio
             ),
         ),
-        (None, None) if tools.is_empty() => (
+        (None, None) if figures.is_empty() => (
             None,
             "not measured: every tool's p50 is within 2× of the others'".to_owned(),
         ),
@@ -268,7 +265,7 @@ fn verdict(tools: Vec<ToolHeadOfLine>, slower_p50s: &[f64]) -> HeadOfLine {
     HeadOfLine {
         blocked,
         verdict,
-        tools,
+        tools: figures.into_iter().map(|(tool, _)| tool).collect(),
     }
 }
 
